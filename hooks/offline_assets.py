@@ -1,0 +1,78 @@
+"""MkDocs hook: put every runtime asset into the site, from pinned local sources.
+
+Nothing is fetched at build or run time. Pyodide, Plotly and KaTeX come from
+``node_modules`` (pinned by package-lock.json) under versioned paths, so a host
+may cache them forever; the core's wheel is built from ``calculators/`` and
+versioned by its content hash. Files are added with ``File.generated`` so the
+privacy plugin audits them like any other page asset.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import wheel  # noqa: E402  (sibling module, not a package)
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE = ROOT / "node_modules"
+
+
+def npm_version(package: str, node_modules: Path = NODE) -> str:
+    manifest = node_modules / package / "package.json"
+    if not manifest.exists():
+        raise PluginError(f"{manifest} is missing: run `npm ci` (or `make build`) first")
+    return json.loads(manifest.read_text())["version"]
+
+
+def pyodide_files(node_modules: Path = NODE) -> dict[str, Path]:
+    """The runtime under .js names: a server that doesn't know .mjs can't break it."""
+    src = node_modules / "pyodide"
+    base = f"assets/vendor/pyodide/{npm_version('pyodide', node_modules)}/"
+    names = {
+        "pyodide-loader.js": "pyodide.mjs",
+        "pyodide-asm.js": "pyodide.asm.mjs",
+        "pyodide.asm.wasm": "pyodide.asm.wasm",
+        "python_stdlib.zip": "python_stdlib.zip",
+        "pyodide-lock.json": "pyodide-lock.json",
+    }
+    return {base + dest: src / name for dest, name in names.items()}
+
+
+def plotly_files(node_modules: Path = NODE) -> dict[str, Path]:
+    pkg = "plotly.js-cartesian-dist-min"
+    return {f"assets/vendor/plotly/{npm_version(pkg, node_modules)}/plotly-cartesian.min.js":
+            node_modules / pkg / "plotly-cartesian.min.js"}
+
+
+def katex_files(node_modules: Path = NODE) -> dict[str, Path]:
+    dist = node_modules / "katex" / "dist"
+    base = f"assets/vendor/katex/{npm_version('katex', node_modules)}/"
+    files = {base + "katex.min.css": dist / "katex.min.css"}
+    files.update({base + "fonts/" + f.name: f for f in sorted((dist / "fonts").glob("*.woff2"))})
+    return files
+
+
+def vendored_files(node_modules: Path = NODE) -> dict[str, Path]:
+    """Site path -> source file, for every vendored asset."""
+    files: dict[str, Path] = {}
+    for part in (pyodide_files, plotly_files, katex_files):
+        files.update(part(node_modules))
+    missing = [str(p) for p in files.values() if not p.exists()]
+    if missing:
+        raise PluginError(f"vendored files missing (run `npm ci`): {', '.join(missing)}")
+    return files
+
+
+def on_files(files, *, config):
+    for uri, src in vendored_files().items():
+        files.append(File.generated(config, uri, abs_src_path=str(src)))
+    data = wheel.wheel_bytes()
+    uri = f"assets/wheels/{wheel.content_hash(data)}/{wheel.wheel_name()}"
+    files.append(File.generated(config, uri, content=data))
+    config["extra"]["calculators_wheel"] = uri  # the page runtime reads it from here
+    return files
