@@ -1,0 +1,115 @@
+"""Parameter counts derived from the architecture, never copied from a model card.
+
+Counted: token embedding, untied LM head, attention projections (incl. MLA's low-rank
+projections and their norms, QKV/O biases), dense FFN (gated: gate+up+down; plain:
+up+down), MoE routed and shared experts plus the router, and RMSNorm/LayerNorm weights
+(two per layer plus the final norm). Not counted, each well under 0.1% of any preset:
+QK-norm weights, attention sinks, LayerNorm biases, FFN biases of dense models and
+learned position tables (OPT, GPT-2).
+"""
+from __future__ import annotations
+
+from .formats import bytes_per_element
+from .model import Model
+
+
+def _attention_params(model: Model) -> int:
+    a, d = model.attention, model.hidden_size
+    v_dim = a.v_head_dim or a.head_dim
+    if a.kind == "mla":
+        qk_dim = a.qk_nope_head_dim + a.qk_rope_head_dim
+        if a.q_lora_rank:
+            q = d * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * a.num_heads * qk_dim
+        else:
+            q = d * a.num_heads * qk_dim
+        kv_down = d * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank
+        kv_up = a.kv_lora_rank * a.num_heads * (a.qk_nope_head_dim + v_dim)
+        return q + kv_down + kv_up + a.num_heads * v_dim * d
+    q_out, kv_out = a.num_heads * a.head_dim, a.num_kv_heads * a.head_dim
+    v_out = a.num_kv_heads * v_dim
+    n = d * (q_out + kv_out + v_out) + a.num_heads * v_dim * d
+    if a.qkv_bias:
+        n += q_out + kv_out + v_out
+    if a.o_bias:
+        n += d
+    return n
+
+
+def _ffn_params(model: Model, width: int) -> int:
+    mats = 3 if model.ffn_kind == "gated" else 2
+    return mats * model.hidden_size * width
+
+
+def _expert_params(model: Model, width: int, bias: bool) -> int:
+    n = _ffn_params(model, width)
+    if bias:  # gpt-oss: bias on the fused gate/up output and on the down output
+        n += (2 if model.ffn_kind == "gated" else 1) * width + model.hidden_size
+    return n
+
+
+def is_moe_layer(model: Model, layer: int) -> bool:
+    """MoE layers: after the leading dense ones, every layer_interval-th layer.
+
+    Matches DeepSeek (first_k_dense_replace) and Llama 4 (interleave step 2: layers 1, 3, ...).
+    """
+    m = model.moe
+    if m is None or layer < m.first_dense_layers:
+        return False
+    return (layer + 1 - m.first_dense_layers) % m.layer_interval == 0
+
+
+def moe_layer_count(model: Model) -> int:
+    return sum(is_moe_layer(model, i) for i in range(model.num_layers))
+
+
+def _moe_layer_params(model: Model, experts: int) -> int:
+    m = model.moe
+    routed = experts * _expert_params(model, m.expert_intermediate_size, m.expert_bias)
+    shared_width = m.shared_intermediate_size or m.expert_intermediate_size
+    shared = m.num_shared_experts * _ffn_params(model, shared_width)
+    router = m.num_experts * model.hidden_size + (m.num_experts if m.expert_bias else 0)
+    return routed + shared + router
+
+
+def _body_params(model: Model, active: bool) -> int:
+    """All transformer layers plus the final norm."""
+    d = model.hidden_size
+    n_moe = moe_layer_count(model)
+    n_dense = model.num_layers - n_moe
+    per_layer = _attention_params(model) + 2 * d
+    n = model.num_layers * per_layer + d + n_dense * _ffn_params(model, model.intermediate_size)
+    if n_moe:
+        experts = model.moe.experts_per_token if active else model.moe.num_experts
+        n += n_moe * _moe_layer_params(model, experts)
+    return n
+
+
+def embedding_params(model: Model) -> int:
+    return model.vocab_size * model.hidden_size
+
+
+def lm_head_params(model: Model) -> int:
+    return 0 if model.tie_embeddings else model.vocab_size * model.hidden_size
+
+
+def total_params(model: Model) -> int:
+    """Every stored parameter (DeepSeek-V3: the 671B main model; its MTP module is not in the config's layers)."""
+    return embedding_params(model) + lm_head_params(model) + _body_params(model, active=False)
+
+
+def active_params(model: Model, include_embedding: bool = True) -> int:
+    """Parameters one token uses: shared weights plus top-k routed and all shared experts.
+
+    The input embedding is a row lookup, not a matmul; pass include_embedding=False to
+    leave the table out (an untied LM head is always counted; a tied one is the table).
+    Vendors differ here: Mistral and Meta count it, DeepSeek and OpenAI do not.
+    """
+    n = lm_head_params(model) + _body_params(model, active=True)
+    if include_embedding or model.tie_embeddings:
+        n += embedding_params(model)
+    return n
+
+
+def weight_bytes(model: Model, dtype: str = "bf16", field: str = "dtype") -> float:
+    """Bytes to store all weights in one format (block scales included)."""
+    return total_params(model) * bytes_per_element(dtype, field)
