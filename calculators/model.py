@@ -63,6 +63,7 @@ class Model:
     official_active_params: float | None = None
     source: str = ""
     as_of: str = ""
+    notes: str = ""                               # added by the data helper: caveats shown beside a preset
 
 
 @dataclass(frozen=True)
