@@ -1,0 +1,200 @@
+"""Read a Hugging Face ``config.json`` (as published) into a Model.
+
+Families: Llama 1-4, Mistral, Mixtral, Qwen2/2.5, Qwen3 (+MoE), DeepSeek V2/V3, Kimi K2,
+gpt-oss, Gemma 2/3, Falcon, GPT-2, OPT. Multimodal configs (Gemma 3, Llama 4) keep the
+text decoder in ``text_config``; the vision tower is not modelled.
+"""
+from __future__ import annotations
+
+from .errors import InputError
+from .model import Model
+from .resolve import model_from_dict
+
+# model_type -> family. Architectures map through _ARCH_PREFIX when model_type is absent.
+FAMILIES = {
+    "llama": "llama", "llama4": "llama4", "llama4_text": "llama4", "mistral": "mistral",
+    "mixtral": "mixtral", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2_moe": "qwen_moe",
+    "qwen3_moe": "qwen_moe", "deepseek_v2": "deepseek", "deepseek_v3": "deepseek",
+    "kimi_k2": "deepseek", "gpt_oss": "gpt_oss", "gemma": "gemma", "gemma2": "gemma2",
+    "gemma3": "gemma3", "gemma3_text": "gemma3", "falcon": "falcon", "refinedweb": "falcon",
+    "refinedwebmodel": "falcon", "gpt2": "gpt2", "opt": "opt",
+}
+_ARCH_PREFIX = {
+    "Llama4": "llama4", "Llama": "llama", "Mistral": "mistral", "Mixtral": "mixtral",
+    "Qwen2Moe": "qwen_moe", "Qwen3Moe": "qwen_moe", "Qwen2": "qwen2", "Qwen3": "qwen3",
+    "DeepseekV": "deepseek", "GptOss": "gpt_oss", "Gemma3": "gemma3", "Gemma2": "gemma2",
+    "Gemma": "gemma", "Falcon": "falcon", "RW": "falcon", "GPT2": "gpt2", "OPT": "opt",
+}
+_PLAIN_FFN = ("falcon", "gpt2", "opt")
+_TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "falcon", "gpt2", "opt")
+_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding",
+                "chunked_attention": "chunked", "global": "full", "local": "sliding"}
+
+
+def _family(cfg: dict, field: str) -> str:
+    mt = str(cfg.get("model_type", "")).lower()
+    if mt in FAMILIES:
+        return FAMILIES[mt]
+    for arch in cfg.get("architectures") or []:
+        for prefix, fam in _ARCH_PREFIX.items():
+            if str(arch).startswith(prefix):
+                return fam
+    if mt or cfg.get("architectures"):
+        supported = ", ".join(sorted(FAMILIES))
+        raise InputError(f"{field}.model_type", f"unsupported architecture {mt or cfg['architectures']!r}; supported: {supported}")
+    raise InputError(f"{field}.model_type", "is required (or architectures) to read a Hugging Face config")
+
+
+def _get(cfg: dict, field: str, *keys, default=...):
+    """First present, non-null key; error names the first key when none is."""
+    for key in keys:
+        if cfg.get(key) is not None:
+            return cfg[key]
+    if default is ...:
+        raise InputError(f"{field}.{keys[0]}", "is required")
+    return default
+
+
+def _int(cfg: dict, field: str, *keys, default=...):
+    value = _get(cfg, field, *keys, default=default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 0:
+        raise InputError(f"{field}.{keys[0]}", f"must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def _kv_heads(cfg: dict, fam: str, heads: int, field: str) -> int:
+    if fam == "falcon":
+        if cfg.get("new_decoder_architecture"):
+            return _int(cfg, field, "num_kv_heads", "n_head_kv", "num_key_value_heads")
+        return 1 if cfg.get("multi_query", True) else heads
+    kv = _int(cfg, field, "num_key_value_heads", "num_kv_heads", "n_head_kv", default=heads)
+    if kv < 1 or heads % kv:
+        raise InputError(f"{field}.num_key_value_heads",
+                         f"must divide num_attention_heads ({heads}), got {kv}")
+    return kv
+
+
+def _attention(cfg: dict, fam: str, hidden: int, field: str) -> dict:
+    heads = _int(cfg, field, "num_attention_heads", "n_head")
+    if heads < 1 or (not cfg.get("head_dim") and hidden % heads):
+        raise InputError(f"{field}.num_attention_heads", f"must divide hidden_size ({hidden}) when head_dim is absent")
+    if cfg.get("kv_lora_rank"):  # MLA (DeepSeek V2/V3, Kimi K2)
+        rope, nope = _int(cfg, field, "qk_rope_head_dim"), _int(cfg, field, "qk_nope_head_dim")
+        return dict(kind="mla", num_heads=heads, num_kv_heads=heads, head_dim=rope + nope,
+                    v_head_dim=_int(cfg, field, "v_head_dim"), kv_lora_rank=_int(cfg, field, "kv_lora_rank"),
+                    qk_rope_head_dim=rope, qk_nope_head_dim=nope,
+                    q_lora_rank=_int(cfg, field, "q_lora_rank", default=0))
+    kv = _kv_heads(cfg, fam, heads, field)
+    kind = "mha" if kv == heads else "mqa" if kv == 1 else "gqa"
+    bias = {"qwen2": True, "gpt2": True, "opt": cfg.get("enable_bias", True)}.get(
+        fam, bool(cfg.get("attention_bias", cfg.get("bias", False))))
+    return dict(kind=kind, num_heads=heads, num_kv_heads=kv,
+                head_dim=_int(cfg, field, "head_dim", default=hidden // heads),
+                qkv_bias=bias, o_bias=bias and fam != "qwen2")
+
+
+def _pattern_kinds(cfg: dict, fam: str, n: int, field: str) -> list[str]:
+    """Per-layer attention kind from layer_types, or the family's fixed pattern."""
+    types = cfg.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != n:
+            got = len(types) if isinstance(types, list) else types
+            raise InputError(f"{field}.layer_types", f"must list num_hidden_layers ({n}) entries, got {got}")
+        bad = [t for t in types if t not in _LAYER_TYPES]
+        if bad:
+            raise InputError(f"{field}.layer_types", f"unknown entry {bad[0]!r}; allowed: {', '.join(_LAYER_TYPES)}")
+        return [_LAYER_TYPES[t] for t in types]
+    if fam == "llama4":
+        return _llama4_kinds(cfg, n, field)
+    if cfg.get("sliding_window") is None:
+        return ["full"] * n
+    if fam == "gemma2" or fam == "gpt_oss":  # local first, then alternate
+        return ["sliding" if i % 2 == 0 else "full" for i in range(n)]
+    if fam == "gemma3":
+        every = _int(cfg, field, "sliding_window_pattern", default=6)
+        return ["full" if (i + 1) % every == 0 else "sliding" for i in range(n)]
+    if fam in ("qwen2", "qwen3", "qwen_moe"):
+        if not cfg.get("use_sliding_window", False):
+            return ["full"] * n
+        first = _int(cfg, field, "max_window_layers", default=n)
+        return ["sliding" if i >= first else "full" for i in range(n)]
+    return ["sliding"] * n  # Mistral v0.1 and others: one window on every layer
+
+
+def _llama4_kinds(cfg: dict, n: int, field: str) -> list[str]:
+    """RoPE layers use chunked attention; NoPE layers (no_rope_layers[i] == 0) attend globally."""
+    rope = cfg.get("no_rope_layers") or [
+        int((i + 1) % _int(cfg, field, "no_rope_layer_interval", default=4) != 0) for i in range(n)]
+    if len(rope) != n:
+        raise InputError(f"{field}.no_rope_layers", f"must list num_hidden_layers ({n}) entries, got {len(rope)}")
+    chunked = cfg.get("attention_chunk_size") is not None
+    return ["chunked" if r and chunked else "full" for r in rope]
+
+
+def _moe(cfg: dict, fam: str, field: str) -> dict | None:
+    experts = _int(cfg, field, "n_routed_experts", "num_local_experts", "num_experts", default=0)
+    if not experts:
+        return None
+    expert_width_keys = ("intermediate_size",) if fam in ("mixtral", "gpt_oss", "llama4") else ("moe_intermediate_size",)
+    moe = dict(num_experts=experts,
+               experts_per_token=_int(cfg, field, "num_experts_per_tok", "experts_per_token"),
+               expert_intermediate_size=_int(cfg, field, *expert_width_keys),
+               expert_bias=fam == "gpt_oss")
+    if fam == "deepseek":
+        moe.update(num_shared_experts=_int(cfg, field, "n_shared_experts", default=0),
+                   first_dense_layers=_int(cfg, field, "first_k_dense_replace", default=0),
+                   layer_interval=_int(cfg, field, "moe_layer_freq", default=1))
+    elif fam == "llama4":
+        moe.update(num_shared_experts=1, layer_interval=_int(cfg, field, "interleave_moe_layer_step", default=1))
+    elif cfg.get("shared_expert_intermediate_size"):  # Qwen2-MoE: one shared expert of its own width
+        moe.update(num_shared_experts=1, shared_intermediate_size=_int(cfg, field, "shared_expert_intermediate_size"),
+                   layer_interval=_int(cfg, field, "decoder_sparse_step", default=1))
+    if moe["experts_per_token"] > experts:
+        raise InputError(f"{field}.num_experts_per_tok", f"must be at most the number of experts ({experts})")
+    return moe
+
+
+def _dense_width(cfg: dict, fam: str, hidden: int, field: str) -> int:
+    if fam == "opt":
+        return _int(cfg, field, "ffn_dim")
+    if fam == "gpt2":
+        return _int(cfg, field, "n_inner", default=4 * hidden)
+    if fam == "falcon":
+        return _int(cfg, field, "ffn_hidden_size", default=4 * hidden)
+    if fam == "llama4":
+        return _int(cfg, field, "intermediate_size_mlp", "intermediate_size")
+    return _int(cfg, field, "intermediate_size")
+
+
+def model_from_hf_config(cfg: dict, id: str = "custom", name: str | None = None,
+                         field: str = "model") -> Model:
+    """A checked Model from a Hugging Face config.json dict, exactly as published."""
+    if not isinstance(cfg, dict):
+        raise InputError(field, "must be a config.json object")
+    fam = _family(cfg, field)
+    text = cfg.get("text_config")
+    if text is not None:  # Gemma 3, Llama 4: the decoder lives in text_config
+        if not isinstance(text, dict):
+            raise InputError(f"{field}.text_config", "must be an object")
+        cfg, field = text, f"{field}.text_config"
+    n = _int(cfg, field, "num_hidden_layers", "n_layer", "num_layers")
+    hidden = _int(cfg, field, "hidden_size", "n_embd", "d_model")
+    default_vocab = 262208 if fam == "gemma3" else ...  # Gemma3TextConfig's default; published configs omit it
+    kinds = _pattern_kinds(cfg, fam, n, field)
+    window = cfg.get("sliding_window") if "sliding" in kinds else None
+    out = dict(
+        id=id, name=name or id, num_layers=n, hidden_size=hidden,
+        vocab_size=_int(cfg, field, "vocab_size", default=default_vocab),
+        intermediate_size=_dense_width(cfg, fam, hidden, field),
+        attention=_attention(cfg, fam, hidden, field), layer_kinds=kinds,
+        sliding_window_tokens=window,
+        attention_chunk_tokens=cfg.get("attention_chunk_size") if "chunked" in kinds else None,
+        moe=_moe(cfg, fam, field), ffn_kind="plain" if fam in _PLAIN_FFN else "gated",
+        tie_embeddings=bool(cfg.get("tie_word_embeddings", fam in _TIED_BY_DEFAULT)),
+        max_context_tokens=_int(cfg, field, "max_position_embeddings", "n_positions",
+                                default=131072 if fam == "gemma3" else None),
+        source="Hugging Face config.json",
+    )
+    return model_from_dict(out, field)
