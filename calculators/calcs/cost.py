@@ -1,0 +1,98 @@
+"""Serving cost: USD per million tokens, per task, per month, and energy per token.
+
+  USD per M tokens = (USD/GPU-h × N_gpu) ÷ (tokens/s × 3600) × 10^6     (numbers.md §5 F13)
+  Check: DeepSeek Day 6 (open-infra-index), $2/GPU-h × 8 H800 at 14.8k output tok/s per node → $0.30/M.
+"""
+from __future__ import annotations
+
+import math
+
+from ..schema import integer, number, output, step
+
+HOURS_PER_MONTH = 730.0   # 8,760 h per year ÷ 12
+
+
+def usd_per_million(usd_per_gpu_hour: float, num_gpus: int, tokens_per_s: float) -> float:
+    return usd_per_gpu_hour * num_gpus / (tokens_per_s * 3600) * 1e6
+
+
+def gpus_needed(tokens_per_s_demand: float, tokens_per_s_per_gpu: float, headroom: float) -> int:
+    """GPUs to carry a demand with a fraction of spare capacity (headroom 0.3 = 30% spare)."""
+    return max(1, math.ceil(tokens_per_s_demand * (1 + headroom) / tokens_per_s_per_gpu - 1e-9))
+
+
+SCHEMA = {
+    "name": "cost",
+    "title": "Cost per token, per task and per month",
+    "description": ("Turns a measured or estimated throughput into dollars and joules. Output and input "
+                    "rates are each taken as what the whole deployment sustains doing only that phase "
+                    "(as in DeepSeek's disaggregated Day-6 report); leave the input rate at 0 to fold "
+                    "prefill cost into the output rate. Energy counts accelerator power only."),
+    "inputs": [
+        number("usd_per_gpu_hour", "Price per GPU-hour", 2.0, 0.0, 1000.0, "USD",
+                 "DeepSeek's Day-6 costing uses $2/GPU-h for H800."),
+        integer("num_gpus", "GPUs in the deployment", 8, 1, 100_000, "GPUs"),
+        number("output_tokens_per_s", "Output throughput (whole deployment)", 14_800.0, 0.001, 1e9, "tokens/s"),
+        number("input_tokens_per_s", "Input (prefill) throughput, optional", 0.0, 0.0, 1e10, "tokens/s",
+                 "0 = not priced separately."),
+        integer("input_tokens_per_task", "Input tokens per task", 2000, 0, 10_000_000, "tokens"),
+        integer("output_tokens_per_task", "Output tokens per task", 500, 0, 10_000_000, "tokens"),
+        integer("reasoning_tokens_per_task", "Reasoning tokens per task", 0, 0, 10_000_000, "tokens",
+                  "Generated but hidden; billed and timed like output."),
+        number("requests_per_s", "Demand", 10.0, 0.0, 1e7, "requests/s"),
+        number("headroom_fraction", "Headroom", 0.3, 0.0, 10.0, "", "Spare capacity for peaks.", 0.05),
+        number("power_watts_per_gpu", "Power per GPU", 700.0, 1.0, 100_000.0, "W",
+                 "H100/H200 SXM board power is 700 W (numbers.md §3.1)."),
+    ],
+    "outputs": [
+        output("usd_per_million_output_tokens", "Cost per million output tokens", "USD", "usd"),
+        output("usd_per_million_input_tokens", "Cost per million input tokens", "USD", "usd"),
+        output("usd_per_task", "Cost per task", "USD", "usd"),
+        output("usd_per_hour", "Deployment cost per hour", "USD", "usd"),
+        output("output_tokens_per_s_per_gpu", "Output tokens/s per GPU", "tokens/s", "rate"),
+        output("gpus_needed", "GPUs needed for the demand", "GPUs", "integer"),
+        output("usd_per_month", "Cost per month for the demand", "USD", "usd"),
+        output("joules_per_output_token", "Energy per output token", "J", "number"),
+        output("kwh_per_million_output_tokens", "Energy per million output tokens", "kWh", "number"),
+    ],
+}
+
+
+def compute(v: dict) -> dict:
+    price, n, out_rate, in_rate = v["usd_per_gpu_hour"], v["num_gpus"], v["output_tokens_per_s"], v["input_tokens_per_s"]
+    per_m_out = usd_per_million(price, n, out_rate)
+    per_m_in = usd_per_million(price, n, in_rate) if in_rate > 0 else 0.0
+    generated = v["output_tokens_per_task"] + v["reasoning_tokens_per_task"]
+    per_task = (generated * per_m_out + v["input_tokens_per_task"] * per_m_in) / 1e6
+    out_gpus = gpus_needed(v["requests_per_s"] * generated, out_rate / n, v["headroom_fraction"]) if generated else 0
+    in_gpus = (gpus_needed(v["requests_per_s"] * v["input_tokens_per_task"], in_rate / n, v["headroom_fraction"])
+               if in_rate > 0 and v["input_tokens_per_task"] else 0)
+    gpus = out_gpus + in_gpus if v["requests_per_s"] > 0 else 0
+    joules = v["power_watts_per_gpu"] * n / out_rate
+    return {
+        "usd_per_million_output_tokens": per_m_out,
+        "usd_per_million_input_tokens": per_m_in,
+        "usd_per_task": per_task,
+        "usd_per_hour": price * n,
+        "output_tokens_per_s_per_gpu": out_rate / n,
+        "gpus_needed": gpus,
+        "usd_per_month": gpus * price * HOURS_PER_MONTH,
+        "joules_per_output_token": joules,
+        "kwh_per_million_output_tokens": joules * 1e6 / 3.6e6,
+        "derivation": [
+            step("Cost per million output tokens", "(USD/GPU-h × N_gpu) ÷ (tokens/s × 3600) × 10^6",
+                   f"({price} × {n}) ÷ ({out_rate} × 3600) × 10^6", per_m_out, "USD"),
+            step("Cost per million input tokens", "(USD/GPU-h × N_gpu) ÷ (input tokens/s × 3600) × 10^6",
+                   f"({price} × {n}) ÷ ({in_rate} × 3600) × 10^6" if in_rate > 0 else "not priced", per_m_in, "USD"),
+            step("Cost per task", "(output + reasoning) × $/M_out ÷ 10^6 + input × $/M_in ÷ 10^6",
+                   f"{generated} × {per_m_out:.6g} ÷ 10^6 + {v['input_tokens_per_task']} × {per_m_in:.6g} ÷ 10^6",
+                   per_task, "USD"),
+            step("GPUs for the demand", "⌈requests/s × tokens per task × (1 + headroom) ÷ tokens/s per GPU⌉",
+                   f"⌈{v['requests_per_s']} × {generated} × (1 + {v['headroom_fraction']}) ÷ {out_rate / n:.6g}⌉"
+                   + (f" + {in_gpus} for prefill" if in_gpus else ""), gpus, "GPUs"),
+            step("Cost per month", "GPUs × USD/GPU-h × 730 h", f"{gpus} × {price} × 730",
+                   gpus * price * HOURS_PER_MONTH, "USD"),
+            step("Energy per output token", "W per GPU × N_gpu ÷ tokens/s",
+                   f"{v['power_watts_per_gpu']} × {n} ÷ {out_rate}", joules, "J"),
+        ],
+    }

@@ -1,0 +1,177 @@
+"""KV-cache size: per token, per sequence, per batch, and in paged blocks.
+
+Formulas (numbers.md §2.1, §5 F1–F3):
+  MHA/GQA/MQA: 2 × H_kv × d_head × b per layer per token (K and V; d_v may differ from d_head)
+  MLA:         (kv_lora_rank + qk_rope_head_dim) × b per layer per token
+               (DeepSeek-V2 arXiv 2405.04434 Table 1; DeepSeek-V3 inference/model.py kv_cache + pe_cache)
+  Sliding-window layers hold min(T, window) tokens, chunked-attention layers min(T, chunk)
+  (Mistral 7B arXiv 2310.06825 rolling buffer; gpt-oss model.py; Gemma 2/3 reports; Llama 4 iRoPE).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..schema import dtype_field, integer, model_field, output, series, step
+from ..formats import bytes_per_element
+from ..model import Attention, Model
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    kind: str            # "full", "sliding" or "chunked"
+    layers: int
+    cap_tokens: int | None   # tokens a layer of this kind keeps; None = all of them
+
+
+def kv_elements_per_token_per_layer(attention: Attention) -> int:
+    if attention.kind == "mla":
+        return attention.kv_lora_rank + attention.qk_rope_head_dim
+    v_dim = attention.v_head_dim or attention.head_dim
+    return attention.num_kv_heads * (attention.head_dim + v_dim)
+
+
+def layer_groups(model: Model) -> list[LayerGroup]:
+    caps = {"full": None, "sliding": model.sliding_window_tokens, "chunked": model.attention_chunk_tokens}
+    return [LayerGroup(kind, model.layer_kinds.count(kind), caps[kind])
+            for kind in ("full", "sliding", "chunked") if model.layer_kinds.count(kind)]
+
+
+def tokens_held(cap_tokens: int | None, context_tokens: float) -> float:
+    return context_tokens if cap_tokens is None else min(context_tokens, cap_tokens)
+
+
+def kv_bytes_by_kind(model: Model, context_tokens: float, elem_bytes: float) -> dict:
+    """Bytes one sequence of `context_tokens` holds, per layer kind."""
+    per_layer_token = kv_elements_per_token_per_layer(model.attention) * elem_bytes
+    return {g.kind: g.layers * per_layer_token * tokens_held(g.cap_tokens, context_tokens)
+            for g in layer_groups(model)}
+
+
+def kv_bytes_per_sequence(model: Model, context_tokens: float, elem_bytes: float) -> float:
+    return sum(kv_bytes_by_kind(model, context_tokens, elem_bytes).values())
+
+
+def kv_bytes_per_token(model: Model, elem_bytes: float) -> float:
+    """One more token once the context exceeds every window: full-attention layers only."""
+    full = sum(g.layers for g in layer_groups(model) if g.cap_tokens is None)
+    return full * kv_elements_per_token_per_layer(model.attention) * elem_bytes
+
+
+def kv_bytes_per_token_all_layers(model: Model, elem_bytes: float) -> float:
+    """A token stored in every layer: the unit paged allocators count in."""
+    return model.num_layers * kv_elements_per_token_per_layer(model.attention) * elem_bytes
+
+
+def paged_blocks(model: Model, context_tokens: int, elem_bytes: float, block_tokens: int) -> dict:
+    """Blocks of `block_tokens` per layer kind (vLLM PagedAttention, arXiv 2309.06180 §4)."""
+    per_layer_token = kv_elements_per_token_per_layer(model.attention) * elem_bytes
+    allocated = 0.0
+    for g in layer_groups(model):
+        blocks = math.ceil(tokens_held(g.cap_tokens, context_tokens) / block_tokens)
+        allocated += blocks * block_tokens * g.layers * per_layer_token
+    exact = kv_bytes_per_sequence(model, context_tokens, elem_bytes)
+    return {"block_bytes": block_tokens * kv_bytes_per_token_all_layers(model, elem_bytes),
+            "blocks_per_sequence": math.ceil(context_tokens / block_tokens),
+            "allocated_bytes": allocated, "fragmentation_bytes": allocated - exact,
+            "fragmentation_fraction": (allocated - exact) / allocated if allocated else 0.0}
+
+
+# ---- the calculator ------------------------------------------------------------------
+
+SCHEMA = {
+    "name": "kv_cache",
+    "title": "KV-cache size",
+    "description": ("Bytes of key/value cache per token, per sequence and per batch, by layer kind "
+                    "(full, sliding-window, chunked), and the paged-block view with its internal "
+                    "fragmentation. Sizes are in bytes (GiB = 2^30 B, GB = 10^9 B)."),
+    "inputs": [
+        model_field(),
+        integer("context_tokens", "Context length", 8192, 1, 10_000_000, "tokens",
+                  "Prompt plus generated tokens held for one sequence."),
+        dtype_field("kv_dtype", "KV-cache format", "bf16"),
+        integer("batch_size", "Concurrent sequences", 1, 1, 100_000, "sequences"),
+        integer("block_size_tokens", "Block size", 16, 1, 4096, "tokens",
+                  "Tokens per paged block (vLLM default 16)."),
+    ],
+    "outputs": [
+        output("kv_bytes_per_token", "KV per additional token (full-attention layers)", "B", "bytes"),
+        output("kv_bytes_per_token_all_layers", "KV per token if every layer kept it", "B", "bytes"),
+        output("kv_bytes_per_sequence", "KV per sequence", "B", "bytes"),
+        output("kv_bytes_full_layers", "of which full-attention layers", "B", "bytes"),
+        output("kv_bytes_sliding_layers", "of which sliding-window layers", "B", "bytes"),
+        output("kv_bytes_chunked_layers", "of which chunked-attention layers", "B", "bytes"),
+        output("kv_bytes_batch", "KV for the whole batch", "B", "bytes"),
+        output("kv_gib_batch", "KV for the whole batch", "GiB", "number"),
+        output("block_bytes", "Bytes per block (all layers)", "B", "bytes"),
+        output("blocks_per_sequence", "Blocks per sequence", "blocks", "integer"),
+        output("fragmentation_bytes_per_sequence", "Internal fragmentation per sequence", "B", "bytes"),
+        output("fragmentation_fraction", "Internal fragmentation", "", "percent"),
+    ],
+}
+
+
+def _context_grid(context: int, model: Model) -> list[int]:
+    top = max(context, model.max_context_tokens or 131_072)
+    grid = [2 ** k for k in range(10, 25) if 2 ** k <= top] + [context]
+    return sorted(set(grid))
+
+
+def _series(model, context, elem_bytes, batch):
+    xs = _context_grid(context, model)
+    batches = sorted({1, 8, 64, batch})
+    ys = [(f"batch {b}", "GiB", [b * kv_bytes_per_sequence(model, x, elem_bytes) / 2 ** 30 for x in xs])
+          for b in batches]
+    return {"kv_vs_context": series("KV cache vs context length", "Context length", "tokens", xs, ys)}
+
+
+def _derivation(model, v, elem_bytes, per_token, per_seq):
+    a = model.attention
+    if a.kind == "mla":
+        formula, subst = "(r_kv + d_rope) × b", f"({a.kv_lora_rank} + {a.qk_rope_head_dim}) × {elem_bytes}"
+    else:
+        d_v = a.v_head_dim or a.head_dim
+        formula = "H_kv × (d_head + d_v) × b"
+        subst = f"{a.num_kv_heads} × ({a.head_dim} + {d_v}) × {elem_bytes}"
+    per_layer = kv_elements_per_token_per_layer(a) * elem_bytes
+    groups = layer_groups(model)
+    seq_formula = " + ".join(f"{g.layers} × min(T, {g.cap_tokens})" if g.cap_tokens else f"{g.layers} × T"
+                             for g in groups)
+    return [
+        step("Bytes per layer per token", formula, subst, per_layer, "B"),
+        step("Bytes per additional token (full layers)", "L_full × bytes per layer per token",
+               f"{sum(g.layers for g in groups if not g.cap_tokens)} × {per_layer}", per_token, "B"),
+        step("Bytes per sequence", f"bytes per layer per token × ({seq_formula})",
+               f"{per_layer} × ({seq_formula.replace('T', str(v['context_tokens']))})", per_seq, "B"),
+        step("Batch", "B × bytes per sequence", f"{v['batch_size']} × {per_seq}",
+               v["batch_size"] * per_seq, "B"),
+    ]
+
+
+def compute(v: dict) -> dict:
+    model, context, batch = v["model"], v["context_tokens"], v["batch_size"]
+    elem_bytes = bytes_per_element(v["kv_dtype"], "kv_dtype")
+    by_kind = kv_bytes_by_kind(model, context, elem_bytes)
+    per_seq = sum(by_kind.values())
+    per_token = kv_bytes_per_token(model, elem_bytes)
+    paged = paged_blocks(model, context, elem_bytes, v["block_size_tokens"])
+    notes = []
+    if model.max_context_tokens and context > model.max_context_tokens:
+        notes.append(f"context exceeds the model's maximum of {model.max_context_tokens:,} tokens")
+    return {
+        "kv_bytes_per_token": per_token,
+        "kv_bytes_per_token_all_layers": kv_bytes_per_token_all_layers(model, elem_bytes),
+        "kv_bytes_per_sequence": per_seq,
+        "kv_bytes_full_layers": by_kind.get("full", 0.0),
+        "kv_bytes_sliding_layers": by_kind.get("sliding", 0.0),
+        "kv_bytes_chunked_layers": by_kind.get("chunked", 0.0),
+        "kv_bytes_batch": batch * per_seq,
+        "kv_gib_batch": batch * per_seq / 2 ** 30,
+        "block_bytes": paged["block_bytes"],
+        "blocks_per_sequence": paged["blocks_per_sequence"],
+        "fragmentation_bytes_per_sequence": paged["fragmentation_bytes"],
+        "fragmentation_fraction": paged["fragmentation_fraction"],
+        "derivation": _derivation(model, v, elem_bytes, per_token, per_seq),
+        "series": _series(model, context, elem_bytes, batch),
+        "notes": notes,
+    }

@@ -1,0 +1,137 @@
+"""GPU memory: weights per GPU under tensor parallelism, the KV budget an engine leaves, and
+how many sequences of a given context fit.
+
+Engine rules (the reader picks one; reserves are explicit inputs):
+  vLLM:   budget = gpu_memory_utilization × memory − weights − activation/graph reserve
+          (vLLM profiles the reserve with a dummy forward pass; default utilization 0.9)
+  SGLang: budget = mem_fraction_static × memory − weights   (default mem_fraction_static 0.88 here;
+          SGLang picks it from GPU size and TP when unset)
+Weights split evenly over TP ranks (replicated norms and embeddings ignored). KV heads split
+over ranks, but a rank holds at least one head, so TP beyond H_kv replicates KV; MLA's latent
+is not split by head, so every rank holds all of it.
+"""
+from __future__ import annotations
+
+import math
+
+from ..formats import bytes_per_element
+from ..model import Model
+from ..params import weight_bytes
+from ..schema import accelerator_field, choice, dtype_field, integer, model_field, number, output, series, step
+from .kv_cache import kv_bytes_per_sequence, kv_bytes_per_token_all_layers
+
+GIB = 2 ** 30
+TP_SERIES = (1, 2, 4, 8)
+
+
+def kv_fraction_per_gpu(model: Model, tensor_parallel: int) -> float:
+    """Share of each sequence's KV that one TP rank stores."""
+    a = model.attention
+    if a.kind == "mla":
+        return 1.0
+    return math.ceil(a.num_kv_heads / tensor_parallel) / a.num_kv_heads
+
+
+def usable_bytes_per_gpu(v: dict) -> float:
+    total = v["hardware"].memory_bytes
+    if v["engine_rule"] == "vllm":
+        return v["gpu_memory_utilization"] * total - v["activation_reserve_gib"] * GIB
+    return v["mem_fraction_static"] * total
+
+
+def budget(v: dict, tensor_parallel: int) -> dict:
+    """Weights, KV budget and capacity per GPU at one TP degree."""
+    model, kv_b = v["model"], bytes_per_element(v["kv_dtype"], "kv_dtype")
+    weights = weight_bytes(model, v["weight_dtype"], "weight_dtype") / tensor_parallel
+    kv_budget = max(0.0, usable_bytes_per_gpu(v) - weights)
+    share = kv_fraction_per_gpu(model, tensor_parallel)
+    per_seq = kv_bytes_per_sequence(model, v["context_tokens"], kv_b) * share
+    per_token = kv_bytes_per_token_all_layers(model, kv_b) * share
+    return {"weights": weights, "kv_budget": kv_budget, "per_seq": per_seq,
+            "sequences": math.floor(kv_budget / per_seq), "tokens": math.floor(kv_budget / per_token)}
+
+
+def kv_budget_bytes_per_gpu(v: dict) -> float:
+    """For goodput and others: the KV bytes one GPU may hold under the chosen engine rule."""
+    return budget(v, v["tensor_parallel"])["kv_budget"]
+
+
+def engine_fields() -> list[dict]:
+    return [
+        choice("engine_rule", "Engine memory rule", "vllm", [("vllm", "vLLM"), ("sglang", "SGLang")]),
+        number("gpu_memory_utilization", "vLLM gpu_memory_utilization", 0.9, 0.05, 1.0, "",
+               "Fraction of GPU memory vLLM may use (vLLM default 0.9).", 0.01),
+        number("activation_reserve_gib", "vLLM activation and CUDA-graph reserve", 2.0, 0.0, 1024.0, "GiB",
+               "An assumption: vLLM measures this by profiling; a few GiB is typical."),
+        number("mem_fraction_static", "SGLang mem_fraction_static", 0.88, 0.05, 1.0, "",
+               "Fraction for weights plus KV pool.", 0.01),
+    ]
+
+
+SCHEMA = {
+    "name": "memory",
+    "title": "GPU memory: weights, KV budget and concurrency",
+    "description": ("Weights per GPU under tensor parallelism, the KV-cache budget an engine leaves, "
+                    "and the sequences of a given context that fit. When weights exceed memory the "
+                    "result says so (fits = 0) instead of failing."),
+    "inputs": [
+        model_field(), accelerator_field(),
+        dtype_field("weight_dtype", "Weight format", "bf16"),
+        dtype_field("kv_dtype", "KV-cache format", "bf16"),
+        integer("tensor_parallel", "Tensor-parallel GPUs", 4, 1, 1024, "GPUs"),
+        integer("context_tokens", "Context per sequence", 8192, 1, 10_000_000, "tokens"),
+    ] + engine_fields(),
+    "outputs": [
+        output("fits", "Fits (1 = yes, 0 = no)", "", "integer"),
+        output("weight_bytes_total", "Weights, all GPUs", "B", "bytes"),
+        output("weight_bytes_per_gpu", "Weights per GPU", "B", "bytes"),
+        output("usable_bytes_per_gpu", "Memory the engine may use per GPU", "B", "bytes"),
+        output("kv_budget_bytes_per_gpu", "KV budget per GPU", "B", "bytes"),
+        output("kv_bytes_per_sequence_per_gpu", "KV per sequence per GPU", "B", "bytes"),
+        output("max_concurrent_sequences", "Sequences that fit at this context", "sequences", "integer"),
+        output("kv_tokens_capacity", "Tokens the KV pool holds", "tokens", "integer"),
+        output("min_tensor_parallel_to_fit", "Smallest power-of-two TP that fits (0 = none up to 1024)",
+               "GPUs", "integer"),
+    ],
+}
+
+
+def compute(v: dict) -> dict:
+    tp, acc = v["tensor_parallel"], v["hardware"]
+    b = budget(v, tp)
+    usable = usable_bytes_per_gpu(v)
+    fits = b["sequences"] >= 1
+    min_tp = next((t for t in (2 ** k for k in range(11)) if budget(v, t)["sequences"] >= 1), 0)
+    notes = [] if fits else [f"does not fit: {b['weights'] / GIB:.1f} GiB of weights per GPU leave room for "
+                             f"{b['sequences']} sequences of {v['context_tokens']:,} tokens"]
+    rule = ("gpu_memory_utilization × memory − weights − reserve" if v["engine_rule"] == "vllm"
+            else "mem_fraction_static × memory − weights")
+    tps = sorted(set(TP_SERIES) | {tp})
+    rows = [budget(v, t) for t in tps]
+    return {
+        "fits": int(fits),
+        "weight_bytes_total": b["weights"] * tp,
+        "weight_bytes_per_gpu": b["weights"],
+        "usable_bytes_per_gpu": usable,
+        "kv_budget_bytes_per_gpu": b["kv_budget"],
+        "kv_bytes_per_sequence_per_gpu": b["per_seq"],
+        "max_concurrent_sequences": b["sequences"],
+        "kv_tokens_capacity": b["tokens"],
+        "min_tensor_parallel_to_fit": min_tp,
+        "notes": notes,
+        "derivation": [
+            step("Weights per GPU", "params × b_w ÷ TP", f"{b['weights'] * tp:.6g} ÷ {tp}", b["weights"], "B"),
+            step("Usable memory per GPU", rule.replace(" − weights", ""), f"memory = {acc.memory_bytes:.6g} B ({acc.name})",
+                 usable, "B"),
+            step("KV budget per GPU", rule, f"max(0, {usable:.6g} − {b['weights']:.6g})", b["kv_budget"], "B"),
+            step("KV per sequence per GPU", "KV(T) × share of KV heads on one rank",
+                 f"KV({v['context_tokens']}) × {kv_fraction_per_gpu(v['model'], tp):.4g}", b["per_seq"], "B"),
+            step("Sequences that fit", "⌊KV budget ÷ KV per sequence⌋",
+                 f"⌊{b['kv_budget']:.6g} ÷ {b['per_seq']:.6g}⌋", b["sequences"], "sequences"),
+        ],
+        "series": {"by_tensor_parallel": series(
+            "Capacity by tensor-parallel degree", "Tensor-parallel GPUs", "GPUs", tps,
+            [("sequences that fit", "sequences", [r["sequences"] for r in rows]),
+             ("KV budget per GPU", "GiB", [r["kv_budget"] / GIB for r in rows]),
+             ("weights per GPU", "GiB", [r["weights"] / GIB for r in rows])], kind="bar")},
+    }

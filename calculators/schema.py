@@ -1,0 +1,174 @@
+"""Field specs for calculator inputs and outputs, and validation generated from them.
+
+A calculator declares its inputs with the helpers below; the website builds its
+forms from the same dicts, and `validate` checks every input against them, so a
+range lives in exactly one place.
+"""
+from __future__ import annotations
+
+import math
+
+from .errors import InputError
+from .numfmt import group
+
+OUTPUT_FORMATS = ("bytes", "number", "integer", "percent", "seconds", "usd", "flops", "rate")
+
+# Numeric formats a reader can pick; bytes per element come from formats.py.
+DTYPE_CHOICES = (
+    ("fp32", "FP32"), ("bf16", "BF16"), ("fp16", "FP16"), ("fp8", "FP8"), ("int8", "INT8"),
+    ("int4", "INT4"), ("mxfp4", "MXFP4"), ("nvfp4", "NVFP4"),
+)
+
+
+def _field(key, label, type_, default, unit="", min=None, max=None, help="", step=None, choices=None):
+    spec = {"key": key, "label": label, "type": type_, "unit": unit, "default": default,
+            "min": min, "max": max, "help": help}
+    if step is not None:
+        spec["step"] = step
+    if choices is not None:
+        spec["choices"] = [{"value": v, "label": lab} for v, lab in choices]
+    return spec
+
+
+def number(key, label, default, min, max, unit="", help="", step=None):
+    return _field(key, label, "number", default, unit, min, max, help, step)
+
+
+def integer(key, label, default, min, max, unit="", help="", step=None):
+    return _field(key, label, "integer", default, unit, min, max, help, step)
+
+
+def choice(key, label, default, choices, help=""):
+    return _field(key, label, "choice", default, help=help, choices=choices)
+
+
+def boolean(key, label, default, help=""):
+    return _field(key, label, "boolean", default, help=help)
+
+
+def dtype_field(key, label, default, help="", choices=DTYPE_CHOICES):
+    return _field(key, label, "dtype", default, help=help, choices=choices)
+
+
+def model_field(key="model", label="Model", default="llama-3.1-70b", help=""):
+    return _field(key, label, "model", default, help=help or
+                  "A preset id, a model definition, or a pasted Hugging Face config.json.")
+
+
+def accelerator_field(key="hardware", label="Accelerator", default="h100-sxm", help=""):
+    return _field(key, label, "accelerator", default, help=help or
+                  "A preset id or an accelerator definition (memory, bandwidth, FLOP/s).")
+
+
+def output(key, label, unit, format):
+    assert format in OUTPUT_FORMATS, format
+    return {"key": key, "label": label, "unit": unit, "format": format}
+
+
+# ---- validation ---------------------------------------------------------------------
+
+def _range_text(spec, kind):
+    return f"must be {kind} between {group(spec['min'])} and {group(spec['max'])}"
+
+
+def _as_float(spec, value, kind):
+    """A finite float from a number or numeric string, else InputError with the range."""
+    if isinstance(value, bool) or value is None:
+        raise InputError(spec["key"], _range_text(spec, kind))
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise InputError(spec["key"], _range_text(spec, kind)) from None
+    if not isinstance(value, (int, float)):
+        raise InputError(spec["key"], _range_text(spec, kind))
+    x = float(value) if not isinstance(value, int) else value
+    if isinstance(x, float) and not math.isfinite(x):
+        raise InputError(spec["key"], _range_text(spec, kind))
+    if not spec["min"] <= x <= spec["max"]:
+        raise InputError(spec["key"], _range_text(spec, kind))
+    return x
+
+
+def _check_number(spec, value):
+    return float(_as_float(spec, value, "a number"))
+
+
+def _check_integer(spec, value):
+    x = _as_float(spec, value, "an integer")
+    if isinstance(x, float) and not x.is_integer():
+        raise InputError(spec["key"], _range_text(spec, "an integer"))
+    return int(x)
+
+
+def _check_choice(spec, value):
+    allowed = [c["value"] for c in spec["choices"]]
+    if isinstance(value, str) and value.strip().lower() in allowed:
+        return value.strip().lower()
+    if value in allowed and not isinstance(value, bool):
+        return value
+    raise InputError(spec["key"], "must be one of: " + ", ".join(str(a) for a in allowed))
+
+
+def _check_boolean(spec, value):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise InputError(spec["key"], "must be true or false")
+
+
+def _check_model(spec, value):
+    from .model import Model
+    from .resolve import resolve_model
+    return value if isinstance(value, Model) else _resolved(resolve_model, spec, value)
+
+
+def _check_accelerator(spec, value):
+    from .model import Accelerator
+    from .resolve import resolve_accelerator
+    return value if isinstance(value, Accelerator) else _resolved(resolve_accelerator, spec, value)
+
+
+def _resolved(resolver, spec, value):
+    try:
+        return resolver(value, field=spec["key"])
+    except InputError:
+        raise
+    except (ValueError, TypeError, KeyError) as exc:  # a resolver bug must still name the field
+        raise InputError(spec["key"], str(exc) or "not a valid definition") from None
+
+
+CHECKS = {"number": _check_number, "integer": _check_integer, "choice": _check_choice,
+          "dtype": _check_choice, "boolean": _check_boolean, "model": _check_model,
+          "accelerator": _check_accelerator}
+
+
+def validate(inputs_spec: list[dict], inputs) -> dict:
+    """Inputs merged over defaults, each checked against its spec; unknown keys rejected."""
+    if inputs is None:
+        inputs = {}
+    if not isinstance(inputs, dict):
+        raise InputError("inputs", "must be an object mapping input keys to values")
+    known = {s["key"] for s in inputs_spec}
+    for key in inputs:
+        if key not in known:
+            raise InputError(str(key), "unknown input; expected one of: " + ", ".join(sorted(known)))
+    return {s["key"]: CHECKS[s["type"]](s, inputs.get(s["key"], s["default"])) for s in inputs_spec}
+
+
+# ---- result helpers: "show the work" steps and plot series ---------------------------
+
+def step(label, formula, substituted, value, unit=""):
+    """One line of a derivation: the formula, the reader's numbers in it, the result."""
+    return {"label": label, "formula": formula, "substituted": substituted, "value": value, "unit": unit}
+
+
+def series(title, x_label, x_unit, x_values, ys, kind="line", log_axes=False):
+    """A plot: ys is a list of (name, unit, values); `log_axes` asks for log x and y."""
+    out = {"title": title, "kind": kind,
+           "x": {"label": x_label, "unit": x_unit, "values": list(x_values)},
+           "y": [{"name": n, "unit": u, "values": list(v)} for n, u, v in ys]}
+    if log_axes:
+        out["log_axes"] = True
+    return out
