@@ -1,0 +1,119 @@
+"""Decode limits: where batching stops paying, for one model on one tensor-parallel group.
+
+Batching shares one read of the weights among B sequences, but each sequence still reads its own KV:
+  intensity(B)    = B × F_seq ÷ (W + B × KV_seq)          → F_seq ÷ KV_seq as B → ∞
+  KV = weights at   B_kv = W ÷ KV_seq
+  compute-bound at  the smallest B with intensity(B) ≥ ridge = peak ÷ BW (Williams et al., CACM 2009),
+                    which never comes when F_seq ÷ KV_seq < ridge
+  capacity:         B_max = ⌊KV budget ÷ KV_seq⌋ under the engine's memory rule (memory.py)
+F_seq = 2 × active params + attention FLOPs per token; W counts every expert (a large batch touches all).
+Step times are steptime.py bounds (efficiencies 1.0 by default); communication is not counted.
+"""
+from __future__ import annotations
+
+from ..schema import integer, output, series, step
+from .memory import budget, engine_fields
+from .steptime import StepModel, deployment, deployment_fields
+
+SEARCH_MAX = 10_000_000
+
+
+def batch_at_ridge(sm: StepModel, context: int, ridge: float) -> int:
+    """Smallest batch whose decode intensity reaches the ridge point; 0 if none up to SEARCH_MAX."""
+    if sm.decode(SEARCH_MAX, context).intensity < ridge:
+        return 0
+    lo, hi = 1, SEARCH_MAX
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sm.decode(mid, context).intensity >= ridge:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+SCHEMA = {
+    "name": "decode_limits",
+    "title": "Where batching stops: KV traffic, the ridge point and memory capacity",
+    "description": ("How far batching can raise decode throughput for one model on one tensor-parallel "
+                    "group: the batch at which KV reads equal weight reads, the batch at which decode "
+                    "would turn compute-bound (if ever), and the batch that fits in memory. Step times "
+                    "are roofline bounds; communication and scheduling are not counted."),
+    "inputs": deployment_fields(1.0, 1.0) + [
+        integer("context_tokens", "Context per sequence", 4096, 1, 10_000_000, "tokens"),
+    ] + engine_fields(),
+    "outputs": [
+        output("weight_bytes_all_experts", "Weight bytes (all experts)", "B", "bytes"),
+        output("kv_bytes_per_sequence", "KV bytes per sequence at this context", "B", "bytes"),
+        output("batch_kv_equals_weights", "Batch at which KV reads equal weight reads", "sequences", "number"),
+        output("intensity_limit_flops_per_byte", "Decode intensity as the batch grows without limit",
+               "FLOP/B", "number"),
+        output("ridge_point_flops_per_byte", "Ridge point (dense peak ÷ bandwidth)", "FLOP/B", "number"),
+        output("batch_at_ridge", "Batch at which decode turns compute-bound (0 = never)", "sequences", "integer"),
+        output("max_batch_in_memory", "Sequences that fit in memory", "sequences", "integer"),
+        output("step_time_s_at_max_batch", "Decode step at that batch (lower bound)", "s", "seconds"),
+        output("tokens_per_s_per_user_at_max_batch", "Tokens/s per user at that batch (upper bound)",
+               "tokens/s", "rate"),
+        output("tokens_per_s_per_gpu_at_max_batch", "Tokens/s per GPU at that batch (upper bound)",
+               "tokens/s", "rate"),
+        output("kv_share_of_step_bytes_at_max_batch", "KV share of bytes read at that batch", "", "percent"),
+    ],
+}
+
+
+def _series(sm: StepModel, context: int, max_batch: int, gpus: int) -> dict:
+    top = max(1, max_batch)
+    batches = sorted({2 ** k for k in range(20) if 2 ** k <= top} | {top})
+    steps = [sm.decode(b, context) for b in batches]
+    out = series("Decode throughput up to the batch that fits", "Batch", "sequences", batches,
+                 [("tokens/s per GPU", "tokens/s", [b / s.time_s / gpus for b, s in zip(batches, steps)]),
+                  ("tokens/s per user", "tokens/s", [1 / s.time_s for s in steps])], log_axes=True)
+    return out
+
+
+def compute(v: dict) -> dict:
+    dep, context, gpus = deployment(v), v["context_tokens"], v["num_gpus"]
+    sm = StepModel(dep)
+    flops_seq, kv_seq = sm.per_sequence(context)
+    weights = sm.weight_bytes(float(SEARCH_MAX))
+    ridge = dep.peak_flops_per_s / dep.accelerator.memory_bandwidth_bytes_per_s
+    limit = flops_seq / kv_seq
+    at_ridge = batch_at_ridge(sm, context, ridge)
+    max_batch = budget(v, gpus)["sequences"]
+    at_max = sm.decode(max(1, max_batch), context)
+    b = max(1, max_batch)
+    if max_batch < 1:
+        binding = "does not fit"
+    elif at_ridge and at_ridge <= max_batch:
+        binding = "compute (ridge point reached before memory is full)"
+    else:
+        binding = "memory capacity (the batch that fits is still memory-bound)"
+    return {
+        "weight_bytes_all_experts": weights,
+        "kv_bytes_per_sequence": kv_seq,
+        "batch_kv_equals_weights": weights / kv_seq,
+        "intensity_limit_flops_per_byte": limit,
+        "ridge_point_flops_per_byte": ridge,
+        "batch_at_ridge": at_ridge,
+        "max_batch_in_memory": max_batch,
+        "step_time_s_at_max_batch": at_max.time_s,
+        "tokens_per_s_per_user_at_max_batch": 1 / at_max.time_s,
+        "tokens_per_s_per_gpu_at_max_batch": b / at_max.time_s / gpus,
+        "kv_share_of_step_bytes_at_max_batch": at_max.kv_bytes / (at_max.kv_bytes + at_max.weight_bytes),
+        "binding_limit": binding,
+        "derivation": [
+            step("KV bytes per sequence", "KV(T)", f"KV({context})", kv_seq, "B"),
+            step("Batch where KV reads equal weight reads", "W ÷ KV_seq", f"{weights:.6g} ÷ {kv_seq:.6g}",
+                 weights / kv_seq, "sequences"),
+            step("Intensity limit", "F_seq ÷ KV_seq", f"{flops_seq:.6g} ÷ {kv_seq:.6g}", limit, "FLOP/B"),
+            step("Ridge point", "peak FLOP/s ÷ bandwidth",
+                 f"{dep.peak_flops_per_s:.6g} ÷ {dep.accelerator.memory_bandwidth_bytes_per_s:.6g}", ridge, "FLOP/B"),
+            step("Batch at the ridge", "smallest B with B × F_seq ÷ (W + B × KV_seq) ≥ ridge",
+                 "never" if not at_ridge else f"B = {at_ridge}", at_ridge, "sequences"),
+            step("Sequences that fit", "⌊KV budget ÷ KV per sequence per GPU⌋", "memory calculator's rule",
+                 max_batch, "sequences"),
+            step("Decode step at that batch", "max(bytes ÷ BW, FLOPs ÷ peak)",
+                 f"max({at_max.memory_time_s:.6g}, {at_max.compute_time_s:.6g})", at_max.time_s, "s"),
+        ],
+        "series": {"throughput_vs_batch": _series(sm, context, max_batch, gpus)},
+    }

@@ -1,0 +1,62 @@
+"""decode_limits: where batching stops (KV traffic, ridge point, memory capacity)."""
+import pytest
+
+from calculators import run
+
+
+def _run(**kw):
+    return run("decode_limits", kw)
+
+
+def test_ridge_points_match_reference_table():
+    # numbers.md §3.2 (🧮 from datasheet figures): H100 SXM BF16 295, H200 BF16 206 FLOP/B.
+    assert _run(model="llama-3.1-8b", hardware="h100-sxm")["ridge_point_flops_per_byte"] == pytest.approx(295, abs=0.5)
+    assert _run(model="llama-3.1-8b", hardware="h200")["ridge_point_flops_per_byte"] == pytest.approx(206, abs=0.5)
+
+
+def test_kv_equals_weights_batch_llama_8b():
+    # Llama 3.1 8B: 131,072 B/token BF16 KV (numbers.md §2.3) × 4096 tokens; weights 8.03e9 × 2 B.
+    r = _run(model="llama-3.1-8b", hardware="h100-sxm", context_tokens=4096)
+    assert r["kv_bytes_per_sequence"] == 131_072 * 4096
+    assert r["batch_kv_equals_weights"] == pytest.approx(r["weight_bytes_all_experts"] / (131_072 * 4096))
+    assert r["weight_bytes_all_experts"] == pytest.approx(16.06e9, rel=0.002)
+
+
+def test_long_context_gqa_decode_never_reaches_ridge():
+    r = _run(model="llama-3.1-8b", hardware="h100-sxm", context_tokens=4096)
+    assert r["intensity_limit_flops_per_byte"] < r["ridge_point_flops_per_byte"]
+    assert r["batch_at_ridge"] == 0
+
+
+def test_batch_at_ridge_is_the_first_compute_bound_batch():
+    kw = dict(model="llama-3.1-8b", hardware="h100-sxm", context_tokens=16)
+    r = _run(**kw)
+    b = r["batch_at_ridge"]
+    assert b > 1
+    rb = run("roofline", dict(kw, batch_size=b))
+    rb1 = run("roofline", dict(kw, batch_size=b - 1))
+    assert rb["decode_arithmetic_intensity_flops_per_byte"] >= r["ridge_point_flops_per_byte"]
+    assert rb1["decode_arithmetic_intensity_flops_per_byte"] < r["ridge_point_flops_per_byte"]
+
+
+def test_capacity_agrees_with_memory_calculator_and_roofline():
+    kw = dict(model="llama-3.1-70b", hardware="h200", weight_dtype="fp8", context_tokens=4096)
+    r = _run(compute_dtype="fp8", **kw)
+    mem = run("memory", dict(kw, tensor_parallel=1))
+    assert r["max_batch_in_memory"] == mem["max_concurrent_sequences"]
+    roof = run("roofline", dict(kw, compute_dtype="fp8", batch_size=r["max_batch_in_memory"]))
+    assert r["tokens_per_s_per_gpu_at_max_batch"] == pytest.approx(roof["decode_tokens_per_s_per_gpu_upper_bound"])
+    assert r["tokens_per_s_per_user_at_max_batch"] == pytest.approx(roof["decode_tokens_per_s_per_user_upper_bound"])
+
+
+def test_weights_that_do_not_fit_give_zero_batch_not_an_error():
+    r = _run(model="llama-3.1-70b", hardware="h100-sxm", num_gpus=1)
+    assert r["max_batch_in_memory"] == 0
+    assert r["binding_limit"] == "does not fit"
+
+
+def test_series_is_monotone_in_batch():
+    s = _run(model="llama-3.1-8b", hardware="h100-sxm")["series"]["throughput_vs_batch"]
+    per_gpu, per_user = s["y"][0]["values"], s["y"][1]["values"]
+    assert all(a <= b for a, b in zip(per_gpu, per_gpu[1:]))
+    assert all(a >= b for a, b in zip(per_user, per_user[1:]))
