@@ -1,0 +1,153 @@
+"""Percentile explorer: mean against p50/p90/p99/p99.9 for a heavy-tailed latency, and tail amplification.
+
+Latency model: a lognormal body (median m, log-space spread σ), optionally mixed with a slow path
+that a fraction f of requests take, also lognormal with the same σ but median k × m:
+  F(x) = (1 − f) Φ(ln(x / m) / σ) + f Φ(ln(x / (k m)) / σ)
+  mean = ((1 − f) + f k) × m × exp(σ² / 2)                  (lognormal mean; mixture is linear)
+Fan-out: a task that makes n independent calls sees none above the per-call p-quantile with
+probability p^n (Dean and Barroso, "The Tail at Scale", CACM 56(2), 2013: 1 − 0.99^100 ≈ 63%);
+the slowest of n calls has CDF F(x)^n, so its q-quantile is F⁻¹(q^(1/n)).
+Closed form throughout (quantiles of the mixture by bisection); no randomness.
+"""
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+
+from ..schema import integer, number, output, series, step
+
+_STD = NormalDist()
+FANOUTS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+LEVELS = (50.0, 90.0, 99.0, 99.9)
+
+
+class Latency:
+    """The lognormal-plus-slow-path distribution, with its CDF, quantile and mean."""
+
+    def __init__(self, median_s: float, sigma: float, slow_fraction: float, slow_multiplier: float):
+        self.m, self.sigma, self.f, self.k = median_s, sigma, slow_fraction, slow_multiplier
+
+    def cdf(self, x: float) -> float:
+        def body(median):
+            return _STD.cdf(math.log(x / median) / self.sigma)
+        return (1 - self.f) * body(self.m) + self.f * body(self.k * self.m)
+
+    def mean(self) -> float:
+        return ((1 - self.f) + self.f * self.k) * self.m * math.exp(self.sigma ** 2 / 2)
+
+    def quantile(self, q: float) -> float:
+        """x with F(x) = q, for 0 < q < 1: closed form without a slow path, else bisection in ln x."""
+        z = _STD.inv_cdf(q)
+        if self.f == 0 or self.k == 1:
+            return self.m * math.exp(self.sigma * z)
+        # The mixture's quantile lies between its two components' quantiles at the same level.
+        lo, hi = math.log(self.m) + self.sigma * z, math.log(self.k * self.m) + self.sigma * z
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if self.cdf(math.exp(mid)) < q:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo < 1e-14:
+                break
+        return math.exp((lo + hi) / 2)
+
+    def slowest_of(self, n: int, q: float) -> float:
+        """The q-quantile of the slowest of n independent calls."""
+        return self.quantile(q ** (1 / n))
+
+
+SCHEMA = {
+    "name": "percentiles",
+    "title": "Percentile explorer: means, tails and fan-out",
+    "description": ("Latency of one call as a lognormal (median and log-space spread σ), optionally "
+                    "mixed with a slow path taken by a share of calls (queueing behind a long "
+                    "prefill, a preemption, a retry). Shows the mean against the percentiles, and "
+                    "what a task that makes n independent calls sees. Closed form; calls are "
+                    "assumed independent, which understates the tail when slowness is shared."),
+    "inputs": [
+        number("median_s", "Median latency (p50)", 0.4, 0.000001, 100_000.0, "s"),
+        number("sigma", "Spread σ (standard deviation of ln latency)", 0.5, 0.01, 3.0, "",
+               "0.1 is tight, 0.5 moderate, 1 or more heavy-tailed. p99 ÷ p50 = exp(2.326 σ)."),
+        number("slow_fraction", "Share of calls on a slow path", 0.0, 0.0, 0.5, "",
+               "A fraction between 0 and 0.5; 0 gives a plain lognormal."),
+        number("slow_multiplier", "Slow-path slowdown", 10.0, 1.0, 1000.0, "×",
+               "Median of the slow path ÷ median of the fast path."),
+        integer("calls_per_task", "Calls per task (fan-out) n", 10, 1, 100_000, "calls"),
+        number("percentile", "Per-call percentile p", 99.0, 50.0, 99.999, "%"),
+        number("slo_s", "Latency SLO threshold", 1.0, 0.000001, 100_000.0, "s"),
+    ],
+    "outputs": [
+        output("mean_s", "Mean", "s", "seconds"),
+        output("p50_s", "p50 (median)", "s", "seconds"),
+        output("p90_s", "p90", "s", "seconds"),
+        output("p99_s", "p99", "s", "seconds"),
+        output("p999_s", "p99.9", "s", "seconds"),
+        output("mean_over_p50", "Mean ÷ median", "×", "number"),
+        output("p99_over_p50", "p99 ÷ median", "×", "number"),
+        output("p99_over_mean", "p99 ÷ mean", "×", "number"),
+        output("share_above_mean", "Share of calls slower than the mean", "", "percent"),
+        output("per_call_threshold_s", "Per-call p-th percentile", "s", "seconds"),
+        output("task_all_below_fraction", "Tasks with no call above the p-th percentile", "", "percent"),
+        output("task_any_above_fraction", "Tasks with at least one call above it", "", "percent"),
+        output("slowest_call_p50_s", "Slowest call in a task, median task", "s", "seconds"),
+        output("slowest_call_p99_s", "Slowest call in a task, p99 task", "s", "seconds"),
+        output("per_call_level_for_task_p99", "Per-call percentile that sets the task p99", "", "percent"),
+        output("slo_attainment_per_call", "Calls within the SLO", "", "percent"),
+        output("slo_attainment_per_task", "Tasks with every call within the SLO", "", "percent"),
+    ],
+}
+
+
+def _series(dist: Latency, n: int, p: float) -> dict:
+    xs = sorted(set(FANOUTS) | {n})
+    levels = sorted({90.0, 99.0, 99.9, p})
+    tail = series("Tasks with no call above the per-call percentile", "Calls per task n", "calls", xs,
+                  [(f"p{lv:g}", "%", [100 * (lv / 100) ** x for x in xs]) for lv in levels])
+    slowest = series("Slowest call per task against fan-out", "Calls per task n", "calls", xs,
+                     [("median task", "s", [dist.slowest_of(x, 0.5) for x in xs]),
+                      ("p99 task", "s", [dist.slowest_of(x, 0.99) for x in xs]),
+                      ("one call, p99", "s", [dist.quantile(0.99)] * len(xs))])
+    return {"task_tail": tail, "slowest_call": slowest}
+
+
+def _derivation(v, dist, q, mean, per_call, all_below) -> list:
+    m, s, f, k, n = v["median_s"], v["sigma"], v["slow_fraction"], v["slow_multiplier"], v["calls_per_task"]
+    return [
+        step("Mean", "((1 − f) + f × k) × m × exp(σ² ÷ 2)",
+             f"((1 − {f:g}) + {f:g} × {k:g}) × {m:g} × exp({s:g}² ÷ 2)", mean, "s"),
+        step("p99 (one call)", "F⁻¹(0.99); with f = 0: m × exp(2.326 × σ)",
+             f"F⁻¹(0.99) with m = {m:g}, σ = {s:g}", q[99.0], "s"),
+        step("Per-call p-th percentile", f"F⁻¹(p ÷ 100), p = {v['percentile']:g}",
+             f"F⁻¹({v['percentile'] / 100:g})", per_call, "s"),
+        step("No call above it in a task of n", "(p ÷ 100)^n",
+             f"{v['percentile'] / 100:g}^{n}", all_below, ""),
+        step("Slowest call, median task", "F⁻¹(0.5^(1 ÷ n))",
+             f"F⁻¹(0.5^(1 ÷ {n})) = F⁻¹({0.5 ** (1 / n):.6g})", dist.slowest_of(n, 0.5), "s"),
+        step("Tasks with every call within the SLO", "F(SLO)^n",
+             f"{dist.cdf(v['slo_s']):.6g}^{n}", dist.cdf(v["slo_s"]) ** n, ""),
+    ]
+
+
+def compute(v: dict) -> dict:
+    dist = Latency(v["median_s"], v["sigma"], v["slow_fraction"], v["slow_multiplier"])
+    n, p = v["calls_per_task"], v["percentile"] / 100
+    q = {lv: dist.quantile(lv / 100) for lv in LEVELS}
+    mean = dist.mean()
+    per_call = dist.quantile(p)
+    all_below = p ** n
+    per_call_slo = dist.cdf(v["slo_s"])
+    return {
+        "mean_s": mean, "p50_s": q[50.0], "p90_s": q[90.0], "p99_s": q[99.0], "p999_s": q[99.9],
+        "mean_over_p50": mean / q[50.0], "p99_over_p50": q[99.0] / q[50.0], "p99_over_mean": q[99.0] / mean,
+        "share_above_mean": 1 - dist.cdf(mean),
+        "per_call_threshold_s": per_call,
+        "task_all_below_fraction": all_below, "task_any_above_fraction": 1 - all_below,
+        "slowest_call_p50_s": dist.slowest_of(n, 0.5), "slowest_call_p99_s": dist.slowest_of(n, 0.99),
+        "per_call_level_for_task_p99": 0.99 ** (1 / n),
+        "slo_attainment_per_call": per_call_slo, "slo_attainment_per_task": per_call_slo ** n,
+        "derivation": _derivation(v, dist, q, mean, per_call, all_below),
+        "series": _series(dist, n, v["percentile"]),
+        "notes": ["Calls are treated as independent; shared causes (one overloaded replica, a "
+                  "long prefill ahead of all of them) make the task tail worse than shown."],
+    }
