@@ -81,7 +81,7 @@ def attention_from_dict(d: dict, field: str) -> Attention:
         qkv_bias=_flag(d, "qkv_bias", field, False), o_bias=_flag(d, "o_bias", field, False),
     )
     if kind == "mla" and not (a.kv_lora_rank and a.qk_rope_head_dim):
-        raise InputError(f"{field}.kv_lora_rank", "MLA needs kv_lora_rank and qk_rope_head_dim above 0")
+        raise InputError(f"{field}.kv_lora_rank", "must be above 0 for MLA, as must qk_rope_head_dim")
     return a
 
 

@@ -1,0 +1,155 @@
+"""The data files: every preset present, every figure sourced, published figures reproduced."""
+import math
+
+import pytest
+
+from calculators.errors import InputError
+from calculators.formats import bytes_per_element, get_format
+from calculators.presets import _load, accelerator_presets, formats, listing, model_presets
+
+MODELS = model_presets()
+ACCS = accelerator_presets()
+
+REQUIRED_MODELS = {
+    "llama-2-7b", "llama-2-13b", "opt-13b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
+    "llama-3.3-70b", "llama-4-scout", "llama-4-maverick", "qwen2.5-7b", "qwen2.5-72b", "qwen3-8b",
+    "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b", "mistral-7b-v0.1", "mixtral-8x7b",
+    "mixtral-8x22b", "deepseek-v3", "deepseek-r1", "kimi-k2", "gpt-oss-20b", "gpt-oss-120b",
+    "gemma-2-9b", "gemma-2-27b", "gemma-3-12b", "gemma-3-27b",
+}
+REQUIRED_ACCS = {
+    "a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "gb200", "b300",
+    "gb300", "l40s", "l4", "rtx-4090", "rtx-5090", "mi300x", "mi325x", "mi355x", "tpu-v5e",
+    "tpu-v5p", "tpu-v6e", "tpu7x", "gaudi3", "trainium2", "inferentia2",
+}
+
+
+def kv_bytes_per_token(m, bytes_per=2):
+    """Full-attention KV bytes per token, straight from the config (F1/F2 in numbers.md)."""
+    a = m.attention
+    if a.kind == "mla":
+        return m.num_layers * (a.kv_lora_rank + a.qk_rope_head_dim) * bytes_per
+    return 2 * m.num_layers * a.num_kv_heads * a.head_dim * bytes_per
+
+
+def test_all_required_presets_exist():
+    assert REQUIRED_MODELS <= set(MODELS)
+    assert REQUIRED_ACCS <= set(ACCS)
+
+
+@pytest.mark.parametrize("entry", _load("models.toml")["model"] + _load("accelerators.toml")["accelerator"],
+                         ids=lambda e: e["id"])
+def test_every_entry_has_source_and_date(entry):
+    assert entry["source"].strip() and entry["as_of"][:4].isdigit()
+    if "official_total_params" in entry:
+        assert entry["params_source"].strip()
+    if "price_usd_per_hour" in entry:
+        assert entry["price_source"].strip() and entry["price_as_of"][:4].isdigit()
+
+
+def test_ids_are_lowercase_hyphenated():
+    for key in list(MODELS) + list(ACCS):
+        assert key == key.lower() and " " not in key and "_" not in key
+
+
+# --- Published KV figures (numbers.md §2.2) ---------------------------------------------
+def test_opt_13b_800_kib_per_token():  # PagedAttention §3: "800 KB" is KiB
+    assert kv_bytes_per_token(MODELS["opt-13b"]) == 800 * 1024
+
+
+def test_llama_2_7b_2_gib_at_4096_tokens():  # NVIDIA "Mastering LLM Techniques"
+    assert kv_bytes_per_token(MODELS["llama-2-7b"]) * 4096 == 2 * 2**30
+
+
+def test_llama_31_70b_bytes_per_token():
+    assert kv_bytes_per_token(MODELS["llama-3.1-70b"]) == 327_680
+
+
+def test_deepseek_v3_mla_bytes_per_token():  # 61 x (512 + 64) x 2
+    assert kv_bytes_per_token(MODELS["deepseek-v3"]) == 70_272
+
+
+def test_gpt_oss_120b_alternates_sliding_128():
+    m = MODELS["gpt-oss-120b"]
+    assert m.num_layers == 36 and m.sliding_window_tokens == 128
+    assert m.layer_kinds[:2] == ("sliding", "full") and m.layer_kinds.count("sliding") == 18
+    assert (m.attention.num_kv_heads, m.attention.head_dim) == (8, 64)
+
+
+def test_gemma_3_27b_five_local_one_global():
+    m = MODELS["gemma-3-27b"]
+    assert m.num_layers == 62 and m.sliding_window_tokens == 1024
+    assert m.layer_kinds.count("full") == 10 and m.layer_kinds[5] == "full"
+    assert (m.attention.num_kv_heads, m.attention.head_dim) == (16, 128)
+
+
+def test_llama4_nope_layers_global_others_chunked():
+    m = MODELS["llama-4-scout"]
+    assert m.layer_kinds.count("full") == 12 and m.attention_chunk_tokens == 8192
+    assert m.layer_kinds[3] == "full" and m.layer_kinds[0] == "chunked"
+
+
+def test_mistral_v01_window_on_every_layer():
+    m = MODELS["mistral-7b-v0.1"]
+    assert set(m.layer_kinds) == {"sliding"} and m.sliding_window_tokens == 4096
+
+
+# --- Accelerators -----------------------------------------------------------------------
+def test_dense_not_sparse_flops():
+    assert ACCS["h100-sxm"].dense_flops_per_s["bf16"] == 989.4e12
+    assert ACCS["b200"].dense_flops_per_s["fp4"] == 9000e12
+    assert ACCS["mi300x"].dense_flops_per_s["fp8"] == 2614.9e12
+
+
+@pytest.mark.parametrize("aid", sorted(REQUIRED_ACCS))
+def test_accelerator_sanity(aid):
+    a = ACCS[aid]
+    assert 1e10 < a.memory_bytes < 1e12 and 1e11 < a.memory_bandwidth_bytes_per_s < 1e13
+    assert "bf16" in a.dense_flops_per_s
+    ridge = a.dense_flops_per_s["bf16"] / a.memory_bandwidth_bytes_per_s
+    assert 100 < ridge < 700  # numbers.md §3.2: every chip's BF16 ridge lies in 153..560
+    flops = a.dense_flops_per_s
+    if "fp8" in flops:
+        assert flops["fp8"] >= flops["bf16"]
+
+
+def test_ridge_points_match_numbers_md():
+    ridge = lambda aid: ACCS[aid].dense_flops_per_s["bf16"] / ACCS[aid].memory_bandwidth_bytes_per_s
+    assert round(ridge("h100-sxm")) == 295 and round(ridge("tpu-v5e")) == 241
+    assert round(ridge("a100-80gb")) == 153 and round(ridge("h200")) == 206
+
+
+def test_binary_units_where_vendor_states_gib():
+    assert ACCS["tpu7x"].memory_bytes == 192 * 2**30
+    assert ACCS["trainium2"].memory_bytes == 96 * 2**30
+    assert ACCS["inferentia2"].memory_bandwidth_bytes_per_s == 820 * 2**30
+
+
+# --- Formats ----------------------------------------------------------------------------
+@pytest.mark.parametrize("name, bits", [
+    ("fp32", 32), ("bf16", 16), ("fp16", 16), ("fp8", 8), ("e5m2", 8), ("int8", 8),
+    ("int4", 4.125), ("mxfp4", 4.25), ("nvfp4", 4.5), ("fp4", 4.5), ("FP8_E4M3", 8),
+])
+def test_format_widths_and_aliases(name, bits):
+    assert get_format(name).effective_bits == bits
+    assert bytes_per_element(name) == bits / 8
+
+
+def test_unknown_format_names_allowed_ones():
+    with pytest.raises(InputError) as e:
+        bytes_per_element("fp12")
+    assert e.value.field == "dtype" and "mxfp4" in e.value.message and "bf16" in e.value.message
+
+
+def test_format_flops_keys_exist_on_some_chip():
+    keys = {k for a in ACCS.values() for k in a.dense_flops_per_s}
+    for f in formats().values():
+        assert f.flops_key == "" or f.flops_key in keys or f.flops_key == "fp32"
+
+
+def test_listing_is_json_ready():
+    import json
+    out = listing()
+    assert len(out["models"]) == len(MODELS) and len(out["accelerators"]) == len(ACCS)
+    json.dumps(out)
+    assert all(math.isfinite(r["total_params"]) for r in out["models"])

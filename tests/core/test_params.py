@@ -1,0 +1,80 @@
+"""Parameter counts derived from the architecture against the published figures."""
+import pytest
+
+from calculators.params import active_params, moe_layer_count, total_params, weight_bytes
+from calculators.presets import model_info, model_presets
+
+PRESETS = model_presets()
+
+
+def _expected(mid):
+    m, info = PRESETS[mid], model_info(mid)
+    extra = info.get("official_extra_params", 0)  # e.g. a vision encoder the card counts
+    total = total_params(m) + extra
+    active = active_params(m, include_embedding=not info.get("official_active_excludes_embedding", False))
+    if m.moe is None:
+        active += extra
+    return total, active, info
+
+
+@pytest.mark.parametrize("mid", sorted(PRESETS))
+def test_total_and_active_within_1_percent_of_official(mid):
+    total, active, info = _expected(mid)
+    m = PRESETS[mid]
+    loose = set(info.get("params_loose", ()))
+    for what, derived, official in (("total", total, m.official_total_params),
+                                    ("active", active, m.official_active_params)):
+        err = derived / official - 1
+        if what in loose:
+            # Published only to two digits; the gap is explained in params_note and the report.
+            assert info.get("params_note"), f"{mid}: loose {what} figure needs a params_note"
+            assert abs(err) <= 0.03, f"{mid} {what}: {derived:.4g} vs {official:.4g}"
+        else:
+            assert abs(err) <= 0.01, f"{mid} {what}: {derived:.4g} vs {official:.4g} ({err:+.2%})"
+
+
+def test_loose_exceptions_are_the_known_few():
+    loose = {mid for mid in PRESETS if model_info(mid).get("params_loose")}
+    assert loose == {"opt-13b", "llama-4-scout", "llama-4-maverick", "qwen3-30b-a3b", "kimi-k2"}
+
+
+@pytest.mark.parametrize("mid, expected", [
+    ("llama-2-7b", 6_738_415_616),      # HF safetensors metadata
+    ("llama-2-13b", 13_015_864_320),
+    ("mistral-7b-v0.1", 7_241_732_096),
+    ("gemma-2-9b", 9_241_705_984 - 2 * 3584 * 42),   # Gemma 2 report; minus 2 extra norms/layer we skip
+])
+def test_exact_counts(mid, expected):
+    assert abs(total_params(PRESETS[mid]) - expected) <= 2 * 3584 * 42 * 2
+
+
+def test_deepseek_v3_structure():
+    m = PRESETS["deepseek-v3"]
+    assert moe_layer_count(m) == 58
+    # 671B main model; the 14B MTP module is outside num_layers and not counted.
+    assert 670.5e9 < total_params(m) < 671.5e9
+    assert active_params(m) - active_params(m, include_embedding=False) == 129280 * 7168
+
+
+def test_llama4_maverick_alternates_dense_and_moe():
+    assert moe_layer_count(PRESETS["llama-4-maverick"]) == 24
+    assert moe_layer_count(PRESETS["llama-4-scout"]) == 48
+
+
+def test_tied_embedding_counted_once_and_always_active():
+    m = PRESETS["gemma-2-9b"]
+    assert active_params(m, include_embedding=False) == active_params(m) == total_params(m)
+
+
+def test_weight_bytes_uses_format_width():
+    m = PRESETS["llama-3.1-8b"]
+    assert weight_bytes(m, "bf16") == total_params(m) * 2
+    assert weight_bytes(m, "mxfp4") == pytest.approx(total_params(m) * 4.25 / 8)
+    assert weight_bytes(m, "fp8") == total_params(m)
+
+
+def test_weight_bytes_unknown_format():
+    from calculators.errors import InputError
+    with pytest.raises(InputError) as e:
+        weight_bytes(PRESETS["llama-3.1-8b"], "fp7", field="weights_dtype")
+    assert e.value.field == "weights_dtype" and "bf16" in e.value.message
