@@ -10,8 +10,9 @@ from .schema import validate
 
 def _registry() -> dict:
     # Imported here so that `import calculators` stays cheap and cycle-free.
-    from .calcs import cost, goodput, kv_cache, latency, memory, percentiles, roofline
-    return {m.SCHEMA["name"]: m for m in (kv_cache, memory, roofline, latency, goodput, cost, percentiles)}
+    from .calcs import allreduce, cost, decode_limits, goodput, kv_cache, latency, memory, percentiles, roofline
+    return {m.SCHEMA["name"]: m for m in (kv_cache, memory, roofline, latency, goodput, cost, percentiles, decode_limits,
+                                          allreduce)}
 
 
 def calculator_names() -> list[str]:
