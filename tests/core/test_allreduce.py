@@ -116,3 +116,12 @@ def test_json_round_trip_and_series():
     s = out["series"]["allreduce_vs_tp"]
     assert len(s["y"]) == len(LINKS) and all(len(y["values"]) == len(s["x"]["values"]) for y in s["y"])
     assert [d["label"] for d in out["derivation"]][0] == "Message per all-reduce"
+
+
+def test_energy_per_token_is_power_times_step_over_tokens():
+    """Energy per token = board power x GPUs x time per step / tokens per step."""
+    for b in (1, 64):
+        r = _run(model="llama-3.1-70b", hardware="h100-sxm", num_gpus=8, batch_size=b)
+        assert r["joules_per_token_at_board_power"] == pytest.approx(700 * 8 * r["step_time_with_allreduce_s"] / b)
+    assert _run(batch_size=64)["joules_per_token_at_board_power"] < _run(batch_size=1)["joules_per_token_at_board_power"]
+    assert _run(hardware="tpu-v5e", num_gpus=8)["joules_per_token_at_board_power"] == 0   # power not published
