@@ -1,0 +1,73 @@
+"""Inputs that CPython and Pyodide must answer byte-identically (tests/core/test_pyodide_parity.py).
+
+Each case is (calculator name, inputs): a dict sent as JSON, or a raw string sent as is
+(to check malformed JSON). Every registered calculator runs at its defaults too.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from calculators import calculator_names
+
+HF = Path(__file__).parent / "fixtures" / "hf"
+CUSTOM_CHIP = {"id": "my-chip", "name": "My chip", "vendor": "Me", "memory_bytes": 96 * 10 ** 9,
+               "memory_bandwidth_bytes_per_s": 4.1e12, "dense_flops_per_s": {"bf16": 1.1e15, "fp8": 2.2e15},
+               "power_watts": 800}
+
+
+def _hf(name: str) -> dict:
+    return json.loads((HF / f"{name}.json").read_text())
+
+
+SPECIFIC = [
+    ("kv_cache", {"model": "gpt-oss-120b", "context_tokens": 131072}),
+    ("kv_cache", {"model": "gemma-3-27b", "context_tokens": 100000, "batch_size": 7, "block_size_tokens": 32}),
+    ("kv_cache", {"model": "deepseek-v3", "context_tokens": 4989, "kv_dtype": "fp8"}),
+    ("kv_cache", {"model": "llama-4-scout", "context_tokens": "32768", "kv_dtype": "nvfp4"}),
+    ("kv_cache", {"model": _hf("llama-3.1-8b"), "context_tokens": 8192}),
+    ("kv_cache", {"model": _hf("gpt-oss-120b"), "context_tokens": 5000}),
+    ("kv_cache", {"model": _hf("deepseek-v3"), "context_tokens": 70000, "batch_size": 3}),
+    ("memory", {"model": "deepseek-v3", "hardware": "h100-sxm", "tensor_parallel": 1}),
+    ("memory", {"model": "llama-3.1-70b", "hardware": "h200", "weight_dtype": "fp8", "kv_dtype": "fp8",
+                "tensor_parallel": 2, "engine_rule": "sglang", "mem_fraction_static": 0.85}),
+    ("memory", {"model": _hf("qwen3-30b-a3b"), "hardware": CUSTOM_CHIP, "tensor_parallel": 8}),
+    ("roofline", {"model": "mixtral-8x7b", "hardware": "h200", "num_gpus": 8, "weight_dtype": "fp8",
+                  "compute_dtype": "fp8", "batch_size": 256, "context_tokens": 3000}),
+    ("roofline", {"model": "deepseek-r1", "hardware": "b200", "num_gpus": 8, "weight_dtype": "nvfp4",
+                  "compute_dtype": "nvfp4", "kv_dtype": "fp8", "batch_size": 1024}),
+    ("roofline", {"model": "llama-3.1-8b", "hardware": "tpu-v5e", "bandwidth_efficiency": 0.7}),
+    ("roofline", {"model": _hf("gemma-3-27b"), "hardware": CUSTOM_CHIP, "compute_dtype": "fp8"}),
+    ("latency", {"model": "llama-3.1-70b", "hardware": "h200", "num_gpus": 4, "weight_dtype": "fp8",
+                 "compute_dtype": "fp8", "batch_size": 64, "input_tokens": 2000, "output_tokens": 500,
+                 "queueing_s": 0.05}),
+    ("latency", {"model": "qwen3-235b-a22b", "hardware": "mi300x", "num_gpus": 8, "output_tokens": 1}),
+    ("goodput", {"seed": 3, "request_rate_per_s": 25, "num_requests": 400}),
+    ("goodput", {"model": "qwen3-30b-a3b", "hardware": "h100-sxm", "input_distribution": "uniform",
+                 "output_distribution": "fixed", "ttft_slo_s": 0.2, "tpot_slo_s": 0.05, "seed": 11}),
+    ("goodput", {"model": "llama-3.1-70b", "hardware": "h100-sxm", "num_gpus": 1, "request_rate_per_s": 1}),
+    ("cost", {"usd_per_gpu_hour": 2, "num_gpus": 8, "output_tokens_per_s": 14800,
+              "input_tokens_per_s": 73700, "reasoning_tokens_per_task": 3000, "requests_per_s": 120}),
+    # errors: each must come back as {"error": {...}} with the same text
+    ("kv_cache", {"context_tokens": "1e400"}),
+    ("kv_cache", {"context_tokens": "abc"}),
+    ("kv_cache", {"context_tokens": None}),
+    ("kv_cache", {"context_tokens": 0}),
+    ("kv_cache", {"block_size_tokens": 2.5}),
+    ("kv_cache", {"kv_dtype": "fp7"}),
+    ("kv_cache", {"model": "no-such-model"}),
+    ("kv_cache", {"model": {"num_layers": -1}}),
+    ("kv_cache", {"unknown_key": 1}),
+    ("roofline", {"hardware": dict(CUSTOM_CHIP, memory_bandwidth_bytes_per_s=-1)}),
+    ("roofline", {"hardware": "h100-sxm", "compute_dtype": "nvfp4"}),
+    ("memory", {"engine_rule": "tensorrt"}),
+    ("no_such_calculator", {}),
+    ("kv_cache", "{not json"),
+    ("kv_cache", "[1, 2, 3]"),
+]
+
+
+def cases() -> list[tuple[str, str]]:
+    """(name, inputs_json) for every case."""
+    defaults = [(name, {}) for name in calculator_names()]
+    return [(n, i if isinstance(i, str) else json.dumps(i, sort_keys=True)) for n, i in defaults + SPECIFIC]
