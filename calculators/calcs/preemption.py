@@ -1,0 +1,175 @@
+"""Preemption: swap a sequence's KV to host memory and back, or drop it and recompute the prefill.
+
+Kwon et al. (SOSP 2023, arXiv 2309.06180) §4.5 evict all of a sequence's blocks at once and
+recover them by swapping (copy to CPU memory, copy back) or by recomputation (one prefill over
+prompt + generated tokens); §7.3 measures both. Here:
+  swap time      = KV bytes per GPU ÷ (link bandwidth × η_link), once out and once back in
+  recompute time = the prefill of the whole context, from steptime.StepModel.prefill:
+                   'compute'    FLOPs ÷ (N_gpu × peak × η_prefill): the marginal cost when the
+                                recomputation is batched into steps that read the weights anyway;
+                   'standalone' max(bytes ÷ BW, FLOPs ÷ peak): a prefill run on its own.
+The break-even context is where the two are equal. Recompute FLOPs grow faster than linearly
+(causal attention), swap bytes linearly (or stop growing for windowed layers).
+"""
+from __future__ import annotations
+
+from ..presets import _load
+from ..schema import choice, integer, number, output, series, step
+from .kv_cache import kv_bytes_per_sequence
+from .memory import kv_fraction_per_gpu
+from .steptime import StepModel, deployment, deployment_fields
+
+HOST_LINKS = {e["id"]: e for e in _load("host_links.toml")["host_link"]}
+MAX_SEARCH_TOKENS = 10_000_000
+
+
+def _fields() -> list[dict]:
+    fields = deployment_fields(1.0, 0.5)
+    for f in fields:
+        if f["key"] == "compute_efficiency":
+            f.update(label="Prefill efficiency (fraction of dense peak)",
+                     help="An assumption: FlashAttention-3 reaches 0.75 of H100 peak in its attention "
+                          "kernel (arXiv 2407.08608); whole prefills usually do less.")
+    links = [(k, e["name"]) for k, e in HOST_LINKS.items()] + [("custom", "Custom (the field below)")]
+    return fields + [
+        integer("context_tokens", "Context of the preempted sequence", 8192, 1, MAX_SEARCH_TOKENS, "tokens",
+                "Prompt plus tokens generated so far: all of it is swapped or recomputed."),
+        choice("host_link", "Host link (GPU ↔ CPU memory)", "pcie5-x16", links),
+        number("host_link_gb_per_s", "Custom host link bandwidth, per direction", 64.0, 0.1, 10_000.0, "GB/s",
+               "Used only when the host link is custom (e.g. a CPU–GPU coherent link)."),
+        number("link_efficiency", "Host link efficiency", 1.0, 0.01, 1.0, "",
+               "Fraction of the link's per-direction peak a swap achieves; small blocks achieve less "
+               "(arXiv 2309.06180 §7.3).", 0.01),
+        choice("recompute_cost", "Recompute counted as", "compute",
+               [("compute", "FLOPs only (batched with other work)"),
+                ("standalone", "A prefill on its own (max of memory and compute)")]),
+    ]
+
+
+SCHEMA = {
+    "name": "preemption",
+    "title": "Preemption: swap versus recompute",
+    "description": ("Time to swap a preempted sequence's KV cache out to host memory and back in, "
+                    "against the time to recompute it with one prefill, and the context length "
+                    "where the two are equal. Swap times use the link's peak times an efficiency; "
+                    "recompute uses the prefill model of the roofline calculator with a prefill "
+                    "efficiency. Both are estimates; neither counts scheduling or queueing."),
+    "inputs": _fields(),
+    "outputs": [
+        output("kv_bytes_per_sequence", "KV of the sequence (all GPUs)", "B", "bytes"),
+        output("kv_bytes_per_gpu", "KV each GPU moves", "B", "bytes"),
+        output("link_bandwidth_bytes_per_s", "Host link used, per direction per GPU", "B/s", "rate"),
+        output("swap_out_time_s", "Swap out (GPU → host)", "s", "seconds"),
+        output("swap_in_time_s", "Swap in (host → GPU)", "s", "seconds"),
+        output("swap_time_s", "Swap out + in", "s", "seconds"),
+        output("recompute_time_s", "Recompute (prefill of the context)", "s", "seconds"),
+        output("recompute_to_swap_ratio", "Recompute ÷ swap", "×", "number"),
+        output("break_even_context_tokens", "Break-even context (0 = none below 10M tokens)", "tokens", "integer"),
+        output("swap_time_per_token_s", "Swap out + in per token", "s", "seconds"),
+        output("recompute_time_per_token_s", "Recompute per token at this context", "s", "seconds"),
+    ],
+}
+
+
+def _link_bytes_per_s(v: dict) -> tuple[float, str]:
+    if v["host_link"] == "custom":
+        return v["host_link_gb_per_s"] * 1e9 * v["link_efficiency"], "custom link"
+    e = HOST_LINKS[v["host_link"]]
+    return e["bandwidth_bytes_per_s"] * v["link_efficiency"], e["name"]
+
+
+class Costs:
+    """Swap and recompute seconds at any context, for one deployment and link."""
+
+    def __init__(self, v: dict):
+        self.dep = deployment(v)
+        self.steps = StepModel(self.dep)
+        self.link, self.link_name = _link_bytes_per_s(v)
+        self.share = kv_fraction_per_gpu(self.dep.model, self.dep.num_gpus)
+        self.standalone = v["recompute_cost"] == "standalone"
+
+    def kv_per_gpu(self, tokens: int) -> float:
+        return kv_bytes_per_sequence(self.dep.model, tokens, self.dep.kv_elem_bytes) * self.share
+
+    def swap(self, tokens: int) -> float:
+        return 2 * self.kv_per_gpu(tokens) / self.link
+
+    def recompute(self, tokens: int) -> float:
+        cost = self.steps.prefill([tokens])
+        return cost.time_s if self.standalone else cost.compute_time_s
+
+    def gap(self, tokens: int) -> float:
+        return self.recompute(tokens) - self.swap(tokens)
+
+
+def break_even(c: Costs, hi: int = MAX_SEARCH_TOKENS) -> int:
+    """First context where the sign of recompute − swap flips (0 if it never does below `hi`)."""
+    grid = sorted({2 ** k for k in range(25) if 2 ** k < hi} | {hi})
+    lo_t, first = grid[0], c.gap(grid[0]) < 0
+    for t in grid[1:]:
+        if (c.gap(t) < 0) != first:
+            a, b = lo_t, t
+            while b - a > 1:      # integer bisection keeps the result exact and reproducible
+                mid = (a + b) // 2
+                a, b = (mid, b) if (c.gap(mid) < 0) == first else (a, mid)
+            return b
+        lo_t = t
+    return 0
+
+
+def _series(c: Costs, context: int, top: int) -> dict:
+    xs = sorted({2 ** k for k in range(8, 25) if 2 ** k <= top} | {context})
+    return series("Swap and recompute time vs context length", "Context", "tokens", xs,
+                  [("swap out + in", "ms", [c.swap(x) * 1e3 for x in xs]),
+                   ("recompute", "ms", [c.recompute(x) * 1e3 for x in xs])], log_axes=True)
+
+
+def _derivation(c: Costs, t: int, kv_gpu: float, swap: float, rec: float, even: int) -> list[dict]:
+    cost = c.steps.prefill([t])
+    rec_formula = ("max(bytes ÷ (N × BW), FLOPs ÷ (N × peak × η))" if c.standalone
+                   else "FLOPs ÷ (N × peak × η_prefill)")
+    rec_subst = (f"max({cost.memory_time_s:.6g}, {cost.compute_time_s:.6g})" if c.standalone
+                 else f"{cost.flops:.6g} ÷ ({c.dep.num_gpus} × {c.dep.peak_flops_per_s:.6g} × "
+                      f"{c.dep.compute_efficiency})")
+    return [
+        step("KV each GPU holds", "KV(T) × ⌈H_kv/N⌉ ÷ H_kv", f"KV({t}) × {c.share:g}", kv_gpu, "B"),
+        step("Swap out + in", "2 × KV per GPU ÷ (B_link × η_link)", f"2 × {kv_gpu:.6g} ÷ {c.link:.6g}", swap, "s"),
+        step("Prefill FLOPs of the context", "2 × P_active × T + causal attention", f"T = {t}", cost.flops, "FLOP"),
+        step("Recompute", rec_formula, rec_subst, rec, "s"),
+        step("Break-even context", "T where recompute(T) = swap(T)", "integer bisection", even, "tokens"),
+    ]
+
+
+def compute(v: dict) -> dict:
+    c, t = Costs(v), v["context_tokens"]
+    if c.dep.model.max_context_tokens and t > c.dep.model.max_context_tokens:
+        notes = [f"context exceeds the model's maximum of {c.dep.model.max_context_tokens:,} tokens"]
+    else:
+        notes = []
+    kv_gpu, swap, rec = c.kv_per_gpu(t), c.swap(t), c.recompute(t)
+    even = break_even(c)
+    faster = "recompute" if rec < swap else "swap"
+    if even:
+        below = "recompute" if c.gap(1) < 0 else "swap"
+        notes.append(f"{below} is faster below {even:,} tokens of context, the other above it")
+    else:
+        notes.append(f"{'recompute' if c.gap(1) < 0 else 'swap'} is faster at every context up to "
+                     f"{MAX_SEARCH_TOKENS:,} tokens")
+    return {
+        "kv_bytes_per_sequence": kv_bytes_per_sequence(c.dep.model, t, c.dep.kv_elem_bytes),
+        "kv_bytes_per_gpu": kv_gpu,
+        "link_bandwidth_bytes_per_s": c.link,
+        "swap_out_time_s": swap / 2,
+        "swap_in_time_s": swap / 2,
+        "swap_time_s": swap,
+        "recompute_time_s": rec,
+        "recompute_to_swap_ratio": rec / swap,
+        "break_even_context_tokens": even,
+        "swap_time_per_token_s": swap / t,
+        "recompute_time_per_token_s": rec / t,
+        "faster": faster,
+        "link_name": c.link_name,
+        "derivation": _derivation(c, t, kv_gpu, swap, rec, even),
+        "series": {"swap_vs_recompute": _series(c, t, max(t, c.dep.model.max_context_tokens or 131_072))},
+        "notes": notes,
+    }
