@@ -55,9 +55,19 @@ def watch(context, page, origin) -> PageLog:
     return log
 
 
+# Material's scheme attribute on <body> for each reader-facing scheme.
+BODY_SCHEME = {"light": "default", "dark": "slate"}
+READER_SETTINGS_KEY = "reader-settings:v1"
+
+
 @pytest.fixture
 def open_page(browser, server):
-    """open_page(path, scheme="light", **context_options) -> (page, log)."""
+    """open_page(path, scheme="light", **context_options) -> (page, log).
+
+    `scheme` is the real mechanism, not a patched attribute: the context emulates the OS colour
+    scheme and the reader settings' appearance is "system" by default, so the site's own pre-paint
+    script picks it. Unless `storage` sets the reader settings, the page must show that scheme.
+    """
     contexts = []
 
     def _open(path, scheme="light", storage=None, **options):
@@ -69,6 +79,9 @@ def open_page(browser, server):
         page = context.new_page()
         log = watch(context, page, server.origin)
         page.goto(server.origin + path, wait_until="load")
+        if scheme in BODY_SCHEME and READER_SETTINGS_KEY not in (storage or {}):
+            shown = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+            assert shown == BODY_SCHEME[scheme], f"{path}: {scheme} OS scheme shows body scheme {shown!r}"
         return page, log
 
     yield _open

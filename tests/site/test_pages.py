@@ -1,7 +1,7 @@
 """Every page in the sitemap, in light and dark: loads cleanly, stays local, passes axe."""
 import pytest
 
-from conftest import run_axe
+from conftest import BODY_SCHEME, run_axe
 from harness import sitemap_paths, SITE
 
 
@@ -11,9 +11,10 @@ def pytest_generate_tests(metafunc):
 
 
 def set_scheme(page, scheme):
-    """Puts Material's scheme on <body> directly; independent of any settings UI."""
-    page.evaluate("s => document.body.setAttribute('data-md-color-scheme', s)",
-                  "slate" if scheme == "dark" else "default")
+    """Checks the scheme the site itself chose (open_page emulates the OS scheme and the reader
+    settings follow it); sets nothing, so dark runs test what a dark-mode reader gets."""
+    assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == BODY_SCHEME[scheme]
+    assert page.evaluate("document.documentElement.dataset.rsScheme") == scheme
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
