@@ -1,0 +1,123 @@
+"""How numbers read on the page: one formatter for build-time HTML and the live browser.
+
+The page shows what `present()` returns, both when the site is built (CPython) and
+after every recompute (Pyodide), so a number never changes its look on hydration.
+Units are always spelled out: GiB = 2^30 B, GB = 10^9 B, FLOP/s dense.
+"""
+from __future__ import annotations
+
+import math
+
+_BINARY = (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10))
+_DECIMAL_BYTES = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+                  "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}
+_FLOPS = (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9))
+
+
+def sig(x: float, digits: int = 4) -> str:
+    """`digits` significant digits, thousands separators, no trailing zeros: 327,680 · 295.2 · 0.0123."""
+    if x == 0 or not math.isfinite(x):
+        return "0"
+    if float(x).is_integer() and abs(x) < 1e9:  # counts read exactly: 327,680 B, not 327,700
+        return f"{int(x):,}"
+    magnitude = math.floor(math.log10(abs(x)))
+    if magnitude >= digits - 1:
+        return f"{round(x, -(magnitude - digits + 1)):,.0f}"
+    if magnitude < -6:
+        return f"{x:.{digits - 1}e}"
+    text = f"{x:,.{digits - 1 - magnitude}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def fixed(x: float, decimals: int) -> str:
+    return f"{x:,.{decimals}f}"
+
+
+def _scaled(x: float, unit: str, decimals: int | None) -> str:
+    return f"{sig(x) if decimals is None else fixed(x, decimals)} {unit}"
+
+
+def auto_bytes(x: float, decimals: int | None = None) -> str:
+    for unit, size in _BINARY:
+        if abs(x) >= size:
+            return _scaled(x / size, unit, decimals)
+    return _scaled(x, "B", decimals if decimals is not None else 0)
+
+
+def auto_seconds(x: float, decimals: int | None = None) -> str:
+    if abs(x) >= 3600:
+        return _scaled(x / 3600, "h", decimals)
+    for unit, size in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(x) >= size:
+            return _scaled(x / size, unit, decimals)
+    return _scaled(x / 1e-9, "ns", decimals)
+
+
+def auto_flops(x: float, decimals: int | None = None) -> str:
+    for unit, size in _FLOPS:
+        if abs(x) >= size:
+            return _scaled(x / size, unit, decimals)
+    return _scaled(x, "FLOP/s", decimals)
+
+
+def usd(x: float, decimals: int | None = None) -> str:
+    if decimals is not None:
+        return f"${x:,.{decimals}f}"
+    if abs(x) >= 1000:
+        return f"${x:,.0f}"
+    return f"${x:,.2f}" if abs(x) >= 0.01 or x == 0 else f"${sig(x, 2)}"
+
+
+def by_output_format(value, fmt: str, unit: str = "") -> str:
+    """Text for a calculator output, by its schema `format` and `unit`."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    if fmt == "bytes":
+        return auto_bytes(value)
+    if fmt == "seconds":
+        return auto_seconds(value)
+    if fmt == "flops":
+        return auto_flops(value)
+    if fmt == "usd":
+        return usd(value)
+    if fmt == "percent":
+        return f"{sig(value * 100, 3)}%"
+    if fmt == "integer":
+        return f"{round(value):,}" + (f" {unit}" if unit else "")
+    return sig(value) + (f" {unit}" if unit else "")
+
+
+# ---- the inline syntax's format names: {{ calc(...).key | GiB:2 }} --------------------
+
+def _unit_formatter(divisor: float, unit: str):
+    return lambda x, d: _scaled(x / divisor, unit, d)
+
+
+INLINE_FORMATS = {
+    "bytes": auto_bytes,
+    "int": lambda x, d: f"{round(x):,}",
+    "num": lambda x, d: fixed(x, 2 if d is None else d),
+    "sig": lambda x, d: sig(x, 4 if d is None else d),
+    "pct": lambda x, d: f"{sig(x * 100, 3) if d is None else fixed(x * 100, d)}%",
+    "usd": usd,
+    "x": lambda x, d: f"{sig(x, 3) if d is None else fixed(x, d)}×",
+    "s": _unit_formatter(1, "s"), "ms": _unit_formatter(1e-3, "ms"), "us": _unit_formatter(1e-6, "µs"),
+    "tflops": _unit_formatter(1e12, "TFLOP/s"), "pflops": _unit_formatter(1e15, "PFLOP/s"),
+    "tbps": _unit_formatter(1e12, "TB/s"), "gbps": _unit_formatter(1e9, "GB/s"),
+    "tokps": lambda x, d: f"{sig(x) if d is None else fixed(x, d)} tokens/s",
+    **{unit: _unit_formatter(size, unit) for unit, size in _DECIMAL_BYTES.items()},
+}
+
+
+def inline(value, spec: str | None) -> str:
+    """Format a number by an inline spec such as 'GiB:2', 'int' or 'usd'; no spec = 4 significant digits."""
+    if spec is None:
+        return sig(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+    name, _, digits = spec.partition(":")
+    if name not in INLINE_FORMATS:
+        raise ValueError(f"unknown format {name!r}; expected one of: {', '.join(sorted(INLINE_FORMATS))}")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise ValueError(f"format {name!r} needs a number, got {value!r}")
+    return INLINE_FORMATS[name](value, int(digits) if digits else None)

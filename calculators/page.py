@@ -1,0 +1,88 @@
+"""What a calculator on a page shows: outputs, the worked derivation and plot tables, as text.
+
+`present` is called at build time (to write the HTML) and by the browser's worker after
+each change, so both show identical text. Raw results ride along for exports and tests.
+"""
+from __future__ import annotations
+
+import json
+
+from . import display
+from .api import dumps, run, schema
+from .errors import InputError
+
+
+def _outputs(spec: dict, result: dict) -> list[dict]:
+    return [{"key": o["key"], "label": o["label"], "unit": o["unit"],
+             "text": display.by_output_format(result[o["key"]], o["format"], o["unit"])}
+            for o in spec["outputs"]]
+
+
+def _value_text(value, unit: str) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return str(value)
+    if unit == "B":
+        return display.auto_bytes(value)
+    if unit == "s":
+        return display.auto_seconds(value)
+    if unit == "FLOP/s":
+        return display.auto_flops(value)
+    return display.sig(value) + (f" {unit}" if unit else "")
+
+
+def _work(result: dict) -> list[dict]:
+    return [{"label": s["label"], "formula": s["formula"], "substituted": s["substituted"],
+             "text": _value_text(s["value"], s.get("unit", ""))}
+            for s in result.get("derivation", [])]
+
+
+def _table(plot: dict) -> dict:
+    """A plot's data as a table: the text alternative, and what a reader can copy."""
+    x = plot["x"]
+    head = [f"{x['label']} ({x['unit']})" if x["unit"] else x["label"]]
+    head += [f"{y['name']} ({y['unit']})" if y["unit"] else y["name"] for y in plot["y"]]
+    cell = lambda v: "—" if v is None else display.sig(v)  # None: no value at this x (a gap)
+    rows = [[cell(xv)] + [cell(y["values"][i]) for y in plot["y"]] for i, xv in enumerate(x["values"])]
+    return {"head": head, "rows": rows}
+
+
+def present(name: str, inputs: dict | None = None) -> dict:
+    """Everything a calculator block displays for these inputs (raises InputError)."""
+    spec = schema(name)
+    result = run(name, inputs or {})
+    return {"name": name, "result": result, "outputs": _outputs(spec, result), "work": _work(result),
+            "notes": result.get("notes", []),
+            "tables": {sid: _table(p) for sid, p in result.get("series", {}).items()}}
+
+
+def present_json(name: str, inputs_json: str) -> str:
+    """The worker's entry: never raises; errors come back as {"error": {...}}."""
+    try:
+        try:
+            inputs = json.loads(inputs_json) if inputs_json else {}
+        except ValueError:
+            raise InputError("inputs", "is not valid JSON") from None
+        return dumps(present(name, inputs))
+    except InputError as exc:
+        return dumps({"error": exc.to_json()})
+    except Exception as exc:  # our bug, not the reader's: say so plainly
+        return dumps({"error": {"field": None, "message": f"internal error: {type(exc).__name__}: {exc}"}})
+
+
+def describe(kind: str, value) -> dict:
+    """A reader's model or accelerator, checked and normalised to the project's JSON shape."""
+    from .resolve import accelerator_to_json, model_to_json, resolve_accelerator, resolve_model
+    if kind == "model":
+        return {"definition": model_to_json(resolve_model(value, "definition"))}
+    if kind == "accelerator":
+        return {"definition": accelerator_to_json(resolve_accelerator(value, "definition"))}
+    raise InputError("kind", "must be model or accelerator")
+
+
+def describe_json(kind: str, value_json: str) -> str:
+    try:
+        return dumps(describe(kind, json.loads(value_json)))
+    except ValueError as exc:  # InputError is a ValueError; JSON errors too
+        field = getattr(exc, "field", "definition")
+        message = getattr(exc, "message", None) or "is not valid JSON"
+        return dumps({"error": {"field": field, "message": message}})

@@ -1,0 +1,112 @@
+"""HTML for a calculator block, from its schema and a `present()` result. Pure functions.
+
+The form, the results, the worked derivation and the plot's data table are all in the
+HTML the build writes, so the page is right before any script runs; the browser's
+script then recomputes in place, keyed by the data-* attributes written here.
+"""
+from __future__ import annotations
+
+import json
+from html import escape
+
+from calculators.display import sig
+
+
+def _attr(value) -> str:
+    return escape(str(value), quote=True)
+
+
+def range_text(spec: dict) -> str:
+    if spec["type"] not in ("number", "integer") or spec.get("min") is None:
+        return ""
+    unit = f" {spec['unit']}" if spec.get("unit") else ""
+    kind = "Whole number" if spec["type"] == "integer" else "Number"
+    return f"{kind} from {sig(spec['min'])} to {sig(spec['max'])}{unit}."
+
+
+def _options(choices: list[tuple[str, str]], selected) -> str:
+    return "".join(f'<option value="{_attr(v)}"{" selected" if v == selected else ""}>{escape(label)}</option>'
+                   for v, label in choices)
+
+
+def _control(spec: dict, value, fid: str, presets: dict) -> str:
+    common = f'id="{fid}" name="{_attr(spec["key"])}" aria-describedby="{fid}-help {fid}-error"'
+    t = spec["type"]
+    if t in ("model", "accelerator"):
+        group = _options(presets[t], value)
+        return (f'<select {common} data-kind="{t}"><optgroup label="Presets">{group}</optgroup></select>'
+                f'<button type="button" class="calc__define" data-define="{t}" aria-controls="{fid}">'
+                f'Define your own…</button>')
+    if t in ("choice", "dtype"):
+        return f'<select {common}>{_options([(c["value"], c["label"]) for c in spec["choices"]], value)}</select>'
+    if t == "boolean":
+        return f'<input type="checkbox" {common}{" checked" if value else ""}>'
+    mode = "numeric" if t == "integer" else "decimal"
+    return f'<input type="text" inputmode="{mode}" autocomplete="off" spellcheck="false" {common} value="{_attr(value)}">'
+
+
+def _field(spec: dict, value, root: str, presets: dict) -> str:
+    fid = f"{root}-{spec['key']}"
+    unit = f' <span class="calc__unit">({escape(spec["unit"])})</span>' if spec.get("unit") else ""
+    help_text = " ".join(t for t in (spec.get("help", ""), range_text(spec)) if t)
+    return (f'<div class="calc__field" data-field="{_attr(spec["key"])}" data-type="{spec["type"]}">'
+            f'<label for="{fid}">{escape(spec["label"])}{unit}</label>'
+            f'{_control(spec, value, fid, presets)}'
+            f'<p class="calc__help" id="{fid}-help">{escape(help_text)}</p>'
+            f'<p class="calc__error" id="{fid}-error" data-error hidden></p></div>')
+
+
+def results_html(shown: dict) -> str:
+    rows = "".join(f'<tr data-out="{_attr(o["key"])}"><th scope="row">{escape(o["label"])}</th>'
+                   f'<td>{escape(o["text"])}</td></tr>' for o in shown["outputs"])
+    notes = "".join(f"<li>{escape(n)}</li>" for n in shown["notes"])
+    return (f'<table class="calc__results"><caption>Results</caption><tbody data-calc-results>{rows}</tbody></table>'
+            f'<ul class="calc__notes" data-calc-notes{"" if notes else " hidden"}>{notes}</ul>')
+
+
+def work_html(shown: dict) -> str:
+    items = "".join(f'<li><span class="calc__step">{escape(w["label"])}</span> '
+                    f'<code>{escape(w["formula"])}</code> = <code>{escape(str(w["substituted"]))}</code> '
+                    f'= <strong>{escape(w["text"])}</strong></li>' for w in shown["work"])
+    return (f'<details class="calc__work"><summary>Show the work</summary>'
+            f'<ol data-calc-work>{items}</ol></details>')
+
+
+def table_html(table: dict) -> str:
+    head = "".join(f'<th scope="col">{escape(h)}</th>' for h in table["head"])
+    rows = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in table["rows"])
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+def figure_html(root: str, plot_id: str, shown: dict, svg: str) -> str:
+    plot = shown["result"]["series"][plot_id]
+    title = escape(plot["title"])
+    return (f'<figure class="calc__figure" data-plot="{_attr(plot_id)}">'
+            f'<figcaption id="{root}-plot-title">{title}</figcaption>'
+            f'<div class="calc__chart" role="img" aria-labelledby="{root}-plot-title" '
+            f'aria-describedby="{root}-plot-data">{svg}</div>'
+            f'<details class="calc__data" id="{root}-plot-data"><summary>The data as a table</summary>'
+            f'<div class="calc__scroll" data-plot-table>{table_html(shown["tables"][plot_id])}</div></details></figure>')
+
+
+def actions_html(has_plot: bool) -> str:
+    buttons = [("link", "Copy link"), ("csv", "Download CSV"), ("json", "Download JSON")]
+    if has_plot:
+        buttons.append(("png", "Download PNG"))
+    return '<div class="calc__actions">' + "".join(
+        f'<button type="button" class="md-button" data-action="{a}">{label}</button>' for a, label in buttons) + "</div>"
+
+
+def calculator_html(*, root: str, schema: dict, title: str, values: dict, shown: dict,
+                    presets: dict, runtime: dict, plot: str | None, svg: str = "") -> str:
+    """The whole calculator block. `values` are the block's inputs merged over defaults."""
+    fields = "".join(_field(s, values[s["key"]], root, presets) for s in schema["inputs"])
+    return (f'<div class="calc" id="{root}" data-calc="{_attr(schema["name"])}" '
+            f"data-inputs='{_attr(json.dumps(values))}' data-runtime='{_attr(json.dumps(runtime))}'>"
+            f'<p class="calc__title"><strong>{escape(title or schema["title"])}</strong></p>'
+            f'<p class="calc__desc">{escape(schema["description"])}</p>'
+            f'<form class="calc__form" novalidate aria-label="{_attr(title or schema["title"])}: inputs">{fields}</form>'
+            f'<p class="calc__status" role="status" data-calc-status>Results computed for these inputs when the page '
+            f'was built. Change a value and Python recomputes them in your browser.</p>'
+            f'{results_html(shown)}{work_html(shown)}'
+            f'{figure_html(root, plot, shown, svg) if plot else ""}{actions_html(bool(plot))}</div>')
