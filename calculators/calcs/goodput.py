@@ -12,7 +12,7 @@ from collections import deque
 
 from ..schema import choice, integer, number, output, series, step
 from .memory import budget, engine_fields
-from .steptime import StepModel, deployment, deployment_fields
+from .steptime import StepModel, deployment, deployment_fields, efficiency_steps
 
 DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
 RATE_FACTORS = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0)   # the sweep, relative to the chosen rate
@@ -157,7 +157,8 @@ SCHEMA = {
         output("goodput_requests_per_s", "Goodput at this rate", "requests/s", "rate"),
         output("max_rate_meeting_slo_requests_per_s", "Highest simulated rate meeting the target",
                "requests/s", "rate"),
-        output("max_rate_meeting_slo_requests_per_s_per_gpu", "…per GPU", "requests/s", "rate"),
+        output("max_rate_meeting_slo_requests_per_s_per_gpu", "Highest rate meeting the target, per GPU",
+               "requests/s", "rate"),
         output("ttft_p50_s", "TTFT p50", "s", "seconds"), output("ttft_p90_s", "TTFT p90", "s", "seconds"),
         output("ttft_p99_s", "TTFT p99", "s", "seconds"), output("tpot_p50_s", "TPOT p50", "s", "seconds"),
         output("tpot_p90_s", "TPOT p90", "s", "seconds"), output("tpot_p99_s", "TPOT p99", "s", "seconds"),
@@ -186,7 +187,9 @@ def compute(v: dict) -> dict:
         **{f"{m}_p{p}_s": here[f"{m}_p{p}"] for m in ("ttft", "tpot") for p in (50, 90, 99)},
         "dropped_requests": here["dropped"],
         "kv_capacity_tokens": capacity,
-        "derivation": [
+        "notes": ([f"{here['dropped']} of {v['num_requests']} requests need more KV than the pool holds "
+                   f"({capacity:,} tokens) and count as missing both SLOs"] if here["dropped"] else []),
+        "derivation": efficiency_steps(dep) + [
             step("KV pool", "engine budget ÷ KV per token (all layers)", f"{capacity} tokens", capacity, "tokens"),
             step("SLO attainment", "requests with TTFT ≤ target and TPOT ≤ target ÷ requests",
                  f"TTFT ≤ {v['ttft_slo_s']} s, TPOT ≤ {v['tpot_slo_s']} s over {v['num_requests']} requests",

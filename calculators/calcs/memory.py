@@ -39,6 +39,13 @@ def usable_bytes_per_gpu(v: dict) -> float:
     return v["mem_fraction_static"] * total
 
 
+def _usable_substituted(v: dict) -> str:
+    memory = f"{v['hardware'].memory_bytes:.6g} B"
+    if v["engine_rule"] == "vllm":
+        return f"{v['gpu_memory_utilization']} × {memory} − {v['activation_reserve_gib']} GiB"
+    return f"{v['mem_fraction_static']} × {memory}"
+
+
 def budget(v: dict, tensor_parallel: int) -> dict:
     """Weights, KV budget and capacity per GPU at one TP degree."""
     model, kv_b = v["model"], bytes_per_element(v["kv_dtype"], "kv_dtype")
@@ -97,7 +104,7 @@ SCHEMA = {
 
 
 def compute(v: dict) -> dict:
-    tp, acc = v["tensor_parallel"], v["hardware"]
+    tp = v["tensor_parallel"]
     b = budget(v, tp)
     usable = usable_bytes_per_gpu(v)
     fits = b["sequences"] >= 1
@@ -121,8 +128,7 @@ def compute(v: dict) -> dict:
         "notes": notes,
         "derivation": [
             step("Weights per GPU", "params × b_w ÷ TP", f"{b['weights'] * tp:.6g} ÷ {tp}", b["weights"], "B"),
-            step("Usable memory per GPU", rule.replace(" − weights", ""), f"memory = {acc.memory_bytes:.6g} B ({acc.name})",
-                 usable, "B"),
+            step("Usable memory per GPU", rule.replace(" − weights", ""), _usable_substituted(v), usable, "B"),
             step("KV budget per GPU", rule, f"max(0, {usable:.6g} − {b['weights']:.6g})", b["kv_budget"], "B"),
             step("KV per sequence per GPU", "KV(T) × share of KV heads on one rank",
                  f"KV({v['context_tokens']}) × {kv_fraction_per_gpu(v['model'], tp):.4g}", b["per_seq"], "B"),
