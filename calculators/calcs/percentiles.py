@@ -17,7 +17,7 @@ from statistics import NormalDist
 from ..schema import integer, number, output, series, step
 
 _STD = NormalDist()
-FANOUTS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+FANOUTS = (1, 2, 5, 10, 20, 30, 50, 70, 100, 150, 200)   # the plot; the reader's n is added
 LEVELS = (50.0, 90.0, 99.0, 99.9)
 
 
