@@ -1,0 +1,209 @@
+"""Live calculators in a real browser, against the CPython core (issue: live calculators)."""
+import json
+
+import pytest
+
+import calculators
+from calculators import page as calc_page
+from conftest import run_axe
+
+WORKBENCH = "/workbench/"
+LIVE = "el => el.textContent.startsWith('Live')"
+
+
+def wait_live(page, root_id, timeout=120_000):
+    page.wait_for_function(f"() => {{ const s = document.querySelector('#{root_id} [data-calc-status]');"
+                           f" return s && s.textContent.startsWith('Live'); }}", timeout=timeout)
+
+
+def shown_outputs(page, root_id):
+    return page.eval_on_selector_all(f"#{root_id} [data-calc-results] tr",
+                                     "rows => rows.map(r => [r.dataset.out, r.querySelector('td').textContent])")
+
+
+def expected_outputs(name, inputs):
+    return [[o["key"], o["text"]] for o in calc_page.present(name, inputs)["outputs"]]
+
+
+def roots(page):
+    return page.eval_on_selector_all(".calc[data-calc]", "els => els.map(e => [e.id, e.dataset.calc, JSON.parse(e.dataset.inputs)])")
+
+
+def test_results_are_in_the_html_before_any_script(browser, server):
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(server.origin + WORKBENCH)
+    found = roots(page)
+    assert {name for _, name, _ in found} == set(calculators.calculator_names())
+    for root_id, name, inputs in found:
+        assert shown_outputs(page, root_id) == expected_outputs(name, inputs), name
+        assert page.locator(f"#{root_id} [data-calc-work] li").count() > 0
+    context.close()
+
+
+@pytest.fixture
+def workbench(open_page):
+    page, log = open_page(WORKBENCH)
+    page.wait_for_function("() => window.llmsiCalculators")
+    page.evaluate("() => window.llmsiCalculators.runtime.start()")
+    page.wait_for_function("() => window.llmsiCalculators.runtime.state === 'ready'", timeout=120_000)
+    return page, log
+
+
+def sample_inputs(spec):
+    """Defaults, then each numeric input moved inside its range: one case per input."""
+    cases = [{}]
+    for field in spec["inputs"]:
+        if field["type"] in ("number", "integer"):
+            lo, hi, d = field["min"], field["max"], field["default"]
+            value = d * 2 if d * 2 <= hi else (d + lo) / 2
+            cases.append({field["key"]: int(value) if field["type"] == "integer" else value})
+        elif field["type"] in ("choice", "dtype"):
+            other = [c["value"] for c in field["choices"] if c["value"] != field["default"]]
+            cases.append({field["key"]: other[0]})
+    return cases
+
+
+def test_browser_equals_cpython_exactly(workbench):
+    page, log = workbench
+    for name in calculators.calculator_names():
+        for inputs in sample_inputs(calculators.schema(name)):
+            got = page.evaluate("([n, i]) => window.llmsiCalculators.runtime.call({op: 'present', name: n, inputs: i})",
+                                [name, inputs])
+            assert got == calc_page.present_json(name, json.dumps(inputs)), (name, inputs)
+    assert log.errors == [] and log.foreign() == []
+
+
+def set_field(page, root_id, key, value):
+    control = page.locator(f"#{root_id} [data-field='{key}'] input, #{root_id} [data-field='{key}'] select").first
+    if control.evaluate("e => e.tagName") == "SELECT":
+        control.select_option(str(value))
+    else:
+        control.fill(str(value))
+
+
+def test_changing_each_input_updates_the_results(workbench):
+    page, _ = workbench
+    for root_id, name, base in roots(page):
+        for change in sample_inputs(calculators.schema(name))[1:]:
+            (key, value), = change.items()
+            set_field(page, root_id, key, value)
+            inputs = {**base, **change}
+            expected = expected_outputs(name, inputs)
+            page.wait_for_function(
+                "([id, exp]) => JSON.stringify([...document.querySelectorAll(`#${id} [data-calc-results] tr`)]"
+                ".map(r => [r.dataset.out, r.querySelector('td').textContent])) === JSON.stringify(exp)",
+                arg=[root_id, expected], timeout=30_000)
+            set_field(page, root_id, key, base.get(key, next(
+                f["default"] for f in calculators.schema(name)["inputs"] if f["key"] == key)))
+
+
+BAD_NUMBERS = ["", "abc", "-5", "0", "1e400"]
+
+
+@pytest.mark.parametrize("bad", BAD_NUMBERS)
+def test_bad_input_gets_a_message_and_keeps_the_last_result(workbench, bad):
+    page, log = workbench
+    root = "workbench-kv-cache"
+    set_field(page, root, "context_tokens", 4096)
+    good = expected_outputs("kv_cache", {"model": "llama-3.1-70b", "context_tokens": 4096})
+    page.wait_for_function("([id, exp]) => JSON.stringify([...document.querySelectorAll(`#${id} [data-calc-results] tr`)]"
+                           ".map(r => [r.dataset.out, r.querySelector('td').textContent])) === JSON.stringify(exp)",
+                           arg=[root, good], timeout=60_000)
+    set_field(page, root, "context_tokens", bad)
+    error = page.locator(f"#{root} [data-field='context_tokens'] [data-error]")
+    error.wait_for(state="visible", timeout=30_000)
+    assert "1 and 10,000,000" in error.text_content()
+    assert page.get_attribute(f"#{root}-context_tokens", "aria-invalid") == "true"
+    assert shown_outputs(page, root) == good
+    text = page.inner_text(f"#{root}")
+    for word in ("NaN", "undefined", "Infinity", "Traceback"):
+        assert word not in text
+    assert log.errors == []
+
+
+def test_shared_link_restores_the_same_results(workbench, browser):
+    page, _ = workbench
+    root = "workbench-kv-cache"
+    set_field(page, root, "model", "qwen3-32b")
+    set_field(page, root, "context_tokens", 65536)
+    wait_for = {"model": "qwen3-32b", "context_tokens": 65536}
+    page.wait_for_function("([id, exp]) => JSON.stringify([...document.querySelectorAll(`#${id} [data-calc-results] tr`)]"
+                           ".map(r => [r.dataset.out, r.querySelector('td').textContent])) === JSON.stringify(exp)",
+                           arg=[root, expected_outputs("kv_cache", wait_for)], timeout=60_000)
+    page.click(f"#{root} [data-action='link']")
+    link = page.evaluate("id => window.llmsiCalculators.calcs.find(c => c.root.id === id) && "
+                         "new URL(location.href).origin + '/workbench/?' + new URLSearchParams({calc: id, model: 'qwen3-32b', "
+                         "context_tokens: '65536', bogus: '<img src=x onerror=alert(1)>'}).toString()", root)
+    fresh = browser.new_context()
+    other = fresh.new_page()
+    errors = []
+    other.on("pageerror", lambda e: errors.append(str(e)))
+    other.on("dialog", lambda d: errors.append("dialog opened: " + d.message))
+    other.goto(link)
+    wait_live(other, root)
+    assert shown_outputs(other, root) == expected_outputs("kv_cache", wait_for)
+    assert "Ignored link parameter(s)" in other.text_content(f"#{root} [data-calc-status]")
+    assert other.locator("img[src=x]").count() == 0 and errors == []
+    fresh.close()
+
+
+def test_a_custom_accelerator_appears_on_another_page(workbench):
+    page, _ = workbench
+    root = "workbench-roofline"
+    page.click(f"#{root} [data-define='accelerator']")
+    page.wait_for_function("() => document.querySelector('#calc-define-json').value.includes('memory_bandwidth')",
+                           timeout=60_000)
+    definition = json.loads(page.input_value("#calc-define-json"))
+    definition["memory_bandwidth_bytes_per_s"] = 5.0e12
+    page.fill("#calc-define-json", json.dumps(definition))
+    page.fill("#calc-define-name", "Test chip 5 TB/s")
+    page.click("dialog [data-do='save']")
+    page.wait_for_function("() => !document.querySelector('dialog.calc-define').open")
+    assert page.input_value(f"#{root}-hardware") == "custom:test-chip-5-tb-s"
+    wait_live(page, root)
+    again = page.context.new_page()
+    again.goto(page.url.split("?")[0])
+    options = again.eval_on_selector_all("#workbench-memory select[data-kind='accelerator'] option",
+                                         "os => os.map(o => o.textContent)")
+    assert "Test chip 5 TB/s" in options
+
+
+@pytest.mark.parametrize("definition, field_word", [
+    ('{"num_hidden_layers": 32, "model_type": "llama"', "JSON"),                         # truncated paste
+    ('{"model_type": "llama", "num_hidden_layers": 0, "hidden_size": 4096}', "definition"),
+])
+def test_a_broken_config_json_is_explained(workbench, definition, field_word):
+    page, _ = workbench
+    page.click("#workbench-kv-cache [data-define='model']")
+    page.wait_for_function("() => document.querySelector('#calc-define-json').value.length > 10", timeout=60_000)
+    page.fill("#calc-define-json", definition)
+    page.fill("#calc-define-name", "Broken")
+    page.click("dialog [data-do='save']")
+    error = page.locator("#calc-define-error")
+    error.wait_for(state="visible", timeout=30_000)
+    assert field_word in error.text_content()
+    assert page.evaluate("() => document.querySelector('dialog.calc-define').open")
+
+
+def test_a_hung_worker_is_replaced_and_the_reader_told(workbench):
+    page, log = workbench
+    root = "workbench-cost"
+    page.evaluate("""() => { const rt = window.llmsiCalculators.runtime; rt.callTimeoutMs = 1000;
+                             rt.worker.postMessage = () => {}; }""")   # the worker stops answering
+    set_field(page, root, "num_gpus", 16)
+    page.wait_for_function(f"() => document.querySelector('#{root} [data-calc-status]').textContent.includes('restarted')"
+                           f" || document.querySelector('#{root} [data-calc-status]').textContent.startsWith('Live')",
+                           timeout=30_000)
+    wait_live(page, root)
+    assert page.evaluate("() => window.llmsiCalculators.runtime.state") == "ready"
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_axe_with_calculators_live_and_unfolded(open_page, scheme):
+    page, log = open_page(WORKBENCH, scheme=scheme)
+    page.evaluate("() => document.querySelectorAll('.calc details').forEach(d => d.open = true)")
+    page.evaluate("() => window.llmsiCalculators.runtime.start()")
+    wait_live(page, "workbench-kv-cache")
+    assert run_axe(page) == []
+    assert log.errors == [] and log.foreign() == []
