@@ -105,3 +105,11 @@ def test_series_covers_the_context():
 def test_break_even_search_is_bounded():
     c = Costs(validate(preemption.SCHEMA["inputs"], {}))
     assert break_even(c, hi=1024) == 0
+
+
+def test_tie_link_efficiency_makes_the_two_equal():
+    r = _run(model="llama-3.1-8b", context_tokens=8192)
+    eta = r["tie_link_efficiency"]
+    assert 0 < eta < 1
+    tie = _run(model="llama-3.1-8b", context_tokens=8192, link_efficiency=round(eta, 2))
+    assert tie["recompute_to_swap_ratio"] == pytest.approx(1.0, rel=0.05)
