@@ -71,7 +71,7 @@ class Accelerator:
     id: str
     name: str
     vendor: str
-    memory_bytes: int                       # HBM/GDDR capacity, bytes (GB = 1e9, GiB = 2**30)
+    memory_bytes: int                       # device memory, bytes, as software sees it (see accelerators.toml)
     memory_bandwidth_bytes_per_s: float
     dense_flops_per_s: dict = field(default_factory=dict)   # {"bf16": 989e12, "fp8": ...}; dense only
     scale_up_bandwidth_bytes_per_s: float | None = None     # per GPU, per direction (NVLink, ICI, ...)
@@ -83,3 +83,4 @@ class Accelerator:
     source: str = ""
     as_of: str = ""
     notes: str = ""
+    memory_note: str = ""                   # where memory_bytes comes from: "reported" or "vendor", and the source

@@ -119,6 +119,20 @@ def test_ridge_points_match_numbers_md():
     assert round(ridge("a100-80gb")) == 153 and round(ridge("h200")) == 206
 
 
+def test_memory_is_what_the_device_reports_where_sourced():
+    # nvidia-smi memory.total: H100 80GB 81,559 MiB (modal-labs/modal-client PR #2797; NVIDIA/nccl #1264),
+    # H200 143,771 MiB (public 8x H200 logs). Not the marketing 80e9 / 141e9.
+    assert ACCS["h100-sxm"].memory_bytes == 81_559 * 2**20 == 85_520_809_984
+    assert ACCS["h200"].memory_bytes == 143_771 * 2**20 == 150_754_820_096
+    assert ACCS["a100-80gb"].memory_bytes == 80 * 2**30 and ACCS["a100-40gb"].memory_bytes == 40 * 2**30
+
+
+def test_every_accelerator_says_where_its_memory_figure_comes_from():
+    for a in ACCS.values():
+        assert a.memory_note.split(":")[0] in ("reported", "vendor"), a.id
+    assert ACCS["h100-sxm"].memory_note.startswith("reported") and ACCS["b200"].memory_note.startswith("vendor")
+
+
 def test_binary_units_where_vendor_states_gib():
     assert ACCS["tpu7x"].memory_bytes == 192 * 2**30
     assert ACCS["trainium2"].memory_bytes == 96 * 2**30
