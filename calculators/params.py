@@ -110,6 +110,20 @@ def active_params(model: Model, include_embedding: bool = True) -> int:
     return n
 
 
-def weight_bytes(model: Model, dtype: str = "bf16", field: str = "dtype") -> float:
-    """Bytes to store all weights in one format (block scales included)."""
-    return total_params(model) * bytes_per_element(dtype, field)
+def expert_params(model: Model) -> int:
+    """Routed-expert weights over all MoE layers (biases included): the part MoE checkpoints
+    often store in their own format (gpt-oss: MXFP4 experts, everything else BF16). 0 for dense."""
+    m = model.moe
+    if m is None:
+        return 0
+    return moe_layer_count(model) * m.num_experts * _expert_params(model, m.expert_intermediate_size, m.expert_bias)
+
+
+def weight_bytes(model: Model, dtype: str = "bf16", field: str = "dtype", expert_dtype: str | None = None) -> float:
+    """Bytes to store all weights (block scales included); expert_dtype, when given, prices the
+    routed experts in their own format and `dtype` the rest."""
+    if not expert_dtype:
+        return total_params(model) * bytes_per_element(dtype, field)
+    experts = expert_params(model)
+    return ((total_params(model) - experts) * bytes_per_element(dtype, field)
+            + experts * bytes_per_element(expert_dtype, "expert_weight_dtype"))

@@ -50,6 +50,19 @@ def dtype_field(key, label, default, help="", choices=DTYPE_CHOICES):
     return _field(key, label, "dtype", default, help=help, choices=choices)
 
 
+def expert_dtype_field(key="expert_weight_dtype", label="Expert (MoE) weight format"):
+    return _field(key, label, "dtype", "same", choices=(("same", "Same as weight format"),) + DTYPE_CHOICES,
+                  help="Format of a mixture-of-experts model's routed-expert weights; the weight format then "
+                       "applies to the rest (attention, router, shared experts, embeddings). gpt-oss ships "
+                       "experts in MXFP4 and the rest in BF16. No effect on dense models.")
+
+
+def expert_dtype(v: dict) -> str | None:
+    """The expert weight format from validated inputs; None means the weight format applies to all."""
+    chosen = v.get("expert_weight_dtype", "same")
+    return None if chosen == "same" else chosen
+
+
 def model_field(key="model", label="Model", default="llama-3.1-70b", help=""):
     return _field(key, label, "model", default, help=help or
                   "A preset id, a model definition, or a pasted Hugging Face config.json.")

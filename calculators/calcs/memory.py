@@ -17,7 +17,8 @@ import math
 from ..formats import bytes_per_element
 from ..model import Model
 from ..params import weight_bytes
-from ..schema import accelerator_field, choice, dtype_field, integer, model_field, number, output, series, step
+from ..schema import (accelerator_field, choice, dtype_field, expert_dtype, expert_dtype_field, integer, model_field,
+                      number, output, series, step)
 from .kv_cache import kv_bytes_per_sequence, kv_bytes_per_token_all_layers
 
 GIB = 2 ** 30
@@ -49,7 +50,7 @@ def _usable_substituted(v: dict) -> str:
 def budget(v: dict, tensor_parallel: int) -> dict:
     """Weights, KV budget and capacity per GPU at one TP degree."""
     model, kv_b = v["model"], bytes_per_element(v["kv_dtype"], "kv_dtype")
-    weights = weight_bytes(model, v["weight_dtype"], "weight_dtype") / tensor_parallel
+    weights = weight_bytes(model, v["weight_dtype"], "weight_dtype", expert_dtype(v)) / tensor_parallel
     kv_budget = max(0.0, usable_bytes_per_gpu(v) - weights)
     share = kv_fraction_per_gpu(model, tensor_parallel)
     per_seq = kv_bytes_per_sequence(model, v["context_tokens"], kv_b) * share
@@ -84,6 +85,7 @@ SCHEMA = {
     "inputs": [
         model_field(), accelerator_field(),
         dtype_field("weight_dtype", "Weight format", "bf16"),
+        expert_dtype_field(),
         dtype_field("kv_dtype", "KV-cache format", "bf16"),
         integer("tensor_parallel", "Tensor-parallel GPUs", 4, 1, 1024, "GPUs"),
         integer("context_tokens", "Context per sequence", 8192, 1, 10_000_000, "tokens"),

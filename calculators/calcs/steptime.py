@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..schema import DTYPE_CHOICES, accelerator_field, dtype_field, integer, model_field, number, step
+from ..schema import (DTYPE_CHOICES, accelerator_field, dtype_field, expert_dtype, expert_dtype_field, integer,
+                      model_field, number, step)
 from ..errors import InputError
 from ..formats import bytes_per_element, get_format
 from ..model import Accelerator, Model
-from ..params import active_params, total_params
+from ..params import active_params, expert_params, total_params
 from .kv_cache import kv_bytes_per_sequence, layer_groups
 
 COMPUTE_DTYPES = tuple(c for c in DTYPE_CHOICES if c[0] != "int4")   # int4 has no native matmul rate
@@ -33,6 +34,7 @@ class Deployment:
     num_gpus: int = 1              # tensor-parallel group; FLOPs and bytes split evenly
     bandwidth_efficiency: float = 1.0
     compute_efficiency: float = 1.0
+    expert_elem_bytes: float | None = None   # routed-expert weights; None = weight_elem_bytes
 
 
 @dataclass(frozen=True)
@@ -64,16 +66,18 @@ def peak_flops(accelerator: Accelerator, compute_dtype: str, field: str = "compu
 
 def deployment(v: dict) -> Deployment:
     """A Deployment from validated inputs (shared by roofline, latency and goodput)."""
+    experts = expert_dtype(v)
     return Deployment(v["model"], v["hardware"], bytes_per_element(v["weight_dtype"], "weight_dtype"),
                       bytes_per_element(v["kv_dtype"], "kv_dtype"),
                       peak_flops(v["hardware"], v["compute_dtype"]), v["num_gpus"],
-                      v["bandwidth_efficiency"], v["compute_efficiency"])
+                      v["bandwidth_efficiency"], v["compute_efficiency"],
+                      bytes_per_element(experts, "expert_weight_dtype") if experts else None)
 
 
 @lru_cache(maxsize=64)
 def _param_counts(model: Model) -> tuple[int, int, int]:
-    """(total, active without the embedding lookup, active with it)."""
-    return total_params(model), active_params(model, include_embedding=False), active_params(model)
+    """(total, active without the embedding lookup, routed-expert params)."""
+    return total_params(model), active_params(model, include_embedding=False), expert_params(model)
 
 
 def experts_touched(num_experts: int, top_k: int, tokens: float) -> float:
@@ -82,14 +86,17 @@ def experts_touched(num_experts: int, top_k: int, tokens: float) -> float:
 
 
 def weight_bytes_touched(dep: Deployment, tokens: float) -> float:
-    """Weights read once per step: all of a dense model; for MoE only the experts some token picks."""
-    total, _, active_all = _param_counts(dep.model)
+    """Weights read once per step: all of a dense model; for MoE only the experts some token picks.
+
+    Routed experts are priced at expert_elem_bytes when set, everything else at weight_elem_bytes."""
+    total, _, experts = _param_counts(dep.model)
     moe = dep.model.moe
-    if moe is None or moe.num_experts <= moe.experts_per_token:
+    if moe is None:
         return total * dep.weight_elem_bytes
-    per_expert = (total - active_all) / (moe.num_experts - moe.experts_per_token)   # one expert, all MoE layers
-    untouched = moe.num_experts - experts_touched(moe.num_experts, moe.experts_per_token, tokens)
-    return (total - untouched * per_expert) * dep.weight_elem_bytes
+    e, k = moe.num_experts, moe.experts_per_token
+    share = 1.0 if e <= k else experts_touched(e, k, tokens) / e
+    expert_b = dep.weight_elem_bytes if dep.expert_elem_bytes is None else dep.expert_elem_bytes
+    return (total - experts) * dep.weight_elem_bytes + experts * share * expert_b
 
 
 def attention_flops_per_token(model: Model, held_tokens_sum) -> float:
@@ -184,6 +191,7 @@ def deployment_fields(bandwidth_efficiency: float, compute_efficiency: float) ->
         integer("num_gpus", "GPUs (tensor parallel)", 1, 1, 1024, "GPUs",
                   "FLOPs and bytes split evenly across them; communication is not counted."),
         dtype_field("weight_dtype", "Weight format", "bf16"),
+        expert_dtype_field(),
         dtype_field("kv_dtype", "KV-cache format", "bf16"),
         dtype_field("compute_dtype", "Matmul format", "bf16", "Selects the accelerator's dense FLOP/s figure.",
                 choices=COMPUTE_DTYPES),

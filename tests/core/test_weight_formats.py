@@ -1,0 +1,55 @@
+"""Mixed weight formats: MoE expert weights in one format, everything else in another (gpt-oss)."""
+import pytest
+
+from calculators import run
+from calculators.params import embedding_params, expert_params, total_params
+from calculators.presets import model_presets
+
+GPT_OSS = model_presets()["gpt-oss-120b"]
+NATIVE = dict(weight_dtype="bf16", expert_weight_dtype="mxfp4")   # as gpt-oss ships
+
+
+def test_expert_params_match_the_model_card_split():
+    # gpt-oss model card (arXiv 2508.10925) Table 1: MLP 114.71B (routed experts + router),
+    # attention 0.96B, embedding + unembedding 1.16B, 116.83B total.
+    router = 36 * (128 * 2880 + 128)
+    assert expert_params(GPT_OSS) + router == pytest.approx(114.71e9, rel=5e-4)
+    assert total_params(GPT_OSS) - expert_params(GPT_OSS) - router == pytest.approx(0.96e9 + 1.16e9, rel=0.01)
+    assert expert_params(model_presets()["llama-3.1-8b"]) == 0
+
+
+@pytest.mark.parametrize("model, gib", [("gpt-oss-120b", 60.8), ("gpt-oss-20b", 12.8)])
+def test_native_formats_give_the_published_checkpoint_size(model, gib):
+    # Model card Table 1: checkpoint sizes 60.8 GiB and 12.8 GiB (MXFP4 experts, BF16 rest).
+    r = run("memory", dict(model=model, hardware="h200", tensor_parallel=1, **NATIVE))
+    assert r["weight_bytes_total"] / 2**30 == pytest.approx(gib, rel=0.005)
+
+
+def test_gpt_oss_batch_1_bytes_with_native_formats():
+    r = run("roofline", dict(model="gpt-oss-120b", batch_size=1, **NATIVE))
+    experts = expert_params(GPT_OSS)
+    want = (total_params(GPT_OSS) - experts) * 2 + experts * 4 / 128 * 0.53125
+    assert r["decode_weight_bytes_per_step"] == pytest.approx(want, rel=1e-12)
+    assert r["decode_weight_bytes_per_step"] == pytest.approx(6.16e9, rel=0.005)
+    # The core counts the whole input-embedding table as read (for every model); leaving that
+    # 0.58B-entry BF16 table out gives the ~5.0e9 B a step really streams (1.55B BF16 + 4 experts).
+    without_lookup = r["decode_weight_bytes_per_step"] - embedding_params(GPT_OSS) * 2
+    assert without_lookup == pytest.approx(5.0e9, rel=0.01)
+    all_mxfp4 = run("roofline", dict(model="gpt-oss-120b", batch_size=1, weight_dtype="mxfp4"))
+    assert all_mxfp4["decode_weight_bytes_per_step"] == pytest.approx(3.034e9, rel=1e-3)   # 'same' as before
+
+
+@pytest.mark.parametrize("calc, key", [("roofline", "decode_weight_bytes_per_step"),
+                                       ("memory", "weight_bytes_total"),
+                                       ("decode_limits", "weight_bytes_all_experts")])
+def test_dense_models_ignore_the_expert_format(calc, key):
+    base = dict(model="llama-3.1-8b", weight_dtype="fp8")
+    assert run(calc, dict(base, expert_weight_dtype="nvfp4"))[key] == run(calc, base)[key]
+
+
+def test_expert_format_moves_only_the_expert_share():
+    kw = dict(model="mixtral-8x7b", batch_size=64)
+    same = run("roofline", dict(kw, weight_dtype="bf16"))["decode_weight_bytes_per_step"]
+    mixed = run("roofline", dict(kw, weight_dtype="bf16", expert_weight_dtype="fp8"))["decode_weight_bytes_per_step"]
+    all_fp8 = run("roofline", dict(kw, weight_dtype="fp8"))["decode_weight_bytes_per_step"]
+    assert all_fp8 < mixed < same
