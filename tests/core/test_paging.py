@@ -39,7 +39,7 @@ def test_contiguous_shares_sum_to_one(dist):
 
 @pytest.mark.parametrize("s", [1, 4, 16, 128, 1024])
 def test_paged_waste_is_under_one_block_per_request(s):
-    """§4.3: 'the KV cache memory wasted ... is bounded within one block' per sequence."""
+    """§4.3: vLLM 'limits all the memory wastes for a request within one block'."""
     r = _run(block_size_tokens=s)
     assert 0 <= r["paged_waste_bytes_per_request"] < s * r["kv_bytes_per_token"]
 
@@ -78,7 +78,7 @@ def test_opt_13b_block_is_12_5_mib():
 
 
 def test_paged_share_is_in_the_range_the_paper_measured():
-    """Fig. 2 measures 96.3% of vLLM's KV memory holding token states (block 16, ShareGPT, OPT-13B).
+    """Fig. 2 measures 96.3% of vLLM's KV memory holding token states (block 16, the §6.2 experiments).
     Not a reproduction (our lengths are a lognormal with ShareGPT's means from vLLM's benchmark),
     but the model must land in the same place: a few per cent of waste, not tens."""
     r = _run(model="opt-13b", max_context_tokens=2048, block_size_tokens=16)
