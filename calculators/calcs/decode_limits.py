@@ -3,8 +3,9 @@
 Batching shares one read of the weights among B sequences, but each sequence still reads its own KV:
   intensity(B)    = B × F_seq ÷ (W + B × KV_seq)          → F_seq ÷ KV_seq as B → ∞
   KV = weights at   B_kv = W ÷ KV_seq
-  compute-bound at  the smallest B with intensity(B) ≥ ridge = peak ÷ BW (Williams et al., CACM 2009),
-                    which never comes when F_seq ÷ KV_seq < ridge
+  compute-bound at  the smallest B with intensity(B) > effective ridge = (η_F × peak) ÷ (η_W × BW)
+                    (Williams et al., CACM 2009; the same test roofline's regime uses), which never
+                    comes when F_seq ÷ KV_seq ≤ that ridge
   capacity:         B_max = ⌊KV budget ÷ KV_seq⌋ under the engine's memory rule (memory.py)
 F_seq = 2 × active params + attention FLOPs per token; W counts every expert (a large batch touches all).
 Step times are steptime.py bounds (efficiencies 1.0 by default); communication is not counted.
@@ -13,19 +14,19 @@ from __future__ import annotations
 
 from ..schema import integer, output, series, step
 from .memory import budget, engine_fields
-from .steptime import StepModel, deployment, deployment_fields
+from .steptime import StepModel, deployment, deployment_fields, effective_ridge
 
 SEARCH_MAX = 10_000_000
 
 
-def batch_at_ridge(sm: StepModel, context: int, ridge: float) -> int:
-    """Smallest batch whose decode intensity reaches the ridge point; 0 if none up to SEARCH_MAX."""
-    if sm.decode(SEARCH_MAX, context).intensity < ridge:
+def batch_at_ridge(sm: StepModel, context: int) -> int:
+    """Smallest batch whose decode step is compute-bound (efficiencies included); 0 if none up to SEARCH_MAX."""
+    if not sm.decode(SEARCH_MAX, context).compute_bound:
         return 0
     lo, hi = 1, SEARCH_MAX
     while lo < hi:
         mid = (lo + hi) // 2
-        if sm.decode(mid, context).intensity >= ridge:
+        if sm.decode(mid, context).compute_bound:
             hi = mid
         else:
             lo = mid + 1
@@ -49,6 +50,8 @@ SCHEMA = {
         output("intensity_limit_flops_per_byte", "Decode intensity as the batch grows without limit",
                "FLOP/B", "number"),
         output("ridge_point_flops_per_byte", "Ridge point (dense peak ÷ bandwidth)", "FLOP/B", "number"),
+        output("effective_ridge_point_flops_per_byte", "Effective ridge (with the efficiency factors)",
+               "FLOP/B", "number"),
         output("batch_at_ridge", "Batch at which decode turns compute-bound (0 = never)", "sequences", "integer"),
         output("max_batch_in_memory", "Sequences that fit in memory", "sequences", "integer"),
         output("step_time_s_at_max_batch", "Decode step at that batch (lower bound)", "s", "seconds"),
@@ -78,7 +81,8 @@ def compute(v: dict) -> dict:
     weights = sm.weight_bytes(float(SEARCH_MAX))
     ridge = dep.peak_flops_per_s / dep.accelerator.memory_bandwidth_bytes_per_s
     limit = flops_seq / kv_seq
-    at_ridge = batch_at_ridge(sm, context, ridge)
+    eff_ridge = effective_ridge(dep)
+    at_ridge = batch_at_ridge(sm, context)
     max_batch = budget(v, gpus)["sequences"]
     at_max = sm.decode(max(1, max_batch), context)
     b = max(1, max_batch)
@@ -94,6 +98,7 @@ def compute(v: dict) -> dict:
         "batch_kv_equals_weights": weights / kv_seq,
         "intensity_limit_flops_per_byte": limit,
         "ridge_point_flops_per_byte": ridge,
+        "effective_ridge_point_flops_per_byte": eff_ridge,
         "batch_at_ridge": at_ridge,
         "max_batch_in_memory": max_batch,
         "step_time_s_at_max_batch": at_max.time_s,
@@ -108,7 +113,10 @@ def compute(v: dict) -> dict:
             step("Intensity limit", "F_seq ÷ KV_seq", f"{flops_seq:.6g} ÷ {kv_seq:.6g}", limit, "FLOP/B"),
             step("Ridge point", "peak FLOP/s ÷ bandwidth",
                  f"{dep.peak_flops_per_s:.6g} ÷ {dep.accelerator.memory_bandwidth_bytes_per_s:.6g}", ridge, "FLOP/B"),
-            step("Batch at the ridge", "smallest B with B × F_seq ÷ (W + B × KV_seq) ≥ ridge",
+            step("Effective ridge", "(η_compute × peak) ÷ (η_bw × bandwidth)",
+                 f"({dep.compute_efficiency} × {dep.peak_flops_per_s:.6g}) ÷ ({dep.bandwidth_efficiency} × "
+                 f"{dep.accelerator.memory_bandwidth_bytes_per_s:.6g})", eff_ridge, "FLOP/B"),
+            step("Batch at the ridge", "smallest B with B × F_seq ÷ (W + B × KV_seq) > effective ridge",
                  "never" if not at_ridge else f"B = {at_ridge}", at_ridge, "sequences"),
             step("Sequences that fit", "⌊KV budget ÷ KV per sequence per GPU⌋", "memory calculator's rule",
                  max_batch, "sequences"),

@@ -53,6 +53,11 @@ class StepCost:
     def intensity(self) -> float:
         return self.flops / (self.weight_bytes + self.kv_bytes)
 
+    @property
+    def compute_bound(self) -> bool:
+        """Compute time exceeds memory time: intensity above the effective ridge (η_F·F)/(η_W·W)."""
+        return self.compute_time_s > self.memory_time_s
+
 
 def peak_flops(accelerator: Accelerator, compute_dtype: str, field: str = "compute_dtype") -> float:
     key = get_format(compute_dtype, field).flops_key
@@ -175,6 +180,12 @@ def decode_step(dep: Deployment, batch: int, context_tokens: float) -> StepCost:
 
 def prefill_step(dep: Deployment, prompt_lengths) -> StepCost:
     return StepModel(dep).prefill(prompt_lengths)
+
+
+def effective_ridge(dep: Deployment) -> float:
+    """The ridge the step times obey: (η_compute × peak) ÷ (η_bw × bandwidth), FLOP/B."""
+    return (dep.peak_flops_per_s * dep.compute_efficiency
+            / (dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency))
 
 
 def compute_ceiling_tokens_per_s_per_gpu(dep: Deployment) -> float:

@@ -60,3 +60,25 @@ def test_series_is_monotone_in_batch():
     per_gpu, per_user = s["y"][0]["values"], s["y"][1]["values"]
     assert all(a <= b for a, b in zip(per_gpu, per_gpu[1:]))
     assert all(a >= b for a, b in zip(per_user, per_user[1:]))
+
+
+@pytest.mark.parametrize("eff", [dict(bandwidth_efficiency=0.5), dict(compute_efficiency=0.6),
+                                 dict(bandwidth_efficiency=0.8, compute_efficiency=0.6)])
+def test_ridge_batch_agrees_with_roofline_under_efficiencies(eff):
+    # Before: the ridge ignored the efficiencies, so at η_bw = 0.5 decode_limits said batch 469 turns
+    # compute-bound while roofline, at that batch and efficiency, called the step memory-bound.
+    kw = dict(model="llama-3.1-8b", hardware="h100-sxm", context_tokens=128, **eff)
+    r = _run(**kw)
+    b = r["batch_at_ridge"]
+    assert b > 1
+    peak, bw = 989.4e12 * eff.get("compute_efficiency", 1.0), 3.35e12 * eff.get("bandwidth_efficiency", 1.0)
+    assert r["effective_ridge_point_flops_per_byte"] == pytest.approx(peak / bw)
+    assert run("roofline", dict(kw, batch_size=b))["regime"]["decode"] == "compute-bound"
+    assert run("roofline", dict(kw, batch_size=b - 1))["regime"]["decode"] == "memory-bound"
+
+
+def test_efficiencies_move_the_ridge_batch_the_right_way():
+    # Less bandwidth raises the effective ridge (later); less compute lowers it (sooner).
+    kw = dict(model="llama-3.1-8b", hardware="h100-sxm", context_tokens=128)
+    base = _run(**kw)["batch_at_ridge"]
+    assert _run(bandwidth_efficiency=0.5, **kw)["batch_at_ridge"] > base > _run(compute_efficiency=0.5, **kw)["batch_at_ridge"]
