@@ -75,8 +75,24 @@ def block_html(block: calc_markup.CalculatorBlock, root: str, page_url: str, con
                                      plot=block.plot, svg=svg)
 
 
+WORKBENCH_MARKER = "<!-- every calculator -->"
+
+
+def workbench_markdown() -> str:
+    """A heading and a calculator block for every calculator the core has, plotted where it can."""
+    parts = []
+    for name in calculators.calculator_names():
+        spec, slug = calculators.schema(name), name.replace("_", "-")
+        series = list(present(name, {})["result"].get("series", {}))
+        plot = f"plot: {series[0]}\n" if series else ""
+        parts.append(f"## {spec['title']} {{#{slug}}}\n\n```calculator\nname: {name}\n"
+                     f"title: {json.dumps(spec['title'] + ', at its defaults')}\nid: workbench-{slug}\n{plot}```\n")
+    return "\n".join(parts)
+
+
 def on_page_markdown(markdown, *, page, config, files):
     counter = itertools.count(1)
+    markdown = markdown.replace(WORKBENCH_MARKER, workbench_markdown())
 
     def on_block(block, indent):
         root = block.id or f"calc-{block.name.replace('_', '-')}-{next(counter)}"

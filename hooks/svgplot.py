@@ -41,6 +41,16 @@ def _mapper(lo: float, hi: float, log: bool, a: float, b: float):
     return f
 
 
+def shared_unit(plot: dict) -> str:
+    """The y unit when every series shares it; else "" (each label then names its own)."""
+    units = {y["unit"] for y in plot["y"]}
+    return units.pop() if len(units) == 1 else ""
+
+
+def series_label(plot: dict, y: dict) -> str:
+    return y["name"] if shared_unit(plot) or not y["unit"] else f'{y["name"]} ({y["unit"]})'
+
+
 def svg_chart(plot: dict) -> str:
     log = bool(plot.get("log_axes"))
     xs = plot["x"]["values"]
@@ -62,9 +72,9 @@ def svg_chart(plot: dict) -> str:
         last = pts.split(" ")[-1].split(",") if pts else None
         if last:
             parts.append(f'<text class="label s{i % 6}" x="{float(last[0]) + 4:.1f}" y="{float(last[1]) + 4:.1f}">'
-                         f'{escape(y["name"])}</text>')
+                         f'{escape(series_label(plot, y))}</text>')
     x_title = plot["x"]["label"] + (f' ({plot["x"]["unit"]})' if plot["x"]["unit"] else "")
-    y_unit = plot["y"][0]["unit"] if plot["y"] else ""
+    y_unit = shared_unit(plot)
     parts.append(f'<text class="axis" x="{(LEFT + W - RIGHT) / 2}" y="{H - 6}" text-anchor="middle">{escape(x_title)}</text>'
                  f'<text class="axis" x="12" y="{TOP + 4}">{escape(y_unit)}</text></svg>')
     return "".join(parts)

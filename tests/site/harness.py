@@ -14,7 +14,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = ROOT / "site"
+# SITE_DIR lets a run test another build (e.g. a private one while site/ is being rebuilt).
+SITE = Path(os.environ.get("SITE_DIR", ROOT / "site"))
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 
 # Every hostname but the local ones fails DNS inside the browser: pages, workers and all.

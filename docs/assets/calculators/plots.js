@@ -29,17 +29,25 @@ function axis(spec, log, c) {
            linecolor: c.fg, automargin: true };
 }
 
+// One y unit for the axis when all series share it; otherwise each series names its own.
+function sharedUnit(plot) {
+  const units = new Set(plot.y.map((y) => y.unit));
+  return units.size === 1 ? [...units][0] : "";
+}
+
 function traces(plot, c) {
+  const shared = sharedUnit(plot);
   const mode = plot.kind === "scatter" ? "markers" : "lines+markers";
   return plot.y.map((y, i) => ({
-    type: plot.kind === "bar" ? "bar" : "scatter", mode, name: y.name, x: plot.x.values, y: y.values,
+    type: plot.kind === "bar" ? "bar" : "scatter", mode, x: plot.x.values, y: y.values,
+    name: shared || !y.unit ? y.name : `${y.name} (${y.unit})`,
     line: { color: c.series[i % 6], dash: DASHES[i % 6], width: 2 },
     marker: { color: c.series[i % 6], symbol: SYMBOLS[i % 6], size: 6 },
   }));
 }
 
 function layout(plot, c) {
-  const yUnit = plot.y[0] ? plot.y[0].unit : "";
+  const yUnit = sharedUnit(plot);
   return {
     paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: c.fg, size: 12 },
     margin: { t: 10, r: 10, b: 50, l: 60 }, showlegend: plot.y.length > 1,

@@ -18,6 +18,8 @@ async function boot(pyodideDir, wheel) {
   pyodide.runPython("from calculators.page import present_json, describe_json");
   py.present = pyodide.globals.get("present_json");
   py.describe = pyodide.globals.get("describe_json");
+  // For `make bench`: the WebAssembly heap, where Python's objects live.
+  self.wasmHeapBytes = () => pyodide._module.HEAP8.buffer.byteLength;
 }
 
 async function handle(data) {

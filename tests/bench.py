@@ -1,0 +1,159 @@
+"""`make bench`: the site's performance figures on this machine, printed as JSON.
+
+Medians over several runs of: build time; bytes each page transfers before any
+interaction, by kind; navigation to the first live calculator result, cold (new
+profile) and warm (same profile); time per recompute (p50, p95) inside the page;
+the worker's WebAssembly heap. Timing never decides a test: this only reports.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "site"))
+from harness import CHROMIUM_ARGS, ROOT, SITE, SiteServer, chromium_path, sitemap_paths  # noqa: E402
+
+RUNS = int(os.environ.get("BENCH_RUNS", "3"))
+BUDGET_BYTES = 600_000   # per page, before interaction, excluding the three kinds below
+EXCLUDED = ("search index", "pyodide", "plotly")
+CALC_PAGE = "/workbench/"
+
+
+def kind(path: str) -> str:
+    if "/vendor/pyodide/" in path or "/wheels/" in path:
+        return "pyodide"
+    if "/vendor/plotly/" in path:
+        return "plotly"
+    if path.endswith("search_index.json"):
+        return "search index"
+    if path.endswith("/") or path.endswith(".html"):
+        return "html"
+    for suffix, name in ((".css", "css"), (".js", "javascript"), (".mjs", "javascript")):
+        if path.split("?")[0].endswith(suffix):
+            return name
+    return "other"
+
+
+def size(path: str) -> int:
+    local = SITE / path.split("?")[0].lstrip("/")
+    if local.is_dir():
+        local = local / "index.html"
+    return local.stat().st_size if local.is_file() else 0
+
+
+def build_seconds() -> float:
+    times = []
+    for _ in range(RUNS):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q"], cwd=ROOT, check=True,
+                       env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+        times.append(time.perf_counter() - t)
+    return round(statistics.median(times), 2)
+
+
+def page_bytes(browser, server) -> dict:
+    out = {}
+    for path in sitemap_paths(SITE):
+        context = browser.new_context()
+        server.requests.clear()
+        page = context.new_page()
+        page.goto(server.origin + path, wait_until="load")
+        page.wait_for_load_state("networkidle")
+        page.wait_for_timeout(500)
+        by_kind: dict[str, int] = {}
+        for req in list(server.requests):
+            by_kind[kind(req)] = by_kind.get(kind(req), 0) + size(req)
+        counted = sum(v for k, v in by_kind.items() if k not in EXCLUDED)
+        out[path] = {"by_kind_bytes": by_kind, "budgeted_bytes": counted, "within_budget": counted <= BUDGET_BYTES}
+        context.close()
+    return out
+
+
+LIVE = "() => [...document.querySelectorAll('[data-calc-status]')].some(s => s.textContent.startsWith('Live'))"
+
+
+def first_live(pw, server, profile: str) -> float:
+    context = pw.chromium.launch_persistent_context(profile, executable_path=chromium_path(), args=CHROMIUM_ARGS)
+    page = context.new_page()
+    t = time.perf_counter()
+    page.goto(server.origin + CALC_PAGE, wait_until="commit")
+    page.wait_for_function(LIVE, timeout=120_000, polling=20)
+    elapsed = time.perf_counter() - t
+    context.close()
+    return elapsed
+
+
+def live_times(pw, server) -> dict:
+    cold, warm = [], []
+    for _ in range(RUNS):
+        with tempfile.TemporaryDirectory() as profile:
+            cold.append(first_live(pw, server, profile))
+            warm.append(first_live(pw, server, profile))
+    return {"cold_s": round(statistics.median(cold), 2), "warm_s": round(statistics.median(warm), 2)}
+
+
+RECOMPUTE = """async (n) => {
+  const rt = window.llmsiCalculators.runtime; await rt.start();
+  const out = {};
+  for (const c of window.llmsiCalculators.calcs) {
+    const times = [];
+    for (let i = 0; i < n; i++) {
+      const t = performance.now();
+      await rt.call({op: 'present', name: c.name, inputs: c.inputs()});
+      times.push(performance.now() - t);
+    }
+    out[c.name] = times;
+  }
+  return out;
+}"""
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def recompute_and_memory(browser, server) -> dict:
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(server.origin + CALC_PAGE)
+    page.wait_for_function("() => window.llmsiCalculators")
+    samples = page.evaluate(RECOMPUTE, 20)
+    heap = page.workers[0].evaluate("() => self.wasmHeapBytes()") if page.workers else None
+    context.close()
+    every = [t for ts in samples.values() for t in ts]
+    per = {n: {"p50_ms": round(percentile(t, 50), 1), "p95_ms": round(percentile(t, 95), 1)} for n, t in samples.items()}
+    return {"recompute_ms": {"p50": round(percentile(every, 50), 1), "p95": round(percentile(every, 95), 1),
+                             "by_calculator": per},
+            "worker_wasm_heap_mb": round(heap / 2 ** 20, 1) if heap else None}
+
+
+def main():
+    from playwright.sync_api import sync_playwright
+    report = {"runs": RUNS, "build_s": build_seconds()}
+    with SiteServer(SITE) as server, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        report["pages"] = page_bytes(browser, server)
+        report["first_live_result"] = live_times(pw, server)
+        report.update(recompute_and_memory(browser, server))
+        browser.close()
+    pages = report["pages"].values()
+    report["summary"] = {
+        "max_budgeted_page_bytes": max(p["budgeted_bytes"] for p in pages),
+        "all_pages_within_600_kb": all(p["within_budget"] for p in pages),
+        "pages_loading_pyodide_before_interaction": [k for k, p in report["pages"].items()
+                                                     if "pyodide" in p["by_kind_bytes"]],
+        "pages_loading_plotly_before_interaction": [k for k, p in report["pages"].items()
+                                                    if "plotly" in p["by_kind_bytes"]],
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
