@@ -40,6 +40,14 @@ def workload(v: dict) -> list[tuple[float, int, int]]:
             for _ in range(v["num_requests"])]
 
 
+def arrival_times(work, rate: float) -> list[float]:
+    arrivals, t = [], 0.0
+    for gap, _, _ in work:
+        t += gap / rate
+        arrivals.append(t)
+    return arrivals
+
+
 def simulate(steps: StepModel, work, rate: float, max_batch: int, kv_capacity: float, kv_per_token: float):
     """Prefill-first continuous batching, FCFS, KV reserved for prompt + output on admission.
 
@@ -48,11 +56,10 @@ def simulate(steps: StepModel, work, rate: float, max_batch: int, kv_capacity: f
 
     Returns per-request (ttft_s, tpot_s), None for a request whose KV can never fit.
     """
-    arrivals, t = [], 0.0
-    for gap, _, _ in work:
-        t += gap / rate
-        arrivals.append(t)
-    n = len(work)
+    arrivals, n = arrival_times(work, rate), len(work)
+    inp, out = [w[1] for w in work], [w[2] for w in work]
+    need = [(a + b) * kv_per_token for a, b in zip(inp, out)]
+    decode_time, prefill_time, push, pop = steps.decode_time, steps.prefill_time, heapq.heappush, heapq.heappop
     result, first_token, waiting, running = [None] * n, [0.0] * n, deque(), []
     now, g, ctx_offset, kv_used, nxt, done = 0.0, 0, 0, 0.0, 0, 0
     while done < n:
@@ -62,28 +69,27 @@ def simulate(steps: StepModel, work, rate: float, max_batch: int, kv_capacity: f
         if not waiting and not running:
             now = arrivals[nxt]
             continue
-        admitted = []
-        while waiting and len(running) + len(admitted) < max_batch:
+        admitted, room = [], max_batch - len(running)
+        while waiting and len(admitted) < room:
             i = waiting[0]
-            need = (work[i][1] + work[i][2]) * kv_per_token
-            if need > kv_capacity:      # can never fit: drop it and count it as missing both SLOs
+            if need[i] > kv_capacity:      # can never fit: drop it and count it as missing both SLOs
                 waiting.popleft()
                 done += 1
                 continue
-            if kv_used + need > kv_capacity:
+            if kv_used + need[i] > kv_capacity:
                 break
-            kv_used += need
+            kv_used += need[i]
             admitted.append(waiting.popleft())
         if admitted:
-            now += steps.prefill([work[i][1] for i in admitted]).time_s
+            now += prefill_time([inp[i] for i in admitted])
             for i in admitted:
                 first_token[i] = now
-                if work[i][2] == 1:
+                if out[i] == 1:
                     result[i], done = (now - arrivals[i], 0.0), done + 1
-                    kv_used -= (work[i][1] + 1) * kv_per_token
+                    kv_used -= need[i]
                 else:   # it finishes after out − 1 more decode steps
-                    heapq.heappush(running, (g + work[i][2] - 1, i))
-                    ctx_offset += work[i][1] + 1 - g
+                    push(running, (g + out[i] - 1, i))
+                    ctx_offset += inp[i] + 1 - g
             continue
         if not running:     # head of the queue waits for memory nobody will free: impossible here
             break
@@ -91,17 +97,17 @@ def simulate(steps: StepModel, work, rate: float, max_batch: int, kv_capacity: f
         # passes the next arrival when it could be admitted; time at the chunk's middle context.
         batch = len(running)
         context = (ctx_offset + batch * g) / batch
-        k = running[0][0] - g
+        k, step_s = running[0][0] - g, 0.0
         if not waiting and nxt < n:
-            k = min(k, max(1, math.ceil((arrivals[nxt] - now) / steps.decode(batch, round(context)).time_s)))
-        now += k * steps.decode(batch, round(context + (k - 1) / 2)).time_s
+            step_s = decode_time(batch, round(context))
+            k = min(k, max(1, math.ceil((arrivals[nxt] - now) / step_s)))
+        now += k * (step_s if k == 1 and step_s else decode_time(batch, round(context + (k - 1) / 2)))
         g += k
         while running and running[0][0] <= g:
-            finish_step, i = heapq.heappop(running)
-            inp, out = work[i][1], work[i][2]
-            result[i] = (first_token[i] - arrivals[i], (now - first_token[i]) / (out - 1))
-            ctx_offset -= inp + 1 - (finish_step - out + 1)
-            kv_used -= (inp + out) * kv_per_token
+            finish_step, i = pop(running)
+            result[i] = (first_token[i] - arrivals[i], (now - first_token[i]) / (out[i] - 1))
+            ctx_offset -= inp[i] + 1 - (finish_step - out[i] + 1)
+            kv_used -= need[i]
             done += 1
     return result
 
@@ -199,10 +205,20 @@ def compute(v: dict) -> dict:
             step("Highest rate meeting the target", f"max rate with attainment ≥ {v['slo_target_percent']}%",
                  "simulated at " + ", ".join(f"{r:.4g}" for r in rates), best, "requests/s"),
         ],
-        "series": {"goodput_vs_rate": series(
-            "Goodput and SLO attainment vs request rate", "Request rate", "requests/s", rates,
+        "series": _sweep_series(rates, sweep),
+    }
+
+
+def _sweep_series(rates: list[float], sweep: list[dict]) -> dict:
+    """One plot per unit: attainment (%), goodput (requests/s), p90 latencies (s)."""
+    return {
+        "goodput_vs_rate": series("SLO attainment vs request rate", "Request rate", "requests/s", rates,
+                                  [("SLO attainment", "%", [100 * s["attainment"] for s in sweep])]),
+        "goodput_requests_vs_rate": series(
+            "Goodput vs request rate", "Request rate", "requests/s", rates,
             [("goodput", "requests/s", [r * s["attainment"] for r, s in zip(rates, sweep)]),
-             ("SLO attainment", "%", [100 * s["attainment"] for s in sweep]),
-             ("TTFT p90", "s", [s["ttft_p90"] for s in sweep]),
-             ("TPOT p90", "s", [s["tpot_p90"] for s in sweep])])},
+             ("offered rate", "requests/s", list(rates))]),
+        "latency_vs_rate": series("p90 TTFT and TPOT vs request rate", "Request rate", "requests/s", rates,
+                                  [("TTFT p90", "s", [s["ttft_p90"] for s in sweep]),
+                                   ("TPOT p90", "s", [s["tpot_p90"] for s in sweep])]),
     }

@@ -41,11 +41,16 @@ def tokens_held(cap_tokens: int | None, context_tokens: float) -> float:
     return context_tokens if cap_tokens is None else min(context_tokens, cap_tokens)
 
 
+def kv_terms(model: Model, elem_bytes: float) -> list[tuple[str, float, int | None]]:
+    """(kind, bytes per held token over that kind's layers, cap) per layer kind."""
+    per_layer_token = kv_elements_per_token_per_layer(model.attention) * elem_bytes
+    return [(g.kind, g.layers * per_layer_token, g.cap_tokens) for g in layer_groups(model)]
+
+
 def kv_bytes_by_kind(model: Model, context_tokens: float, elem_bytes: float) -> dict:
     """Bytes one sequence of `context_tokens` holds, per layer kind."""
-    per_layer_token = kv_elements_per_token_per_layer(model.attention) * elem_bytes
-    return {g.kind: g.layers * per_layer_token * tokens_held(g.cap_tokens, context_tokens)
-            for g in layer_groups(model)}
+    return {kind: per_token * tokens_held(cap, context_tokens)
+            for kind, per_token, cap in kv_terms(model, elem_bytes)}
 
 
 def kv_bytes_per_sequence(model: Model, context_tokens: float, elem_bytes: float) -> float:

@@ -12,15 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..schema import (DTYPE_CHOICES, accelerator_field, dtype_field, expert_dtype, expert_dtype_field, integer,
-                      model_field, number, step)
+from ..schema import expert_dtype
 from ..errors import InputError
 from ..formats import bytes_per_element, get_format
 from ..model import Accelerator, Model
 from ..params import active_params, expert_params, total_params
-from .kv_cache import kv_bytes_per_sequence, layer_groups
+from .kv_cache import kv_terms, layer_groups, tokens_held
 
-COMPUTE_DTYPES = tuple(c for c in DTYPE_CHOICES if c[0] != "int4")   # int4 has no native matmul rate
 SAME_RATE = {"fp16": "bf16", "bf16": "fp16"}   # every listed chip runs FP16 and BF16 at one rate
 
 
@@ -90,11 +88,12 @@ def experts_touched(num_experts: int, top_k: int, tokens: float) -> float:
     return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
 
 
-def weight_bytes_touched(dep: Deployment, tokens: float) -> float:
+def weight_bytes_touched(dep: Deployment, tokens: float, counts: tuple | None = None) -> float:
     """Weights read once per step: all of a dense model; for MoE only the experts some token picks.
 
-    Routed experts are priced at expert_elem_bytes when set, everything else at weight_elem_bytes."""
-    total, _, experts = _param_counts(dep.model)
+    Routed experts are priced at expert_elem_bytes when set, everything else at weight_elem_bytes.
+    `counts` is _param_counts(model) when the caller already has it (hashing a Model is not free)."""
+    total, _, experts = counts or _param_counts(dep.model)
     moe = dep.model.moe
     if moe is None:
         return total * dep.weight_elem_bytes
@@ -104,15 +103,19 @@ def weight_bytes_touched(dep: Deployment, tokens: float) -> float:
     return (total - experts) * dep.weight_elem_bytes + experts * share * expert_b
 
 
-def attention_flops_per_token(model: Model, held_tokens_sum) -> float:
-    """FLOPs of QKᵀ and AV for one query; held_tokens_sum(cap) gives the keys it sees."""
+def attention_terms(model: Model) -> list[tuple[int, int | None]]:
+    """(FLOPs per key seen over that kind's layers, cap) per layer kind: 2 × H × (d_qk + d_v) × layers."""
     a = model.attention
     if a.kind == "mla":   # absorbed MLA attends over the latent: d_qk = r + d_rope, d_v = r
         qk, vd = a.kv_lora_rank + a.qk_rope_head_dim, a.kv_lora_rank
     else:
         qk, vd = a.head_dim, a.v_head_dim or a.head_dim
-    return sum(g.layers * 2 * a.num_heads * (qk + vd) * held_tokens_sum(g.cap_tokens)
-               for g in layer_groups(model))
+    return [(g.layers * 2 * a.num_heads * (qk + vd), g.cap_tokens) for g in layer_groups(model)]
+
+
+def attention_flops_per_token(model: Model, held_tokens_sum) -> float:
+    """FLOPs of QKᵀ and AV for one query; held_tokens_sum(cap) gives the keys it sees."""
+    return sum(per_key * held_tokens_sum(cap) for per_key, cap in attention_terms(model))
 
 
 def _causal_keys(cap: int | None, prompt_tokens: int) -> float:
@@ -123,55 +126,72 @@ def _causal_keys(cap: int | None, prompt_tokens: int) -> float:
     return cap * (cap + 1) / 2 + (t - cap) * cap
 
 
-def _cost(dep: Deployment, flops: float, weight_bytes: float, kv_bytes: float) -> StepCost:
-    n, acc = dep.num_gpus, dep.accelerator
-    bandwidth = acc.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency
-    return StepCost(flops, weight_bytes, kv_bytes, (weight_bytes + kv_bytes) / n / bandwidth,
-                    flops / n / (dep.peak_flops_per_s * dep.compute_efficiency))
-
-
 class StepModel:
     """Step costs for one deployment, memoised by batch and context (the simulator calls it a lot)."""
 
     def __init__(self, dep: Deployment):
         self.dep = dep
-        self.active = _param_counts(dep.model)[1]
+        self._counts = _param_counts(dep.model)
+        self.active = self._counts[1]
+        self._n = dep.num_gpus
+        self._bandwidth = dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency
+        self._flops = dep.peak_flops_per_s * dep.compute_efficiency
         self._weights: dict = {}
         self._per_seq: dict = {}
         self._per_prompt: dict = {}
+        self._attention = attention_terms(dep.model)
+        self._kv = [(per_token, cap) for _, per_token, cap in kv_terms(dep.model, dep.kv_elem_bytes)]
+
+    def _times(self, flops: float, weight_bytes: float, kv_bytes: float) -> tuple[float, float]:
+        """(memory time, compute time): bytes ÷ (N × BW × η_bw), FLOPs ÷ (N × peak × η_compute)."""
+        return (weight_bytes + kv_bytes) / self._n / self._bandwidth, flops / self._n / self._flops
 
     def weight_bytes(self, tokens: float) -> float:
         if tokens not in self._weights:
-            self._weights[tokens] = weight_bytes_touched(self.dep, tokens)
+            self._weights[tokens] = weight_bytes_touched(self.dep, tokens, self._counts)
         return self._weights[tokens]
 
     def per_sequence(self, context_tokens: float) -> tuple[float, float]:
         """(FLOPs per generated token, KV bytes held) for one sequence at this context."""
-        if context_tokens not in self._per_seq:
-            m = self.dep.model
-            held = lambda cap: context_tokens if cap is None else min(context_tokens, cap)  # noqa: E731
-            self._per_seq[context_tokens] = (2 * self.active + attention_flops_per_token(m, held),
-                                             kv_bytes_per_sequence(m, context_tokens, self.dep.kv_elem_bytes))
-        return self._per_seq[context_tokens]
+        found = self._per_seq.get(context_tokens)
+        if found is None:   # the same sums as attention_flops_per_token and kv_bytes_per_sequence
+            t = context_tokens
+            found = self._per_seq[t] = (2 * self.active + sum(c * tokens_held(cap, t) for c, cap in self._attention),
+                                        sum(c * tokens_held(cap, t) for c, cap in self._kv))
+        return found
 
     def decode(self, batch: int, context_tokens: float) -> StepCost:
         """One decode step: `batch` sequences each generate one token at `context_tokens` of context."""
         flops, kv = self.per_sequence(context_tokens)
-        return _cost(self.dep, batch * flops, self.weight_bytes(batch), batch * kv)
+        w = self.weight_bytes(batch)
+        return StepCost(batch * flops, w, batch * kv, *self._times(batch * flops, w, batch * kv))
+
+    def decode_time(self, batch: int, context_tokens: float) -> float:
+        """decode(batch, context).time_s, bit for bit, without building a StepCost (simulator hot path)."""
+        flops, kv = self._per_seq.get(context_tokens) or self.per_sequence(context_tokens)
+        return max(self._times(batch * flops, self._weights.get(batch) or self.weight_bytes(batch), batch * kv))
 
     def per_prompt(self, prompt_tokens: int) -> tuple[float, float]:
         """(FLOPs, KV bytes written) to prefill one prompt under a causal mask."""
-        if prompt_tokens not in self._per_prompt:
-            m, t = self.dep.model, prompt_tokens
-            self._per_prompt[t] = (2 * self.active * t + attention_flops_per_token(m, lambda cap: _causal_keys(cap, t)),
-                                   kv_bytes_per_sequence(m, t, self.dep.kv_elem_bytes))
-        return self._per_prompt[prompt_tokens]
+        found = self._per_prompt.get(prompt_tokens)
+        if found is None:   # the same sums as attention_flops_per_token and kv_bytes_per_sequence
+            t = prompt_tokens
+            attention = sum(c * _causal_keys(cap, t) for c, cap in self._attention)
+            found = self._per_prompt[t] = (2 * self.active * t + attention, self.per_sequence(t)[1])
+        return found
+
+    def _prefill_parts(self, prompt_lengths) -> tuple[float, float, float]:
+        costs = [self.per_prompt(t) for t in prompt_lengths]
+        return sum(c[0] for c in costs), self.weight_bytes(sum(prompt_lengths)), sum(c[1] for c in costs)
 
     def prefill(self, prompt_lengths) -> StepCost:
         """One prefill of the given prompts together: weights read once, KV written once."""
-        costs = [self.per_prompt(t) for t in prompt_lengths]
-        return _cost(self.dep, sum(c[0] for c in costs), self.weight_bytes(sum(prompt_lengths)),
-                     sum(c[1] for c in costs))
+        parts = self._prefill_parts(prompt_lengths)
+        return StepCost(*parts, *self._times(*parts))
+
+    def prefill_time(self, prompt_lengths) -> float:
+        """prefill(prompt_lengths).time_s without building a StepCost."""
+        return max(self._times(*self._prefill_parts(prompt_lengths)))
 
 
 def decode_step(dep: Deployment, batch: int, context_tokens: float) -> StepCost:
@@ -193,51 +213,5 @@ def compute_ceiling_tokens_per_s_per_gpu(dep: Deployment) -> float:
     return dep.peak_flops_per_s * dep.compute_efficiency / (2 * _param_counts(dep.model)[1])
 
 
-# ---- inputs shared by roofline, latency and goodput ------------------------------------
-
-def deployment_fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict]:
-    return [
-        model_field(default="llama-3.1-8b"),
-        accelerator_field(),
-        integer("num_gpus", "GPUs (tensor parallel)", 1, 1, 1024, "GPUs",
-                  "FLOPs and bytes split evenly across them; communication is not counted."),
-        dtype_field("weight_dtype", "Weight format", "bf16"),
-        expert_dtype_field(),
-        dtype_field("kv_dtype", "KV-cache format", "bf16"),
-        dtype_field("compute_dtype", "Matmul format", "bf16", "Selects the accelerator's dense FLOP/s figure.",
-                choices=COMPUTE_DTYPES),
-        number("bandwidth_efficiency", "Bandwidth efficiency", bandwidth_efficiency, 0.01, 1.0, "",
-                 "Fraction of peak memory bandwidth achieved (FlashMLA reaches ~0.9 on H800, "
-                 "deepseek-ai/FlashMLA README).", 0.01),
-        number("compute_efficiency", "Compute efficiency", compute_efficiency, 0.01, 1.0, "",
-                 "Fraction of dense peak FLOP/s achieved (FlashAttention-3: 0.75 on H100, arXiv 2407.08608).",
-                 0.01),
-    ]
-
-
-def efficiency_steps(dep: Deployment) -> list[dict]:
-    acc = dep.accelerator
-    return [
-        step("Effective bandwidth per GPU", "BW × η_bw",
-               f"{acc.memory_bandwidth_bytes_per_s:.4g} × {dep.bandwidth_efficiency}",
-               acc.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency, "B/s"),
-        step("Effective FLOP/s per GPU", "peak × η_compute",
-               f"{dep.peak_flops_per_s:.4g} × {dep.compute_efficiency}",
-               dep.peak_flops_per_s * dep.compute_efficiency, "FLOP/s"),
-    ]
-
-
-def decode_steps(dep: Deployment, batch: int, context: int, cost: StepCost) -> list[dict]:
-    n = dep.num_gpus
-    return [
-        step("Weight bytes read per step", "params touched × b_w", f"{cost.weight_bytes:.6g}",
-               cost.weight_bytes, "B"),
-        step("KV bytes read per step", "B × KV per sequence(T)", f"{batch} × KV({context})",
-               cost.kv_bytes, "B"),
-        step("Memory time", "(weights + KV) ÷ (N_gpu × BW × η_bw)",
-               f"{cost.weight_bytes + cost.kv_bytes:.6g} ÷ ({n} × effective BW)", cost.memory_time_s, "s"),
-        step("Compute time", "B × (2 × P_active + attention FLOPs) ÷ (N_gpu × peak × η_compute)",
-               f"{cost.flops:.6g} ÷ ({n} × effective FLOP/s)", cost.compute_time_s, "s"),
-        step("Decode step time", "max(memory time, compute time)",
-               f"max({cost.memory_time_s:.6g}, {cost.compute_time_s:.6g})", cost.time_s, "s"),
-    ]
+# Inputs and derivation steps shared by the calculators that build on these step times (re-exported).
+from .deployment_inputs import decode_steps, deployment_fields, efficiency_steps  # noqa: E402,F401

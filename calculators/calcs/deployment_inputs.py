@@ -1,0 +1,61 @@
+"""Inputs and "show the work" steps shared by the calculators built on steptime.py
+(roofline, latency, goodput, decode_limits, allreduce, preemption)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..schema import (DTYPE_CHOICES, accelerator_field, dtype_field, expert_dtype_field, integer, model_field,
+                      number, step)
+
+if TYPE_CHECKING:
+    from .steptime import Deployment, StepCost
+
+COMPUTE_DTYPES = tuple(c for c in DTYPE_CHOICES if c[0] != "int4")   # int4 has no native matmul rate
+
+
+def deployment_fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict]:
+    return [
+        model_field(default="llama-3.1-8b"),
+        accelerator_field(),
+        integer("num_gpus", "GPUs (tensor parallel)", 1, 1, 1024, "GPUs",
+                  "FLOPs and bytes split evenly across them; communication is not counted."),
+        dtype_field("weight_dtype", "Weight format", "bf16"),
+        expert_dtype_field(),
+        dtype_field("kv_dtype", "KV-cache format", "bf16"),
+        dtype_field("compute_dtype", "Matmul format", "bf16", "Selects the accelerator's dense FLOP/s figure.",
+                choices=COMPUTE_DTYPES),
+        number("bandwidth_efficiency", "Bandwidth efficiency", bandwidth_efficiency, 0.01, 1.0, "",
+                 "Fraction of peak memory bandwidth achieved (FlashMLA reaches ~0.9 on H800, "
+                 "deepseek-ai/FlashMLA README).", 0.01),
+        number("compute_efficiency", "Compute efficiency", compute_efficiency, 0.01, 1.0, "",
+                 "Fraction of dense peak FLOP/s achieved (FlashAttention-3: 0.75 on H100, arXiv 2407.08608).",
+                 0.01),
+    ]
+
+
+def efficiency_steps(dep: Deployment) -> list[dict]:
+    acc = dep.accelerator
+    return [
+        step("Effective bandwidth per GPU", "BW × η_bw",
+               f"{acc.memory_bandwidth_bytes_per_s:.4g} × {dep.bandwidth_efficiency}",
+               acc.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency, "B/s"),
+        step("Effective FLOP/s per GPU", "peak × η_compute",
+               f"{dep.peak_flops_per_s:.4g} × {dep.compute_efficiency}",
+               dep.peak_flops_per_s * dep.compute_efficiency, "FLOP/s"),
+    ]
+
+
+def decode_steps(dep: Deployment, batch: int, context: int, cost: StepCost) -> list[dict]:
+    n = dep.num_gpus
+    return [
+        step("Weight bytes read per step", "params touched × b_w", f"{cost.weight_bytes:.6g}",
+               cost.weight_bytes, "B"),
+        step("KV bytes read per step", "B × KV per sequence(T)", f"{batch} × KV({context})",
+               cost.kv_bytes, "B"),
+        step("Memory time", "(weights + KV) ÷ (N_gpu × BW × η_bw)",
+               f"{cost.weight_bytes + cost.kv_bytes:.6g} ÷ ({n} × effective BW)", cost.memory_time_s, "s"),
+        step("Compute time", "B × (2 × P_active + attention FLOPs) ÷ (N_gpu × peak × η_compute)",
+               f"{cost.flops:.6g} ÷ ({n} × effective FLOP/s)", cost.compute_time_s, "s"),
+        step("Decode step time", "max(memory time, compute time)",
+               f"max({cost.memory_time_s:.6g}, {cost.compute_time_s:.6g})", cost.time_s, "s"),
+    ]
