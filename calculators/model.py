@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
 LAYER_KINDS = ("full", "sliding", "chunked")  # what each layer's attention can see
 FFN_KINDS = ("gated", "plain")  # gated: gate+up+down (SwiGLU/GeGLU); plain: up+down (OPT, GPT-2)
+# How a chip's scale-up links are wired: "switched" (NVSwitch: any ring can use the whole
+# per-chip bandwidth), "mesh" (one point-to-point link group to each peer: MI300X, Gaudi 3),
+# "torus" (links to the neighbours along each torus dimension: TPU ICI).
+SCALE_UP_TOPOLOGIES = ("switched", "mesh", "torus")
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,8 @@ class Accelerator:
     dense_flops_per_s: dict = field(default_factory=dict)   # {"bf16": 989e12, "fp8": ...}; dense only
     scale_up_bandwidth_bytes_per_s: float | None = None     # per GPU, per direction (NVLink, ICI, ...)
     scale_up_domain: int | None = None      # chips in one scale-up domain (8, 72, ...)
+    scale_up_topology: str = ""             # one of SCALE_UP_TOPOLOGIES; "" = not stated (treated as switched)
+    scale_up_link_bandwidth_bytes_per_s: float | None = None  # to ONE neighbour (mesh: one peer), per direction
     power_watts: float | None = None
     price_usd_per_hour: float | None = None
     price_as_of: str = ""

@@ -10,7 +10,8 @@ import math
 from dataclasses import asdict, fields
 
 from .errors import InputError
-from .model import ATTENTION_KINDS, FFN_KINDS, LAYER_KINDS, Accelerator, Attention, Model, MoE
+from .model import (ATTENTION_KINDS, FFN_KINDS, LAYER_KINDS, SCALE_UP_TOPOLOGIES, Accelerator, Attention, Model,
+                    MoE)
 
 HF_MARKERS = ("model_type", "architectures", "num_hidden_layers", "text_config")
 FLOPS_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp6", "fp4", "int4")
@@ -158,14 +159,19 @@ def accelerator_from_dict(d: dict, field: str = "hardware") -> Accelerator:
     """An Accelerator from JSON; every number checked (FLOP/s dense, per chip)."""
     _no_unknown(d, Accelerator, field)
     opt = dict(integer=False, default=None)
+    total = _num(d, "scale_up_bandwidth_bytes_per_s", field, 1e6, 1e16, **opt)
+    link = _num(d, "scale_up_link_bandwidth_bytes_per_s", field, 1e6, total or 1e16, **opt)
     return Accelerator(
         id=_text(d, "id", field, "custom"), name=_text(d, "name", field, d.get("id", "custom")),
         vendor=_text(d, "vendor", field, ""),
         memory_bytes=_num(d, "memory_bytes", field, 1, _BIG),
         memory_bandwidth_bytes_per_s=float(_num(d, "memory_bandwidth_bytes_per_s", field, 1e6, 1e17, False)),
         dense_flops_per_s=_flops(d.get("dense_flops_per_s", {}), f"{field}.dense_flops_per_s"),
-        scale_up_bandwidth_bytes_per_s=_num(d, "scale_up_bandwidth_bytes_per_s", field, 1e6, 1e16, **opt),
+        scale_up_bandwidth_bytes_per_s=total,
         scale_up_domain=_num(d, "scale_up_domain", field, 1, 1_000_000, default=None),
+        scale_up_topology=(_text(d, "scale_up_topology", field)       # "" (not stated) or one of the kinds
+                           and _text(d, "scale_up_topology", field, "", SCALE_UP_TOPOLOGIES)),
+        scale_up_link_bandwidth_bytes_per_s=link,
         power_watts=_num(d, "power_watts", field, 1, 1e6, **opt),
         price_usd_per_hour=_num(d, "price_usd_per_hour", field, 0, 1e5, **opt),
         price_as_of=_text(d, "price_as_of", field), price_source=_text(d, "price_source", field),

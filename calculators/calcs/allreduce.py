@@ -7,6 +7,24 @@
   (bandwidth term: NCCL-tests doc/PERFORMANCE.md; latency term: NCCL src/graph/tuning.cc,
   latency = baseLat + nsteps × hwLat with nsteps = 2(n − 1) for a ring all-reduce).
   Bus bandwidth = algbw × 2(n − 1)/n with algbw = M / t (NCCL-tests), so busbw = B when α = 0.
+
+B on the accelerator's own link depends on how it is wired (accelerators.toml scale_up_topology):
+  switched (NVSwitch): the chip's whole per-direction bandwidth;
+  mesh (MI300X, Gaudi 3): rings over n GPUs can use the n − 1 direct links to the other members,
+      B = min(total, (n − 1) × one link) (the complete directed graph on n nodes splits into
+      n − 1 rings; AMD measures RCCL all-reduce at 8 GPUs near 7 links' worth);
+  torus (TPU ICI): a ring along one dimension uses that dimension's two links, B = min(total,
+      2 × one link); where the per-link figure is not sourced the chip total is used (upper bound).
+
+Multi-server rings (a network link, e.g. InfiniBand, with gpus_per_node GPUs per server), after
+NCCL's own cost model (src/graph/tuning.cc): the ring spans N = ceil(n / gpus_per_node) servers;
+of its 2(n − 1) steps only 2(N − 1) cross servers and pay the network latency; the others run over
+the scale-up link and pay max(α, the network post overhead, 1 µs). Several rings cross the server
+boundary through different NICs, so the cross-server bandwidth per GPU is NIC bandwidth × NICs per
+server, and the ring moves at the slower of that and the in-server B:
+  t = t_base + 2(N − 1) α_net + [2(n − 1) − 2(N − 1)] max(α, α_ovh)
+        + 2(n − 1)/n × M / min(B, NICs × B_NIC)
+One GPU per server (gpus_per_node = 1) makes every step a network step with one NIC's bandwidth.
 With efficiency 1.0 and t_base = 0 the times are lower bounds. Compute/communication overlap
 is not modelled: the tax is reported as if the all-reduces sit on the critical path, as they
 do in a plain TP forward pass.
@@ -25,6 +43,8 @@ from .steptime import decode_step, deployment, deployment_fields
 LINKS = {e["id"]: e for e in _load("interconnects.toml")["link"]}
 SRAM_PARTS = {e["id"]: e for e in _load("interconnects.toml")["sram_part"]}
 PLOT_DEGREES = (2, 4, 8, 16, 32, 64, 72)
+TOPOLOGY_RULE = {"switched": "switched: the chip's whole bandwidth", "mesh": "mesh: min(total, (n − 1) × one link)",
+                 "torus": "torus: min(total, 2 × one link), one dimension"}
 
 
 def ring_allreduce_time(message_bytes: float, n: int, link_bytes_per_s: float,
@@ -33,6 +53,18 @@ def ring_allreduce_time(message_bytes: float, n: int, link_bytes_per_s: float,
     if n <= 1:
         return 0.0
     return base_latency_s + 2 * (n - 1) * hop_latency_s + 2 * (n - 1) / n * message_bytes / link_bytes_per_s
+
+
+def ring_bandwidth(acc, n: int) -> float | None:
+    """Per-direction bandwidth rings over n chips can use on the accelerator's scale-up links."""
+    total, link = acc.scale_up_bandwidth_bytes_per_s, acc.scale_up_link_bandwidth_bytes_per_s
+    if not total or not link:
+        return total
+    if acc.scale_up_topology == "mesh":
+        return min(total, max(n - 1, 1) * link)
+    if acc.scale_up_topology == "torus":
+        return min(total, 2 * link)
+    return total
 
 
 def bus_bandwidth(message_bytes: float, n: int, time_s: float) -> float:
@@ -55,11 +87,19 @@ def _fields() -> list[dict]:
                 "Decode: the batch (one token per sequence). Prefill: the prompt tokens in the step."),
         integer("context_tokens", "Context per sequence", 4096, 1, 10_000_000, "tokens"),
         dtype_field("activation_dtype", "Activation format (all-reduce payload)", "bf16"),
-        choice("link", "Link", "accelerator", links),
+        choice("link", "Link", "accelerator", links,
+               "A network link (InfiniBand) joins servers of 'GPUs per server'; the steps inside a server "
+               "use the accelerator's own link."),
+        integer("gpus_per_node", "GPUs per server (network links)", 8, 1, 1024, "GPUs",
+                "Used only with a network link. Of the ring's 2(n − 1) steps, the 2(servers − 1) that cross "
+                "servers pay the network latency (NCCL's model); 1 puts every GPU in its own server."),
+        integer("nics_per_node", "NICs per server (network links)", 0, 0, 1024, "NICs",
+                "Rings cross servers through all of them; 0 means one per GPU."),
         number("link_bandwidth_gb_per_s", "Custom link bandwidth, per direction", 450.0, 0.1, 100_000.0, "GB/s",
                "Used only when Link is custom."),
         number("latency_per_hop_us", "Latency per ring step", 0.6, 0.0, 1000.0, "µs",
-               "Used with 'accelerator' and 'custom' links. NCCL's model: NVLink 0.6, PCIe 1.0, network 2.7 µs.", 0.1),
+               "Used with 'accelerator' and 'custom' links, and for the steps inside a server with a network "
+               "link. NCCL's model: NVLink 0.6, PCIe 1.0, network 2.7 µs.", 0.1),
         number("base_latency_us", "Fixed latency per all-reduce call", 0.0, 0.0, 1000.0, "µs",
                "Launch and synchronisation. NCCL's ring/LL model adds 6.6 µs; 0 gives a lower bound.", 0.1),
         number("link_efficiency", "Link efficiency", 1.0, 0.01, 1.0, "",
@@ -74,8 +114,12 @@ SCHEMA = {
     "title": "All-reduce tax of tensor parallelism",
     "description": ("Ring all-reduce time for tensor parallelism: 2 all-reduces per layer of tokens × "
                     "hidden × bytes, each taking 2(n − 1) latency hops plus 2(n − 1)/n × bytes ÷ link "
-                    "bandwidth. Compared with the decode step's own lower bound to give the tax. No "
-                    "overlap of communication with compute is assumed."),
+                    "bandwidth. On the accelerator's own link the bandwidth follows its wiring: all of it "
+                    "through a switch, the n − 1 peer links on a mesh (MI300X, Gaudi 3). Over a network "
+                    "(NCCL's ring model) only the 2(servers − 1) steps that cross servers pay network "
+                    "latency, the rest run over the scale-up link, and cross-server bandwidth is NIC "
+                    "bandwidth × NICs per server. Compared with the decode step's own lower bound to give "
+                    "the tax. No overlap of communication with compute is assumed."),
     "inputs": _fields(),
     "outputs": [
         output("allreduce_bytes_per_token_per_layer", "All-reduce payload per token per layer (2 × hidden × b)",
@@ -83,7 +127,9 @@ SCHEMA = {
         output("message_bytes", "Message per all-reduce (tokens × hidden × b)", "B", "bytes"),
         output("allreduces_per_step", "All-reduces per forward pass (2 × layers)", "", "integer"),
         output("link_bandwidth_bytes_per_s", "Link bandwidth used, per direction", "B/s", "rate"),
-        output("latency_per_hop_s", "Latency per ring step", "s", "seconds"),
+        output("latency_per_hop_s", "Latency per ring step (average over the steps)", "s", "seconds"),
+        output("servers_spanned", "Servers the ring spans", "", "integer"),
+        output("network_steps", "Ring steps that cross servers", "", "integer"),
         output("time_per_allreduce_s", "Time per all-reduce", "s", "seconds"),
         output("latency_fraction", "Share of all-reduce time that is latency", "", "percent"),
         output("bus_bandwidth_bytes_per_s", "Bus bandwidth achieved (NCCL-tests definition)", "B/s", "rate"),
@@ -103,37 +149,98 @@ SCHEMA = {
 }
 
 
-def _link(v: dict) -> tuple[float, float, str]:
-    """(bytes/s per direction, seconds per hop, name) for the chosen link."""
+def _scale_up(v: dict, n: int, field: str, why: str) -> float:
+    acc = v["hardware"]
+    bw = ring_bandwidth(acc, n)
+    if not bw:
+        raise InputError(field, f"{acc.name} lists no scale-up link bandwidth{why}")
+    return bw
+
+
+def _ring(v: dict, n: int) -> dict:
+    """The ring: bandwidth (per direction, before efficiency), latency terms and names."""
+    hop = v["latency_per_hop_us"] * 1e-6
+    out = {"nodes": 1, "net_steps": 0, "net_hop": 0.0, "ovh": 0.0, "inter_bw": None, "rule": ""}
     if v["link"] == "accelerator":
         acc = v["hardware"]
-        if not acc.scale_up_bandwidth_bytes_per_s:
-            raise InputError("link", f"{acc.name} lists no scale-up link bandwidth; pick a link preset or custom")
-        return acc.scale_up_bandwidth_bytes_per_s, v["latency_per_hop_us"] * 1e-6, f"{acc.name} scale-up"
+        bw = _scale_up(v, n, "link", "; pick a link preset or custom")
+        rule = TOPOLOGY_RULE[acc.scale_up_topology or "switched"]
+        if not acc.scale_up_link_bandwidth_bytes_per_s and acc.scale_up_topology in ("mesh", "torus"):
+            rule = f"{acc.scale_up_topology}: per-link figure not sourced, chip total used (upper bound)"
+        return {**out, "intra_bw": bw, "hop": hop, "name": f"{acc.name} scale-up", "rule": rule}
     if v["link"] == "custom":
-        return v["link_bandwidth_gb_per_s"] * 1e9, v["latency_per_hop_us"] * 1e-6, "custom link"
+        return {**out, "intra_bw": v["link_bandwidth_gb_per_s"] * 1e9, "hop": hop, "name": "custom link"}
     e = LINKS[v["link"]]
-    return e["bandwidth_bytes_per_s"], e["latency_per_hop_s"], e["name"]
+    if e.get("kind") != "network":
+        return {**out, "intra_bw": e["bandwidth_bytes_per_s"], "hop": e["latency_per_hop_s"], "name": e["name"]}
+    g = v["gpus_per_node"]
+    nodes = -(-n // g) if n > 1 else 1
+    nics = v["nics_per_node"] or g
+    intra = (_scale_up(v, n if nodes == 1 else g, "gpus_per_node",
+                       " for the steps inside a server; set GPUs per server to 1") if g > 1 else None)
+    return {"intra_bw": intra, "hop": hop, "nodes": nodes, "net_steps": 2 * (nodes - 1) if n > 1 else 0,
+            "net_hop": e["latency_per_hop_s"], "ovh": e.get("net_overhead_per_step_s", 0.0),
+            "inter_bw": nics * e["bandwidth_bytes_per_s"], "nics": nics,
+            "name": f"{e['name']} between servers of {g}" if nodes > 1 else f"{v['hardware'].name} scale-up "
+                                                                             f"(the ring fits in one server)",
+            "rule": ""}
+
+
+def _ring_time(msg: float, n: int, r: dict, eff: float, base: float) -> tuple[float, float, float]:
+    """(time, bandwidth used, total hop latency) for one all-reduce on ring r."""
+    if n <= 1:
+        return 0.0, (r["intra_bw"] or r["inter_bw"]) * eff, 0.0
+    intra_steps = 2 * (n - 1) - r["net_steps"]
+    if r["nodes"] == 1:
+        bw, lat = r["intra_bw"] * eff, intra_steps * r["hop"]
+    else:
+        bw = r["inter_bw"] * eff if intra_steps == 0 else min(r["intra_bw"], r["inter_bw"]) * eff
+        lat = r["net_steps"] * r["net_hop"] + intra_steps * max(r["hop"], r["ovh"])
+    return base + lat + 2 * (n - 1) / n * msg / bw, bw, lat
 
 
 def _tp_series(per_token_msg: float, layers: int, tokens: int, v: dict) -> dict:
     base, eff = v["base_latency_us"] * 1e-6, v["link_efficiency"]
     ys = []
-    for e in LINKS.values():
-        t = [2 * layers * ring_allreduce_time(per_token_msg * tokens, n, e["bandwidth_bytes_per_s"] * eff,
-                                              e["latency_per_hop_s"], base) * 1e3 for n in PLOT_DEGREES]
-        ys.append((e["name"], "ms", t))
+    for k, e in LINKS.items():
+        if e.get("kind") == "network" and v["gpus_per_node"] > 1 and not v["hardware"].scale_up_bandwidth_bytes_per_s:
+            continue                     # the steps inside a server need the accelerator's own link
+        rings = [_ring({**v, "link": k}, n) for n in PLOT_DEGREES]
+        t = [2 * layers * _ring_time(per_token_msg * tokens, n, r, eff, base)[0] * 1e3
+             for n, r in zip(PLOT_DEGREES, rings)]
+        name = e["name"] + (f" (servers of {v['gpus_per_node']})" if e.get("kind") == "network" else "")
+        ys.append((name, "ms", t))
     return series(f"All-reduce time per step vs TP degree ({tokens} tokens per step)", "TP degree n", "GPUs",
                   PLOT_DEGREES, ys)
 
 
-def _steps(v, n, layers, hidden, b_act, msg, bw, hop, t_ar, per_step, dec, tax):
+def _steps(v, n, layers, hidden, b_act, msg, bw, r, t_ar, per_step, dec, tax):
     dec_t = dec.time_s
-    return [
-        step("Message per all-reduce", "M = tokens × hidden × b", f"{v['batch_size']} × {hidden} × {b_act:g}", msg, "B"),
-        step("Time per all-reduce", "t_base + 2(n − 1) × α + 2(n − 1)/n × M ÷ B",
-             f"{v['base_latency_us'] * 1e-6:.6g} + 2 × {n - 1} × {hop:.6g} + 2 × {n - 1}/{n} × {msg:.6g} ÷ {bw:.6g}",
-             t_ar, "s"),
+    eff, base = v["link_efficiency"], v["base_latency_us"] * 1e-6
+    out = [step("Message per all-reduce", "M = tokens × hidden × b", f"{v['batch_size']} × {hidden} × {b_act:g}",
+                msg, "B")]
+    if r["rule"]:
+        out.append(step("Ring bandwidth on the chip's links", r["rule"],
+                        f"{v['hardware'].name}, n = {n}, × efficiency {eff:g}", bw, "B/s"))
+    if r["nodes"] > 1:
+        intra_steps = 2 * (n - 1) - r["net_steps"]
+        in_bw = "" if intra_steps == 0 else f"{r['intra_bw'] * eff:.6g}, "
+        out += [
+            step("Servers spanned", "N = ceil(n ÷ GPUs per server)", f"ceil({n} ÷ {v['gpus_per_node']})",
+                 r["nodes"], ""),
+            step("Ring bandwidth", "min(B scale-up, NICs × B NIC)" if intra_steps else "B NIC",
+                 f"min({in_bw}{r['nics']} × {r['inter_bw'] / r['nics'] * eff:.6g})" if intra_steps
+                 else f"{bw:.6g}", bw, "B/s"),
+            step("Time per all-reduce",
+                 "t_base + 2(N − 1) × α_net + [2(n − 1) − 2(N − 1)] × max(α, α_ovh) + 2(n − 1)/n × M ÷ B",
+                 f"{base:.6g} + {r['net_steps']} × {r['net_hop']:.6g} + {intra_steps} × "
+                 f"max({r['hop']:.6g}, {r['ovh']:.6g}) + 2 × {n - 1}/{n} × {msg:.6g} ÷ {bw:.6g}", t_ar, "s"),
+        ]
+    else:
+        out.append(step("Time per all-reduce", "t_base + 2(n − 1) × α + 2(n − 1)/n × M ÷ B",
+                        f"{base:.6g} + 2 × {n - 1} × {r['hop']:.6g} + 2 × {n - 1}/{n} × {msg:.6g} ÷ {bw:.6g}",
+                        t_ar, "s"))
+    return out + [
         step("All-reduce time per step", "2 × L × t", f"2 × {layers} × {t_ar:.6g}", per_step, "s"),
         step("Decode step without communication", "max(bytes ÷ (n × HBM BW), FLOPs ÷ (n × peak))",
              f"max({dec.memory_time_s:.6g}, {dec.compute_time_s:.6g})", dec_t, "s"),
@@ -146,10 +253,10 @@ def compute(v: dict) -> dict:
     model = dep.model
     layers, hidden = model.num_layers, model.hidden_size
     b_act = bytes_per_element(v["activation_dtype"], "activation_dtype")
-    link_bw, hop, link_name = _link(v)
-    bw = link_bw * v["link_efficiency"]
+    r = _ring(v, n)
     msg = tokens * hidden * b_act
-    t_ar = ring_allreduce_time(msg, n, bw, hop, v["base_latency_us"] * 1e-6)
+    t_ar, bw, hop_total = _ring_time(msg, n, r, v["link_efficiency"], v["base_latency_us"] * 1e-6)
+    hop = hop_total / (2 * (n - 1)) if n > 1 else r["hop"]
     per_step = 2 * layers * t_ar
     dec = decode_step(dep, tokens, v["context_tokens"])
     dec_t = dec.time_s
@@ -163,6 +270,8 @@ def compute(v: dict) -> dict:
         "allreduces_per_step": 2 * layers,
         "link_bandwidth_bytes_per_s": bw,
         "latency_per_hop_s": hop,
+        "servers_spanned": r["nodes"],
+        "network_steps": r["net_steps"],
         "time_per_allreduce_s": t_ar,
         "latency_fraction": latency / t_ar if t_ar > 0 else 0.0,
         "bus_bandwidth_bytes_per_s": bus_bandwidth(msg, n, t_ar),
@@ -177,7 +286,7 @@ def compute(v: dict) -> dict:
         "weight_bytes": w_bytes,
         "min_gpus_for_weights": math.ceil(w_bytes / dep.accelerator.memory_bytes),
         "sram_chips_for_weights": math.ceil(w_bytes / sram["sram_bytes"]),
-        "link_name": link_name,
-        "derivation": _steps(v, n, layers, hidden, b_act, msg, bw, hop, t_ar, per_step, dec, tax),
+        "link_name": r["name"],
+        "derivation": _steps(v, n, layers, hidden, b_act, msg, bw, r, t_ar, per_step, dec, tax),
         "series": {"allreduce_vs_tp": _tp_series(hidden * b_act, layers, tokens, v)},
     }

@@ -70,8 +70,8 @@ def test_monotonic_in_tokens_degree_and_bandwidth():
     assert per_token == sorted(per_token, reverse=True)       # latency amortised over the batch
     by_n = [_run(num_gpus=n)["time_per_allreduce_s"] for n in (2, 4, 8)]
     assert by_n == sorted(by_n)
-    by_link = [_run(link=k, batch_size=2048)["allreduce_time_per_step_s"]
-               for k in ("nvlink5", "nvlink4", "pcie5-x16", "ib-ndr-400")]
+    by_link = [_run(link=k, batch_size=2048, gpus_per_node=1)["allreduce_time_per_step_s"]
+               for k in ("nvlink5", "nvlink4", "pcie5-x16", "ib-ndr-400")]     # IB: one GPU per server
     assert by_link == sorted(by_link)
     slow = _run(link="custom", link_bandwidth_gb_per_s=10, batch_size=2048)["allreduce_time_per_step_s"]
     assert slow > by_link[-1]
@@ -125,3 +125,128 @@ def test_energy_per_token_is_power_times_step_over_tokens():
         assert r["joules_per_token_at_board_power"] == pytest.approx(700 * 8 * r["step_time_with_allreduce_s"] / b)
     assert _run(batch_size=64)["joules_per_token_at_board_power"] < _run(batch_size=1)["joules_per_token_at_board_power"]
     assert _run(hardware="tpu-v5e", num_gpus=8)["joules_per_token_at_board_power"] == 0   # power not published
+
+
+# --- Multi-server rings (NCCL's ring model, src/graph/tuning.cc) ------------------------------
+B405 = dict(model="llama-3.1-405b", hardware="b200", num_gpus=16, batch_size=64, weight_dtype="fp8",
+            compute_dtype="fp8", link="ib-ndr-400")
+
+
+def test_two_b200_servers_follow_nccls_ring_model():
+    """NCCL tuning.cc: of 2(n-1) = 30 steps only 2(nNodes-1) = 2 cross servers (hwLat[NET][Ring][LL]
+    2.7 us); the other 28 pay max(0.6 us NVLink, getNetOverhead 1 us); rings cross through all 8 NICs
+    of a server, 8 x 50 GB/s = 400 GB/s (busbw bounded by the server's NICs, NCCL-tests PERFORMANCE.md).
+    The reviewer's estimate with these figures is about 10.9 ms per step; the old 'one GPU per server'
+    model gave 40.2 ms."""
+    r = _run(**B405)
+    assert (r["servers_spanned"], r["network_steps"]) == (2, 2)
+    assert r["link_bandwidth_bytes_per_s"] == 400e9
+    msg = 64 * 16384 * 2                                   # BF16 activations
+    per = 2 * 2.7e-6 + 28 * 1.0e-6 + 2 * 15 / 16 * msg / 400e9
+    assert r["time_per_allreduce_s"] == pytest.approx(per, rel=1e-12)
+    assert r["latency_per_hop_s"] == pytest.approx((2 * 2.7e-6 + 28e-6) / 30)
+    assert r["allreduce_time_per_step_s"] == pytest.approx(10.9e-3, rel=0.01)       # reviewer: ~10.9 ms
+    # The reviewer's custom-link estimate (400 GB/s, 1.11 us on every step) lands within 0.5 %.
+    custom = _run(**{**B405, "link": "custom", "link_bandwidth_gb_per_s": 400, "latency_per_hop_us": 1.11})
+    assert r["allreduce_time_per_step_s"] == pytest.approx(custom["allreduce_time_per_step_s"], rel=0.005)
+
+
+def test_one_gpu_per_server_is_the_old_worst_case():
+    """gpus_per_node = 1: every one of the 30 steps is a network step at one NIC's 50 GB/s (40.2 ms)."""
+    r = _run(**B405, gpus_per_node=1)
+    assert (r["servers_spanned"], r["network_steps"]) == (16, 30)
+    assert r["link_bandwidth_bytes_per_s"] == 50e9
+    old = ring_allreduce_time(64 * 16384 * 2, 16, 50e9, 2.7e-6)
+    assert r["allreduce_time_per_step_s"] == pytest.approx(2 * 126 * old, rel=1e-12)
+    assert r["allreduce_time_per_step_s"] == pytest.approx(40.2e-3, rel=0.005)
+
+
+@pytest.mark.parametrize("batch", [1, 64, 2048])
+def test_monotonic_in_gpus_per_server(batch):
+    """More GPUs per server: fewer network steps and more NICs to cross through, never slower."""
+    t = [_run(**{**B405, "batch_size": batch}, gpus_per_node=g)["allreduce_time_per_step_s"]
+         for g in (1, 2, 4, 8, 16)]
+    assert t == sorted(t, reverse=True) and t[0] > t[-1]
+    # 16 per server: the ring fits in one server and is the plain NVLink 5 ring.
+    assert t[-1] == pytest.approx(_run(**{**B405, "batch_size": batch, "link": "accelerator"})[
+        "allreduce_time_per_step_s"])
+
+
+def test_nics_per_server():
+    prefill = {**B405, "batch_size": 4096}
+    one_per_gpu = _run(**prefill)["allreduce_time_per_step_s"]
+    assert _run(**prefill, nics_per_node=8)["allreduce_time_per_step_s"] == one_per_gpu   # 0 = one per GPU
+    fewer = [_run(**prefill, nics_per_node=k)["allreduce_time_per_step_s"] for k in (1, 2, 4, 8)]
+    assert fewer == sorted(fewer, reverse=True)
+    # Cross-server bandwidth cannot beat the in-server link: 32 NICs still give NVLink 5's 900 GB/s.
+    assert _run(**prefill, nics_per_node=32)["link_bandwidth_bytes_per_s"] == 900e9
+
+
+def test_network_link_inside_one_server_is_the_scale_up_ring():
+    """A ring that fits in one server never touches the network: same as the accelerator's link."""
+    for hw in ("h100-sxm", "b200"):
+        a = _run(hardware=hw, link="accelerator", batch_size=512)
+        b = _run(hardware=hw, link="ib-ndr-400", batch_size=512)
+        assert b["allreduce_time_per_step_s"] == a["allreduce_time_per_step_s"] and b["network_steps"] == 0
+
+
+@pytest.mark.parametrize("hw, bw", [("h100-sxm", 450e9), ("b200", 900e9)])
+@pytest.mark.parametrize("batch", [1, 64, 2048])
+def test_single_node_switched_results_unchanged(hw, bw, batch):
+    """NVSwitch parts: the old formula, to the last bit, with the accelerator link."""
+    r = _run(model="llama-3.1-70b", hardware=hw, num_gpus=8, batch_size=batch)
+    per = ring_allreduce_time(batch * 8192 * 2, 8, bw, 0.6e-6)
+    assert r["link_bandwidth_bytes_per_s"] == bw and r["time_per_allreduce_s"] == pytest.approx(per, rel=1e-11)
+    assert r["latency_per_hop_s"] == pytest.approx(0.6e-6) and r["servers_spanned"] == 1
+
+
+def test_network_link_without_scale_up_names_gpus_per_node():
+    with pytest.raises(InputError) as exc:
+        _run(hardware="l40s", num_gpus=2, link="ib-ndr-400")
+    assert exc.value.to_json()["field"] == "gpus_per_node"
+    assert _run(hardware="l40s", num_gpus=2, link="ib-ndr-400", gpus_per_node=1)["link_bandwidth_bytes_per_s"] == 50e9
+
+
+# --- Mesh and torus scale-up links -------------------------------------------------------------
+
+def test_mi300x_mesh_rings_use_the_links_to_the_other_members():
+    """AMD ROCm blog 'Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X'
+    (2025-03-02): fully connected mesh, 64 GB/s per link per direction, 448 GB/s (7 x 64) per GPU;
+    RCCL all_reduce_perf on 8 GPUs measures ~319 GB/s bus bandwidth at 16 GB. So at TP 8 rings use
+    all 7 links (a one-link ring, 64 GB/s, would give ~148 ms for the example below and is
+    contradicted by that measurement); at TP 2 only the one link between the pair is there."""
+    ex = dict(model="llama-3.1-70b", hardware="mi300x", link="accelerator", batch_size=2048)
+    bws = {n: _run(**ex, num_gpus=n)["link_bandwidth_bytes_per_s"] for n in (2, 4, 8)}
+    assert bws == {2: 64e9, 4: 192e9, 8: 448e9}
+    measured_busbw = 319e9
+    assert 64e9 < measured_busbw <= bws[8]
+    r8 = _run(**ex)
+    assert r8["allreduce_time_per_step_s"] == pytest.approx(22.3e-3, rel=0.005)
+    assert r8["allreduce_time_per_step_s"] == pytest.approx(
+        160 * ring_allreduce_time(2048 * 8192 * 2, 8, 448e9, 0.6e-6), rel=1e-12)
+    r2 = _run(**ex, num_gpus=2)
+    assert r2["time_per_allreduce_s"] == pytest.approx(ring_allreduce_time(2048 * 8192 * 2, 2, 64e9, 0.6e-6))
+    assert any(d["label"] == "Ring bandwidth on the chip's links" for d in r2["derivation"])
+
+
+def test_gaudi3_mesh_uses_its_21_scale_up_ports():
+    """Intel Gaudi docs, 'Intel Gaudi Network Configuration': 21 scale-up ports, 3 to each of the 7
+    peers, 525 GB/s per direction (the chip's 600 GB/s counts 3 scale-out ports); HCCL all-reduce on
+    8 cards measures 513 GB/s ('Collectives Performance'), just under that peak."""
+    assert ACC["gaudi3"].scale_up_link_bandwidth_bytes_per_s == 3 * 200e9 / 8
+    bw = _run(hardware="gaudi3", num_gpus=8)["link_bandwidth_bytes_per_s"]
+    assert bw == 525e9 and 513e9 <= bw
+    assert _run(hardware="gaudi3", num_gpus=2)["link_bandwidth_bytes_per_s"] == 75e9
+
+
+def test_torus_ring_uses_one_dimension():
+    """A ring along one torus dimension uses that dimension's two links; where the per-link figure is
+    not sourced (Cloud TPU docs give per-chip totals only) the chip total is used and said to be an upper bound."""
+    r = _run(hardware="tpu-v5e", num_gpus=8)
+    assert r["link_bandwidth_bytes_per_s"] == 200e9
+    assert "upper bound" in next(d["formula"] for d in r["derivation"] if d["label"].startswith("Ring bandwidth"))
+    mine = {"name": "Torus chip", "memory_bytes": 96e9, "memory_bandwidth_bytes_per_s": 2e12,
+            "dense_flops_per_s": {"bf16": 400e12}, "scale_up_bandwidth_bytes_per_s": 600e9,
+            "scale_up_topology": "torus", "scale_up_link_bandwidth_bytes_per_s": 100e9}
+    assert _run(hardware=mine, num_gpus=8)["link_bandwidth_bytes_per_s"] == 200e9
+    assert _run(hardware={**mine, "scale_up_topology": "switched"}, num_gpus=8)["link_bandwidth_bytes_per_s"] == 600e9

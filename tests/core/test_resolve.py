@@ -101,6 +101,9 @@ def acc(**over):
     ({"dense_flops_per_s": [1]}, "hardware.dense_flops_per_s"),
     ({"price_usd_per_hour": float("nan")}, "hardware.price_usd_per_hour"),
     ({"scale_up_domain": 0}, "hardware.scale_up_domain"),
+    ({"scale_up_topology": "ring"}, "hardware.scale_up_topology"),
+    ({"scale_up_bandwidth_bytes_per_s": 100e9, "scale_up_link_bandwidth_bytes_per_s": 200e9},
+     "hardware.scale_up_link_bandwidth_bytes_per_s"),                 # one link cannot exceed the total
     ({"hbm": 1}, "hardware.hbm"),
 ])
 def test_bad_accelerator_fields_named(over, field):
