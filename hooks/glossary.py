@@ -2,7 +2,8 @@
 
 When it runs:
 - on_page_markdown, every page: appends one `*[ABBR]: definition` line per abbreviation in
-  hooks/terms.toml (the Markdown `abbr` extension turns them into hover tooltips).
+  hooks/terms.toml, from the terms and from its tooltip-only [abbreviations] table (the Markdown
+  `abbr` extension turns them into hover tooltips).
 - on_page_markdown, docs/glossary.md: replaces `<!-- glossary:NAME -->` markers with tables:
   terms (from terms.toml) and accelerators, models, number formats (from the numeric core,
   `calculators`), serving engines and prices (calculators/data/engines.toml, prices.toml).
@@ -64,9 +65,10 @@ class Term:
 @dataclass(frozen=True)
 class Terms:
     terms: tuple[Term, ...]
-    headings: dict          # part number -> {id: heading text}
+    headings: dict          # part number -> {id: heading text}; inline anchors map to their id
     slugs: dict             # part number -> slug
     ignore: frozenset[str]
+    expansions: tuple = ()  # (abbreviation, meaning) pairs: tooltips without a glossary entry
 
 
 def parse_terms(data: dict) -> Terms:
@@ -74,6 +76,8 @@ def parse_terms(data: dict) -> Terms:
     for p in data.get("part", ()):
         slugs[p["number"]] = p["slug"]
         headings[p["number"]] = {h["id"]: h["text"] for h in p["headings"]}
+        # Inline anchors: ids pinned on a defining phrase, `**term**{#id}` (attr_list).
+        headings[p["number"]].update({a: a for a in p.get("anchors", ())})
         for h in p["headings"]:
             if "{#" not in h["text"] and slugify(h["text"]) != h["id"]:
                 raise ValueError(f"terms.toml: part {p['number']} heading {h['text']!r} slugifies to "
@@ -90,7 +94,11 @@ def parse_terms(data: dict) -> Terms:
     dupes = {i for i in ids if ids.count(i) > 1}
     if dupes:
         raise ValueError(f"terms.toml: duplicate term ids {sorted(dupes)}")
-    return Terms(tuple(terms), headings, slugs, frozenset(data.get("ignore", {}).get("words", ())))
+    expansions = tuple(data.get("abbreviations", {}).items())
+    clash = {a for a, _ in expansions} & {t.abbr for t in terms if t.abbr}
+    if clash:
+        raise ValueError(f"terms.toml: {sorted(clash)} both a term's abbr and in [abbreviations]")
+    return Terms(tuple(terms), headings, slugs, frozenset(data.get("ignore", {}).get("words", ())), expansions)
 
 
 @lru_cache(maxsize=None)
@@ -105,6 +113,8 @@ def abbreviations(terms: Terms) -> str:
         if t.abbr:
             text = f"{t.term}. {t.definition}".replace("[", "(").replace("]", ")")
             lines.append(f"*[{t.abbr}]: {text}")
+    for abbr, meaning in terms.expansions:
+        lines.append(f"*[{abbr}]: " + meaning.replace("[", "(").replace("]", ")"))
     return "\n".join(lines)
 
 
@@ -126,6 +136,16 @@ def render_terms(terms: Terms, written: frozenset[int]) -> str:
             where = f"Part {t.part} (not yet written)"
         rows.append(f"| {name} | {_cell(t.definition)} | {where} |")
     return _wrap("Terms", "\n".join(rows))
+
+
+def render_abbreviations(terms: Terms) -> str:
+    """Every abbreviation with a tooltip: a term's links to its row above, the rest are spelt out."""
+    rows = ["| Abbreviation | Meaning |", "|---|---|"]
+    entries = [(t.abbr, f"[{_cell(t.term)}](#{t.id})") for t in terms.terms if t.abbr]
+    entries += [(a, _cell(m)) for a, m in terms.expansions]
+    for abbr, meaning in sorted(entries, key=lambda e: e[0].lower()):
+        rows.append(f"| {_cell(abbr)} | {meaning} |")
+    return _wrap("Abbreviations", "\n".join(rows))
 
 
 def _wrap(caption: str, table: str, note: str = "") -> str:
@@ -289,6 +309,7 @@ def render_prices(data: dict | None = None) -> str:
 def render_glossary(markdown: str, terms: Terms, written: frozenset[int]) -> str:
     renderers = {
         "terms": lambda: render_terms(terms, written),
+        "abbreviations": lambda: render_abbreviations(terms),
         "accelerators": render_accelerators,
         "models": render_models,
         "formats": render_formats,

@@ -32,6 +32,12 @@ def heading_ids(markdown: str) -> set[str]:
     return ids
 
 
+def anchor_ids(markdown: str) -> set[str]:
+    """Heading ids plus inline ids pinned on a defining phrase: `**term**{#id}` (attr_list)."""
+    text = re.sub(r"```.*?```", "", markdown, flags=re.S)
+    return heading_ids(markdown) | set(re.findall(r"\*{1,2}[^*\n]+\*{1,2}\{#([\w-]+)\}", text))
+
+
 ABBR = re.compile(r"(?<![\w/.-])([A-Z][A-Z0-9]*[A-Z]s?|[A-Z]{2,}/[a-zA-Z]+)(?![\w-])")
 
 
@@ -46,12 +52,12 @@ def abbreviations_used(markdown: str) -> set[str]:
 
 
 def missing_anchors(terms, part: int, markdown: str) -> list[str]:
-    ids = heading_ids(markdown)
+    ids = anchor_ids(markdown)
     return sorted({t.anchor for t in terms.terms if t.part == part} - ids)
 
 
 def undefined_abbreviations(terms, markdown: str) -> list[str]:
-    known = {t.abbr for t in terms.terms if t.abbr} | terms.ignore
+    known = {t.abbr for t in terms.terms if t.abbr} | {a for a, _ in terms.expansions} | terms.ignore
     return sorted(w for w in abbreviations_used(markdown)
                   if w not in known and w.rstrip("s") not in known)
 
@@ -98,6 +104,9 @@ def test_the_checks_catch_a_bad_part(terms):
     assert "prefill-and-decode" in heading_ids(good)
     assert "prefill-and-decode" in heading_ids("## Other words {#prefill-and-decode}\n")
     assert "the-ridge-point" in missing_anchors(terms, 1, good)
+    assert "tpot" not in missing_anchors(terms, 3, "## Time per output token {#tpot}\n")
+    assert "itl" in missing_anchors(terms, 3, "The inter-token latency (ITL) is {#itl} a gap.\n")
+    assert "itl" not in missing_anchors(terms, 3, "**Inter-token latency (ITL)**{#itl} is a gap.\n")
     assert undefined_abbreviations(terms, good) == []
     assert undefined_abbreviations(terms, good + "\nThe QQZ budget.\n") == ["QQZ"]
 
@@ -113,6 +122,9 @@ def test_abbreviation_lines_feed_the_tooltips(terms):
     lines = G.abbreviations(terms).splitlines()
     assert any(line.startswith("*[TTFT]: Time to first token.") for line in lines)
     assert all(re.match(r"^\*\[[^\]]+\]: [^\[\]]+$", line) for line in lines)
+    assert any(line.startswith("*[OSDI]: ") for line in lines)     # tooltip-only expansions too
+    table = G.render_abbreviations(terms)
+    assert "| TTFT | [Time to first token](#time-to-first-token) |" in table
 
 
 # ---- tables from the numeric core -----------------------------------------------------
