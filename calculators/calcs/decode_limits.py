@@ -74,6 +74,36 @@ def _series(sm: StepModel, context: int, max_batch: int, gpus: int) -> dict:
     return out
 
 
+def _binding(max_batch: int, at_ridge: int) -> str:
+    """Which limit stops batching first: memory capacity, compute, or not fitting at all."""
+    if max_batch < 1:
+        return "does not fit"
+    if at_ridge and at_ridge <= max_batch:
+        return "compute (ridge point reached before memory is full)"
+    return "memory capacity (the batch that fits is still memory-bound)"
+
+
+def _derivation(dep, context, sm, weights, kv_seq, flops_seq, eff_ridge, at_ridge, max_batch, at_max):
+    limit, ridge = flops_seq / kv_seq, dep.peak_flops_per_s / dep.accelerator.memory_bandwidth_bytes_per_s
+    return [
+        step("KV bytes per sequence", "KV(T)", f"KV({context})", kv_seq, "B"),
+        step("Batch where KV reads equal weight reads", "W ÷ KV_seq", f"{weights:.6g} ÷ {kv_seq:.6g}",
+             weights / kv_seq, "sequences"),
+        step("Intensity limit", "F_seq ÷ KV_seq", f"{flops_seq:.6g} ÷ {kv_seq:.6g}", limit, "FLOP/B"),
+        step("Ridge point", "peak FLOP/s ÷ bandwidth",
+             f"{dep.peak_flops_per_s:.6g} ÷ {dep.accelerator.memory_bandwidth_bytes_per_s:.6g}", ridge, "FLOP/B"),
+        step("Effective ridge", "(η_compute × peak) ÷ (η_bw × bandwidth)",
+             f"({dep.compute_efficiency} × {dep.peak_flops_per_s:.6g}) ÷ ({dep.bandwidth_efficiency} × "
+             f"{dep.accelerator.memory_bandwidth_bytes_per_s:.6g})", eff_ridge, "FLOP/B"),
+        step("Batch at the ridge", "smallest B with B × F_seq ÷ (W + B × KV_seq) > effective ridge",
+             "never" if not at_ridge else f"B = {at_ridge}", at_ridge, "sequences"),
+        step("Sequences that fit", "⌊KV budget ÷ KV per sequence per GPU⌋", "memory calculator's rule",
+             max_batch, "sequences"),
+        step("Decode step at that batch", "max(bytes ÷ BW, FLOPs ÷ peak)",
+             f"max({at_max.memory_time_s:.6g}, {at_max.compute_time_s:.6g})", at_max.time_s, "s"),
+    ]
+
+
 def compute(v: dict) -> dict:
     dep, context, gpus = deployment(v), v["context_tokens"], v["num_gpus"]
     sm = StepModel(dep)
@@ -86,12 +116,6 @@ def compute(v: dict) -> dict:
     max_batch = budget(v, gpus)["sequences"]
     at_max = sm.decode(max(1, max_batch), context)
     b = max(1, max_batch)
-    if max_batch < 1:
-        binding = "does not fit"
-    elif at_ridge and at_ridge <= max_batch:
-        binding = "compute (ridge point reached before memory is full)"
-    else:
-        binding = "memory capacity (the batch that fits is still memory-bound)"
     return {
         "weight_bytes_all_experts": weights,
         "kv_bytes_per_sequence": kv_seq,
@@ -105,23 +129,8 @@ def compute(v: dict) -> dict:
         "tokens_per_s_per_user_at_max_batch": 1 / at_max.time_s,
         "tokens_per_s_per_gpu_at_max_batch": b / at_max.time_s / gpus,
         "kv_share_of_step_bytes_at_max_batch": at_max.kv_bytes / (at_max.kv_bytes + at_max.weight_bytes),
-        "binding_limit": binding,
-        "derivation": [
-            step("KV bytes per sequence", "KV(T)", f"KV({context})", kv_seq, "B"),
-            step("Batch where KV reads equal weight reads", "W ÷ KV_seq", f"{weights:.6g} ÷ {kv_seq:.6g}",
-                 weights / kv_seq, "sequences"),
-            step("Intensity limit", "F_seq ÷ KV_seq", f"{flops_seq:.6g} ÷ {kv_seq:.6g}", limit, "FLOP/B"),
-            step("Ridge point", "peak FLOP/s ÷ bandwidth",
-                 f"{dep.peak_flops_per_s:.6g} ÷ {dep.accelerator.memory_bandwidth_bytes_per_s:.6g}", ridge, "FLOP/B"),
-            step("Effective ridge", "(η_compute × peak) ÷ (η_bw × bandwidth)",
-                 f"({dep.compute_efficiency} × {dep.peak_flops_per_s:.6g}) ÷ ({dep.bandwidth_efficiency} × "
-                 f"{dep.accelerator.memory_bandwidth_bytes_per_s:.6g})", eff_ridge, "FLOP/B"),
-            step("Batch at the ridge", "smallest B with B × F_seq ÷ (W + B × KV_seq) > effective ridge",
-                 "never" if not at_ridge else f"B = {at_ridge}", at_ridge, "sequences"),
-            step("Sequences that fit", "⌊KV budget ÷ KV per sequence per GPU⌋", "memory calculator's rule",
-                 max_batch, "sequences"),
-            step("Decode step at that batch", "max(bytes ÷ BW, FLOPs ÷ peak)",
-                 f"max({at_max.memory_time_s:.6g}, {at_max.compute_time_s:.6g})", at_max.time_s, "s"),
-        ],
+        "binding_limit": _binding(max_batch, at_ridge),
+        "derivation": _derivation(dep, context, sm, weights, kv_seq, flops_seq, eff_ridge, at_ridge,
+                                  max_batch, at_max),
         "series": {"throughput_vs_batch": _series(sm, context, max_batch, gpus)},
     }
