@@ -46,6 +46,10 @@ SPECIFIC = [
     ("goodput", {"model": "qwen3-30b-a3b", "hardware": "h100-sxm", "input_distribution": "uniform",
                  "output_distribution": "fixed", "ttft_slo_s": 0.2, "tpot_slo_s": 0.05, "seed": 11}),
     ("goodput", {"model": "llama-3.1-70b", "hardware": "h100-sxm", "num_gpus": 1, "request_rate_per_s": 1}),
+    ("goodput", {"model": "llama-3.1-8b", "hardware": "h100-sxm", "request_rate_per_s": 20, "input_tokens_mean": 1024,
+                 "output_tokens_mean": 256, "ttft_slo_s": 0.5, "tpot_slo_s": 0.05}),   # overloaded past 1.5x
+    ("goodput", {"model": "gpt-oss-120b", "weight_dtype": "bf16", "expert_weight_dtype": "mxfp4",
+                 "request_rate_per_s": 40, "output_distribution": "uniform", "seed": 9}),
     ("cost", {"usd_per_gpu_hour": 2, "num_gpus": 8, "output_tokens_per_s": 14800,
               "input_tokens_per_s": 73700, "reasoning_tokens_per_task": 3000, "requests_per_s": 120}),
     # errors: each must come back as {"error": {...}} with the same text

@@ -1,0 +1,93 @@
+"""goodput: the default run describes steady state.
+
+The reference is a long run of the same simulator (5,000 requests, cold start, every request
+counted), as a technical review checked by hand: Llama 3.1 8B on one H100, prompts ~1,024,
+outputs ~256, TTFT ≤ 500 ms, TPOT ≤ 50 ms, capacity ~21 requests/s.
+"""
+import pytest
+
+from calculators import run
+from calculators.calcs.goodput import SCHEMA, summarise
+from calculators.calcs.goodput_sim import Workload, offered_load, simulate
+from calculators.calcs.memory import budget
+from calculators.calcs.steptime import StepModel, deployment
+from calculators.schema import validate
+
+PART3 = dict(model="llama-3.1-8b", hardware="h100-sxm", input_tokens_mean=1024, output_tokens_mean=256,
+             ttft_slo_s=0.5, tpot_slo_s=0.05)
+KNEE = (22, 25)   # within ~20% of capacity: only the verdict has to agree
+
+
+def _setup(inputs: dict):
+    v = validate(SCHEMA["inputs"], inputs)
+    pool = budget(dict(v, tensor_parallel=v["num_gpus"], context_tokens=1), v["num_gpus"])["tokens"]
+    return v, StepModel(deployment(v)), pool
+
+
+def _long_run(rate: float, seed: int, n: int = 5000) -> dict:
+    v, steps, pool = _setup(dict(PART3, seed=seed))
+    return summarise(simulate(steps, Workload(v).first(n), rate, v["max_batch_size"], pool), 0.5, 0.05)
+
+
+@pytest.mark.parametrize("rate", [10, 20, 22, 25, 30, 40])
+def test_default_run_agrees_with_a_5000_request_run(rate):
+    for seed in range(5):
+        short = run("goodput", dict(PART3, request_rate_per_s=rate, seed=seed))
+        long = _long_run(rate, seed)
+        assert (short["slo_attainment"] >= 0.9) == (long["attainment"] >= 0.9), (rate, seed)
+        if rate not in KNEE:
+            assert short["slo_attainment"] == pytest.approx(long["attainment"], abs=0.06), (rate, seed)
+        if rate == 10:   # well below capacity: the warm start gives the long run's pace
+            assert short["tpot_p50_s"] == pytest.approx(long["tpot_p50"], rel=0.1), seed
+
+
+def test_part3_capacity_sits_between_20_and_22_requests_per_s():
+    out = run("goodput", dict(PART3, request_rate_per_s=20))
+    assert 20 < out["capacity_requests_per_s"] < 22.5
+    assert out["stable"] == 1 and out["max_rate_meeting_slo_requests_per_s"] == 20
+
+
+def _saturated_rate(inputs: dict, n: int = 3000) -> tuple[float, float]:
+    """(completions per second in the middle of a run with every request queued at t = 0, estimate)."""
+    v, steps, pool = _setup(inputs)
+    work = Workload(v).first(n)
+    load = offered_load(steps, work[:300], v["max_batch_size"], pool)
+    queued = [(0.0, a, b) for _, a, b in work]
+    ends = sorted(r[0] + r[1] * (b - 1) for r, (_, _, b) in zip(simulate(steps, queued, 1.0, v["max_batch_size"], pool),
+                                                                 queued) if r is not None)
+    lo, hi = n // 3, n - n // 6
+    return (hi - lo) / (ends[hi] - ends[lo]), load.capacity()
+
+
+@pytest.mark.parametrize("inputs", [
+    {}, dict(input_tokens_mean=1024, output_tokens_mean=256), dict(input_tokens_mean=32, output_tokens_mean=256),
+    dict(model="gpt-oss-120b", weight_dtype="bf16", expert_weight_dtype="mxfp4"), dict(model="qwen3-30b-a3b"),
+    dict(model="gemma-3-27b", input_tokens_mean=4000), dict(input_distribution="fixed", output_distribution="fixed"),
+    dict(input_tokens_mean=1024, output_tokens_mean=256, max_batch_size=32),
+])
+def test_capacity_estimate_matches_a_saturated_simulation(inputs):
+    simulated, estimate = _saturated_rate(inputs)
+    assert estimate == pytest.approx(simulated, rel=0.07)
+
+
+def test_overload_is_reported_plainly():
+    over = run("goodput", dict(PART3, request_rate_per_s=40))
+    assert over["stable"] == 0 and over["utilisation"] > 1
+    assert over["slo_attainment"] == 0 and over["goodput_requests_per_s"] == 0
+    assert any("queues grow without bound" in note for note in over["notes"])
+    calm = run("goodput", dict(PART3, request_rate_per_s=10))
+    assert calm["stable"] == 1 and calm["notes"] == [] and calm["utilisation"] < 0.6
+
+
+def test_overloaded_rates_share_one_schedule_and_ttft_grows_with_the_rate():
+    out = run("goodput", dict(PART3, request_rate_per_s=30))
+    series = out["series"]["latency_vs_rate"]
+    rates, ttft = series["x"]["values"], series["y"][0]["values"]
+    tpot = series["y"][1]["values"]
+    assert rates[3:] == [45.0, 60.0, 90.0] and ttft[3] < ttft[4] < ttft[5]
+    assert tpot[3] == tpot[4] == tpot[5]   # a full batch paces every overloaded rate alike
+
+
+def test_workload_prefix_does_not_depend_on_the_length_asked_for():
+    v = validate(SCHEMA["inputs"], {"seed": 4})
+    assert Workload(v).first(50) == Workload(v).first(700)[:50]
