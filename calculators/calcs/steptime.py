@@ -5,6 +5,12 @@
   MoE: distinct experts a batch touches per layer = E × (1 − (1 − k/E)^B)  (uniform, independent routing)
   FLOPs: 2 × active params per token (Kaplan et al. arXiv 2001.08361) plus attention,
          2 × H × (d_qk + d_v) per held token per layer (QKᵀ and AV, one multiply-add each).
+  MLA (DeepSeek-V2 arXiv 2405.04434 §2.1; vLLM v1/attention/backends/mla/common.py): prefill runs the
+         expanded "compute friendly" form, d_qk = qk_nope + qk_rope, d_v = v_head_dim (192/128 on V3);
+         decode the absorbed "data-movement friendly" form over the latent, d_qk = r_kv + qk_rope,
+         d_v = r_kv (576/512). The latent's up-projections (kv_b_proj: prefill expands each new token,
+         decode folds them into the query and output) are r_kv × H × (qk_nope + v) weights that
+         params.py counts, so 2 × active params already prices them in either form.
 With efficiencies at 1.0 the times are lower bounds and the rates upper bounds.
 """
 from __future__ import annotations
@@ -103,19 +109,26 @@ def weight_bytes_touched(dep: Deployment, tokens: float, counts: tuple | None = 
     return (total - experts) * dep.weight_elem_bytes + experts * share * expert_b
 
 
-def attention_terms(model: Model) -> list[tuple[int, int | None]]:
-    """(FLOPs per key seen over that kind's layers, cap) per layer kind: 2 × H × (d_qk + d_v) × layers."""
+def attention_widths(model: Model, prefill: bool) -> tuple[int, int]:
+    """(d_qk, d_v) each query head multiplies per key. MLA: expanded form for prefill, absorbed for decode."""
     a = model.attention
-    if a.kind == "mla":   # absorbed MLA attends over the latent: d_qk = r + d_rope, d_v = r
-        qk, vd = a.kv_lora_rank + a.qk_rope_head_dim, a.kv_lora_rank
-    else:
-        qk, vd = a.head_dim, a.v_head_dim or a.head_dim
-    return [(g.layers * 2 * a.num_heads * (qk + vd), g.cap_tokens) for g in layer_groups(model)]
+    if a.kind != "mla":
+        return a.head_dim, a.v_head_dim or a.head_dim
+    if prefill:   # per-head K and V expanded from the latent: MHA with these widths (as params.py sizes them)
+        return a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim or a.head_dim
+    return a.kv_lora_rank + a.qk_rope_head_dim, a.kv_lora_rank   # every head against the shared latent
 
 
-def attention_flops_per_token(model: Model, held_tokens_sum) -> float:
+def attention_terms(model: Model, prefill: bool = False) -> list[tuple[int, int | None]]:
+    """(FLOPs per key seen over that kind's layers, cap) per layer kind: 2 × H × (d_qk + d_v) × layers."""
+    qk, vd = attention_widths(model, prefill)
+    heads = model.attention.num_heads
+    return [(g.layers * 2 * heads * (qk + vd), g.cap_tokens) for g in layer_groups(model)]
+
+
+def attention_flops_per_token(model: Model, held_tokens_sum, prefill: bool = False) -> float:
     """FLOPs of QKᵀ and AV for one query; held_tokens_sum(cap) gives the keys it sees."""
-    return sum(per_key * held_tokens_sum(cap) for per_key, cap in attention_terms(model))
+    return sum(per_key * held_tokens_sum(cap) for per_key, cap in attention_terms(model, prefill))
 
 
 def _causal_keys(cap: int | None, prompt_tokens: int) -> float:
@@ -139,7 +152,8 @@ class StepModel:
         self._weights: dict = {}
         self._per_seq: dict = {}
         self._per_prompt: dict = {}
-        self._attention = attention_terms(dep.model)
+        self._attention = attention_terms(dep.model)                  # decode (MLA absorbed)
+        self._prefill_attention = attention_terms(dep.model, prefill=True)   # prefill (MLA expanded)
         self._kv = [(per_token, cap) for _, per_token, cap in kv_terms(dep.model, dep.kv_elem_bytes)]
 
     def _times(self, flops: float, weight_bytes: float, kv_bytes: float) -> tuple[float, float]:
@@ -176,7 +190,7 @@ class StepModel:
         found = self._per_prompt.get(prompt_tokens)
         if found is None:   # the same sums as attention_flops_per_token and kv_bytes_per_sequence
             t = prompt_tokens
-            attention = sum(c * _causal_keys(cap, t) for c, cap in self._attention)
+            attention = sum(c * _causal_keys(cap, t) for c, cap in self._prefill_attention)
             found = self._per_prompt[t] = (2 * self.active * t + attention, self.per_sequence(t)[1])
         return found
 

@@ -16,7 +16,7 @@ def test_fast_paths_equal_the_general_formulas_bit_for_bit(model):
         held = lambda cap, t=context: t if cap is None else min(t, cap)  # noqa: E731
         assert sm.per_sequence(context) == (2 * sm.active + attention_flops_per_token(sm.dep.model, held),
                                             kv_bytes_per_sequence(sm.dep.model, context, sm.dep.kv_elem_bytes))
-        causal = attention_flops_per_token(sm.dep.model, lambda cap, t=context: _causal_keys(cap, t))
+        causal = attention_flops_per_token(sm.dep.model, lambda cap, t=context: _causal_keys(cap, t), prefill=True)
         assert sm.per_prompt(context)[0] == 2 * sm.active * context + causal
         for batch in (1, 7, 256):
             assert sm.decode_time(batch, context) == sm.decode(batch, context).time_s
