@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from ..errors import InputError
 from ..schema import integer, number, output, step
 
 HOURS_PER_MONTH = 730.0   # 8,760 h per year ÷ 12
@@ -58,8 +59,14 @@ SCHEMA = {
 }
 
 
+MIN_RATE = 0.001  # tokens/s; the output rate's floor too, so costs and GPU counts stay finite
+
+
 def compute(v: dict) -> dict:
     price, n, out_rate, in_rate = v["usd_per_gpu_hour"], v["num_gpus"], v["output_tokens_per_s"], v["input_tokens_per_s"]
+    if 0 < in_rate < MIN_RATE:
+        raise InputError("input_tokens_per_s", f"must be 0 (not priced separately) or a number from {MIN_RATE} "
+                                               "to 10,000,000,000 tokens/s")
     per_m_out = usd_per_million(price, n, out_rate)
     per_m_in = usd_per_million(price, n, in_rate) if in_rate > 0 else 0.0
     generated = v["output_tokens_per_task"] + v["reasoning_tokens_per_task"]

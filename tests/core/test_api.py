@@ -149,3 +149,10 @@ def test_memory_reports_not_fitting_instead_of_failing():
 def test_goodput_is_seeded_and_deterministic():
     a, b = run_json("goodput", '{"seed": 7}'), run_json("goodput", '{"seed": 7}')
     assert a == b and a != run_json("goodput", '{"seed": 8}')
+
+
+def test_cost_rejects_a_vanishing_input_rate_by_name():
+    # Hypothesis once drew 5e-324 tokens/s: the GPU count overflowed. Now it is a clear input error.
+    with pytest.raises(InputError, match="input_tokens_per_s: must be 0"):
+        run("cost", {"input_tokens_per_s": 5e-324})
+    assert run("cost", {"input_tokens_per_s": 0.001})["usd_per_million_input_tokens"] > 0

@@ -76,6 +76,7 @@ class Calculator {
   async compute() {
     const seq = ++this.latest;
     const inputs = this.inputs();
+    if (this.runtime.state !== "ready") this.say(STATUS.loading);
     let text;
     try {
       text = await this.runtime.call({ op: "present", name: this.name, inputs });

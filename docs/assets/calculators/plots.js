@@ -37,13 +37,16 @@ function sharedUnit(plot) {
 
 function traces(plot, c) {
   const shared = sharedUnit(plot);
-  const mode = plot.kind === "scatter" ? "markers" : "lines+markers";
-  return plot.y.map((y, i) => ({
-    type: plot.kind === "bar" ? "bar" : "scatter", mode, x: plot.x.values, y: y.values,
-    name: shared || !y.unit ? y.name : `${y.name} (${y.unit})`,
-    line: { color: c.series[i % 6], dash: DASHES[i % 6], width: 2 },
-    marker: { color: c.series[i % 6], symbol: SYMBOLS[i % 6], size: 6 },
-  }));
+  return plot.y.map((y, i) => {
+    // A series that is mostly gaps marks operating points: draw it as large markers.
+    const points = y.values.filter((v) => v !== null).length <= 3 || plot.kind === "scatter";
+    return {
+      type: plot.kind === "bar" ? "bar" : "scatter", mode: points ? "markers" : "lines",
+      x: plot.x.values, y: y.values, name: shared || !y.unit ? y.name : `${y.name} (${y.unit})`,
+      line: { color: c.series[i % 6], dash: DASHES[i % 6], width: 2 },
+      marker: { color: c.series[i % 6], symbol: SYMBOLS[i % 6], size: points ? 12 : 6 },
+    };
+  });
 }
 
 function layout(plot, c) {
@@ -59,9 +62,9 @@ function layout(plot, c) {
 export async function draw(chart, plot, plotlyUrl) {
   const Plotly = await loadPlotly(plotlyUrl);
   const c = themeColours();
+  chart.classList.add("is-live");   // sizes the box first: Plotly measures it when drawing
   await Plotly.react(chart, traces(plot, c), layout(plot, c),
     { responsive: true, displayModeBar: false, displaylogo: false });
-  chart.classList.add("is-live");
   drawn.set(chart, { plot, plotlyUrl });
 }
 
