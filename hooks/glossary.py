@@ -60,6 +60,7 @@ class Term:
     anchor: str
     abbr: str = ""
     id: str = ""
+    expansion: str = ""     # what the abbreviation stands for, when the term's name is not it
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def parse_terms(data: dict) -> Terms:
     terms = []
     for t in data["term"]:
         term = Term(t["term"], t["definition"], t["part"], t["anchor"], t.get("abbr", ""),
-                    t.get("id") or slugify(t["term"]))
+                    t.get("id") or slugify(t["term"]), t.get("expansion", ""))
         if term.anchor not in headings.get(term.part, {}):
             raise ValueError(f"terms.toml: {term.term!r} names anchor {term.anchor!r}, "
                              f"not a heading of part {term.part}")
@@ -107,11 +108,15 @@ def load_terms(path: Path = TERMS) -> Terms:
 
 
 def abbreviations(terms: Terms) -> str:
-    """`*[ABBR]: Term: definition` lines for the abbr extension, one per abbreviation."""
+    """`*[ABBR]: expansion` lines for the abbr extension, one per abbreviation.
+
+    A tooltip spells the abbreviation out; the definition lives once, in the glossary.
+    (Repeating definitions on every use cost Part 1 some 30 KB of page weight.)
+    """
     lines = []
     for t in terms.terms:
         if t.abbr:
-            text = f"{t.term}. {t.definition}".replace("[", "(").replace("]", ")")
+            text = (t.expansion or t.term).replace("[", "(").replace("]", ")")
             lines.append(f"*[{t.abbr}]: {text}")
     for abbr, meaning in terms.expansions:
         lines.append(f"*[{abbr}]: " + meaning.replace("[", "(").replace("]", ")"))

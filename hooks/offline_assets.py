@@ -1,6 +1,6 @@
 """MkDocs hook: put every runtime asset into the site, from pinned local sources.
 
-Nothing is fetched at build or run time. Pyodide, Plotly and KaTeX come from
+Nothing is fetched at build or run time. Pyodide and Plotly come from
 ``node_modules`` (pinned by package-lock.json) under versioned paths, so a host
 may cache them forever; the core's wheel is built from ``calculators/`` and
 versioned by its content hash. Files are added with ``File.generated`` so the
@@ -49,18 +49,10 @@ def plotly_files(node_modules: Path = NODE) -> dict[str, Path]:
             node_modules / pkg / "plotly-cartesian.min.js"}
 
 
-def katex_files(node_modules: Path = NODE) -> dict[str, Path]:
-    dist = node_modules / "katex" / "dist"
-    base = f"assets/vendor/katex/{npm_version('katex', node_modules)}/"
-    files = {base + "katex.min.css": dist / "katex.min.css"}
-    files.update({base + "fonts/" + f.name: f for f in sorted((dist / "fonts").glob("*.woff2"))})
-    return files
-
-
 def vendored_files(node_modules: Path = NODE) -> dict[str, Path]:
     """Site path -> source file, for every vendored asset."""
     files: dict[str, Path] = {}
-    for part in (pyodide_files, plotly_files, katex_files):
+    for part in (pyodide_files, plotly_files):
         files.update(part(node_modules))
     missing = [str(p) for p in files.values() if not p.exists()]
     if missing:

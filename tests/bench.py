@@ -125,7 +125,8 @@ def recompute_and_memory(browser, server) -> dict:
     page.goto(server.origin + CALC_PAGE)
     page.wait_for_function("() => window.llmsiCalculators")
     samples = page.evaluate(RECOMPUTE, 20)
-    heap = page.workers[0].evaluate("() => self.wasmHeapBytes()") if page.workers else None
+    ours = [w for w in page.workers if w.url.endswith("/calculators/worker.js")]   # not Material's search worker
+    heap = ours[0].evaluate("() => self.wasmHeapBytes()") if ours else None
     context.close()
     every = [t for ts in samples.values() for t in ts]
     per = {n: {"p50_ms": round(percentile(t, 50), 1), "p95_ms": round(percentile(t, 95), 1)} for n, t in samples.items()}

@@ -7,19 +7,28 @@
 let booted = null;
 const py = {};
 
+const marks = {};   // boot phases in ms since the worker started, for `make bench`
+const mark = (name) => { marks[name] = Math.round(performance.now()); };
+
 async function boot(pyodideDir, wheel) {
   // The runtime ships under .js names so servers that don't know .mjs can still serve it.
+  mark("start");
   const { loadPyodide } = await import(pyodideDir + "pyodide-loader.js");
   const { default: createPyodideModule } = await import(pyodideDir + "pyodide-asm.js");
+  mark("modules");
   const pyodide = await loadPyodide({
     indexURL: pyodideDir, createPyodideModule, stdout: () => {}, stderr: () => {},
   });
+  mark("python");
   await pyodide.loadPackage(wheel, { messageCallback: () => {} });
+  mark("wheel");
   pyodide.runPython("from calculators.page import present_json, describe_json");
+  mark("imported");
   py.present = pyodide.globals.get("present_json");
   py.describe = pyodide.globals.get("describe_json");
   // For `make bench`: the WebAssembly heap, where Python's objects live.
   self.wasmHeapBytes = () => pyodide._module.HEAP8.buffer.byteLength;
+  self.bootMarks = () => marks;
 }
 
 async function handle(data) {
