@@ -42,14 +42,14 @@ def _control(spec: dict, value, fid: str, presets: dict) -> str:
     if t == "boolean":
         return f'<input type="checkbox" {common}{" checked" if value else ""}>'
     mode = "numeric" if t == "integer" else "decimal"
-    return f'<input type="text" inputmode="{mode}" autocomplete="off" spellcheck="false" {common} value="{_attr(value)}">'
+    return f'<input type="text" inputmode="{mode}" {common} value="{_attr(value)}">'
 
 
 def _field(spec: dict, value, root: str, presets: dict) -> str:
     fid = f"{root}-{spec['key']}"
     unit = f' <span class="calc__unit">({escape(spec["unit"])})</span>' if spec.get("unit") else ""
     help_text = " ".join(t for t in (spec.get("help", ""), range_text(spec)) if t)
-    return (f'<div class="calc__field" data-field="{_attr(spec["key"])}" data-type="{spec["type"]}">'
+    return (f'<div class="calc__field" data-field="{_attr(spec["key"])}">'
             f'<label for="{fid}">{escape(spec["label"])}{unit}</label>'
             f'{_control(spec, value, fid, presets)}'
             f'<p class="calc__help" id="{fid}-help">{escape(help_text)}</p>'
@@ -105,7 +105,7 @@ def calculator_html(*, root: str, schema: dict, title: str, values: dict, shown:
             f"data-inputs='{_attr(json.dumps(values))}' data-runtime='{_attr(json.dumps(runtime))}'>"
             f'<p class="calc__title"><strong>{escape(title or schema["title"])}</strong></p>'
             f'<p class="calc__desc">{escape(schema["description"])}</p>'
-            f'<form class="calc__form" novalidate aria-label="{_attr(title or schema["title"])}: inputs">{fields}</form>'
+            f'<form class="calc__form" novalidate autocomplete="off" spellcheck="false" aria-label="{_attr(title or schema["title"])}: inputs">{fields}</form>'
             f'<p class="calc__status" role="status" data-calc-status>Results computed for these inputs when the page '
             f'was built. Change a value and Python recomputes them in your browser.</p>'
             f'{results_html(shown)}{work_html(shown)}'
