@@ -68,7 +68,7 @@ def engine_fields() -> list[dict]:
     return [
         choice("engine_rule", "Engine memory rule", "vllm", [("vllm", "vLLM"), ("sglang", "SGLang")]),
         number("gpu_memory_utilization", "vLLM gpu_memory_utilization", 0.9, 0.05, 1.0, "",
-               "Fraction of GPU memory vLLM may use (vLLM default 0.9).", 0.01),
+               "Fraction of GPU memory vLLM may use. vLLM's default: 0.9 up to v0.19, 0.92 from v0.20.0 (PR #38284).", 0.01),
         number("activation_reserve_gib", "vLLM activation and CUDA-graph reserve", 2.0, 0.0, 1024.0, "GiB",
                "An assumption: vLLM measures this by profiling; a few GiB is typical."),
         number("mem_fraction_static", "SGLang mem_fraction_static", 0.88, 0.05, 1.0, "",
