@@ -388,8 +388,17 @@ def test_other_tabs_follow(open_page):
 
 # ---- keyboard, labels, axe ------------------------------------------------------------------------
 
+def wait_for_search_shortcut(page):
+    """Material binds its search hotkeys once search has started (its status line stops saying
+    "Initializing search"); until then "s" does nothing anywhere, and a check that it does nothing
+    inside the panel would prove nothing."""
+    page.wait_for_function("() => { const m = document.querySelector('.md-search-result__meta');"
+                           " return m && m.textContent.trim() && !/initializ/i.test(m.textContent); }", timeout=60_000)
+
+
 def test_panel_keyboard_flow(open_page):
     page, log = open_page("/")
+    wait_for_search_shortcut(page)
     toggle = page.locator("[data-rs-toggle]")
     toggle.focus()
     page.keyboard.press("Enter")
@@ -417,7 +426,7 @@ def test_panel_keyboard_flow(open_page):
     # Control: outside the panel the shortcut does fire, so the check above means something.
     page.focus("[data-rs-cycle]")
     page.keyboard.press("s")
-    assert page.evaluate("document.getElementById('__search').checked")
+    page.wait_for_function("() => document.getElementById('__search').checked", timeout=3000)
     assert log.errors == []
 
 
