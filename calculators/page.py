@@ -18,16 +18,14 @@ def _outputs(spec: dict, result: dict) -> list[dict]:
             for o in spec["outputs"]]
 
 
+# A derivation step carries a unit, not an output format: these units read like their formats.
+_UNIT_FORMATS = {"B": "bytes", "s": "seconds", "FLOP/s": "flops"}
+
+
 def _value_text(value, unit: str) -> str:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return str(value)
-    if unit == "B":
-        return display.auto_bytes(value)
-    if unit == "s":
-        return display.auto_seconds(value)
-    if unit == "FLOP/s":
-        return display.auto_flops(value)
-    return display.sig(value) + (f" {unit}" if unit else "")
+    return display.by_output_format(value, _UNIT_FORMATS.get(unit, "number"), unit)
 
 
 def _work(result: dict) -> list[dict]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..schema import integer, output, series, step
 from .memory import budget, engine_fields
-from .steptime import StepModel, deployment, deployment_fields, effective_ridge
+from .steptime import StepModel, deployment, deployment_fields, effective_ridge, ridge_point
 
 SEARCH_MAX = 10_000_000
 
@@ -84,7 +84,7 @@ def _binding(max_batch: int, at_ridge: int) -> str:
 
 
 def _derivation(dep, context, sm, weights, kv_seq, flops_seq, eff_ridge, at_ridge, max_batch, at_max):
-    limit, ridge = flops_seq / kv_seq, dep.peak_flops_per_s / dep.accelerator.memory_bandwidth_bytes_per_s
+    limit, ridge = flops_seq / kv_seq, ridge_point(dep)
     return [
         step("KV bytes per sequence", "KV(T)", f"KV({context})", kv_seq, "B"),
         step("Batch where KV reads equal weight reads", "W ÷ KV_seq", f"{weights:.6g} ÷ {kv_seq:.6g}",
@@ -109,7 +109,7 @@ def compute(v: dict) -> dict:
     sm = StepModel(dep)
     flops_seq, kv_seq = sm.per_sequence(context)
     weights = sm.weight_bytes(float(SEARCH_MAX))
-    ridge = dep.peak_flops_per_s / dep.accelerator.memory_bandwidth_bytes_per_s
+    ridge = ridge_point(dep)
     limit = flops_seq / kv_seq
     eff_ridge = effective_ridge(dep)
     at_ridge = batch_at_ridge(sm, context)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..schema import integer, output, series, step
 from .steptime import (Deployment, compute_ceiling_tokens_per_s_per_gpu, decode_step, decode_steps,
-                       deployment, deployment_fields, efficiency_steps, experts_touched, prefill_step)
+                       deployment, deployment_fields, efficiency_steps, experts_touched, prefill_step,
+                       ridge_point)
 
 
 # ---- the calculator ------------------------------------------------------------------
@@ -69,7 +70,7 @@ def compute(v: dict) -> dict:
     dep = deployment(v)
     batch, context, prompt = v["batch_size"], v["context_tokens"], v["prefill_tokens"]
     bw = dep.accelerator.memory_bandwidth_bytes_per_s
-    ridge = dep.peak_flops_per_s / bw
+    ridge = ridge_point(dep)
     dec, pre = decode_step(dep, batch, context), prefill_step(dep, [prompt])
     moe = dep.model.moe
     touched = experts_touched(moe.num_experts, moe.experts_per_token, batch) if moe else 0.0

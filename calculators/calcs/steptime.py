@@ -216,6 +216,11 @@ def prefill_step(dep: Deployment, prompt_lengths) -> StepCost:
     return StepModel(dep).prefill(prompt_lengths)
 
 
+def ridge_point(dep: Deployment) -> float:
+    """Dense peak FLOP/s ÷ memory bandwidth, FLOP/B: where the roofline bends."""
+    return dep.peak_flops_per_s / dep.accelerator.memory_bandwidth_bytes_per_s
+
+
 def effective_ridge(dep: Deployment) -> float:
     """The ridge the step times obey: (η_compute × peak) ÷ (η_bw × bandwidth), FLOP/B."""
     return (dep.peak_flops_per_s * dep.compute_efficiency
