@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
@@ -20,8 +21,10 @@ import wheel  # noqa: E402  (sibling module, not a package)
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE = ROOT / "node_modules"
+PLOTLY = "plotly.js-cartesian-dist-min"
 
 
+@lru_cache(maxsize=None)   # read once per process, not once per calculator block
 def npm_version(package: str, node_modules: Path = NODE) -> str:
     manifest = node_modules / package / "package.json"
     if not manifest.exists():
@@ -29,10 +32,19 @@ def npm_version(package: str, node_modules: Path = NODE) -> str:
     return json.loads(manifest.read_text())["version"]
 
 
+def pyodide_dir(node_modules: Path = NODE) -> str:
+    """The site folder of the Python runtime, versioned so a host may cache it forever."""
+    return f"assets/vendor/pyodide/{npm_version('pyodide', node_modules)}/"
+
+
+def plotly_path(node_modules: Path = NODE) -> str:
+    return f"assets/vendor/plotly/{npm_version(PLOTLY, node_modules)}/plotly-cartesian.min.js"
+
+
 def pyodide_files(node_modules: Path = NODE) -> dict[str, Path]:
     """The runtime under .js names: a server that doesn't know .mjs can't break it."""
     src = node_modules / "pyodide"
-    base = f"assets/vendor/pyodide/{npm_version('pyodide', node_modules)}/"
+    base = pyodide_dir(node_modules)
     names = {
         "pyodide-loader.js": "pyodide.mjs",
         "pyodide-asm.js": "pyodide.asm.mjs",
@@ -44,9 +56,7 @@ def pyodide_files(node_modules: Path = NODE) -> dict[str, Path]:
 
 
 def plotly_files(node_modules: Path = NODE) -> dict[str, Path]:
-    pkg = "plotly.js-cartesian-dist-min"
-    return {f"assets/vendor/plotly/{npm_version(pkg, node_modules)}/plotly-cartesian.min.js":
-            node_modules / pkg / "plotly-cartesian.min.js"}
+    return {plotly_path(node_modules): node_modules / PLOTLY / "plotly-cartesian.min.js"}
 
 
 def vendored_files(node_modules: Path = NODE) -> dict[str, Path]:
