@@ -16,9 +16,19 @@ def wait_live(page, root_id, timeout=120_000):
                            f" return s && s.textContent.startsWith('Live'); }}", timeout=timeout)
 
 
+# The results table as [[output key, text shown], ...], read in the page.
+ROWS = "id => [...document.querySelectorAll(`#${id} [data-calc-results] tr`)]" \
+       ".map(r => [r.dataset.out, r.querySelector('td').textContent])"
+
+
 def shown_outputs(page, root_id):
-    return page.eval_on_selector_all(f"#{root_id} [data-calc-results] tr",
-                                     "rows => rows.map(r => [r.dataset.out, r.querySelector('td').textContent])")
+    return page.evaluate(ROWS, root_id)
+
+
+def wait_for_outputs(page, root_id, expected, timeout=60_000):
+    """Wait until the results table shows exactly `expected` (a recompute has landed)."""
+    page.wait_for_function(f"([id, exp]) => JSON.stringify(({ROWS})(id)) === JSON.stringify(exp)",
+                           arg=[root_id, expected], timeout=timeout)
 
 
 def expected_outputs(name, inputs):
@@ -103,11 +113,7 @@ def test_changing_each_input_updates_the_results(workbench):
             (key, value), = change.items()
             set_field(page, root_id, key, value)
             inputs = {**base, **change}
-            expected = expected_outputs(name, inputs)
-            page.wait_for_function(
-                "([id, exp]) => JSON.stringify([...document.querySelectorAll(`#${id} [data-calc-results] tr`)]"
-                ".map(r => [r.dataset.out, r.querySelector('td').textContent])) === JSON.stringify(exp)",
-                arg=[root_id, expected], timeout=30_000)
+            wait_for_outputs(page, root_id, expected_outputs(name, inputs), timeout=30_000)
             set_field(page, root_id, key, base.get(key, next(
                 f["default"] for f in calculators.schema(name)["inputs"] if f["key"] == key)))
 
@@ -121,9 +127,7 @@ def test_bad_input_gets_a_message_and_keeps_the_last_result(workbench, bad):
     root = "workbench-kv-cache"
     set_field(page, root, "context_tokens", 4096)
     good = expected_outputs("kv_cache", {"model": "llama-3.1-70b", "context_tokens": 4096})
-    page.wait_for_function("([id, exp]) => JSON.stringify([...document.querySelectorAll(`#${id} [data-calc-results] tr`)]"
-                           ".map(r => [r.dataset.out, r.querySelector('td').textContent])) === JSON.stringify(exp)",
-                           arg=[root, good], timeout=60_000)
+    wait_for_outputs(page, root, good)
     set_field(page, root, "context_tokens", bad)
     error = page.locator(f"#{root} [data-field='context_tokens'] [data-error]")
     error.wait_for(state="visible", timeout=30_000)
@@ -142,9 +146,7 @@ def test_shared_link_restores_the_same_results(workbench, browser):
     set_field(page, root, "model", "qwen3-32b")
     set_field(page, root, "context_tokens", 65536)
     wait_for = {"model": "qwen3-32b", "context_tokens": 65536}
-    page.wait_for_function("([id, exp]) => JSON.stringify([...document.querySelectorAll(`#${id} [data-calc-results] tr`)]"
-                           ".map(r => [r.dataset.out, r.querySelector('td').textContent])) === JSON.stringify(exp)",
-                           arg=[root, expected_outputs("kv_cache", wait_for)], timeout=60_000)
+    wait_for_outputs(page, root, expected_outputs("kv_cache", wait_for))
     page.click(f"#{root} [data-action='link']")
     link = page.evaluate("id => window.llmsiCalculators.calcs.find(c => c.root.id === id) && "
                          "new URL(location.href).origin + '/workbench/?' + new URLSearchParams({calc: id, model: 'qwen3-32b', "
