@@ -3,6 +3,8 @@
 The form, the results, the worked derivation and the plot's data table are all in the
 HTML the build writes, so the page is right before any script runs; the browser's
 script then recomputes in place, keyed by the data-* attributes written here.
+Controls and results are marked ``data-search-exclude``: search finds a calculator by
+its title and description, not by every preset name in its selects.
 """
 from __future__ import annotations
 
@@ -60,15 +62,16 @@ def results_html(shown: dict) -> str:
     rows = "".join(f'<tr data-out="{_attr(o["key"])}"><th scope="row">{escape(o["label"])}</th>'
                    f'<td>{escape(o["text"])}</td></tr>' for o in shown["outputs"])
     notes = "".join(f"<li>{escape(n)}</li>" for n in shown["notes"])
-    return (f'<table class="calc__results"><caption>Results</caption><tbody data-calc-results>{rows}</tbody></table>'
-            f'<ul class="calc__notes" data-calc-notes{"" if notes else " hidden"}>{notes}</ul>')
+    return (f'<table class="calc__results" data-search-exclude><caption>Results</caption>'
+            f'<tbody data-calc-results>{rows}</tbody></table>'
+            f'<ul class="calc__notes" data-calc-notes data-search-exclude{"" if notes else " hidden"}>{notes}</ul>')
 
 
 def work_html(shown: dict) -> str:
     items = "".join(f'<li><span class="calc__step">{escape(w["label"])}</span> '
                     f'<code>{escape(w["formula"])}</code> = <code>{escape(str(w["substituted"]))}</code> '
                     f'= <strong>{escape(w["text"])}</strong></li>' for w in shown["work"])
-    return (f'<details class="calc__work"><summary>Show the work</summary>'
+    return (f'<details class="calc__work" data-search-exclude><summary>Show the work</summary>'
             f'<ol data-calc-work>{items}</ol></details>')
 
 
@@ -81,7 +84,7 @@ def table_html(table: dict) -> str:
 def figure_html(root: str, plot_id: str, shown: dict, svg: str) -> str:
     plot = shown["result"]["series"][plot_id]
     title = escape(plot["title"])
-    return (f'<figure class="calc__figure" data-plot="{_attr(plot_id)}">'
+    return (f'<figure class="calc__figure" data-search-exclude data-plot="{_attr(plot_id)}">'
             f'<figcaption id="{root}-plot-title">{title}</figcaption>'
             f'<div class="calc__chart" role="img" aria-labelledby="{root}-plot-title" '
             f'aria-describedby="{root}-plot-data">{svg}</div>'
@@ -93,7 +96,7 @@ def actions_html(has_plot: bool) -> str:
     buttons = [("link", "Copy link"), ("csv", "Download CSV"), ("json", "Download JSON")]
     if has_plot:
         buttons.append(("png", "Download PNG"))
-    return '<div class="calc__actions">' + "".join(
+    return '<div class="calc__actions" data-search-exclude>' + "".join(
         f'<button type="button" class="md-button" data-action="{a}">{label}</button>' for a, label in buttons) + "</div>"
 
 
@@ -105,8 +108,9 @@ def calculator_html(*, root: str, schema: dict, title: str, values: dict, shown:
             f"data-inputs='{_attr(json.dumps(values))}' data-runtime='{_attr(json.dumps(runtime))}'>"
             f'<p class="calc__title"><strong>{escape(title or schema["title"])}</strong></p>'
             f'<p class="calc__desc">{escape(schema["description"])}</p>'
-            f'<form class="calc__form" novalidate autocomplete="off" spellcheck="false" aria-label="{_attr(title or schema["title"])}: inputs">{fields}</form>'
-            f'<p class="calc__status" role="status" data-calc-status>Results computed for these inputs when the page '
+            f'<form class="calc__form" data-search-exclude novalidate autocomplete="off" spellcheck="false" '
+            f'aria-label="{_attr(title or schema["title"])}: inputs">{fields}</form>'
+            f'<p class="calc__status" role="status" data-calc-status data-search-exclude>Results computed for these inputs when the page '
             f'was built. Change a value and Python recomputes them in your browser.</p>'
             f'{results_html(shown)}{work_html(shown)}'
             f'{figure_html(root, plot, shown, svg) if plot else ""}{actions_html(bool(plot))}</div>')
