@@ -26,6 +26,14 @@ def _load(filename: str) -> dict:
     return tomllib.loads(text)
 
 
+def load_every_data_file() -> list[str]:
+    """Read and cache every data file now (for a memory snapshot that must not need files)."""
+    names = sorted(f.name for f in (resources.files(__package__) / "data").iterdir() if f.name.endswith(".toml"))
+    for name in names:
+        _load(name)
+    return names
+
+
 def _model_entries() -> list[dict]:
     return _load("models.toml")["model"]
 
