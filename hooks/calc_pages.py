@@ -55,7 +55,8 @@ def preset_choices() -> dict:
 def runtime_urls(page_url: str, config) -> dict:
     """Where the browser finds the worker, Python and Plotly, relative to this page."""
     targets = {"worker": "assets/calculators/worker.js", "pyodide": offline_assets.pyodide_dir(),
-               "wheel": config["extra"]["calculators_wheel"], "plotly": offline_assets.plotly_path()}
+               "wheel": config["extra"]["calculators_wheel"], "snapshot": config["extra"]["calculators_snapshot"],
+               "plotly": offline_assets.plotly_path()}
     urls = {k: get_relative_url(v, page_url) for k, v in targets.items()}
     return {k: u + "/" if targets[k].endswith("/") and not u.endswith("/") else u for k, u in urls.items()}
 

@@ -3,7 +3,8 @@
 Nothing is fetched at build or run time. Pyodide and Plotly come from
 ``node_modules`` (pinned by package-lock.json) under versioned paths, so a host
 may cache them forever; the core's wheel is built from ``calculators/`` and
-versioned by its content hash. Files are added with ``File.generated`` so the
+versioned by its content hash, and so is the memory snapshot the worker starts from
+(see snapshot.py). Files are added with ``File.generated`` so the
 privacy plugin audits them like any other page asset.
 """
 from __future__ import annotations
@@ -17,7 +18,8 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import wheel  # noqa: E402  (sibling module, not a package)
+import snapshot  # noqa: E402  (sibling modules, not a package)
+import wheel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE = ROOT / "node_modules"
@@ -76,5 +78,12 @@ def on_files(files, *, config):
     data = wheel.wheel_bytes()
     uri = f"assets/wheels/{wheel.content_hash(data)}/{wheel.wheel_name()}"
     files.append(File.generated(config, uri, content=data))
-    config["extra"]["calculators_wheel"] = uri  # the page runtime reads it from here
+    config["extra"]["calculators_wheel"] = uri  # the page runtime reads these two from here
+    try:
+        snap = snapshot.snapshot_bytes(data, npm_version("pyodide"))
+    except snapshot.SnapshotError as exc:
+        raise PluginError(str(exc)) from None
+    snap_uri = f"assets/snapshots/{wheel.content_hash(snap)}/calculators.bin.gz"
+    files.append(File.generated(config, snap_uri, content=snap))
+    config["extra"]["calculators_snapshot"] = snap_uri
     return files

@@ -1,18 +1,27 @@
 // Runs calculators.run_json in Pyodide (from node_modules) for every parity case and prints
 // one JSON array of result strings on the last line of stdout.
-// Usage: node tests/core/pyodide_parity.mjs <absolute wheel path> <cases.json>
+// Usage: node tests/core/pyodide_parity.mjs <absolute wheel path | snapshot .gz path> <cases.json>
+// A wheel is loaded into a plain start; a .gz is the site's memory snapshot, restored as the
+// browser's worker restores it (the core already imported).
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { gunzipSync } from "node:zlib";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const pyodideDir = resolve(here, "../../node_modules/pyodide");
 const { loadPyodide } = await import(resolve(pyodideDir, "pyodide.mjs"));
 
-const [wheel, casesPath] = process.argv.slice(2);
+const [core, casesPath] = process.argv.slice(2);
 const quiet = () => {};
-const pyodide = await loadPyodide({ indexURL: pyodideDir + "/", stdout: quiet, stderr: quiet });
-await pyodide.loadPackage(wheel, { messageCallback: quiet, errorCallback: (m) => console.error(m) });
+const options = { indexURL: pyodideDir + "/", stdout: quiet, stderr: quiet };
+let pyodide;
+if (core.endsWith(".gz")) {
+  pyodide = await loadPyodide({ ...options, _loadSnapshot: gunzipSync(readFileSync(core)) });
+} else {
+  pyodide = await loadPyodide(options);
+  await pyodide.loadPackage(core, { messageCallback: quiet, errorCallback: (m) => console.error(m) });
+}
 pyodide.globals.set("cases_json", readFileSync(casesPath, "utf8"));
 const out = pyodide.runPython(`
 import json

@@ -1,4 +1,5 @@
-"""The browser's answers equal CPython's, byte for byte: run_json in Pyodide 314 (Node) vs here.
+"""The browser's answers equal CPython's, byte for byte: run_json in Pyodide 314 (Node) vs here,
+both from a plain start with the wheel and from the memory snapshot the site ships.
 
 Skips only when node_modules/pyodide is missing and CI is unset; in CI it always runs.
 """
@@ -22,25 +23,36 @@ PYODIDE = ROOT / "node_modules" / "pyodide"
 SCRIPT = Path(__file__).with_name("pyodide_parity.mjs")
 
 
-def _build_wheel(out_dir: Path) -> Path:
+def _hook(name: str):
     sys.path.insert(0, str(ROOT / "hooks"))
     try:
-        from wheel import build_wheel
+        return __import__(name)
     finally:
         sys.path.remove(str(ROOT / "hooks"))
-    return build_wheel(out_dir)
+
+
+def _core(kind: str, out_dir: Path) -> Path:
+    """The wheel, or the snapshot made from it (cached like the site build's)."""
+    wheel = _hook("wheel").build_wheel(out_dir)
+    if kind == "wheel":
+        return wheel
+    version = json.loads((PYODIDE / "package.json").read_text())["version"]
+    path = out_dir / "calculators.bin.gz"
+    path.write_bytes(_hook("snapshot").snapshot_bytes(wheel.read_bytes(), version))
+    return path
 
 
 @pytest.mark.skipif(not PYODIDE.exists() and not os.environ.get("CI"),
                     reason="node_modules/pyodide is absent (run `npm ci`); required when CI is set")
-def test_pyodide_matches_cpython_byte_for_byte(tmp_path):
+@pytest.mark.parametrize("kind", ["wheel", "snapshot"])
+def test_pyodide_matches_cpython_byte_for_byte(tmp_path, kind):
     node = shutil.which("node")
     assert node, "node is required for the Pyodide parity test"
-    wheel = _build_wheel(tmp_path)
+    core = _core(kind, tmp_path)
     all_cases = cases()
     cases_file = tmp_path / "cases.json"
     cases_file.write_text(json.dumps(all_cases))
-    proc = subprocess.run([node, str(SCRIPT), str(wheel.resolve()), str(cases_file)],
+    proc = subprocess.run([node, str(SCRIPT), str(core.resolve()), str(cases_file)],
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-4000:]
     browser = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -1,0 +1,57 @@
+"""The worker's start-up snapshot: Pyodide's memory with the core imported and warmed.
+
+``snapshot.mjs`` makes it in Node from the same wheel the site ships. Making one takes
+several seconds, so it is cached under ``build/snapshots/``, keyed by everything that
+decides its content: the wheel's bytes, the Pyodide version and the script itself.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "hooks" / "snapshot.mjs"
+CACHE = ROOT / "build" / "snapshots"
+KEEP = 4   # snapshots kept for recent versions of the core (switching branches stays fast)
+
+
+class SnapshotError(RuntimeError):
+    pass
+
+
+def cache_key(wheel: bytes, pyodide_version: str) -> str:
+    digest = hashlib.sha256()
+    for part in (wheel, pyodide_version.encode(), SCRIPT.read_bytes()):
+        digest.update(hashlib.sha256(part).digest())
+    return digest.hexdigest()[:16]
+
+
+def make(wheel: bytes, out: Path) -> None:
+    """Run Node once: write the gzip-compressed snapshot for this wheel to ``out``."""
+    node = shutil.which("node")
+    if not node:
+        raise SnapshotError("Node.js is needed to build the calculators' start-up snapshot")
+    with tempfile.TemporaryDirectory() as tmp:
+        wheel_path = Path(tmp) / "core.whl"
+        wheel_path.write_bytes(wheel)
+        proc = subprocess.run([node, str(SCRIPT), str(wheel_path), str(out)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise SnapshotError(f"snapshot.mjs failed: {proc.stderr.strip()[-2000:]}")
+
+
+def snapshot_bytes(wheel: bytes, pyodide_version: str, cache: Path = CACHE) -> bytes:
+    """The snapshot for this wheel, from the cache or made now (and cached)."""
+    path = cache / f"{cache_key(wheel, pyodide_version)}.gz"
+    if not path.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")   # concurrent builds never see half a file
+        make(wheel, partial)
+        partial.replace(path)
+        for old in sorted(cache.glob("*.gz"), key=lambda p: p.stat().st_mtime)[:-KEEP]:
+            old.unlink(missing_ok=True)
+    return path.read_bytes()
