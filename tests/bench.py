@@ -2,8 +2,8 @@
 
 Medians over several runs of: build time; bytes each page transfers before any
 interaction, by kind; navigation to the first live calculator result, cold (new
-profile) and warm (same profile); time per recompute (p50, p95) inside the page;
-the worker's WebAssembly heap. Timing never decides a test: this only reports.
+profile) and warm (same profile), with how Python started (snapshot or wheel); time
+per recompute (p50, p95) inside the page; the worker's WebAssembly heap. Timing never decides a test: this only reports.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ CALC_PAGE = "/workbench/"
 
 
 def kind(path: str) -> str:
-    if "/vendor/pyodide/" in path or "/wheels/" in path:
+    if "/vendor/pyodide/" in path or "/wheels/" in path or "/snapshots/" in path:
         return "pyodide"
     if "/vendor/plotly/" in path:
         return "plotly"
@@ -78,24 +78,30 @@ def page_bytes(browser, server) -> dict:
 LIVE = "() => [...document.querySelectorAll('[data-calc-status]')].some(s => s.textContent.startsWith('Live'))"
 
 
-def first_live(pw, server, profile: str) -> float:
+def first_live(pw, server, profile: str) -> tuple[float, dict]:
+    """Seconds from navigation to the first live result, and the worker's boot marks."""
     context = pw.chromium.launch_persistent_context(profile, executable_path=chromium_path(), args=CHROMIUM_ARGS)
     page = context.new_page()
     t = time.perf_counter()
     page.goto(server.origin + CALC_PAGE, wait_until="commit")
     page.wait_for_function(LIVE, timeout=120_000, polling=20)
     elapsed = time.perf_counter() - t
+    worker = next(w for w in page.workers if w.url.endswith("/calculators/worker.js"))
+    marks = worker.evaluate("() => self.bootMarks()")
     context.close()
-    return elapsed
+    return elapsed, marks
 
 
 def live_times(pw, server) -> dict:
-    cold, warm = [], []
+    runs = {"cold": [], "warm": []}
     for _ in range(RUNS):
         with tempfile.TemporaryDirectory() as profile:
-            cold.append(first_live(pw, server, profile))
-            warm.append(first_live(pw, server, profile))
-    return {"cold_s": round(statistics.median(cold), 2), "warm_s": round(statistics.median(warm), 2)}
+            for kind in runs:   # a new profile, then the same one again
+                runs[kind].append(first_live(pw, server, profile))
+    out = {f"{kind}_s": round(statistics.median(t for t, _ in r), 2) for kind, r in runs.items()}
+    out.update({f"{kind}_runs_s": [round(t, 2) for t, _ in r] for kind, r in runs.items()})
+    out["python_started_from"] = sorted({m.get("via") for r in runs.values() for _, m in r})
+    return out
 
 
 RECOMPUTE = """async (n) => {

@@ -215,6 +215,55 @@ def test_a_hung_worker_is_replaced_and_the_reader_told(workbench):
     assert page.evaluate("() => window.llmsiCalculators.runtime.state") == "ready"
 
 
+def test_python_loads_only_when_a_calculator_comes_into_view(open_page):
+    page, log = open_page("/parts/01-decode-loop/")
+    first = page.locator(".calc[data-calc]").first
+    assert first.evaluate("el => el.getBoundingClientRect().top > innerHeight + 200"), \
+        "precondition: Part 1's first calculator starts below the fold"
+    page.wait_for_timeout(1500)
+    python = lambda: [u for u in log.requests if "/vendor/pyodide/" in u or "/snapshots/" in u]
+    assert python() == [], "Python was fetched before any calculator was in view"
+    first.scroll_into_view_if_needed()
+    wait_live(page, first.get_attribute("id"))
+    assert python()
+
+
+def boot_marks(page) -> dict:
+    worker = next(w for w in page.workers if w.url.endswith("/calculators/worker.js"))
+    return worker.evaluate("() => self.bootMarks()")
+
+
+def test_python_starts_from_the_build_snapshot_without_the_wheel(workbench):
+    page, log = workbench
+    marks = boot_marks(page)
+    assert marks["via"] == "snapshot" and "snapshotError" not in marks, marks
+    assert any(u.endswith("/calculators.bin.gz") for u in log.requests)
+    assert not any("/assets/wheels/" in u for u in log.requests), "the snapshot already holds the core"
+    assert log.errors == []
+
+
+def _truncated(route):
+    body = route.fetch().body()
+    route.fulfill(status=200, body=body[: len(body) // 2], content_type="application/gzip")
+
+
+@pytest.mark.parametrize("damage", [
+    lambda route: route.fulfill(status=404, body="gone"),   # a partial deploy
+    _truncated,                                             # a damaged file: gzip's check fails
+], ids=["missing", "truncated"])
+def test_without_a_usable_snapshot_python_starts_from_the_wheel(browser, server, damage):
+    context = browser.new_context()
+    context.route("**/calculators.bin.gz", damage)
+    page = context.new_page()
+    page.goto(server.origin + WORKBENCH)
+    wait_live(page, "workbench-kv-cache")
+    marks = boot_marks(page)
+    assert marks["via"] == "wheel" and marks["snapshotError"], marks
+    inputs = json.loads(page.get_attribute("#workbench-kv-cache", "data-inputs"))
+    assert shown_outputs(page, "workbench-kv-cache") == expected_outputs("kv_cache", inputs)
+    context.close()
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_axe_with_calculators_live_and_unfolded(open_page, scheme):
     page, log = open_page(WORKBENCH, scheme=scheme)

@@ -8,6 +8,7 @@ import { draw, downloadPng } from "./plots.js";
 import { openDefine } from "./define.js";
 
 const DEBOUNCE_MS = 150;
+const NEAR_PX = 200;   // a calculator this close to the viewport counts as in view
 const STATUS = {
   loading: "Loading Python in your browser…",
   live: "Live: these results were recomputed in your browser.",
@@ -201,6 +202,11 @@ function fill(container, children) {
   if (container.matches("[data-calc-notes]")) container.hidden = children.length === 0;
 }
 
+function nearView(el) {
+  const { top, bottom } = el.getBoundingClientRect();
+  return top < innerHeight + NEAR_PX && bottom > -NEAR_PX;
+}
+
 function watchVisibility(calcs, runtime) {
   const observer = new IntersectionObserver((entries) => {
     for (const entry of entries) {
@@ -209,7 +215,7 @@ function watchVisibility(calcs, runtime) {
       if (entry.target.matches("[data-plot]")) { calc.plotVisible = true; calc.drawPlot(); }
       else if (!calc.started) { calc.started = true; calc.compute(); }
     }
-  }, { rootMargin: "200px" });
+  }, { rootMargin: `${NEAR_PX}px` });
   for (const calc of calcs) {
     observer.observe(calc.root);
     const figure = calc.root.querySelector("[data-plot]");
@@ -236,6 +242,8 @@ function init() {
     calc.compute().then(() => calc.notice && calc.status.append(" ", calc.notice));
   }
   custom.onChange(() => document.querySelectorAll(".calc select[data-kind]").forEach(custom.populate));
+  // A calculator already on screen starts Python now, not one frame later when the observer reports it.
+  if (roots.some(nearView)) runtime.start().catch(() => {});
   watchVisibility(calcs, runtime);
   window.llmsiCalculators = { runtime, calcs };   // for tests and the curious
 }

@@ -39,7 +39,8 @@ export class Runtime extends EventTarget {
       this.restart("The Python worker crashed");
     };
     try {
-      await this.post({ op: "boot", pyodide: this.urls.pyodide, wheel: this.urls.wheel }, BOOT_TIMEOUT_MS);
+      const { pyodide, wheel, snapshot } = this.urls;
+      await this.post({ op: "boot", pyodide, wheel, snapshot }, BOOT_TIMEOUT_MS);
       this.setState("ready");
     } catch (err) {
       this.teardown(err.message);
