@@ -35,7 +35,10 @@ def _control(spec: dict, value, fid: str, presets: dict) -> str:
     common = f'id="{fid}" name="{_attr(spec["key"])}" aria-describedby="{fid}-help {fid}-error"'
     t = spec["type"]
     if t in ("model", "accelerator"):
-        group = _options(presets[t], value)
+        # Only the chosen preset: the page's script fills in the rest from the page config
+        # (one list per page, not one per select); without scripts nothing can change anyway.
+        chosen = [(v, label) for v, label in presets[t] if v == value] or presets[t]
+        group = _options(chosen, value)
         return (f'<select {common} data-kind="{t}"><optgroup label="Presets">{group}</optgroup></select>'
                 f'<button type="button" class="calc__define" data-define="{t}" aria-controls="{fid}">'
                 f'Define your own…</button>')
@@ -100,12 +103,18 @@ def actions_html(has_plot: bool) -> str:
         f'<button type="button" class="md-button" data-action="{a}">{label}</button>' for a, label in buttons) + "</div>"
 
 
+def page_config_html(runtime: dict, presets: dict) -> str:
+    """Once per page, before its first calculator: what every calculator's script shares."""
+    data = json.dumps({"runtime": runtime, "presets": presets}, separators=(",", ":")).replace("</", "<\\/")
+    return f'<script type="application/json" id="calc-page-config">{data}</script>'
+
+
 def calculator_html(*, root: str, schema: dict, title: str, values: dict, shown: dict,
-                    presets: dict, runtime: dict, plot: str | None, svg: str = "") -> str:
+                    presets: dict, plot: str | None, svg: str = "") -> str:
     """The whole calculator block. `values` are the block's inputs merged over defaults."""
     fields = "".join(_field(s, values[s["key"]], root, presets) for s in schema["inputs"])
     return (f'<div class="calc" id="{root}" data-calc="{_attr(schema["name"])}" '
-            f"data-inputs='{_attr(json.dumps(values))}' data-runtime='{_attr(json.dumps(runtime))}'>"
+            f"data-inputs='{_attr(json.dumps(values))}'>"
             f'<p class="calc__title"><strong>{escape(title or schema["title"])}</strong></p>'
             f'<p class="calc__desc">{escape(schema["description"])}</p>'
             f'<form class="calc__form" data-search-exclude novalidate autocomplete="off" spellcheck="false" '

@@ -70,8 +70,7 @@ def block_html(block: calc_markup.CalculatorBlock, root: str, page_url: str, con
             f"{block.name} has no plot {block.plot!r}; available: {sorted(shown['result'].get('series', {}))}")
     svg = svgplot.svg_chart(shown["result"]["series"][block.plot]) if block.plot else ""
     return calc_html.calculator_html(root=root, schema=spec, title=block.title, values=values, shown=shown,
-                                     presets=preset_choices(), runtime=runtime_urls(page_url, config),
-                                     plot=block.plot, svg=svg)
+                                     presets=preset_choices(), plot=block.plot, svg=svg)
 
 
 WORKBENCH_MARKER = "<!-- every calculator -->"
@@ -94,8 +93,10 @@ def on_page_markdown(markdown, *, page, config, files):
     markdown = markdown.replace(WORKBENCH_MARKER, workbench_markdown())
 
     def on_block(block, indent):
-        root = block.id or f"calc-{block.name.replace('_', '-')}-{next(counter)}"
-        return f"\n{indent}{block_html(block, root, page.url, config)}\n"
+        n = next(counter)
+        root = block.id or f"calc-{block.name.replace('_', '-')}-{n}"
+        shared = calc_html.page_config_html(runtime_urls(page.url, config), preset_choices()) if n == 1 else ""
+        return f"\n{indent}{shared}{block_html(block, root, page.url, config)}\n"
 
     try:
         return calc_markup.transform(markdown, inline_text, on_block)

@@ -4,7 +4,7 @@ import json
 import pytest
 
 import calculators
-from calculators import page as calc_page
+from calculators import page as calc_page, presets
 from conftest import run_axe
 
 WORKBENCH = "/workbench/"
@@ -49,6 +49,28 @@ def test_results_are_in_the_html_before_any_script(browser, server):
         assert shown_outputs(page, root_id) == expected_outputs(name, inputs), name
         assert page.locator(f"#{root_id} [data-calc-work] li").count() > 0
     context.close()
+
+
+SELECTS = """() => [...document.querySelectorAll('.calc select[data-kind]')].map(s => [
+    s.closest('.calc').id, s.dataset.kind, s.name, s.value,
+    s.querySelectorAll('optgroup:not([data-custom]) option').length])"""
+
+
+def test_each_select_offers_every_preset_and_keeps_the_chosen_one(browser, server):
+    """The build writes only the chosen preset into each select; the page's script adds the rest
+    from the one list per page."""
+    counts = {"model": len(presets.model_presets()), "accelerator": len(presets.accelerator_presets())}
+    for js, expect_all in ((False, False), (True, True)):
+        context = browser.new_context(java_script_enabled=js)
+        page = context.new_page()
+        page.goto(server.origin + WORKBENCH)
+        inputs = {root_id: values for root_id, _, values in roots(page)}
+        found = page.evaluate(SELECTS)
+        assert found, "no model or accelerator selects on the workbench"
+        for root_id, kind, key, value, options in found:
+            assert value == inputs[root_id][key], (root_id, key)
+            assert options == (counts[kind] if expect_all else 1), (root_id, kind, js)
+        context.close()
 
 
 @pytest.fixture

@@ -18,11 +18,10 @@ const STATUS = {
 };
 
 class Calculator {
-  constructor(root, runtime) {
-    Object.assign(this, { root, runtime, name: root.dataset.calc, latest: 0, shown: null, shared: {} });
+  constructor(root, runtime, urls) {
+    Object.assign(this, { root, runtime, urls, name: root.dataset.calc, latest: 0, shown: null, shared: {} });
     this.form = root.querySelector("form");
     this.status = root.querySelector("[data-calc-status]");
-    this.urls = JSON.parse(root.dataset.runtime);
     this.form.querySelectorAll("select[data-kind]").forEach(custom.populate);
     this.form.addEventListener("input", () => this.schedule());
     this.form.addEventListener("change", () => this.schedule());
@@ -227,8 +226,10 @@ function watchVisibility(calcs, runtime) {
 function init() {
   const roots = [...document.querySelectorAll(".calc[data-calc]")];
   if (!roots.length) return;
-  const runtime = new Runtime(JSON.parse(roots[0].dataset.runtime));
-  const calcs = roots.map((root) => new Calculator(root, runtime));
+  const config = JSON.parse(document.getElementById("calc-page-config").textContent);
+  custom.setPresets(config.presets);
+  const runtime = new Runtime(config.runtime);
+  const calcs = roots.map((root) => new Calculator(root, runtime, config.runtime));
   runtime.addEventListener("state", ({ detail }) => {
     if (detail.state === "loading") calcs.forEach((c) => c.started && c.say(STATUS.loading));
   });

@@ -70,10 +70,23 @@ export function importAll(text) {
   return count;
 }
 
-// Rebuilds the "Yours" group of a model or accelerator <select>, keeping the selection.
+// The page's preset lists, {model: [[id, name], …], accelerator: […]}: the build writes only
+// the chosen preset into each <select>, and one list per page (see calc_html.page_config_html).
+let presets = { model: [], accelerator: [] };
+
+export function setPresets(lists) {
+  presets = lists;
+}
+
+// Fills the "Presets" group and rebuilds the "Yours" group of a model or accelerator <select>,
+// keeping the selection.
 export function populate(select) {
   const kind = select.dataset.kind;
   const keep = select.value;
+  const group = select.querySelector("optgroup:not([data-custom])");
+  if (group && group.children.length < presets[kind].length) {
+    group.replaceChildren(...presets[kind].map(([id, name]) => new Option(name, id)));
+  }
   select.querySelectorAll("optgroup[data-custom]").forEach((g) => g.remove());
   const entries = Object.entries(load()[kind]);
   if (entries.length) {
