@@ -32,3 +32,67 @@ def test_calculator_controls_and_results_are_not_indexed(built_site):
 def test_calculator_titles_and_descriptions_stay_findable(built_site):
     text = _text(built_site, "workbench/")
     assert schema("kv_cache")["description"][:60] in text
+
+
+# ---- Material's index is built after Python has started (overrides/partials/search-later.html) ----
+
+# Logs when the index reaches Material's search worker (its "setup" message, type 0).
+LOG_SETUP = """const post = Worker.prototype.postMessage;
+Worker.prototype.postMessage = function (message, ...rest) {
+  if (message && message.type === 0) window.__indexPostedAt = performance.now();
+  return post.call(this, message, ...rest);
+};"""
+
+
+def _slow_snapshot(route):
+    import time
+    time.sleep(3)   # Python stays busy starting for 3 s more
+    route.continue_()
+
+
+def _open(browser, server, path, slow_python=False):
+    context = browser.new_context()
+    context.add_init_script(LOG_SETUP)
+    if slow_python:
+        context.route("**/calculators.bin.gz", _slow_snapshot)
+    page = context.new_page()
+    errors = []
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page.goto(server.origin + path, wait_until="load")
+    return context, page, errors
+
+
+def _search_finds(page, query: str, expect: str):
+    page.click(".md-search__input")
+    page.keyboard.type(query, delay=30)   # a reader's keystrokes, at once, index ready or not
+    page.wait_for_function("([q]) => [...document.querySelectorAll('.md-search-result__item')]"
+                           ".some(i => i.textContent.includes(q))", arg=[expect], timeout=30_000)
+
+
+def test_search_index_waits_for_python_then_works(browser, server):
+    context, page, errors = _open(browser, server, "/workbench/", slow_python=True)
+    page.wait_for_timeout(1500)
+    assert page.evaluate("window.__indexPostedAt") is None, "the index was built while Python was starting"
+    page.wait_for_function("() => [...document.querySelectorAll('[data-calc-status]')]"
+                           ".some(s => s.textContent.startsWith('Live'))", timeout=120_000)
+    page.wait_for_function("() => window.__indexPostedAt !== undefined", timeout=10_000)
+    _search_finds(page, "paged attention", "PagedAttention")
+    assert errors == []
+    context.close()
+
+
+def test_search_index_is_built_at_load_on_pages_without_python(browser, server):
+    context, page, errors = _open(browser, server, "/glossary/")
+    page.wait_for_function("() => window.__indexPostedAt !== undefined", timeout=10_000)
+    _search_finds(page, "goodput", "Goodput")
+    assert errors == []
+    context.close()
+
+
+def test_going_to_search_builds_the_index_at_once(browser, server):
+    context, page, errors = _open(browser, server, "/workbench/", slow_python=True)
+    page.click(".md-search__input")
+    page.wait_for_function("() => window.__indexPostedAt !== undefined", timeout=2_000)
+    _search_finds(page, "KV cache", "KV cache")
+    assert errors == []
+    context.close()

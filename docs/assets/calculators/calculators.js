@@ -92,6 +92,7 @@ class Calculator {
     this.clearErrors();
     this.render(shown, inputs);
     this.say(STATUS.live);
+    window.llmsiReleaseSearch?.();   // the first live result is up: Material may build its search index now
   }
 
   showError({ field, message }) {
@@ -232,6 +233,7 @@ function init() {
   const calcs = roots.map((root) => new Calculator(root, runtime, config.runtime));
   runtime.addEventListener("state", ({ detail }) => {
     if (detail.state === "loading") calcs.forEach((c) => c.started && c.say(STATUS.loading));
+    else if (detail.state === "failed") window.llmsiReleaseSearch?.();   // no Python: nothing to wait for
   });
   for (const calc of calcs) {
     const params = share.sharedFor(calc.root);
@@ -244,7 +246,10 @@ function init() {
   }
   custom.onChange(() => document.querySelectorAll(".calc select[data-kind]").forEach(custom.populate));
   // A calculator already on screen starts Python now, not one frame later when the observer reports it.
-  if (roots.some(nearView)) runtime.start().catch(() => {});
+  if (roots.some(nearView)) {
+    window.llmsiPythonStarting = true;   // search waits for Python (overrides/partials/search-later.html)
+    runtime.start().catch(() => {});
+  }
   watchVisibility(calcs, runtime);
   window.llmsiCalculators = { runtime, calcs };   // for tests and the curious
 }
