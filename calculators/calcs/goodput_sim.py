@@ -19,17 +19,19 @@ ANALYSIS_REQUESTS = 300    # sample that the offered-load estimate averages over
 SIZE_CAP = 2000            # most sequences a warm start, settling stretch or tail may hold
 
 
-def sample_length(rng: random.Random, kind: str, mean: float, cv: float) -> int:
-    """One length with the given mean and coefficient of variation (spread ÷ mean)."""
+def length_sampler(kind: str, mean: float, cv: float):
+    """rng -> one length with the given mean and coefficient of variation (spread ÷ mean); the
+    distribution's constants are worked out once, not per draw."""
     if kind == "fixed" or cv == 0:
-        x = mean
-    elif kind == "uniform":   # a uniform of half-width a has cv = a ÷ (mean × √3)
+        fixed = max(1, round(mean))
+        return lambda rng: fixed
+    if kind == "uniform":   # a uniform of half-width a has cv = a ÷ (mean × √3)
         half = min(cv * math.sqrt(3), 1.0) * mean
-        x = rng.uniform(mean - half, mean + half)
-    else:
-        sigma2 = math.log1p(cv * cv)
-        x = rng.lognormvariate(math.log(mean) - sigma2 / 2, math.sqrt(sigma2))
-    return max(1, round(x))
+        lo, hi = mean - half, mean + half
+        return lambda rng: max(1, round(rng.uniform(lo, hi)))
+    sigma2 = math.log1p(cv * cv)
+    mu, sigma = math.log(mean) - sigma2 / 2, math.sqrt(sigma2)
+    return lambda rng: max(1, round(rng.lognormvariate(mu, sigma)))
 
 
 class Workload:
@@ -37,15 +39,15 @@ class Workload:
     prefix is the same whatever length is asked for later."""
 
     def __init__(self, v: dict):
-        self.v, self.rng, self.items = v, random.Random(v["seed"]), []
+        self.rng, self.items = random.Random(v["seed"]), []
+        self.prompt = length_sampler(v["input_distribution"], v["input_tokens_mean"], v["input_tokens_cv"])
+        self.output = length_sampler(v["output_distribution"], v["output_tokens_mean"], v["output_tokens_cv"])
 
     def first(self, n: int) -> list[tuple[float, int, int]]:
-        v, rng = self.v, self.rng
+        rng = self.rng
         while len(self.items) < n:
             gap = rng.expovariate(1.0)
-            prompt = sample_length(rng, v["input_distribution"], v["input_tokens_mean"], v["input_tokens_cv"])
-            output = sample_length(rng, v["output_distribution"], v["output_tokens_mean"], v["output_tokens_cv"])
-            self.items.append((gap, prompt, output))
+            self.items.append((gap, self.prompt(rng), self.output(rng)))
         return self.items[:n]
 
 
