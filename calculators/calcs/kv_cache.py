@@ -107,7 +107,7 @@ SCHEMA = {
         output("kv_bytes_sliding_layers", "of which sliding-window layers", "B", "bytes"),
         output("kv_bytes_chunked_layers", "of which chunked-attention layers", "B", "bytes"),
         output("kv_bytes_batch", "KV for the whole batch", "B", "bytes"),
-        output("kv_gib_batch", "KV for the whole batch", "GiB", "number"),
+        output("kv_gib_batch", "KV for the whole batch, in GiB (2^30 B)", "GiB", "number"),
         output("block_bytes", "Bytes per block (all layers)", "B", "bytes"),
         output("blocks_per_sequence", "Blocks per sequence", "blocks", "integer"),
         output("fragmentation_bytes_per_sequence", "Internal fragmentation per sequence", "B", "bytes"),
