@@ -83,7 +83,9 @@ def on_files(files, *, config):
         snap = snapshot.snapshot_bytes(data, npm_version("pyodide"))
     except snapshot.SnapshotError as exc:
         raise PluginError(str(exc)) from None
-    snap_uri = f"assets/snapshots/{wheel.content_hash(snap)}/calculators.bin.gz"
+    # gzip inside, but not named .gz: a server may add "Content-Encoding: gzip" for that suffix,
+    # the browser would then inflate it and the worker would find no gzip left to inflate.
+    snap_uri = f"assets/snapshots/{wheel.content_hash(snap)}/calculators.snapshot"
     files.append(File.generated(config, snap_uri, content=snap))
     config["extra"]["calculators_snapshot"] = snap_uri
     return files

@@ -259,7 +259,7 @@ def test_python_starts_from_the_build_snapshot_without_the_wheel(workbench):
     page, log = workbench
     marks = boot_marks(page)
     assert marks["via"] == "snapshot" and "snapshotError" not in marks, marks
-    assert any(u.endswith("/calculators.bin.gz") for u in log.requests)
+    assert any(u.endswith("/calculators.snapshot") for u in log.requests)
     assert not any("/assets/wheels/" in u for u in log.requests), "the snapshot already holds the core"
     assert log.errors == []
 
@@ -275,7 +275,7 @@ def _truncated(route):
 ], ids=["missing", "truncated"])
 def test_without_a_usable_snapshot_python_starts_from_the_wheel(browser, server, damage):
     context = browser.new_context()
-    context.route("**/calculators.bin.gz", damage)
+    context.route("**/calculators.snapshot", damage)
     page = context.new_page()
     page.goto(server.origin + WORKBENCH)
     wait_live(page, "workbench-kv-cache")

@@ -54,7 +54,7 @@ def _open(browser, server, path, slow_python=False):
     context = browser.new_context()
     context.add_init_script(LOG_SETUP)
     if slow_python:
-        context.route("**/calculators.bin.gz", _slow_snapshot)
+        context.route("**/calculators.snapshot", _slow_snapshot)
     page = context.new_page()
     errors = []
     page.on("console", lambda m: m.type == "error" and errors.append(m.text))
