@@ -1,4 +1,4 @@
-// The tab's one Python runtime: Pyodide in a module worker running the calculators wheel.
+// The tab's one Python runtime: Pyodide in a module worker running the numeric core.
 // Messages (JSON-safe both ways):
 //   page → worker  {id, op: "boot", pyodide, wheel, snapshot}   absolute URLs
 //                  {id, op: "present", name, inputs}     → value: JSON string from calculators.page
