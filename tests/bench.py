@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "site"))
-from harness import CHROMIUM_ARGS, ROOT, SITE, SiteServer, chromium_path, sitemap_paths  # noqa: E402
+from harness import CHROMIUM_ARGS, ROOT, SITE, SiteServer, calculator_worker, chromium_path, sitemap_paths  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 BUDGET_BYTES = 600_000   # per page, before interaction, excluding the three kinds below
@@ -87,8 +87,7 @@ def first_live(pw, server, profile: str) -> tuple[float, dict]:
     page.goto(server.origin + CALC_PAGE, wait_until="commit")
     page.wait_for_function(LIVE, timeout=120_000, polling=20)
     elapsed = time.perf_counter() - t
-    worker = next(w for w in page.workers if w.url.endswith("/calculators/worker.js"))
-    marks = worker.evaluate("() => self.bootMarks()")
+    marks = calculator_worker(page).evaluate("() => self.bootMarks()")
     context.close()
     return elapsed, marks
 
@@ -151,8 +150,7 @@ def recompute_and_memory(browser, server) -> dict:
         page.wait_for_function("() => window.llmsiCalculators")
         first.append(_summary(page.evaluate(RECOMPUTE, 20)))
         steady.append(_summary(page.evaluate(RECOMPUTE, 20)))
-        ours = [w for w in page.workers if w.url.endswith("/calculators/worker.js")]   # not Material's search worker
-        heaps.append(ours[0].evaluate("() => self.wasmHeapBytes()") if ours else 0)
+        heaps.append(calculator_worker(page).evaluate("() => self.wasmHeapBytes()"))
         context.close()
     return {"recompute_ms": _median_summary(steady), "recompute_ms_first_pass_after_start": _median_summary(first),
             "worker_wasm_heap_mb": round(statistics.median(heaps) / 2 ** 20, 1)}

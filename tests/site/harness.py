@@ -82,3 +82,8 @@ class SiteServer:
 
 def is_local(url: str, origin: str) -> bool:
     return url.startswith(origin + "/") or url == origin or url.startswith(("data:", "blob:", "about:"))
+
+
+def calculator_worker(page):
+    """The page's Python worker (not Material's search worker); None before one has started."""
+    return next((w for w in page.workers if w.url.endswith("/calculators/worker.js")), None)

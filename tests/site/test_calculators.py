@@ -6,6 +6,7 @@ import pytest
 import calculators
 from calculators import page as calc_page, presets
 from conftest import run_axe
+from harness import calculator_worker
 
 WORKBENCH = "/workbench/"
 LIVE = "el => el.textContent.startsWith('Live')"
@@ -251,8 +252,7 @@ def test_python_loads_only_when_a_calculator_comes_into_view(open_page):
 
 
 def boot_marks(page) -> dict:
-    worker = next(w for w in page.workers if w.url.endswith("/calculators/worker.js"))
-    return worker.evaluate("() => self.bootMarks()")
+    return calculator_worker(page).evaluate("() => self.bootMarks()")
 
 
 def test_python_starts_from_the_build_snapshot_without_the_wheel(workbench):
