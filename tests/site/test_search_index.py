@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from calculators import schema
+from conftest import watch
 
 
 def _docs(site) -> list[dict]:
@@ -56,10 +57,9 @@ def _open(browser, server, path, slow_python=False):
     if slow_python:
         context.route("**/calculators.snapshot", _slow_snapshot)
     page = context.new_page()
-    errors = []
-    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    log = watch(context, page, server.origin)
     page.goto(server.origin + path, wait_until="load")
-    return context, page, errors
+    return context, page, log.errors
 
 
 def _search_finds(page, query: str, expect: str):
