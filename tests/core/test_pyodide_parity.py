@@ -36,7 +36,7 @@ def _core(kind: str, out_dir: Path) -> Path:
     wheel = _hook("wheel").build_wheel(out_dir)
     if kind == "wheel":
         return wheel
-    version = json.loads((PYODIDE / "package.json").read_text())["version"]
+    version = _hook("offline_assets").npm_version("pyodide")
     path = out_dir / "calculators.bin.gz"
     path.write_bytes(_hook("snapshot").snapshot_bytes(wheel.read_bytes(), version))
     return path
