@@ -19,7 +19,7 @@ try {
   pyodide.runPython(`
 import sysconfig, zipfile
 zipfile.ZipFile("/tmp/core.whl").extractall(sysconfig.get_path("purelib"))
-from calculators.page import warm_up, present_json, describe_json
+from calculators.page import warm_up
 warm_up()
 `);
   writeFileSync(output, gzipSync(pyodide.makeMemorySnapshot(), { level: 9 }));
