@@ -90,3 +90,4 @@ class Accelerator:
     as_of: str = ""
     notes: str = ""
     memory_note: str = ""                   # where memory_bytes comes from: "reported" or "vendor", and the source
+    url: str = ""                           # a public page for the row's figures (presets always have one)

@@ -176,7 +176,7 @@ def accelerator_from_dict(d: dict, field: str = "hardware") -> Accelerator:
         price_usd_per_hour=_num(d, "price_usd_per_hour", field, 0, 1e5, **opt),
         price_as_of=_text(d, "price_as_of", field), price_source=_text(d, "price_source", field),
         source=_text(d, "source", field), as_of=_text(d, "as_of", field), notes=_text(d, "notes", field),
-        memory_note=_text(d, "memory_note", field),
+        memory_note=_text(d, "memory_note", field), url=_text(d, "url", field),
     )
 
 

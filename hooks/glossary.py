@@ -197,11 +197,21 @@ def ridge_point(calculators, acc_id: str, dtype: str) -> float | None:
         return None
 
 
+def _linked_source(text: str, as_of: str, url: str) -> str:
+    """A Source cell: the source text, its date, and a link to the page when there is one."""
+    return _source(text, as_of) + (f" ([link]({url}))" if url else "")
+
+
+def memory_basis(acc) -> str:
+    """'reported' (the driver's total) or 'vendor' (the vendor's figure in its own unit)."""
+    return acc.memory_note.split(":", 1)[0].strip() or "—"
+
+
 def render_accelerators() -> str:
     calculators, presets, _ = _core()
     accs = list(presets.accelerator_presets().values())
     keys = [k for k in FLOPS_KEYS if any(k in a.dense_flops_per_s for a in accs)]
-    head = (["Accelerator", "Memory (GB)", "Bandwidth (TB/s)"]
+    head = (["Accelerator", "Memory (GB)", "Memory (GiB)", "Memory basis", "Bandwidth (TB/s)"]
             + [f"{k.upper()} dense (TFLOP/s)" for k in keys]
             + ["Ridge, BF16 (FLOP/B)", "Ridge, FP8 (FLOP/B)", "Scale-up per direction (GB/s)",
                "Scale-up domain (chips)", "Power (W)", "Source"])
@@ -211,12 +221,20 @@ def render_accelerators() -> str:
         bf16 = ridge_point(calculators, a.id, "bf16") if "bf16" in a.dense_flops_per_s else None
         fp8 = ridge_point(calculators, a.id, "fp8") if "fp8" in a.dense_flops_per_s else None
         scale_up = a.scale_up_bandwidth_bytes_per_s / 1e9 if a.scale_up_bandwidth_bytes_per_s else None
-        cells = ([_cell(a.name), num(a.memory_bytes / 1e9), num(a.memory_bandwidth_bytes_per_s / 1e12)] + flops
+        cells = ([_cell(a.name), num(a.memory_bytes / 1e9), num(a.memory_bytes / 2**30), memory_basis(a),
+                  num(a.memory_bandwidth_bytes_per_s / 1e12)] + flops
                  + [num(bf16, 3), num(fp8, 3), num(scale_up), num(a.scale_up_domain), num(a.power_watts),
-                    _source(a.source, a.as_of)])
+                    _linked_source(a.source, a.as_of, a.url)])
         rows.append("| " + " | ".join(cells) + " |")
-    note = ("FLOP/s are dense (vendor 2:4-sparse headlines halved). Ridge point = dense FLOP/s ÷ memory "
-            "bandwidth, from the core's `roofline` calculator. GB = 10^9 B, TB/s = 10^12 B/s.")
+    note = ("One unit policy for memory. **reported**: the total the driver reports (nvidia-smi, in MiB), "
+            "where a public reading exists; that is why an “80GB” H100 shows 85.52 GB (81,559 MiB) and a "
+            "B200 more than the 180 GB NVIDIA states. **vendor**: otherwise the vendor's own figure in the "
+            "vendor's own unit, converted exactly: AMD states GiB (ROCm gpu-specs “VRAM (GiB)”), Google's "
+            "TPU7x comparison table states GiB for v5p, v6e and TPU7x. GB = 10^9 B, GiB = 2^30 B. "
+            "Bandwidth is the vendor's headline peak for every row (an upper bound; TB/s = 10^12 B/s). "
+            "FLOP/s are dense (vendor 2:4-sparse headlines halved). Ridge point = dense FLOP/s ÷ memory "
+            "bandwidth, from the core's `roofline` calculator. Each row's memory note and caveats are in "
+            "`calculators/data/accelerators.toml`.")
     return _wrap("Accelerators", "\n".join(rows), note)
 
 
@@ -239,26 +257,46 @@ def _attention(model) -> str:
     return kind + (f" ({'; '.join(extra)})" if extra else "")
 
 
-def kv_bytes_per_token(calculators, model_id: str) -> float:
-    return calculators.run("kv_cache", {"model": model_id, "kv_dtype": "bf16"})["kv_bytes_per_token"]
+def kv_per_token(calculators, model_id: str) -> tuple[float, float]:
+    """(all layers, full-attention layers only) KV bytes per token in BF16, from the kv_cache calculator."""
+    r = calculators.run("kv_cache", {"model": model_id, "kv_dtype": "bf16"})
+    return r["kv_bytes_per_token_all_layers"], r["kv_bytes_per_token"]
+
+
+def published_params(published: float | None) -> str:
+    """The publisher's figure in billions, or '—' when the data file has none."""
+    return num(published / 1e9) if published else "—"
 
 
 def render_models() -> str:
     calculators, presets, params = _core()
     head = ["Model", "Layers", "Q heads", "KV heads", "Head dim", "Attention", "Experts per token",
-            "Total params (B)", "Active params (B)", "KV per token, BF16 (B)", "Source"]
+            "Total params, core (B)", "Total params, publisher (B)",
+            "Active params, core (B)", "Active params, publisher (B)",
+            "KV per token below every window, BF16 (B)", "KV per token beyond every window, BF16 (B)",
+            "Source"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for m in presets.model_presets().values():
         a = m.attention
         kv_heads = "latent" if a.kind == "mla" else num(a.num_kv_heads)
+        kv_all, kv_full = kv_per_token(calculators, m.id)
         cells = [_cell(m.name), num(m.num_layers), num(a.num_heads), kv_heads, num(a.head_dim), _cell(_attention(m)),
-                 _cell(_experts(m)), num(params.total_params(m) / 1e9), num(params.active_params(m) / 1e9),
-                 num(kv_bytes_per_token(calculators, m.id), 6), _source(m.source, m.as_of)]
+                 _cell(_experts(m)),
+                 num(params.total_params(m) / 1e9), published_params(m.official_total_params),
+                 num(params.active_params(m) / 1e9), published_params(m.official_active_params),
+                 num(kv_all, 6), num(kv_full, 6), _source(m.source, m.as_of)]
         rows.append("| " + " | ".join(cells) + " |")
-    note = ("Parameter counts are computed by the core from each architecture (`calculators.params`), "
-            "embeddings included; publishers' rounding differs. KV per token counts the layers that keep "
-            "every token (full attention); windowed layers stop growing at their window. MLA caches a "
-            "latent, not per-head keys and values.")
+    note = ("Core parameter counts are computed from each architecture (`calculators.params`) and count "
+            "every matrix a token multiplies, the embedding and the unembedding (output) matrix included. "
+            "Publishers' figures come from each model card or report (the source is in "
+            "`calculators/data/models.toml`) and often leave one of those matrices out of the active count: "
+            "gpt-oss's card leaves out one vocabulary matrix, DeepSeek-V3's 36.7B leaves out the input "
+            "table; others round to two digits. "
+            "KV per token: “below every window” counts every layer (the cost while a sequence is shorter "
+            "than its sliding windows or chunks, the figure Part 4 teaches); “beyond every window” counts "
+            "only the full-attention layers, the marginal cost of each token once the windowed layers have "
+            "stopped growing. The two are equal for models without windows. MLA caches a latent, not "
+            "per-head keys and values.")
     return _wrap("Models", "\n".join(rows), note)
 
 
@@ -291,7 +329,8 @@ def render_engines(data: dict | None = None) -> str:
                 raise ValueError(f"engines.toml: {e['id']}.{key} = {value!r}; allowed {FEATURE_VALUES}")
             note = e.get("notes", {}).get(key)
             cells.append(_cell(value + (f" ({note})" if note else "")))
-        cells += [_cell(f"{e['version']}, read {e['as_of']}"), f"[{_cell(e['name'])} docs]({e['url']})"]
+        status = f" **Status:** {e['status']}" if e.get("status") else ""
+        cells += [_cell(f"{e['version']}, read {e['as_of']}.{status}"), f"[{_cell(e['name'])} docs]({e['url']})"]
         rows.append("| " + " | ".join(cells) + " |")
     note = ("“not verified” means we did not find the feature in the sources we read: it is not a “no”. "
             "“via engine” marks an orchestration layer that relies on the engine it runs.")
@@ -303,7 +342,7 @@ def render_prices(data: dict | None = None) -> str:
     head = ["Item", "Price (USD)", "Unit", "As of", "Source"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for p in data["price"]:
-        source = _cell(p["source"]) + (f" ([link]({p['url']}))" if p.get("url") else "")
+        source = _linked_source(p["source"], "", p.get("url", ""))
         rows.append(f"| {_cell(p['item'])} | {p['usd']:.2f} | {_cell(p['unit'])} | {_cell(p['as_of'])} | {source} |")
     note = "Prices are indicative and change often; check the source before you quote one."
     return _wrap("Prices", "\n".join(rows), note)

@@ -25,7 +25,7 @@ REQUIRED_ACCS = {
 
 
 def kv_bytes_per_token(m, bytes_per=2):
-    """Full-attention KV bytes per token, straight from the config (F1/F2 in numbers.md)."""
+    """Full-attention KV bytes per token, straight from the config: 2 × layers × KV heads × head dim × bytes (MLA: layers × (latent + RoPE) × bytes)."""
     a = m.attention
     if a.kind == "mla":
         return m.num_layers * (a.kv_lora_rank + a.qk_rope_head_dim) * bytes_per
@@ -52,7 +52,7 @@ def test_ids_are_lowercase_hyphenated():
         assert key == key.lower() and " " not in key and "_" not in key
 
 
-# --- Published KV figures (numbers.md §2.2) ---------------------------------------------
+# --- Published KV figures (each test names its source) ----------------------------------
 def test_opt_13b_800_kib_per_token():  # PagedAttention §3: "800 KB" is KiB
     assert kv_bytes_per_token(MODELS["opt-13b"]) == 800 * 1024
 
@@ -107,13 +107,14 @@ def test_accelerator_sanity(aid):
     assert 1e10 < a.memory_bytes < 1e12 and 1e11 < a.memory_bandwidth_bytes_per_s < 1e13
     assert "bf16" in a.dense_flops_per_s
     ridge = a.dense_flops_per_s["bf16"] / a.memory_bandwidth_bytes_per_s
-    assert 100 < ridge < 700  # numbers.md §3.2: every chip's BF16 ridge lies in 153..560
+    assert 100 < ridge < 700  # dense BF16 FLOP/s ÷ headline bandwidth: every listed chip lies in 153..560
     flops = a.dense_flops_per_s
     if "fp8" in flops:
         assert flops["fp8"] >= flops["bf16"]
 
 
-def test_ridge_points_match_numbers_md():
+def test_ridge_points_from_datasheet_figures():
+    # H100 SXM 989.4 TF / 3.35 TB/s, TPU v5e 197 TF / 819 GB/s, A100 312 TF / 2.039 TB/s, H200 989.4 TF / 4.8 TB/s
     ridge = lambda aid: ACCS[aid].dense_flops_per_s["bf16"] / ACCS[aid].memory_bandwidth_bytes_per_s
     assert round(ridge("h100-sxm")) == 295 and round(ridge("tpu-v5e")) == 241
     assert round(ridge("a100-80gb")) == 153 and round(ridge("h200")) == 206
@@ -130,7 +131,8 @@ def test_memory_is_what_the_device_reports_where_sourced():
 def test_every_accelerator_says_where_its_memory_figure_comes_from():
     for a in ACCS.values():
         assert a.memory_note.split(":")[0] in ("reported", "vendor"), a.id
-    assert ACCS["h100-sxm"].memory_note.startswith("reported") and ACCS["b200"].memory_note.startswith("vendor")
+    assert ACCS["h100-sxm"].memory_note.startswith("reported") and ACCS["b200"].memory_note.startswith("reported")
+    assert ACCS["mi300x"].memory_note.startswith("vendor")
 
 
 def test_binary_units_where_vendor_states_gib():
@@ -167,3 +169,66 @@ def test_listing_is_json_ready():
     assert len(out["models"]) == len(MODELS) and len(out["accelerators"]) == len(ACCS)
     json.dumps(out)
     assert all(math.isfinite(r["total_params"]) for r in out["models"])
+
+
+# --- One unit policy (review parts-4-5-glossary rows 2, 3, 4, 18) ------------------------
+def test_amd_capacities_are_gib_as_rocm_states_them():
+    # ROCm docs "AMD GPU specifications", column "VRAM (GiB)": MI300X 192, MI325X 256, MI355X 288
+    # (https://rocm.docs.amd.com/en/latest/reference/gpu-specs.html). The old data stored 192e9 etc.
+    assert ACCS["mi300x"].memory_bytes == 192 * 2**30
+    assert ACCS["mi325x"].memory_bytes == 256 * 2**30
+    assert ACCS["mi355x"].memory_bytes == 288 * 2**30
+
+
+def test_b200_is_the_driver_reading():
+    # nvidia-smi "NVIDIA B200 ... 183359MiB", driver 580.95.05, NVIDIA/TensorRT-LLM issue #10278
+    # (review row 3). The old data stored the vendor's 180e9.
+    assert ACCS["b200"].memory_bytes == 183_359 * 2**20
+
+
+def test_tpu_capacities_follow_googles_gib_table():
+    # docs.cloud.google.com/tpu/docs/tpu7x: "HBM capacity per chip (GiB)" v5p 95, v6e 32, TPU7x 192 (row 18).
+    assert ACCS["tpu-v5p"].memory_bytes == 95 * 2**30
+    assert ACCS["tpu-v6e"].memory_bytes == 32 * 2**30
+    assert ACCS["tpu-v5e"].memory_bytes == 16 * 10**9   # stated only as "16 GB"
+
+
+def test_hgx_b300_and_gb300_are_separate_parts():
+    # Review row 1: HGX B300 (8 GPUs: BF16 36 PF and FP8 72 PF with sparsity, FP4 105 PF dense) per GPU
+    # is 2,250 / 4,500 / 13,125 TFLOP/s dense; GB300 NVL72 per GPU is 2,500 / 5,000 / 15,000.
+    hgx, gb = ACCS["b300"].dense_flops_per_s, ACCS["gb300"].dense_flops_per_s
+    assert (hgx["bf16"], hgx["fp8"], hgx["fp4"]) == (2250e12, 4500e12, 13125e12)
+    assert (gb["bf16"], gb["fp8"], gb["fp4"]) == (2500e12, 5000e12, 15000e12)
+    assert ACCS["b300"].power_watts < ACCS["gb300"].power_watts
+
+
+FULL_DATE = __import__("re").compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+@pytest.mark.parametrize("entry", _load("accelerators.toml")["accelerator"], ids=lambda e: e["id"])
+def test_every_accelerator_row_has_a_public_url_and_a_full_date(entry):
+    assert entry["url"].startswith("https://"), entry["id"]
+    assert FULL_DATE.match(entry["as_of"]), entry["as_of"]
+    assert "price_usd_per_hour" not in entry        # prices live in prices.toml, each dated and sourced
+
+
+@pytest.mark.parametrize("entry", _load("prices.toml")["price"], ids=lambda e: e["item"])
+def test_every_price_row_has_a_public_url_and_a_full_date(entry):
+    assert entry["url"].startswith("https://"), entry["item"]
+    assert FULL_DATE.match(entry["as_of"]), entry["as_of"]
+
+
+def test_no_data_file_cites_the_internal_research_notes():
+    # Review row 20: readers cannot open the project's internal notes, so no data file may cite them.
+    from importlib import resources
+    data = resources.files("calculators") / "data"
+    for f in data.iterdir():
+        if f.name.endswith(".toml"):
+            assert "numbers" + ".md" not in f.read_text(encoding="utf-8"), f.name
+
+
+def test_engines_are_dated_and_tgi_says_it_is_in_maintenance():
+    # huggingface/text-generation-inference README (commit 34988476, 2025-12-11, "Maintenance mode (#3345)").
+    engines = {e["id"]: e for e in _load("engines.toml")["engine"]}
+    assert engines["tgi"]["url"].startswith("https://") and FULL_DATE.match(engines["tgi"]["as_of"])
+    assert "maintenance mode" in engines["tgi"]["status"].lower() and "2025-12-11" in engines["tgi"]["status"]

@@ -156,7 +156,7 @@ def test_model_table_follows_the_core(monkeypatch):
     from calculators import presets
     before = _first_row(G.render_models(), "Llama 3.1 8B")
     expected = calculators.run("kv_cache", {"model": "llama-3.1-8b"})["kv_bytes_per_token"]
-    assert before[1] == "32" and before[9] == G.num(expected, 6) == "131,072"
+    assert before[1] == "32" and before[12] == G.num(expected, 6) == "131,072"
 
     def fewer_layers(data):
         data = {**data, "model": [dict(m) for m in data["model"]]}
@@ -167,7 +167,7 @@ def test_model_table_follows_the_core(monkeypatch):
     _patched(monkeypatch, "models.toml", fewer_layers)
     try:
         after = _first_row(G.render_models(), "Llama 3.1 8B")
-        assert after[1] == "16" and after[9] == "65,536"
+        assert after[1] == "16" and after[12] == "65,536"
         assert after[7] != before[7]         # total parameters recomputed by the core
     finally:
         monkeypatch.undo()
@@ -188,13 +188,39 @@ def test_accelerator_table_follows_the_core(monkeypatch):
     _patched(monkeypatch, "accelerators.toml", faster)
     try:
         after = _first_row(G.render_accelerators(), name)
-        assert before[2] == "3.35" and after[2] == "4"
+        assert before[4] == "3.35" and after[4] == "4"
         assert after != before
     finally:
         monkeypatch.undo()
         for fn in (presets.model_presets, presets.accelerator_presets, presets.formats, presets.format_index,
                    presets.model_info):
             fn.cache_clear()
+
+
+def test_model_table_shows_both_kv_figures_and_both_parameter_counts():
+    # Review parts-4-5-glossary row 10: Gemma 3 27B (HF config: 62 layers, 16 KV heads × 128, window 1,024,
+    # 5 local : 1 global) keeps 507,904 B per token on all layers and 81,920 B on its 10 global layers.
+    head = next(line for line in G.render_models().splitlines() if line.startswith("| Model"))
+    assert "below every window" in head and "beyond every window" in head
+    row = _first_row(G.render_models(), "Gemma 3 27B")
+    assert (row[11], row[12]) == ("507,904", "81,920")
+    # Row 11: gpt-oss-120b card (arXiv 2508.10925) 5.13B active beside the core's count with the vocabulary matrix.
+    row = _first_row(G.render_models(), "gpt-oss-120b")
+    assert row[10] == "5.13" and float(row[9]) > 5.13
+
+
+def test_accelerator_table_states_its_memory_policy_and_links_every_row():
+    table = G.render_accelerators()
+    assert "driver reports" in table and "GiB = 2^30 B" in table
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| Accelerator")]
+    assert rows and all("([link](https://" in r for r in rows)
+    mi300x = _first_row(table, "AMD Instinct MI300X")
+    assert mi300x[2] == "192" and mi300x[3] == "vendor"       # GiB column
+
+
+def test_tgi_row_carries_its_maintenance_status():
+    row = _first_row(G.render_engines(), "Text Generation Inference (TGI)")
+    assert "maintenance mode since 2025-12-11" in " ".join(row).lower()
 
 
 def test_format_table_has_block_scaled_effective_bits():
