@@ -21,7 +21,7 @@ SEED_STAGES = {  # lane -> stage names, as the seed draws them
     "w": ["Long context", "Structured output", "Agents & multimodal", "Reasoning"],
 }
 SEED_PARTS = {"gateway": (17, 19), "load-balancer": (8, 19), "scheduler": (6, 7), "prefill": (1, 6, 12),
-              "decode": (1, 6, 12), "kv-transfer": (13,), "preemption-loop": (7,), "paged-kv": (5,),
+              "decode": (1, 6, 12), "kv-transfer": (13,), "preemption-loop": (7,), "paged-kv": (4, 5),
               "prefix-cache": (8,), "attention": (9,), "quantized-weights": (10,), "draft-model": (11,),
               "shards": (12,), "gpu": (2,), "moe": (14,), "autoscaling": (19,), "slo": (3, 20),
               "long-context": (15,), "structured-output": (16,), "agents": (18,), "reasoning": (18, 20)}
@@ -64,6 +64,22 @@ def test_nothing_written_links_every_stage_to_its_hub_entry(series):
     assert html.count("not yet written") >= len(series.stages)
     assert "<svg" in html and 'aria-hidden="true"' in html
     assert "The diagram as a list" in html
+
+
+def test_every_stage_fact_has_a_public_source(series):
+    # Review parts-4-5-glossary (b): 7 of 20 stages had no source, and several cited the project's
+    # internal research notes, which readers cannot open.
+    for s in series.stages:
+        assert s.fact_source.strip(), s.id
+        assert "numbers" + ".md" not in s.fact_source, s.id
+
+
+def test_paged_kv_stage_lists_part_4_and_states_current_block_sizes(series):
+    # Issue text: the KV cache had no entry point on the hub; vLLM forces 64/128 for MLA backends
+    # (vllm/platforms/cuda.py check_and_update_config).
+    stage = next(s for s in series.stages if s.id == "paged-kv")
+    assert stage.parts == (4, 5) and "paged-kv" in series.part(4).stages
+    assert "16" in stage.fact and "64" in stage.fact and "128" in stage.fact and "cuda.py" in stage.fact_source
 
 
 def test_written_parts_are_linked_and_lose_their_mark(series):
