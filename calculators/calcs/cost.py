@@ -1,6 +1,6 @@
 """Serving cost: USD per million tokens, per task, per month, and energy per token.
 
-  USD per M tokens = (USD/GPU-h × N_gpu) ÷ (tokens/s × 3600) × 10^6     (numbers.md §5 F13)
+  USD per M tokens = (USD/GPU-h × N_gpu) ÷ (tokens/s × 3600) × 10^6     (hourly price over tokens per hour)
   Check: DeepSeek Day 6 (open-infra-index), $2/GPU-h × 8 H800 at 14.8k output tok/s per node → $0.30/M.
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ SCHEMA = {
         number("requests_per_s", "Demand", 10.0, 0.0, 1e7, "requests/s"),
         number("headroom_fraction", "Headroom", 0.3, 0.0, 10.0, "", "Spare capacity for peaks.", 0.05),
         number("power_watts_per_gpu", "Power per GPU", 700.0, 1.0, 100_000.0, "W",
-                 "H100/H200 SXM board power is 700 W (numbers.md §3.1)."),
+                 "H100/H200 SXM board power is 700 W (NVIDIA H100 datasheet; MLPerf v4.1 'H200 TGP 700W')."),
     ],
     "outputs": [
         output("usd_per_million_output_tokens", "Cost per million output tokens", "USD", "usd"),

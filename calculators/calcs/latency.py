@@ -2,7 +2,7 @@
 
   TTFT = queueing + prefill of the batch's prompts            (NVIDIA NIM metrics: TTFT includes queueing)
   TPOT = decode step time at the mean context over generation (steptime.decode_step)
-  E2E  = TTFT + TPOT × (output tokens − 1)                    (numbers.md §5 F10; Databricks best practices)
+  E2E  = TTFT + TPOT × (output tokens − 1)                    (Databricks, 'LLM Inference Performance Engineering: Best Practices', 2023-10-12)
 Default efficiencies (bandwidth 0.8, compute 0.6) make these estimates, not bounds: FlashMLA reaches
 ~0.9 of HBM bandwidth (deepseek-ai/FlashMLA README), FlashAttention-3 0.75 of H100 BF16 peak (arXiv 2407.08608).
 """

@@ -1,7 +1,7 @@
 """Roofline: ridge point, arithmetic intensity, and bounds on decode and prefill time.
 
   Ridge I* = peak FLOP/s ÷ bandwidth; attainable = min(peak, I × BW)   (Williams et al., CACM 2009)
-  Step times come from steptime.py (max of memory time and compute time, numbers.md F8/F9).
+  Step times come from steptime.py (max of memory time and compute time; scaling book, 'All About Transformer Inference').
 With efficiencies at 1.0 the times are lower bounds and the token rates upper bounds.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Step-time model: the time a decode or prefill step cannot beat, shared by roofline, latency and goodput.
 
   Ridge I* = peak FLOP/s ÷ bandwidth; attainable = min(peak, I × BW)   (Williams et al., CACM 2009)
-  Decode step ≥ max(bytes read ÷ BW, FLOPs ÷ peak)                     (scaling book inference.md; numbers.md F8)
+  Decode step ≥ max(bytes read ÷ BW, FLOPs ÷ peak)                     (scaling book, 'All About Transformer Inference')
   MoE: distinct experts a batch touches per layer = E × (1 − (1 − k/E)^B)  (uniform, independent routing)
   FLOPs: 2 × active params per token (Kaplan et al. arXiv 2001.08361) plus attention,
          2 × H × (d_qk + d_v) per held token per layer (QKᵀ and AV, one multiply-add each).

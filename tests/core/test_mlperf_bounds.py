@@ -1,10 +1,10 @@
 """MLPerf Inference measured rates never beat the calculators' throughput upper bound.
 
-Rows: numbers.md §4.3, MLPerf Inference closed division, from each submission's
+Rows: MLPerf Inference closed division, from each submission's
 mlperf_log_summary.txt: mlcommons/inference_results_v4.1; v5.0 and v5.1 via the mirrors
 ntuhpc/mlperf_inference_results_v5.0 and ntuhpc/inference_results_v5.1. Token rates count
 generated tokens for the whole system. Precision: FP8 on Hopper and AMD, FP4 on Blackwell,
-per vendor blogs (numbers.md notes this is not verified in the logs).
+per vendor blogs (not verified in the logs).
 
 The bound: with every GPU computing at dense peak, a generated token costs at least
 2 × active parameters FLOPs (Kaplan et al., arXiv 2001.08361), so tokens/s per GPU ≤ peak ÷ (2 P).

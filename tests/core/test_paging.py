@@ -62,7 +62,7 @@ def test_bigger_reservation_lowers_contiguous_share_only():
 
 
 def test_concurrency_for_a_budget():
-    # Llama 3.1 8B, BF16: 131,072 B per token (numbers.md F1: 2 × 32 × 8 × 128 × 2); 8,192 slots = 1 GiB
+    # Llama 3.1 8B, BF16: 131,072 B per token (2 × 32 layers × 8 KV heads × 128 × 2 B, meta-llama config); 8,192 slots = 1 GiB
     r = _run(model="llama-3.1-8b", kv_budget_gib=50, max_context_tokens=8192)
     assert r["kv_bytes_per_token"] == 131_072
     assert r["contiguous_concurrency"] == 50
