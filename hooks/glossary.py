@@ -345,7 +345,9 @@ def render_prices(data: dict | None = None) -> str:
     for p in data["price"]:
         source = _linked_source(p["source"], "", p.get("url", ""))
         rows.append(f"| {_cell(p['item'])} | {p['usd']:.2f} | {_cell(p['unit'])} | {_cell(p['as_of'])} | {source} |")
-    note = "Prices are indicative and change often; check the source before you quote one."
+    note = ("Prices are indicative and change often; check the source before you quote one. The AWS rows are "
+            "Capacity Blocks, reserved in advance, not on-demand rates. No current on-demand rate is listed: "
+            "none could be dated to the day and sourced to a page a reader can open.")
     return _wrap("Prices", "\n".join(rows), note)
 
 
