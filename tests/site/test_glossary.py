@@ -218,6 +218,15 @@ def test_accelerator_table_states_its_memory_policy_and_links_every_row():
     assert mi300x[2] == "192" and mi300x[3] == "vendor"       # GiB column
 
 
+def test_term_wording_follows_the_review(terms):
+    # Review parts-4-5-glossary rows 11, 13, 15, 16.
+    d = {t.term: t.definition for t in terms.terms}
+    assert "5.13 billion" in d["Active parameters"] and "5.1 billion of 117" not in d["Active parameters"]
+    assert "several steps" in d["Prefill"] and "all prompt tokens pass through the model together" not in d["Prefill"]
+    assert "Alpaca" in d["Block size"] and "ShareGPT" in d["Block size"]      # Kwon et al. §7.2
+    assert "(V0)" in d["Swap"] and "V1" in d["Swap"] and "(V0)" in d["Preemption"]
+
+
 def test_tgi_row_carries_its_maintenance_status():
     row = _first_row(G.render_engines(), "Text Generation Inference (TGI)")
     assert "maintenance mode since 2025-12-11" in " ".join(row).lower()
