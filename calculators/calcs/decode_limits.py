@@ -143,6 +143,8 @@ def compute(v: dict) -> dict:
         "batch_at_ridge": at_ridge or f"never (none up to {SEARCH_MAX:,})",
         "max_batch_in_memory": max_batch,
         "step_time_s_at_max_batch": at_max.time_s,
+        "memory_time_s_at_max_batch": at_max.memory_time_s,     # for prose; not shown as outputs
+        "compute_time_s_at_max_batch": at_max.compute_time_s,
         "tokens_per_s_per_user_at_max_batch": 1 / at_max.time_s,
         "tokens_per_s_per_gpu_at_max_batch": b / at_max.time_s / gpus,
         "step_time_s_at_max_batch_estimate": estimate.time_s,

@@ -9,9 +9,9 @@ defaults (vLLM: gpu_memory_utilization 0.9, 2 GiB activation reserve), an assump
 """
 from __future__ import annotations
 
-from ..schema import integer, output, series, step
+from ..schema import integer, number, output, series, step
 from .memory import budget, engine_fields
-from .steptime import (Deployment, bound_deployment, compute_ceiling_tokens_per_s_per_gpu, decode_step,
+from .steptime import (Deployment, StepModel, bound_deployment, compute_ceiling_tokens_per_s_per_gpu, decode_step,
                        decode_steps, deployment, deployment_fields, efficiency_steps, experts_touched,
                        prefill_step, ridge_point)
 
@@ -33,6 +33,9 @@ SCHEMA = {
         integer("batch_size", "Decode batch", 32, 1, 100_000, "sequences"),
         integer("context_tokens", "Context per sequence", 4096, 1, 10_000_000, "tokens"),
         integer("prefill_tokens", "Prompt length for prefill", 2048, 1, 10_000_000, "tokens"),
+        number("accepted_tokens_per_step", "Tokens kept per weight sweep (speculative decoding)", 1.0, 1.0, 64.0,
+               "tokens", "Mean tokens each sequence keeps per verification step; 1 = no speculation. The bound "
+               "prices only the kept tokens and a free draft, so it is a ceiling (Part 11 models the rest).", 0.1),
     ],
     "outputs": [
         output("ridge_point_flops_per_byte", "Ridge point (dense peak ÷ bandwidth)", "FLOP/B", "number"),
@@ -47,6 +50,8 @@ SCHEMA = {
         output("decode_step_time_s_lower_bound", "Decode step time (lower bound)", "s", "seconds"),
         output("decode_tokens_per_s_per_user_upper_bound", "Tokens/s per user (upper bound)", "tokens/s", "rate"),
         output("decode_tokens_per_s_per_gpu_upper_bound", "Tokens/s per GPU (upper bound)", "tokens/s", "rate"),
+        output("decode_tokens_per_s_per_user_speculative_upper_bound",
+               "Tokens/s per user at that many tokens per sweep (upper bound)", "tokens/s", "rate"),
         output("decode_step_time_s_estimate", "Decode step time, estimate (with the efficiencies)", "s", "seconds"),
         output("decode_tokens_per_s_per_user_estimate", "Tokens/s per user, estimate (with the efficiencies)",
                "tokens/s", "rate"),
@@ -109,6 +114,8 @@ def compute(v: dict) -> dict:
     ridge = ridge_point(dep)
     dec, pre = decode_step(tight, batch, context), prefill_step(tight, [prompt])
     est = decode_step(dep, batch, context)
+    tau = v["accepted_tokens_per_step"]
+    spec = StepModel(tight).decode(batch, context, tau)
     estimated = dep != tight
     fit = fit_in_memory(v)
     moe = dep.model.moe
@@ -117,6 +124,10 @@ def compute(v: dict) -> dict:
     attainable = min(dep.peak_flops_per_s * dep.compute_efficiency, est.intensity * bw * dep.bandwidth_efficiency)
     steps = ([step("Ridge point", "peak FLOP/s ÷ bandwidth", f"{dep.peak_flops_per_s:.6g} ÷ {bw:.6g}", ridge,
                    "FLOP/B")] + decode_steps(tight, batch, context, dec))
+    if tau != 1:
+        steps.append(step("Tokens/s per user, speculative", "τ ÷ step with B × τ tokens (KV read once per sequence)",
+                          f"{tau} ÷ max({spec.memory_time_s:.6g}, {spec.compute_time_s:.6g})", tau / spec.time_s,
+                          "tokens/s"))
     if estimated:
         steps += efficiency_steps(dep) + [step("Decode step time, estimate", "max(memory ÷ η_bw, compute ÷ η_compute)",
                                                f"max({est.memory_time_s:.6g}, {est.compute_time_s:.6g})",
@@ -139,6 +150,7 @@ def compute(v: dict) -> dict:
         "decode_step_time_s_lower_bound": dec.time_s,
         "decode_tokens_per_s_per_user_upper_bound": 1 / dec.time_s,
         "decode_tokens_per_s_per_gpu_upper_bound": batch / dec.time_s / dep.num_gpus,
+        "decode_tokens_per_s_per_user_speculative_upper_bound": tau / spec.time_s,
         "decode_step_time_s_estimate": est.time_s,
         "decode_tokens_per_s_per_user_estimate": 1 / est.time_s,
         "decode_tokens_per_s_per_gpu_ceiling": compute_ceiling_tokens_per_s_per_gpu(tight),

@@ -219,10 +219,13 @@ class StepModel:
                                         sum(c * tokens_held(cap, t) for c, cap in self._kv))
         return found
 
-    def decode(self, batch: int, context_tokens: float) -> StepCost:
-        """One decode step: `batch` sequences each generate one token at `context_tokens` of context."""
+    def decode(self, batch: int, context_tokens: float, tokens_per_sequence: float = 1) -> StepCost:
+        """One decode step: `batch` sequences each run `tokens_per_sequence` tokens (1, or the tokens a
+        speculative verification step keeps) at `context_tokens` of context. Each sequence's KV is read
+        once whatever its token count; FLOPs and the experts touched grow with the tokens."""
         flops, kv = self.per_sequence(context_tokens)
-        return self._cost(batch * flops, self.weight_bytes(batch), batch * kv)
+        tokens = batch * tokens_per_sequence
+        return self._cost(tokens * flops, self.weight_bytes(tokens), batch * kv)
 
     def decode_time(self, batch: int, context_tokens: float) -> float:
         """decode(batch, context).time_s, bit for bit, without building a StepCost (simulator hot path)."""

@@ -186,3 +186,23 @@ def test_no_zero_sentinels():
     assert dense["moe_experts_touched_per_layer"] == "not applicable (dense model)"
     assert _limits(model="llama-3.1-8b", context_tokens=4096)["batch_at_ridge"].startswith("never")
     assert isinstance(_limits(model="llama-3.1-8b", context_tokens=128)["batch_at_ridge"], int)
+
+
+# ---- (c) Part 1: tokens per weight sweep = accepted length --------------------------------
+
+def test_speculative_ceiling_is_tokens_per_sweep_over_the_step():
+    kw = {"model": "llama-3.1-8b", "hardware": "h100-sxm", "batch_size": 1, "context_tokens": 4096}
+    one = run("roofline", kw)
+    assert one["decode_tokens_per_s_per_user_speculative_upper_bound"] == one["decode_tokens_per_s_per_user_upper_bound"]
+    three = run("roofline", dict(kw, accepted_tokens_per_step=3))
+    # batch 1 is memory-bound: three tokens per sweep cost about one sweep (3 more embedding rows)
+    ratio = three["decode_tokens_per_s_per_user_speculative_upper_bound"] / one["decode_tokens_per_s_per_user_upper_bound"]
+    assert 2.99 < ratio <= 3
+
+
+@FAST
+@given(st.sampled_from(MODELS), st.integers(1, 512), st.floats(1.0, 8.0))
+def test_speculation_never_more_than_tau_times_the_bound(model, batch, tau):
+    kw = {"model": model, "batch_size": batch, "accepted_tokens_per_step": tau}
+    r = run("roofline", kw)
+    assert r["decode_tokens_per_s_per_user_speculative_upper_bound"] <= tau * r["decode_tokens_per_s_per_user_upper_bound"] * (1 + 1e-9)
