@@ -88,9 +88,9 @@ def _batch_series(dep: Deployment, context: int, batch: int, fit: int) -> dict:
     per_user = [1 / t for t in steps]
     out = series(f"Tokens/s per user vs per GPU (bounds); {fit:,} sequences fit ({FIT_RULE})",
                  "Tokens/s per GPU", "tokens/s", per_gpu,
-                 [("tokens/s per user, fits in memory", "tokens/s",
+                 [("fits in memory", "tokens/s per user",
                    [u if b <= fit else None for b, u in zip(batches, per_user)]),
-                  ("tokens/s per user, does not fit (infeasible)", "tokens/s",
+                  ("does not fit", "tokens/s per user",
                    [u if b > fit else None for b, u in zip(batches, per_user)])], kind="scatter")
     out["point_labels"] = [f"batch {b}" + ("" if b <= fit else " (does not fit)") for b in batches]
     return out
