@@ -206,3 +206,11 @@ def test_speculation_never_more_than_tau_times_the_bound(model, batch, tau):
     kw = {"model": model, "batch_size": batch, "accepted_tokens_per_step": tau}
     r = run("roofline", kw)
     assert r["decode_tokens_per_s_per_user_speculative_upper_bound"] <= tau * r["decode_tokens_per_s_per_user_upper_bound"] * (1 + 1e-9)
+
+
+def test_405b_tp16_step_on_nvl72_reads_an_eighth_of_the_kv():
+    # Review parts-1-3 row 8 (caused by row 7): 405B FP8 at TP16, batch 64 on B200: 8 KV heads, so each
+    # GPU holds 1/8 of the KV: 25.4 GB weights + 64 × 2.11 GB / 8 per GPU ÷ 8 TB/s ≈ 5.3 ms, not 4.2 ms.
+    r = run("allreduce", {"model": "llama-3.1-405b", "hardware": "b200", "num_gpus": 16, "batch_size": 64,
+                          "weight_dtype": "fp8", "compute_dtype": "fp8", "link": "nvlink5"})
+    assert r["decode_step_time_s_lower_bound"] == pytest.approx(5.3e-3, rel=0.01)
