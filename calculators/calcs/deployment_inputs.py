@@ -48,12 +48,13 @@ def efficiency_steps(dep: Deployment) -> list[dict]:
 def decode_steps(dep: Deployment, batch: int, context: int, cost: StepCost) -> list[dict]:
     n = dep.num_gpus
     return [
-        step("Weight bytes read per step", "params touched × b_w", f"{cost.weight_bytes:.6g}",
-               cost.weight_bytes, "B"),
-        step("KV bytes read per step", "B × KV per sequence(T)", f"{batch} × KV({context})",
-               cost.kv_bytes, "B"),
-        step("Memory time", "(weights + KV) ÷ (N_gpu × BW × η_bw)",
-               f"{cost.weight_bytes + cost.kv_bytes:.6g} ÷ ({n} × effective BW)", cost.memory_time_s, "s"),
+        step("Weight bytes read per step", "params touched × b_w (input embedding: one row per token)",
+               f"{cost.weight_bytes:.6g}", cost.weight_bytes, "B"),
+        step("KV bytes read per step per GPU", "B × KV per sequence(T) × share of KV on one GPU",
+               f"{batch} × KV({context}) × {cost.kv_share:.4g}", cost.kv_bytes_per_gpu, "B"),
+        step("Memory time", "(weights ÷ N_gpu + KV per GPU) ÷ (BW × η_bw)",
+               f"({cost.weight_bytes:.6g} ÷ {n} + {cost.kv_bytes_per_gpu:.6g}) ÷ effective BW",
+               cost.memory_time_s, "s"),
         step("Compute time", "B × (2 × P_active + attention FLOPs) ÷ (N_gpu × peak × η_compute)",
                f"{cost.flops:.6g} ÷ ({n} × effective FLOP/s)", cost.compute_time_s, "s"),
         step("Decode step time", "max(memory time, compute time)",

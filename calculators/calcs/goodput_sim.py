@@ -103,7 +103,7 @@ def _prefill_s(steps: StepModel, fits, finishing: float) -> float:
     of a Poisson count given at least one, m/(1 − e^−m), within 4%), sharing one read of the weights."""
     together = finishing + 1 / (1 + finishing)
     one = steps.prefill([round(sum(a for a, _ in fits) / len(fits))])
-    memory = one.memory_time_s * (one.weight_bytes / together + one.kv_bytes) / (one.weight_bytes + one.kv_bytes)
+    memory = one.memory_time_s * (one.weight_bytes / together + one.bytes_read - one.weight_bytes) / one.bytes_read
     return max(memory, steps.prefill([a for a, _ in fits]).compute_time_s / len(fits))
 
 

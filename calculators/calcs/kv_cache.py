@@ -31,6 +31,19 @@ def kv_elements_per_token_per_layer(attention: Attention) -> int:
     return attention.num_kv_heads * (attention.head_dim + v_dim)
 
 
+def kv_fraction_per_gpu(model: Model, tensor_parallel: int) -> float:
+    """Share of each sequence's KV that one tensor-parallel rank stores, and so reads each step.
+
+    KV heads split over ranks, but a rank holds at least one head, so TP beyond H_kv replicates
+    KV (each rank keeps ⌈H_kv ÷ TP⌉ of H_kv heads); MLA's latent is shared by every head, so every
+    rank holds all of it. The one rule memory capacity (memory.py) and step time (steptime.py) use.
+    """
+    a = model.attention
+    if a.kind == "mla":
+        return 1.0
+    return math.ceil(a.num_kv_heads / tensor_parallel) / a.num_kv_heads
+
+
 def layer_groups(model: Model) -> list[LayerGroup]:
     caps = {"full": None, "sliding": model.sliding_window_tokens, "chunked": model.attention_chunk_tokens}
     return [LayerGroup(kind, model.layer_kinds.count(kind), caps[kind])

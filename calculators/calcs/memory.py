@@ -8,29 +8,21 @@ Engine rules (the reader picks one; reserves are explicit inputs):
           SGLang picks it from GPU size and TP when unset)
 Weights split evenly over TP ranks (replicated norms and embeddings ignored). KV heads split
 over ranks, but a rank holds at least one head, so TP beyond H_kv replicates KV; MLA's latent
-is not split by head, so every rank holds all of it.
+is not split by head, so every rank holds all of it (kv_cache.kv_fraction_per_gpu, which
+steptime.py uses for the KV each rank reads).
 """
 from __future__ import annotations
 
 import math
 
 from ..formats import bytes_per_element
-from ..model import Model
 from ..params import weight_bytes
 from ..schema import (accelerator_field, choice, dtype_field, expert_dtype, expert_dtype_field, integer, model_field,
                       number, output, series, step)
-from .kv_cache import kv_bytes_per_sequence, kv_bytes_per_token_all_layers
+from .kv_cache import kv_bytes_per_sequence, kv_bytes_per_token_all_layers, kv_fraction_per_gpu
 
 GIB = 2 ** 30
 TP_SERIES = (1, 2, 4, 8)
-
-
-def kv_fraction_per_gpu(model: Model, tensor_parallel: int) -> float:
-    """Share of each sequence's KV that one TP rank stores."""
-    a = model.attention
-    if a.kind == "mla":
-        return 1.0
-    return math.ceil(a.num_kv_heads / tensor_parallel) / a.num_kv_heads
 
 
 def usable_bytes_per_gpu(v: dict) -> float:

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from ..presets import _load
 from ..schema import choice, integer, number, output, series, step
-from .kv_cache import kv_bytes_per_sequence
-from .memory import kv_fraction_per_gpu
+from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu
 from .steptime import StepModel, deployment, deployment_fields
 
 HOST_LINKS = {e["id"]: e for e in _load("host_links.toml")["host_link"]}

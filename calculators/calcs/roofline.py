@@ -2,14 +2,22 @@
 
   Ridge I* = peak FLOP/s ÷ bandwidth; attainable = min(peak, I × BW)   (Williams et al., CACM 2009)
   Step times come from steptime.py (max of memory time and compute time; scaling book, 'All About Transformer Inference').
-With efficiencies at 1.0 the times are lower bounds and the token rates upper bounds.
+The "(lower bound)" / "(upper bound)" outputs are always taken at efficiencies 1.0 (steptime.bound_deployment),
+whatever the efficiency inputs; the "estimate" outputs apply them, so an estimate never beats its bound.
+Feasibility: the batch series marks the batches whose KV does not fit in memory under memory.py's rule at its
+defaults (vLLM: gpu_memory_utilization 0.9, 2 GiB activation reserve), an assumption named in the plot.
 """
 from __future__ import annotations
 
-from ..schema import integer, output, series, step
-from .steptime import (Deployment, compute_ceiling_tokens_per_s_per_gpu, decode_step, decode_steps,
-                       deployment, deployment_fields, efficiency_steps, experts_touched, prefill_step,
-                       ridge_point)
+from ..schema import integer, number, output, series, step
+from .memory import budget, engine_fields
+from .steptime import (Deployment, StepModel, bound_deployment, compute_ceiling_tokens_per_s_per_gpu, decode_step,
+                       decode_steps, deployment, deployment_fields, efficiency_steps, experts_touched,
+                       prefill_step, ridge_point)
+
+ENGINE_DEFAULTS = {f["key"]: f["default"] for f in engine_fields()}
+FIT_RULE = (f"vLLM rule at gpu_memory_utilization {ENGINE_DEFAULTS['gpu_memory_utilization']} and a "
+            f"{ENGINE_DEFAULTS['activation_reserve_gib']:g} GiB reserve")
 
 
 # ---- the calculator ------------------------------------------------------------------
@@ -18,13 +26,16 @@ SCHEMA = {
     "name": "roofline",
     "title": "Roofline and step-time bounds",
     "description": ("Ridge point, arithmetic intensity of decode and prefill, and the time a step "
-                    "cannot beat: max(bytes ÷ bandwidth, FLOPs ÷ peak). With efficiencies at 1.0, "
-                    "times are lower bounds and token rates upper bounds. Interconnect, kernel launch "
+                    "cannot beat: max(bytes ÷ bandwidth, FLOPs ÷ peak). Bounds are always at efficiencies "
+                    "1.0; the estimates apply the efficiency inputs. Interconnect, kernel launch "
                     "and scheduling overheads are not counted."),
     "inputs": deployment_fields(1.0, 1.0) + [
         integer("batch_size", "Decode batch", 32, 1, 100_000, "sequences"),
         integer("context_tokens", "Context per sequence", 4096, 1, 10_000_000, "tokens"),
         integer("prefill_tokens", "Prompt length for prefill", 2048, 1, 10_000_000, "tokens"),
+        number("accepted_tokens_per_step", "Tokens kept per weight sweep (speculative decoding)", 1.0, 1.0, 64.0,
+               "tokens", "Mean tokens each sequence keeps per verification step; 1 = no speculation. The bound "
+               "prices only the kept tokens and a free draft, so it is a ceiling (Part 11 models the rest).", 0.1),
     ],
     "outputs": [
         output("ridge_point_flops_per_byte", "Ridge point (dense peak ÷ bandwidth)", "FLOP/B", "number"),
@@ -34,11 +45,19 @@ SCHEMA = {
         output("decode_attainable_flops_per_s", "Decode attainable FLOP/s per GPU", "FLOP/s", "flops"),
         output("decode_weight_bytes_per_step", "Weight bytes read per decode step", "B", "bytes"),
         output("moe_experts_touched_per_layer", "Distinct experts touched per MoE layer", "experts", "number"),
+        output("max_batch_in_memory", f"Sequences that fit in memory at this context ({FIT_RULE})",
+               "sequences", "integer"),
         output("decode_step_time_s_lower_bound", "Decode step time (lower bound)", "s", "seconds"),
         output("decode_tokens_per_s_per_user_upper_bound", "Tokens/s per user (upper bound)", "tokens/s", "rate"),
         output("decode_tokens_per_s_per_gpu_upper_bound", "Tokens/s per GPU (upper bound)", "tokens/s", "rate"),
-        output("decode_tokens_per_s_per_gpu_ceiling", "Tokens/s per GPU, any batch (compute ceiling)",
-                 "tokens/s", "rate"),
+        output("decode_tokens_per_s_per_user_speculative_upper_bound",
+               "Tokens/s per user at that many tokens per sweep (upper bound)", "tokens/s", "rate"),
+        output("decode_step_time_s_estimate", "Decode step time, estimate (with the efficiencies)", "s", "seconds"),
+        output("decode_tokens_per_s_per_user_estimate", "Tokens/s per user, estimate (with the efficiencies)",
+               "tokens/s", "rate"),
+        output("decode_tokens_per_s_per_gpu_ceiling",
+               "Tokens/s per GPU at unlimited batch (compute ceiling, as if KV and memory were free)",
+               "tokens/s", "rate"),
         output("prefill_time_s_lower_bound", "Prefill time (lower bound)", "s", "seconds"),
         output("prefill_tokens_per_s_per_gpu_upper_bound", "Prefill tokens/s per GPU (upper bound)",
                  "tokens/s", "rate"),
@@ -56,29 +75,65 @@ def _roofline_series(dep: Deployment, points: dict) -> dict:
     return series("Roofline", "Arithmetic intensity", "FLOP/B", grid, ys, log_axes=True)
 
 
-def _batch_series(dep: Deployment, context: int, batch: int) -> dict:
-    batches = sorted({2 ** k for k in range(13)} | {batch})
+def fit_in_memory(v: dict) -> int:
+    """Sequences of this context whose KV fits beside the weights, under memory.py's rule at its defaults."""
+    return budget({**v, **ENGINE_DEFAULTS}, v["num_gpus"])["sequences"]
+
+
+def _batch_series(dep: Deployment, context: int, batch: int, fit: int) -> dict:
+    """Bounds per user against per GPU; batches past `fit` go in their own series, marked as not fitting."""
+    batches = sorted({2 ** k for k in range(13)} | {batch} | ({fit} if fit >= 1 else set()))
     steps = [decode_step(dep, b, context).time_s for b in batches]
     per_gpu = [b / t / dep.num_gpus for b, t in zip(batches, steps)]
-    out = series("Tokens/s per user vs per GPU, across batch sizes", "Tokens/s per GPU", "tokens/s",
-                   per_gpu, [("tokens/s per user", "tokens/s", [1 / t for t in steps])], kind="scatter")
-    out["point_labels"] = [f"batch {b}" for b in batches]
+    per_user = [1 / t for t in steps]
+    out = series(f"Tokens/s per user vs per GPU (bounds); {fit:,} sequences fit ({FIT_RULE})",
+                 "Tokens/s per GPU", "tokens/s", per_gpu,
+                 [("fits in memory", "tokens/s per user",
+                   [u if b <= fit else None for b, u in zip(batches, per_user)]),
+                  ("does not fit", "tokens/s per user",
+                   [u if b > fit else None for b, u in zip(batches, per_user)])], kind="scatter")
+    out["point_labels"] = [f"batch {b}" + ("" if b <= fit else " (does not fit)") for b in batches]
     return out
+
+
+def _notes(v: dict, batch: int, fit: int, estimated: bool) -> list[str]:
+    notes = []
+    if batch > fit:
+        notes.append(f"batch {batch:,} does not fit in memory at {v['context_tokens']:,} tokens: "
+                     f"{fit:,} sequences fit ({FIT_RULE}); its figures are for a batch that cannot run")
+    if estimated:
+        notes.append("the bounds are at efficiencies 1.0; the estimates apply the efficiency inputs")
+    return notes
 
 
 def compute(v: dict) -> dict:
     dep = deployment(v)
+    tight = bound_deployment(dep)
     batch, context, prompt = v["batch_size"], v["context_tokens"], v["prefill_tokens"]
     bw = dep.accelerator.memory_bandwidth_bytes_per_s
     ridge = ridge_point(dep)
-    dec, pre = decode_step(dep, batch, context), prefill_step(dep, [prompt])
+    dec, pre = decode_step(tight, batch, context), prefill_step(tight, [prompt])
+    est = decode_step(dep, batch, context)
+    tau = v["accepted_tokens_per_step"]
+    spec = StepModel(tight).decode(batch, context, tau)
+    estimated = dep != tight
+    fit = fit_in_memory(v)
     moe = dep.model.moe
-    touched = experts_touched(moe.num_experts, moe.experts_per_token, batch) if moe else 0.0
-    attainable = min(dep.peak_flops_per_s * dep.compute_efficiency, dec.intensity * bw * dep.bandwidth_efficiency)
-    steps = [step("Ridge point", "peak FLOP/s ÷ bandwidth", f"{dep.peak_flops_per_s:.6g} ÷ {bw:.6g}", ridge,
-                    "FLOP/B")] + efficiency_steps(dep) + decode_steps(dep, batch, context, dec)
+    touched = (experts_touched(moe.num_experts, moe.experts_per_token, batch) if moe
+               else "not applicable (dense model)")
+    attainable = min(dep.peak_flops_per_s * dep.compute_efficiency, est.intensity * bw * dep.bandwidth_efficiency)
+    steps = ([step("Ridge point", "peak FLOP/s ÷ bandwidth", f"{dep.peak_flops_per_s:.6g} ÷ {bw:.6g}", ridge,
+                   "FLOP/B")] + decode_steps(tight, batch, context, dec))
+    if tau != 1:
+        steps.append(step("Tokens/s per user, speculative", "τ ÷ step with B × τ tokens (KV read once per sequence)",
+                          f"{tau} ÷ max({spec.memory_time_s:.6g}, {spec.compute_time_s:.6g})", tau / spec.time_s,
+                          "tokens/s"))
+    if estimated:
+        steps += efficiency_steps(dep) + [step("Decode step time, estimate", "max(memory ÷ η_bw, compute ÷ η_compute)",
+                                               f"max({est.memory_time_s:.6g}, {est.compute_time_s:.6g})",
+                                               est.time_s, "s")]
     if moe:
-        steps.insert(3, step("Experts touched per MoE layer", "E × (1 − (1 − k/E)^B)",
+        steps.insert(1, step("Experts touched per MoE layer", "E × (1 − (1 − k/E)^B)",
                                f"{moe.num_experts} × (1 − (1 − {moe.experts_per_token}/{moe.num_experts})^{batch})",
                                touched, "experts"))
     steps.append(step("Prefill time", "max(bytes ÷ BW, (2 × P_active × T + attention) ÷ peak)",
@@ -91,16 +146,21 @@ def compute(v: dict) -> dict:
         "decode_attainable_flops_per_s": attainable,
         "decode_weight_bytes_per_step": dec.weight_bytes,
         "moe_experts_touched_per_layer": touched,
+        "max_batch_in_memory": fit,
         "decode_step_time_s_lower_bound": dec.time_s,
         "decode_tokens_per_s_per_user_upper_bound": 1 / dec.time_s,
         "decode_tokens_per_s_per_gpu_upper_bound": batch / dec.time_s / dep.num_gpus,
-        "decode_tokens_per_s_per_gpu_ceiling": compute_ceiling_tokens_per_s_per_gpu(dep),
+        "decode_tokens_per_s_per_user_speculative_upper_bound": tau / spec.time_s,
+        "decode_step_time_s_estimate": est.time_s,
+        "decode_tokens_per_s_per_user_estimate": 1 / est.time_s,
+        "decode_tokens_per_s_per_gpu_ceiling": compute_ceiling_tokens_per_s_per_gpu(tight),
         "prefill_time_s_lower_bound": pre.time_s,
         "prefill_tokens_per_s_per_gpu_upper_bound": prompt / pre.time_s / dep.num_gpus,
-        "regime": {"decode": "compute-bound" if dec.compute_bound else "memory-bound",
+        "regime": {"decode": "compute-bound" if est.compute_bound else "memory-bound",
                    "prefill": "compute-bound" if pre.compute_bound else "memory-bound"},
         "derivation": steps,
         "series": {"roofline": _roofline_series(dep, {f"decode (batch {batch})": dec.intensity,
                                                        f"prefill ({prompt} tokens)": pre.intensity}),
-                   "tokens_per_user_vs_gpu": _batch_series(dep, context, batch)},
+                   "tokens_per_user_vs_gpu": _batch_series(tight, context, batch, fit)},
+        "notes": _notes(v, batch, fit, estimated),
     }

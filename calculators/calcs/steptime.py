@@ -11,19 +11,23 @@
          d_v = r_kv (576/512). The latent's up-projections (kv_b_proj: prefill expands each new token,
          decode folds them into the query and output) are r_kv × H × (qk_nope + v) weights that
          params.py counts, so 2 × active params already prices them in either form.
-With efficiencies at 1.0 the times are lower bounds and the rates upper bounds.
+Bytes per GPU: weights ÷ N, but KV × kv_fraction_per_gpu (kv_cache.py), not ÷ N: TP beyond H_kv
+         replicates KV heads and MLA's latent sits whole on every rank (the rule memory.py uses).
+Embeddings: the input embedding is a row lookup, one row of d_model per token (capped at the table);
+         an untied LM head is read in full; a tied table is read once, in full, by the LM head.
+With efficiencies at 1.0 the times are lower bounds and the rates upper bounds (bound_deployment).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..schema import expert_dtype
 from ..errors import InputError
 from ..formats import bytes_per_element, get_format
 from ..model import Accelerator, Model
-from ..params import active_params, expert_params, total_params
-from .kv_cache import kv_terms, layer_groups, tokens_held
+from ..params import active_params, embedding_params, expert_params, total_params
+from .kv_cache import kv_fraction_per_gpu, kv_terms, layer_groups, tokens_held
 
 SAME_RATE = {"fp16": "bf16", "bf16": "fp16"}   # every listed chip runs FP16 and BF16 at one rate
 
@@ -41,21 +45,46 @@ class Deployment:
     expert_elem_bytes: float | None = None   # routed-expert weights; None = weight_elem_bytes
 
 
+def bound_deployment(dep: Deployment) -> Deployment:
+    """The same deployment at efficiencies 1.0: its step times are lower bounds, its rates upper bounds."""
+    return replace(dep, bandwidth_efficiency=1.0, compute_efficiency=1.0)
+
+
 @dataclass(frozen=True)
 class StepCost:
     flops: float                   # whole step, all GPUs
-    weight_bytes: float
-    kv_bytes: float
+    weight_bytes: float            # weights read once per step, split over the GPUs
+    kv_bytes: float                # every sequence's KV once (the logical total)
     memory_time_s: float
     compute_time_s: float
+    num_gpus: int = 1
+    kv_share: float = 1.0          # kv_fraction_per_gpu: the part of each sequence's KV one GPU reads
 
     @property
     def time_s(self) -> float:
         return max(self.memory_time_s, self.compute_time_s)
 
     @property
+    def kv_bytes_per_gpu(self) -> float:
+        return self.kv_bytes * self.kv_share
+
+    @property
+    def weight_bytes_per_gpu(self) -> float:
+        return self.weight_bytes / self.num_gpus
+
+    @property
+    def bytes_read(self) -> float:
+        """Bytes every GPU together reads: weights once, KV once per replica."""
+        return self.weight_bytes + self.kv_bytes_per_gpu * self.num_gpus
+
+    @property
+    def kv_share_of_bytes(self) -> float:
+        return self.kv_bytes_per_gpu / (self.kv_bytes_per_gpu + self.weight_bytes_per_gpu)
+
+    @property
     def intensity(self) -> float:
-        return self.flops / (self.weight_bytes + self.kv_bytes)
+        """FLOPs per byte on one GPU (the same ratio over the group, replicas counted)."""
+        return self.flops / self.bytes_read
 
     @property
     def compute_bound(self) -> bool:
@@ -94,19 +123,30 @@ def experts_touched(num_experts: int, top_k: int, tokens: float) -> float:
     return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
 
 
-def weight_bytes_touched(dep: Deployment, tokens: float, counts: tuple | None = None) -> float:
-    """Weights read once per step: all of a dense model; for MoE only the experts some token picks.
+def embedding_lookup_saving(model: Model, tokens: float) -> float:
+    """Parameters of the input-embedding table a step does not read: a lookup reads one row per
+    token (at most the whole table). 0 for a tied table, which the LM head reads in full."""
+    if model.tie_embeddings:
+        return 0.0
+    return max(0.0, embedding_params(model) - min(tokens, model.vocab_size) * model.hidden_size)
+
+
+def weight_bytes_touched(dep: Deployment, tokens: float, counts: tuple | None = None,
+                         all_experts: bool = False) -> float:
+    """Weights read once per step: all of a dense model; for MoE only the experts some token picks
+    (every expert with all_experts); of the input embedding only the rows looked up.
 
     Routed experts are priced at expert_elem_bytes when set, everything else at weight_elem_bytes.
     `counts` is _param_counts(model) when the caller already has it (hashing a Model is not free)."""
     total, _, experts = counts or _param_counts(dep.model)
+    shared = total - experts - embedding_lookup_saving(dep.model, tokens)
     moe = dep.model.moe
     if moe is None:
-        return total * dep.weight_elem_bytes
+        return shared * dep.weight_elem_bytes
     e, k = moe.num_experts, moe.experts_per_token
-    share = 1.0 if e <= k else experts_touched(e, k, tokens) / e
+    share = 1.0 if e <= k or all_experts else experts_touched(e, k, tokens) / e
     expert_b = dep.weight_elem_bytes if dep.expert_elem_bytes is None else dep.expert_elem_bytes
-    return (total - experts) * dep.weight_elem_bytes + experts * share * expert_b
+    return shared * dep.weight_elem_bytes + experts * share * expert_b
 
 
 def attention_widths(model: Model, prefill: bool) -> tuple[int, int]:
@@ -147,6 +187,7 @@ class StepModel:
         self._counts = _param_counts(dep.model)
         self.active = self._counts[1]
         self._n = dep.num_gpus
+        self.kv_share = kv_fraction_per_gpu(dep.model, dep.num_gpus)
         self._bandwidth = dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency
         self._flops = dep.peak_flops_per_s * dep.compute_efficiency
         self._weights: dict = {}
@@ -157,8 +198,12 @@ class StepModel:
         self._kv = [(per_token, cap) for _, per_token, cap in kv_terms(dep.model, dep.kv_elem_bytes)]
 
     def _times(self, flops: float, weight_bytes: float, kv_bytes: float) -> tuple[float, float]:
-        """(memory time, compute time): bytes ÷ (N × BW × η_bw), FLOPs ÷ (N × peak × η_compute)."""
-        return (weight_bytes + kv_bytes) / self._n / self._bandwidth, flops / self._n / self._flops
+        """(memory time, compute time): (W ÷ N + KV × share) ÷ (BW × η_bw), FLOPs ÷ (N × peak × η_compute)."""
+        return (weight_bytes / self._n + kv_bytes * self.kv_share) / self._bandwidth, flops / self._n / self._flops
+
+    def _cost(self, flops: float, weight_bytes: float, kv_bytes: float) -> StepCost:
+        return StepCost(flops, weight_bytes, kv_bytes, *self._times(flops, weight_bytes, kv_bytes),
+                        self._n, self.kv_share)
 
     def weight_bytes(self, tokens: float) -> float:
         if tokens not in self._weights:
@@ -174,11 +219,13 @@ class StepModel:
                                         sum(c * tokens_held(cap, t) for c, cap in self._kv))
         return found
 
-    def decode(self, batch: int, context_tokens: float) -> StepCost:
-        """One decode step: `batch` sequences each generate one token at `context_tokens` of context."""
+    def decode(self, batch: int, context_tokens: float, tokens_per_sequence: float = 1) -> StepCost:
+        """One decode step: `batch` sequences each run `tokens_per_sequence` tokens (1, or the tokens a
+        speculative verification step keeps) at `context_tokens` of context. Each sequence's KV is read
+        once whatever its token count; FLOPs and the experts touched grow with the tokens."""
         flops, kv = self.per_sequence(context_tokens)
-        w = self.weight_bytes(batch)
-        return StepCost(batch * flops, w, batch * kv, *self._times(batch * flops, w, batch * kv))
+        tokens = batch * tokens_per_sequence
+        return self._cost(tokens * flops, self.weight_bytes(tokens), batch * kv)
 
     def decode_time(self, batch: int, context_tokens: float) -> float:
         """decode(batch, context).time_s, bit for bit, without building a StepCost (simulator hot path)."""
@@ -200,8 +247,7 @@ class StepModel:
 
     def prefill(self, prompt_lengths) -> StepCost:
         """One prefill of the given prompts together: weights read once, KV written once."""
-        parts = self._prefill_parts(prompt_lengths)
-        return StepCost(*parts, *self._times(*parts))
+        return self._cost(*self._prefill_parts(prompt_lengths))
 
     def prefill_time(self, prompt_lengths) -> float:
         """prefill(prompt_lengths).time_s without building a StepCost."""

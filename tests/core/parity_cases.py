@@ -38,6 +38,11 @@ SPECIFIC = [
                   "compute_dtype": "nvfp4", "kv_dtype": "fp8", "batch_size": 1024}),
     ("roofline", {"model": "llama-3.1-8b", "hardware": "tpu-v5e", "bandwidth_efficiency": 0.7}),
     ("roofline", {"model": _hf("gemma-3-27b"), "hardware": CUSTOM_CHIP, "compute_dtype": "fp8"}),
+    ("roofline", {"model": "gemma-2-9b", "batch_size": 4096, "compute_efficiency": 0.6}),    # tied; past the fit
+    ("decode_limits", {"model": "llama-3.1-70b", "num_gpus": 16}),                          # KV replicated
+    ("decode_limits", {"model": "deepseek-v3", "hardware": "h200", "num_gpus": 8, "weight_dtype": "fp8",
+                       "compute_dtype": "fp8", "context_tokens": 128, "bandwidth_efficiency": 0.8}),
+    ("decode_limits", {"model": "llama-3.1-70b", "num_gpus": 1}),                           # nothing fits
     ("latency", {"model": "llama-3.1-70b", "hardware": "h200", "num_gpus": 4, "weight_dtype": "fp8",
                  "compute_dtype": "fp8", "batch_size": 64, "input_tokens": 2000, "output_tokens": 500,
                  "queueing_s": 0.05}),

@@ -28,9 +28,9 @@ def test_swap_time_by_hand():
 
 
 def test_recompute_is_the_roofline_prefill():
-    """Recompute reuses steptime's prefill: standalone equals roofline's prefill bound at the same
-    efficiencies; 'compute' is its FLOP term alone."""
-    common = dict(model="llama-3.1-8b", hardware="h100-sxm", compute_efficiency=0.5)
+    """Recompute reuses steptime's prefill: standalone equals roofline's prefill bound (roofline's bounds
+    are at efficiencies 1.0 whatever the inputs); 'compute' is its FLOP term alone."""
+    common = dict(model="llama-3.1-8b", hardware="h100-sxm", compute_efficiency=1.0, bandwidth_efficiency=1.0)
     roof = run("roofline", dict(common, prefill_tokens=4096))
     alone = _run(**common, context_tokens=4096, recompute_cost="standalone")
     flops_only = _run(**common, context_tokens=4096)
