@@ -8,12 +8,17 @@ Engine rules (the reader picks one; reserves are explicit inputs):
           SGLang picks it from GPU size and TP when unset)
 Weights split evenly over TP ranks (replicated norms and embeddings ignored). KV heads split
 over ranks, but a rank holds at least one head, so TP beyond H_kv replicates KV; MLA's latent
-is not split by head, so every rank holds all of it.
+is not split by head, so every rank holds all of it. Decode context parallelism (vLLM
+--decode-context-parallel-size, SGLang --dcp-size) stripes each sequence's KV by token over
+DCP ranks of the TP group, removing that replication: each rank holds 1/DCP of what plain TP
+leaves it (vLLM docs/serving/context_parallel_deployment.md and vllm/config/parallel.py at
+commits 020505c and 00193b8; docs.sglang.io "Decode Context Parallelism").
 """
 from __future__ import annotations
 
 import math
 
+from ..errors import InputError
 from ..formats import bytes_per_element
 from ..model import Model
 from ..params import weight_bytes
@@ -25,12 +30,30 @@ GIB = 2 ** 30
 TP_SERIES = (1, 2, 4, 8)
 
 
-def kv_fraction_per_gpu(model: Model, tensor_parallel: int) -> float:
-    """Share of each sequence's KV that one TP rank stores."""
+def kv_replication(model: Model, tensor_parallel: int) -> int:
+    """How many TP ranks hold a copy of each KV head (MLA: one latent, so every rank)."""
     a = model.attention
-    if a.kind == "mla":
-        return 1.0
-    return math.ceil(a.num_kv_heads / tensor_parallel) / a.num_kv_heads
+    kv_heads = 1 if a.kind == "mla" else a.num_kv_heads
+    return max(1, tensor_parallel // kv_heads)
+
+
+def check_decode_context_parallel(model: Model, tensor_parallel: int, dcp: int,
+                                  field: str = "decode_context_parallel") -> None:
+    """vLLM's rules: DCP divides TP (config/parallel.py) and is at most TP / H_kv, the
+    replication it removes (context_parallel_deployment.md: "[1, tp_size/H]")."""
+    top = kv_replication(model, tensor_parallel)
+    if dcp < 1 or tensor_parallel % dcp or dcp > top:
+        raise InputError(field, f"must divide the tensor-parallel size {tensor_parallel} and lie between 1 and "
+                                f"{top} (TP ÷ KV heads, the copies of each KV head it removes)")
+
+
+def kv_fraction_per_gpu(model: Model, tensor_parallel: int, decode_context_parallel: int = 1) -> float:
+    """Share of each sequence's KV that one TP rank stores: its KV heads (at least one),
+    divided over the DCP ranks that stripe the sequence by token."""
+    check_decode_context_parallel(model, tensor_parallel, decode_context_parallel)
+    a = model.attention
+    heads = 1.0 if a.kind == "mla" else math.ceil(a.num_kv_heads / tensor_parallel) / a.num_kv_heads
+    return heads / decode_context_parallel
 
 
 def usable_bytes_per_gpu(v: dict) -> float:
@@ -48,11 +71,11 @@ def _usable_substituted(v: dict) -> str:
 
 
 def budget(v: dict, tensor_parallel: int) -> dict:
-    """Weights, KV budget and capacity per GPU at one TP degree."""
+    """Weights, KV budget and capacity per GPU at one TP degree (and the input's DCP)."""
     model, kv_b = v["model"], bytes_per_element(v["kv_dtype"], "kv_dtype")
     weights = weight_bytes(model, v["weight_dtype"], "weight_dtype", expert_dtype(v)) / tensor_parallel
     kv_budget = max(0.0, usable_bytes_per_gpu(v) - weights)
-    share = kv_fraction_per_gpu(model, tensor_parallel)
+    share = kv_fraction_per_gpu(model, tensor_parallel, v.get("decode_context_parallel", 1))
     per_seq = kv_bytes_per_sequence(model, v["context_tokens"], kv_b) * share
     per_token = kv_bytes_per_token_all_layers(model, kv_b) * share
     return {"weights": weights, "kv_budget": kv_budget, "per_seq": per_seq,
@@ -88,6 +111,10 @@ SCHEMA = {
         expert_dtype_field(),
         dtype_field("kv_dtype", "KV-cache format", "bf16"),
         integer("tensor_parallel", "Tensor-parallel GPUs", 4, 1, 1024, "GPUs"),
+        integer("decode_context_parallel", "Decode context-parallel size", 1, 1, 1024, "ranks",
+                "vLLM --decode-context-parallel-size, SGLang --dcp-size: stripes each sequence's KV by token "
+                "over this many ranks of the TP group (no extra GPUs). Must divide TP and be at most "
+                "TP ÷ KV heads (MLA: TP)."),
         integer("context_tokens", "Context per sequence", 8192, 1, 10_000_000, "tokens"),
     ] + engine_fields(),
     "outputs": [
@@ -99,10 +126,15 @@ SCHEMA = {
         output("kv_bytes_per_sequence_per_gpu", "KV per sequence per GPU", "B", "bytes"),
         output("max_concurrent_sequences", "Sequences that fit at this context", "sequences", "integer"),
         output("kv_tokens_capacity", "Tokens the KV pool holds", "tokens", "integer"),
-        output("min_tensor_parallel_to_fit", "Smallest power-of-two TP that fits (0 = none up to 1024)",
+        output("min_tensor_parallel_to_fit", "Smallest power-of-two TP that fits at this DCP (0 = none up to 1024)",
                "GPUs", "integer"),
     ],
 }
+
+
+def _dcp_allows(v: dict, tensor_parallel: int) -> bool:
+    dcp = v.get("decode_context_parallel", 1)
+    return tensor_parallel % dcp == 0 and dcp <= kv_replication(v["model"], tensor_parallel)
 
 
 def compute(v: dict) -> dict:
@@ -110,12 +142,13 @@ def compute(v: dict) -> dict:
     b = budget(v, tp)
     usable = usable_bytes_per_gpu(v)
     fits = b["sequences"] >= 1
-    min_tp = next((t for t in (2 ** k for k in range(11)) if budget(v, t)["sequences"] >= 1), 0)
+    min_tp = next((t for t in (2 ** k for k in range(11))
+                   if _dcp_allows(v, t) and budget(v, t)["sequences"] >= 1), 0)
     notes = [] if fits else [f"does not fit: {b['weights'] / GIB:.1f} GiB of weights per GPU leave room for "
                              f"{b['sequences']} sequences of {v['context_tokens']:,} tokens"]
     rule = ("gpu_memory_utilization × memory − weights − reserve" if v["engine_rule"] == "vllm"
             else "mem_fraction_static × memory − weights")
-    tps = sorted(set(TP_SERIES) | {tp})
+    tps = sorted(t for t in set(TP_SERIES) | {tp} if _dcp_allows(v, t))
     rows = [budget(v, t) for t in tps]
     return {
         "fits": int(fits),
@@ -132,8 +165,9 @@ def compute(v: dict) -> dict:
             step("Weights per GPU", "params × b_w ÷ TP", f"{b['weights'] * tp:.6g} ÷ {tp}", b["weights"], "B"),
             step("Usable memory per GPU", rule.replace(" − weights", ""), _usable_substituted(v), usable, "B"),
             step("KV budget per GPU", rule, f"max(0, {usable:.6g} − {b['weights']:.6g})", b["kv_budget"], "B"),
-            step("KV per sequence per GPU", "KV(T) × share of KV heads on one rank",
-                 f"KV({v['context_tokens']}) × {kv_fraction_per_gpu(v['model'], tp):.4g}", b["per_seq"], "B"),
+            step("KV per sequence per GPU", "KV(T) × share of KV heads on one rank ÷ DCP",
+                 f"KV({v['context_tokens']}) × {kv_fraction_per_gpu(v['model'], tp, v['decode_context_parallel']):.4g}",
+                 b["per_seq"], "B"),
             step("Sequences that fit", "⌊KV budget ÷ KV per sequence⌋",
                  f"⌊{b['kv_budget']:.6g} ÷ {b['per_seq']:.6g}⌋", b["sequences"], "sequences"),
         ],
