@@ -31,6 +31,10 @@ class Attention:
     qk_rope_head_dim: int = 0
     qk_nope_head_dim: int = 0
     q_lora_rank: int = 0       # 0 = queries not compressed
+    # DeepSeek sparse attention (V3.2): a lightning indexer per layer caches one key of
+    # index_head_dim per token (FP8 plus an FP32 scale per 128) and scores it with index_n_heads.
+    index_head_dim: int = 0
+    index_n_heads: int = 0
     qkv_bias: bool = False
     o_bias: bool = False
 

@@ -13,6 +13,15 @@ from .formats import bytes_per_element
 from .model import Model
 
 
+def _indexer_params(a, d: int) -> int:
+    """DeepSeek-V3.2 lightning indexer: wq_b, wk, k_norm (LayerNorm weight and bias), weights_proj
+    (DeepSeek-V3.2-Exp inference/model.py, class Indexer)."""
+    if not a.index_head_dim:
+        return 0
+    return (a.q_lora_rank * a.index_n_heads * a.index_head_dim + d * a.index_head_dim
+            + 2 * a.index_head_dim + d * a.index_n_heads)
+
+
 def _attention_params(model: Model) -> int:
     a, d = model.attention, model.hidden_size
     v_dim = a.v_head_dim or a.head_dim
@@ -24,7 +33,7 @@ def _attention_params(model: Model) -> int:
             q = d * a.num_heads * qk_dim
         kv_down = d * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank
         kv_up = a.kv_lora_rank * a.num_heads * (a.qk_nope_head_dim + v_dim)
-        return q + kv_down + kv_up + a.num_heads * v_dim * d
+        return q + kv_down + kv_up + a.num_heads * v_dim * d + _indexer_params(a, d)
     q_out, kv_out = a.num_heads * a.head_dim, a.num_kv_heads * a.head_dim
     v_out = a.num_kv_heads * v_dim
     n = d * (q_out + kv_out + v_out) + a.num_heads * v_dim * d

@@ -79,10 +79,15 @@ def attention_from_dict(d: dict, field: str) -> Attention:
         qk_rope_head_dim=_num(d, "qk_rope_head_dim", field, 0, 4096, default=0),
         qk_nope_head_dim=_num(d, "qk_nope_head_dim", field, 0, 4096, default=0),
         q_lora_rank=_num(d, "q_lora_rank", field, 0, 65536, default=0),
+        index_head_dim=_num(d, "index_head_dim", field, 0, 4096, default=0),
+        index_n_heads=_num(d, "index_n_heads", field, 0, 4096, default=0),
         qkv_bias=_flag(d, "qkv_bias", field, False), o_bias=_flag(d, "o_bias", field, False),
     )
     if kind == "mla" and not (a.kv_lora_rank and a.qk_rope_head_dim):
         raise InputError(f"{field}.kv_lora_rank", "must be above 0 for MLA, as must qk_rope_head_dim")
+    if a.index_head_dim and (kind != "mla" or not a.index_n_heads or not a.q_lora_rank):
+        raise InputError(f"{field}.index_head_dim", "a sparse-attention indexer needs MLA attention with "
+                                                   "q_lora_rank and index_n_heads above 0")
     return a
 
 

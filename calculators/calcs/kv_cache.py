@@ -4,6 +4,10 @@ Formulas (numbers.md §2.1, §5 F1–F3):
   MHA/GQA/MQA: 2 × H_kv × d_head × b per layer per token (K and V; d_v may differ from d_head)
   MLA:         (kv_lora_rank + qk_rope_head_dim) × b per layer per token
                (DeepSeek-V2 arXiv 2405.04434 Table 1; DeepSeek-V3 inference/model.py kv_cache + pe_cache)
+  DeepSeek sparse attention (V3.2): the MLA latent plus one indexer key per layer per token,
+               index_head_dim FP8 values and one FP32 scale per 128 (DeepSeek-V3.2-Exp inference/model.py
+               Indexer.k_cache / k_scale_cache). With an FP8 cache the latent takes DeepSeek's
+               "FP8 with scale" layout: 512 FP8 + 4 FP32 scales + 64 BF16 rope = 656 B (FlashMLA README).
   Sliding-window layers hold min(T, window) tokens, chunked-attention layers min(T, chunk)
   (Mistral 7B arXiv 2310.06825 rolling buffer; gpt-oss model.py; Gemma 2/3 reports; Llama 4 iRoPE).
 """
@@ -31,6 +35,26 @@ def kv_elements_per_token_per_layer(attention: Attention) -> int:
     return attention.num_kv_heads * (attention.head_dim + v_dim)
 
 
+FP8_SCALE_BLOCK = 128   # elements per FP32 scale in DeepSeek's FP8 latent and indexer-key layouts
+SCALE_BYTES = 4
+
+
+def _scaled_fp8_bytes(elements: int) -> int:
+    return elements + SCALE_BYTES * math.ceil(elements / FP8_SCALE_BLOCK)
+
+
+def kv_bytes_per_token_per_layer(attention: Attention, elem_bytes: float) -> float:
+    """Bytes one token adds to one attention layer's cache in a format of `elem_bytes`."""
+    a = attention
+    if not a.index_head_dim:
+        return kv_elements_per_token_per_layer(a) * elem_bytes
+    if elem_bytes == 1:   # FP8: the latent is block-scaled, the rotary part stays BF16
+        latent = _scaled_fp8_bytes(a.kv_lora_rank) + 2 * a.qk_rope_head_dim
+    else:
+        latent = (a.kv_lora_rank + a.qk_rope_head_dim) * elem_bytes
+    return latent + _scaled_fp8_bytes(a.index_head_dim)
+
+
 def layer_groups(model: Model) -> list[LayerGroup]:
     caps = {"full": None, "sliding": model.sliding_window_tokens, "chunked": model.attention_chunk_tokens}
     return [LayerGroup(kind, model.layer_kinds.count(kind), caps[kind])
@@ -43,7 +67,7 @@ def tokens_held(cap_tokens: int | None, context_tokens: float) -> float:
 
 def kv_terms(model: Model, elem_bytes: float) -> list[tuple[str, float, int | None]]:
     """(kind, bytes per held token over that kind's layers, cap) per layer kind."""
-    per_layer_token = kv_elements_per_token_per_layer(model.attention) * elem_bytes
+    per_layer_token = kv_bytes_per_token_per_layer(model.attention, elem_bytes)
     return [(g.kind, g.layers * per_layer_token, g.cap_tokens) for g in layer_groups(model)]
 
 
@@ -60,17 +84,17 @@ def kv_bytes_per_sequence(model: Model, context_tokens: float, elem_bytes: float
 def kv_bytes_per_token(model: Model, elem_bytes: float) -> float:
     """One more token once the context exceeds every window: full-attention layers only."""
     full = sum(g.layers for g in layer_groups(model) if g.cap_tokens is None)
-    return full * kv_elements_per_token_per_layer(model.attention) * elem_bytes
+    return full * kv_bytes_per_token_per_layer(model.attention, elem_bytes)
 
 
 def kv_bytes_per_token_all_layers(model: Model, elem_bytes: float) -> float:
     """A token stored in every layer: the unit paged allocators count in."""
-    return model.num_layers * kv_elements_per_token_per_layer(model.attention) * elem_bytes
+    return model.num_layers * kv_bytes_per_token_per_layer(model.attention, elem_bytes)
 
 
 def paged_blocks(model: Model, context_tokens: int, elem_bytes: float, block_tokens: int) -> dict:
     """Blocks of `block_tokens` per layer kind (vLLM PagedAttention, arXiv 2309.06180 §4)."""
-    per_layer_token = kv_elements_per_token_per_layer(model.attention) * elem_bytes
+    per_layer_token = kv_bytes_per_token_per_layer(model.attention, elem_bytes)
     allocated = 0.0
     for g in layer_groups(model):
         blocks = math.ceil(tokens_held(g.cap_tokens, context_tokens) / block_tokens)
@@ -132,13 +156,19 @@ def _series(model, context, elem_bytes, batch):
 
 def _derivation(model, v, elem_bytes, per_token, per_seq):
     a = model.attention
-    if a.kind == "mla":
+    if a.index_head_dim and elem_bytes == 1:
+        formula = "r_kv + 4⌈r_kv/128⌉ + 2 d_rope + d_index + 4⌈d_index/128⌉"
+        subst = f"{a.kv_lora_rank} + 4 × {a.kv_lora_rank // 128} + 2 × {a.qk_rope_head_dim} + {a.index_head_dim} + 4"
+    elif a.index_head_dim:
+        formula = "(r_kv + d_rope) × b + d_index + 4⌈d_index/128⌉"
+        subst = f"({a.kv_lora_rank} + {a.qk_rope_head_dim}) × {elem_bytes} + {a.index_head_dim} + 4"
+    elif a.kind == "mla":
         formula, subst = "(r_kv + d_rope) × b", f"({a.kv_lora_rank} + {a.qk_rope_head_dim}) × {elem_bytes}"
     else:
         d_v = a.v_head_dim or a.head_dim
         formula = "H_kv × (d_head + d_v) × b"
         subst = f"{a.num_kv_heads} × ({a.head_dim} + {d_v}) × {elem_bytes}"
-    per_layer = kv_elements_per_token_per_layer(a) * elem_bytes
+    per_layer = kv_bytes_per_token_per_layer(a, elem_bytes)
     groups = layer_groups(model)
     seq_formula = " + ".join(f"{g.layers} × min(T, {g.cap_tokens})" if g.cap_tokens else f"{g.layers} × T"
                              for g in groups)
