@@ -10,7 +10,8 @@ import math
 from dataclasses import asdict, fields
 
 from .errors import InputError
-from .model import (ATTENTION_KINDS, FFN_KINDS, LAYER_KINDS, SCALE_UP_TOPOLOGIES, Accelerator, Attention, Model,
+from .model import (ATTENTION_KINDS, FFN_KINDS, LAYER_KINDS, LINEAR_MIXER_KINDS, SCALE_UP_TOPOLOGIES, Accelerator,
+                    Attention, LinearMixer, Model,
                     MoE)
 
 HF_MARKERS = ("model_type", "architectures", "num_hidden_layers", "text_config")
@@ -79,6 +80,7 @@ def attention_from_dict(d: dict, field: str) -> Attention:
         qk_rope_head_dim=_num(d, "qk_rope_head_dim", field, 0, 4096, default=0),
         qk_nope_head_dim=_num(d, "qk_nope_head_dim", field, 0, 4096, default=0),
         q_lora_rank=_num(d, "q_lora_rank", field, 0, 65536, default=0),
+        output_gate=_flag(d, "output_gate", field, False),
         index_head_dim=_num(d, "index_head_dim", field, 0, 4096, default=0),
         index_n_heads=_num(d, "index_n_heads", field, 0, 4096, default=0),
         qkv_bias=_flag(d, "qkv_bias", field, False), o_bias=_flag(d, "o_bias", field, False),
@@ -108,6 +110,26 @@ def moe_from_dict(d: dict, field: str, num_layers: int) -> MoE:
     )
 
 
+_MIXER_NEEDS = {"gated_deltanet": ("num_heads", "num_key_heads", "key_head_dim", "value_head_dim"),
+                "mamba2": ("num_heads", "value_head_dim", "inner_size", "state_size"),
+                "mamba1": ("inner_size", "state_size", "dt_rank")}
+
+
+def linear_mixer_from_dict(d: dict, field: str) -> LinearMixer:
+    if not isinstance(d, dict):
+        raise InputError(field, "must be an object with kind (" + ", ".join(LINEAR_MIXER_KINDS) + ") and its sizes")
+    _no_unknown(d, LinearMixer, field)
+    kind = _text(d, "kind", field, choices=LINEAR_MIXER_KINDS)
+    sizes = {k: _num(d, k, field, 0, 1_000_000, default=0) for k in
+             ("num_heads", "num_key_heads", "key_head_dim", "value_head_dim", "inner_size", "state_size", "dt_rank")}
+    for key in _MIXER_NEEDS[kind]:
+        if not sizes[key]:
+            raise InputError(f"{field}.{key}", f"must be above 0 for a {kind} mixer")
+    return LinearMixer(kind=kind, conv_kernel=_num(d, "conv_kernel", field, 1, 64, default=4),
+                       n_groups=_num(d, "n_groups", field, 1, 4096, default=1),
+                       conv_bias=_flag(d, "conv_bias", field, False), **sizes)
+
+
 def _layer_kinds(d: dict, field: str, n: int) -> tuple[str, ...]:
     """layer_kinds as given, or layer_pattern repeated, or all full."""
     kinds, pattern = d.get("layer_kinds"), d.get("layer_pattern")
@@ -131,7 +153,11 @@ def model_from_dict(d: dict, field: str = "model") -> Model:
         raise InputError(f"{field}.sliding_window_tokens", "is required when a layer is sliding")
     if "chunked" in kinds and chunk is None:
         raise InputError(f"{field}.attention_chunk_tokens", "is required when a layer is chunked")
-    moe = d.get("moe")
+    moe, mixer = d.get("moe"), d.get("linear_mixer")
+    if ("linear" in kinds) != (mixer is not None):
+        raise InputError(f"{field}.linear_mixer", "is required when a layer is linear, and only then")
+    if all(k == "linear" for k in kinds):
+        raise InputError(f"{field}.layer_kinds", "needs at least one attention layer (full, sliding or chunked)")
     return Model(
         id=_text(d, "id", field, "custom"), name=_text(d, "name", field, d.get("id", "custom")),
         num_layers=n, hidden_size=_num(d, "hidden_size", field, 1, 1_000_000),
@@ -140,6 +166,7 @@ def model_from_dict(d: dict, field: str = "model") -> Model:
         attention=attention_from_dict(d.get("attention"), f"{field}.attention"),
         layer_kinds=kinds, sliding_window_tokens=window, attention_chunk_tokens=chunk,
         moe=None if moe is None else moe_from_dict(moe, f"{field}.moe", n),
+        linear_mixer=None if mixer is None else linear_mixer_from_dict(mixer, f"{field}.linear_mixer"),
         ffn_kind=_text(d, "ffn_kind", field, "gated", FFN_KINDS),
         tie_embeddings=_flag(d, "tie_embeddings", field, False),
         max_context_tokens=_num(d, "max_context_tokens", field, 1, 10**9, default=None),

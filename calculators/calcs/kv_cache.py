@@ -8,6 +8,9 @@ Formulas (numbers.md §2.1, §5 F1–F3):
                index_head_dim FP8 values and one FP32 scale per 128 (DeepSeek-V3.2-Exp inference/model.py
                Indexer.k_cache / k_scale_cache). With an FP8 cache the latent takes DeepSeek's
                "FP8 with scale" layout: 512 FP8 + 4 FP32 scales + 64 BF16 rope = 656 B (FlashMLA README).
+  Linear-attention / SSM layers (Gated DeltaNet, Mamba) keep no KV: each holds a constant state per
+               sequence, conv state (at the model dtype, BF16) plus recurrent state (at the state
+               format), shapes as vLLM's MambaStateShapeCalculator (see model.LinearMixer).
   Sliding-window layers hold min(T, window) tokens, chunked-attention layers min(T, chunk)
   (Mistral 7B arXiv 2310.06825 rolling buffer; gpt-oss model.py; Gemma 2/3 reports; Llama 4 iRoPE).
 """
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 
 from ..schema import dtype_field, integer, model_field, output, series, step
 from ..formats import bytes_per_element
-from ..model import Attention, Model
+from ..model import Attention, LinearMixer, Model
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,29 @@ def kv_bytes_per_token_per_layer(attention: Attention, elem_bytes: float) -> flo
     return latent + _scaled_fp8_bytes(a.index_head_dim)
 
 
+CONV_STATE_BYTES = 2   # conv state at the model dtype (vLLM --mamba-cache-dtype auto; BF16 checkpoints)
+
+
+def state_elements_per_layer(m: LinearMixer) -> tuple[int, int]:
+    """(conv state, recurrent state) elements one linear layer keeps per sequence."""
+    history = m.conv_kernel - 1
+    if m.kind == "gated_deltanet":
+        conv = 2 * m.num_key_heads * m.key_head_dim + m.num_heads * m.value_head_dim
+        return history * conv, m.num_heads * m.key_head_dim * m.value_head_dim
+    if m.kind == "mamba2":
+        conv = m.inner_size + 2 * m.n_groups * m.state_size
+        return history * conv, m.num_heads * m.value_head_dim * m.state_size
+    return history * m.inner_size, m.inner_size * m.state_size     # mamba1
+
+
+def state_bytes_per_sequence(model: Model, state_bytes: float) -> float:
+    """Constant bytes per sequence in all linear layers, whatever the context length."""
+    if model.linear_mixer is None:
+        return 0.0
+    conv, recurrent = state_elements_per_layer(model.linear_mixer)
+    return model.layer_kinds.count("linear") * (conv * CONV_STATE_BYTES + recurrent * state_bytes)
+
+
 def layer_groups(model: Model) -> list[LayerGroup]:
     caps = {"full": None, "sliding": model.sliding_window_tokens, "chunked": model.attention_chunk_tokens}
     return [LayerGroup(kind, model.layer_kinds.count(kind), caps[kind])
@@ -71,14 +97,18 @@ def kv_terms(model: Model, elem_bytes: float) -> list[tuple[str, float, int | No
     return [(g.kind, g.layers * per_layer_token, g.cap_tokens) for g in layer_groups(model)]
 
 
-def kv_bytes_by_kind(model: Model, context_tokens: float, elem_bytes: float) -> dict:
-    """Bytes one sequence of `context_tokens` holds, per layer kind."""
-    return {kind: per_token * tokens_held(cap, context_tokens)
-            for kind, per_token, cap in kv_terms(model, elem_bytes)}
+def kv_bytes_by_kind(model: Model, context_tokens: float, elem_bytes: float, state_bytes: float = 2.0) -> dict:
+    """Bytes one sequence of `context_tokens` holds, per layer kind ("linear": the constant state)."""
+    out = {kind: per_token * tokens_held(cap, context_tokens)
+           for kind, per_token, cap in kv_terms(model, elem_bytes)}
+    if model.linear_mixer is not None:
+        out["linear"] = state_bytes_per_sequence(model, state_bytes)
+    return out
 
 
-def kv_bytes_per_sequence(model: Model, context_tokens: float, elem_bytes: float) -> float:
-    return sum(kv_bytes_by_kind(model, context_tokens, elem_bytes).values())
+def kv_bytes_per_sequence(model: Model, context_tokens: float, elem_bytes: float, state_bytes: float = 2.0) -> float:
+    """KV plus any linear-layer state (state_bytes: the recurrent state's format, BF16 by default)."""
+    return sum(kv_bytes_by_kind(model, context_tokens, elem_bytes, state_bytes).values())
 
 
 def kv_bytes_per_token(model: Model, elem_bytes: float) -> float:
@@ -88,18 +118,21 @@ def kv_bytes_per_token(model: Model, elem_bytes: float) -> float:
 
 
 def kv_bytes_per_token_all_layers(model: Model, elem_bytes: float) -> float:
-    """A token stored in every layer: the unit paged allocators count in."""
-    return model.num_layers * kv_bytes_per_token_per_layer(model.attention, elem_bytes)
+    """A token stored in every attention layer: the unit paged allocators count in."""
+    attention_layers = model.num_layers - model.layer_kinds.count("linear")
+    return attention_layers * kv_bytes_per_token_per_layer(model.attention, elem_bytes)
 
 
-def paged_blocks(model: Model, context_tokens: int, elem_bytes: float, block_tokens: int) -> dict:
-    """Blocks of `block_tokens` per layer kind (vLLM PagedAttention, arXiv 2309.06180 §4)."""
+def paged_blocks(model: Model, context_tokens: int, elem_bytes: float, block_tokens: int,
+                 state_bytes: float = 2.0) -> dict:
+    """Blocks of `block_tokens` per layer kind (vLLM PagedAttention, arXiv 2309.06180 §4); linear
+    layers' states are whole per sequence and add no fragmentation here."""
     per_layer_token = kv_bytes_per_token_per_layer(model.attention, elem_bytes)
-    allocated = 0.0
+    allocated = state_bytes_per_sequence(model, state_bytes)
     for g in layer_groups(model):
         blocks = math.ceil(tokens_held(g.cap_tokens, context_tokens) / block_tokens)
         allocated += blocks * block_tokens * g.layers * per_layer_token
-    exact = kv_bytes_per_sequence(model, context_tokens, elem_bytes)
+    exact = kv_bytes_per_sequence(model, context_tokens, elem_bytes, state_bytes)
     return {"block_bytes": block_tokens * kv_bytes_per_token_all_layers(model, elem_bytes),
             "blocks_per_sequence": math.ceil(context_tokens / block_tokens),
             "allocated_bytes": allocated, "fragmentation_bytes": allocated - exact,
@@ -107,6 +140,16 @@ def paged_blocks(model: Model, context_tokens: int, elem_bytes: float, block_tok
 
 
 # ---- the calculator ------------------------------------------------------------------
+
+STATE_DTYPES = (("fp32", "FP32"), ("bf16", "BF16"), ("fp16", "FP16"))
+
+
+def state_dtype_field():
+    return dtype_field("state_dtype", "Recurrent-state format (hybrid models)", "bf16", choices=STATE_DTYPES,
+                       help="Format of the Gated DeltaNet / Mamba recurrent state (vLLM --mamba-ssm-cache-dtype; "
+                            "'auto' follows the model dtype unless the model's config sets one). The conv state "
+                            "stays at BF16. No effect on models without linear layers.")
+
 
 SCHEMA = {
     "name": "kv_cache",
@@ -121,7 +164,8 @@ SCHEMA = {
         dtype_field("kv_dtype", "KV-cache format", "bf16"),
         integer("batch_size", "Concurrent sequences", 1, 1, 100_000, "sequences"),
         integer("block_size_tokens", "Block size", 16, 1, 4096, "tokens",
-                  "Tokens per paged block (vLLM default 16)."),
+                  "Tokens per paged block (vLLM default 16 for ordinary attention; 64 or 128 for MLA)."),
+        state_dtype_field(),
     ],
     "outputs": [
         output("kv_bytes_per_token", "KV per additional token (full-attention layers)", "B", "bytes"),
@@ -130,6 +174,7 @@ SCHEMA = {
         output("kv_bytes_full_layers", "of which full-attention layers", "B", "bytes"),
         output("kv_bytes_sliding_layers", "of which sliding-window layers", "B", "bytes"),
         output("kv_bytes_chunked_layers", "of which chunked-attention layers", "B", "bytes"),
+        output("state_bytes_per_sequence", "of which linear-attention / SSM state (constant)", "B", "bytes"),
         output("kv_bytes_batch", "KV for the whole batch", "B", "bytes"),
         output("kv_gib_batch", "KV for the whole batch, in GiB (2^30 B)", "GiB", "number"),
         output("block_bytes", "Bytes per block (all layers)", "B", "bytes"),
@@ -146,15 +191,22 @@ def _context_grid(context: int, model: Model) -> list[int]:
     return sorted(set(grid))
 
 
-def _series(model, context, elem_bytes, batch):
+def _series(model, context, elem_bytes, batch, state_b):
     xs = _context_grid(context, model)
     batches = sorted({1, 8, 64, batch})
-    ys = [(f"batch {b}", "GiB", [b * kv_bytes_per_sequence(model, x, elem_bytes) / 2 ** 30 for x in xs])
+    ys = [(f"batch {b}", "GiB", [b * kv_bytes_per_sequence(model, x, elem_bytes, state_b) / 2 ** 30 for x in xs])
           for b in batches]
     return {"kv_vs_context": series("KV cache vs context length", "Context length", "tokens", xs, ys)}
 
 
-def _derivation(model, v, elem_bytes, per_token, per_seq):
+def _state_step(model, state_b):
+    conv, recurrent = state_elements_per_layer(model.linear_mixer)
+    n = model.layer_kinds.count("linear")
+    return step("State per sequence (linear layers)", "L_linear × (conv × 2 + recurrent × b_state)",
+                f"{n} × ({conv} × 2 + {recurrent} × {state_b})", state_bytes_per_sequence(model, state_b), "B")
+
+
+def _derivation(model, v, elem_bytes, per_token, per_seq, state_b):
     a = model.attention
     if a.index_head_dim and elem_bytes == 1:
         formula = "r_kv + 4⌈r_kv/128⌉ + 2 d_rope + d_index + 4⌈d_index/128⌉"
@@ -172,12 +224,14 @@ def _derivation(model, v, elem_bytes, per_token, per_seq):
     groups = layer_groups(model)
     seq_formula = " + ".join(f"{g.layers} × min(T, {g.cap_tokens})" if g.cap_tokens else f"{g.layers} × T"
                              for g in groups)
-    return [
+    state = [_state_step(model, state_b)] if model.linear_mixer else []
+    return state + [
         step("Bytes per layer per token", formula, subst, per_layer, "B"),
         step("Bytes per additional token (full layers)", "L_full × bytes per layer per token",
                f"{sum(g.layers for g in groups if not g.cap_tokens)} × {per_layer}", per_token, "B"),
-        step("Bytes per sequence", f"bytes per layer per token × ({seq_formula})",
-               f"{per_layer} × ({seq_formula.replace('T', str(v['context_tokens']))})", per_seq, "B"),
+        step("Bytes per sequence", f"bytes per layer per token × ({seq_formula})" + (" + state" if state else ""),
+               f"{per_layer} × ({seq_formula.replace('T', str(v['context_tokens']))})"
+               + (f" + {state[0]['value']:.6g}" if state else ""), per_seq, "B"),
         step("Batch", "B × bytes per sequence", f"{v['batch_size']} × {per_seq}",
                v["batch_size"] * per_seq, "B"),
     ]
@@ -186,10 +240,11 @@ def _derivation(model, v, elem_bytes, per_token, per_seq):
 def compute(v: dict) -> dict:
     model, context, batch = v["model"], v["context_tokens"], v["batch_size"]
     elem_bytes = bytes_per_element(v["kv_dtype"], "kv_dtype")
-    by_kind = kv_bytes_by_kind(model, context, elem_bytes)
+    state_b = bytes_per_element(v["state_dtype"], "state_dtype")
+    by_kind = kv_bytes_by_kind(model, context, elem_bytes, state_b)
     per_seq = sum(by_kind.values())
     per_token = kv_bytes_per_token(model, elem_bytes)
-    paged = paged_blocks(model, context, elem_bytes, v["block_size_tokens"])
+    paged = paged_blocks(model, context, elem_bytes, v["block_size_tokens"], state_b)
     notes = []
     if model.max_context_tokens and context > model.max_context_tokens:
         notes.append(f"context exceeds the model's maximum of {model.max_context_tokens:,} tokens")
@@ -200,13 +255,14 @@ def compute(v: dict) -> dict:
         "kv_bytes_full_layers": by_kind.get("full", 0.0),
         "kv_bytes_sliding_layers": by_kind.get("sliding", 0.0),
         "kv_bytes_chunked_layers": by_kind.get("chunked", 0.0),
+        "state_bytes_per_sequence": by_kind.get("linear", 0.0),
         "kv_bytes_batch": batch * per_seq,
         "kv_gib_batch": batch * per_seq / 2 ** 30,
         "block_bytes": paged["block_bytes"],
         "blocks_per_sequence": paged["blocks_per_sequence"],
         "fragmentation_bytes_per_sequence": paged["fragmentation_bytes"],
         "fragmentation_fraction": paged["fragmentation_fraction"],
-        "derivation": _derivation(model, v, elem_bytes, per_token, per_seq),
-        "series": _series(model, context, elem_bytes, batch),
+        "derivation": _derivation(model, v, elem_bytes, per_token, per_seq, state_b),
+        "series": _series(model, context, elem_bytes, batch, state_b),
         "notes": notes,
     }

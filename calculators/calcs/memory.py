@@ -24,7 +24,8 @@ from ..model import Model
 from ..params import weight_bytes
 from ..schema import (accelerator_field, choice, dtype_field, expert_dtype, expert_dtype_field, integer, model_field,
                       number, output, series, step)
-from .kv_cache import kv_bytes_per_sequence, kv_bytes_per_token_all_layers
+from .kv_cache import (kv_bytes_per_sequence, kv_bytes_per_token_all_layers, state_bytes_per_sequence,
+                       state_dtype_field)
 
 GIB = 2 ** 30
 TP_SERIES = (1, 2, 4, 8)
@@ -56,6 +57,17 @@ def kv_fraction_per_gpu(model: Model, tensor_parallel: int, decode_context_paral
     return heads / decode_context_parallel
 
 
+def state_fraction_per_gpu(model: Model, tensor_parallel: int) -> float:
+    """Share of a sequence's linear-layer state on one TP rank: the mixer's heads (or Mamba-1
+    channels) split over ranks, at least one each (vLLM divides them by the TP size); DCP does not
+    stripe a state, which has no token axis."""
+    m = model.linear_mixer
+    if m is None:
+        return 0.0
+    units = m.inner_size if m.kind == "mamba1" else m.num_heads
+    return math.ceil(units / tensor_parallel) / units
+
+
 def usable_bytes_per_gpu(v: dict) -> float:
     total = v["hardware"].memory_bytes
     if v["engine_rule"] == "vllm":
@@ -76,7 +88,10 @@ def budget(v: dict, tensor_parallel: int) -> dict:
     weights = weight_bytes(model, v["weight_dtype"], "weight_dtype", expert_dtype(v)) / tensor_parallel
     kv_budget = max(0.0, usable_bytes_per_gpu(v) - weights)
     share = kv_fraction_per_gpu(model, tensor_parallel, v.get("decode_context_parallel", 1))
-    per_seq = kv_bytes_per_sequence(model, v["context_tokens"], kv_b) * share
+    state_b = bytes_per_element(v.get("state_dtype", "bf16"), "state_dtype")
+    state = state_bytes_per_sequence(model, state_b)
+    attention_kv = kv_bytes_per_sequence(model, v["context_tokens"], kv_b, state_b) - state
+    per_seq = attention_kv * share + state * state_fraction_per_gpu(model, tensor_parallel)
     per_token = kv_bytes_per_token_all_layers(model, kv_b) * share
     return {"weights": weights, "kv_budget": kv_budget, "per_seq": per_seq,
             "sequences": math.floor(kv_budget / per_seq), "tokens": math.floor(kv_budget / per_token)}
@@ -116,6 +131,7 @@ SCHEMA = {
                 "over this many ranks of the TP group (no extra GPUs). Must divide TP and be at most "
                 "TP ÷ KV heads (MLA: TP)."),
         integer("context_tokens", "Context per sequence", 8192, 1, 10_000_000, "tokens"),
+        state_dtype_field(),
     ] + engine_fields(),
     "outputs": [
         output("fits", "Fits (1 = yes, 0 = no)", "", "integer"),
@@ -165,7 +181,7 @@ def compute(v: dict) -> dict:
             step("Weights per GPU", "params × b_w ÷ TP", f"{b['weights'] * tp:.6g} ÷ {tp}", b["weights"], "B"),
             step("Usable memory per GPU", rule.replace(" − weights", ""), _usable_substituted(v), usable, "B"),
             step("KV budget per GPU", rule, f"max(0, {usable:.6g} − {b['weights']:.6g})", b["kv_budget"], "B"),
-            step("KV per sequence per GPU", "KV(T) × share of KV heads on one rank ÷ DCP",
+            step("KV per sequence per GPU", "KV(T) × share of KV heads on one rank ÷ DCP (+ state ÷ TP)",
                  f"KV({v['context_tokens']}) × {kv_fraction_per_gpu(v['model'], tp, v['decode_context_parallel']):.4g}",
                  b["per_seq"], "B"),
             step("Sequences that fit", "⌊KV budget ÷ KV per sequence⌋",
