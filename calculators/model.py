@@ -95,6 +95,9 @@ class Model:
     attention_chunk_tokens: int | None = None
     moe: MoE | None = None
     linear_mixer: LinearMixer | None = None   # the "linear" layers' mixer (hybrid models)
+    # Cross-layer KV sharing: the last kv_shared_layers layers attend over KV an earlier layer of the
+    # same kind computed and store none of their own (Gemma 3n num_kv_shared_layers; CLA, arXiv 2405.12981).
+    kv_shared_layers: int = 0
     ffn_kind: str = "gated"
     tie_embeddings: bool = False
     max_context_tokens: int | None = None

@@ -81,10 +81,12 @@ def state_bytes_per_sequence(model: Model, state_bytes: float) -> float:
     return model.layer_kinds.count("linear") * (conv * CONV_STATE_BYTES + recurrent * state_bytes)
 
 
-def layer_groups(model: Model) -> list[LayerGroup]:
+def layer_groups(model: Model, storing: bool = False) -> list[LayerGroup]:
+    """Attention layers by kind; storing=True leaves out layers that read another layer's KV."""
     caps = {"full": None, "sliding": model.sliding_window_tokens, "chunked": model.attention_chunk_tokens}
-    return [LayerGroup(kind, model.layer_kinds.count(kind), caps[kind])
-            for kind in ("full", "sliding", "chunked") if model.layer_kinds.count(kind)]
+    kinds = model.layer_kinds[:model.num_layers - model.kv_shared_layers] if storing else model.layer_kinds
+    return [LayerGroup(kind, kinds.count(kind), caps[kind])
+            for kind in ("full", "sliding", "chunked") if kinds.count(kind)]
 
 
 def tokens_held(cap_tokens: int | None, context_tokens: float) -> float:
@@ -94,7 +96,7 @@ def tokens_held(cap_tokens: int | None, context_tokens: float) -> float:
 def kv_terms(model: Model, elem_bytes: float) -> list[tuple[str, float, int | None]]:
     """(kind, bytes per held token over that kind's layers, cap) per layer kind."""
     per_layer_token = kv_bytes_per_token_per_layer(model.attention, elem_bytes)
-    return [(g.kind, g.layers * per_layer_token, g.cap_tokens) for g in layer_groups(model)]
+    return [(g.kind, g.layers * per_layer_token, g.cap_tokens) for g in layer_groups(model, storing=True)]
 
 
 def kv_bytes_by_kind(model: Model, context_tokens: float, elem_bytes: float, state_bytes: float = 2.0) -> dict:
@@ -113,13 +115,13 @@ def kv_bytes_per_sequence(model: Model, context_tokens: float, elem_bytes: float
 
 def kv_bytes_per_token(model: Model, elem_bytes: float) -> float:
     """One more token once the context exceeds every window: full-attention layers only."""
-    full = sum(g.layers for g in layer_groups(model) if g.cap_tokens is None)
+    full = sum(g.layers for g in layer_groups(model, storing=True) if g.cap_tokens is None)
     return full * kv_bytes_per_token_per_layer(model.attention, elem_bytes)
 
 
 def kv_bytes_per_token_all_layers(model: Model, elem_bytes: float) -> float:
     """A token stored in every attention layer: the unit paged allocators count in."""
-    attention_layers = model.num_layers - model.layer_kinds.count("linear")
+    attention_layers = sum(g.layers for g in layer_groups(model, storing=True))
     return attention_layers * kv_bytes_per_token_per_layer(model.attention, elem_bytes)
 
 
@@ -129,7 +131,7 @@ def paged_blocks(model: Model, context_tokens: int, elem_bytes: float, block_tok
     layers' states are whole per sequence and add no fragmentation here."""
     per_layer_token = kv_bytes_per_token_per_layer(model.attention, elem_bytes)
     allocated = state_bytes_per_sequence(model, state_bytes)
-    for g in layer_groups(model):
+    for g in layer_groups(model, storing=True):
         blocks = math.ceil(tokens_held(g.cap_tokens, context_tokens) / block_tokens)
         allocated += blocks * block_tokens * g.layers * per_layer_token
     exact = kv_bytes_per_sequence(model, context_tokens, elem_bytes, state_bytes)
@@ -221,7 +223,7 @@ def _derivation(model, v, elem_bytes, per_token, per_seq, state_b):
         formula = "H_kv × (d_head + d_v) × b"
         subst = f"{a.num_kv_heads} × ({a.head_dim} + {d_v}) × {elem_bytes}"
     per_layer = kv_bytes_per_token_per_layer(a, elem_bytes)
-    groups = layer_groups(model)
+    groups = layer_groups(model, storing=True)
     seq_formula = " + ".join(f"{g.layers} × min(T, {g.cap_tokens})" if g.cap_tokens else f"{g.layers} × T"
                              for g in groups)
     state = [_state_step(model, state_b)] if model.linear_mixer else []
