@@ -1,7 +1,7 @@
 """Read a Hugging Face ``config.json`` (as published) into a Model.
 
 Families: Llama 1-4, Mistral, Mixtral, Qwen2/2.5, Qwen3 (+MoE), Qwen3-Next, DeepSeek V2/V3/V3.2,
-Kimi K2, gpt-oss, Gemma 2/3, Falcon, GPT-2, OPT, Jamba. Multimodal configs (Gemma 3, Llama 4) keep the
+Kimi K2, gpt-oss, Gemma 2/3, Falcon, GPT-2, OPT, Jamba, Nemotron-H (dense). Multimodal configs (Gemma 3, Llama 4) keep the
 text decoder in ``text_config``; the vision tower is not modelled.
 """
 from __future__ import annotations
@@ -18,16 +18,16 @@ FAMILIES = {
     "kimi_k2": "deepseek", "gpt_oss": "gpt_oss", "gemma": "gemma", "gemma2": "gemma2",
     "gemma3": "gemma3", "gemma3_text": "gemma3", "falcon": "falcon", "refinedweb": "falcon",
     "refinedwebmodel": "falcon", "gpt2": "gpt2", "opt": "opt", "qwen3_next": "qwen3_next",
-    "deepseek_v32": "deepseek", "jamba": "jamba",
+    "deepseek_v32": "deepseek", "jamba": "jamba", "nemotron_h": "nemotron_h",
 }
 _ARCH_PREFIX = {
     "Llama4": "llama4", "Llama": "llama", "Mistral": "mistral", "Mixtral": "mixtral",
-    "Qwen3Next": "qwen3_next", "Jamba": "jamba", "Qwen2Moe": "qwen_moe", "Qwen3Moe": "qwen_moe",
+    "Qwen3Next": "qwen3_next", "Jamba": "jamba", "NemotronH": "nemotron_h", "Qwen2Moe": "qwen_moe", "Qwen3Moe": "qwen_moe",
     "Qwen2": "qwen2", "Qwen3": "qwen3",
     "DeepseekV": "deepseek", "GptOss": "gpt_oss", "Gemma3": "gemma3", "Gemma2": "gemma2",
     "Gemma": "gemma", "Falcon": "falcon", "RW": "falcon", "GPT2": "gpt2", "OPT": "opt",
 }
-_PLAIN_FFN = ("falcon", "gpt2", "opt")
+_PLAIN_FFN = ("falcon", "gpt2", "opt", "nemotron_h")   # Nemotron-H: squared-ReLU up/down MLP
 _TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "falcon", "gpt2", "opt")
 _LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding",
                 "chunked_attention": "chunked", "global": "full", "local": "sliding",
@@ -109,6 +109,12 @@ def _linear_mixer(cfg: dict, fam: str, hidden: int, field: str) -> dict | None:
                     num_key_heads=_int(cfg, field, "linear_num_key_heads"),
                     key_head_dim=_int(cfg, field, "linear_key_head_dim"),
                     value_head_dim=_int(cfg, field, "linear_value_head_dim"))
+    if fam == "nemotron_h":
+        heads, head_dim = _int(cfg, field, "mamba_num_heads"), _int(cfg, field, "mamba_head_dim")
+        return dict(kind="mamba2", conv_kernel=_int(cfg, field, "conv_kernel", default=4), num_heads=heads,
+                    value_head_dim=head_dim, inner_size=heads * head_dim,
+                    state_size=_int(cfg, field, "ssm_state_size", "mamba_d_state"),
+                    n_groups=_int(cfg, field, "n_groups", default=1), conv_bias=bool(cfg.get("use_conv_bias", True)))
     if fam == "jamba":
         rank = cfg.get("mamba_dt_rank", "auto")
         return dict(kind="mamba1", conv_kernel=_int(cfg, field, "mamba_d_conv", default=4),
@@ -119,7 +125,17 @@ def _linear_mixer(cfg: dict, fam: str, hidden: int, field: str) -> dict | None:
     return None
 
 
+_NEMOTRON_BLOCKS = {"M": "linear", "*": "full", "-": "mlp"}
+
+
 def _hybrid_kinds(cfg: dict, fam: str, n: int, field: str) -> list[str] | None:
+    if fam == "nemotron_h":
+        pattern = _get(cfg, field, "hybrid_override_pattern")
+        if not isinstance(pattern, str) or len(pattern) != n or any(c not in _NEMOTRON_BLOCKS for c in pattern):
+            raise InputError(f"{field}.hybrid_override_pattern",
+                             f"must be {n} characters of M (Mamba-2), * (attention) or - (MLP); MoE blocks (E) "
+                             "are not supported")
+        return [_NEMOTRON_BLOCKS[c] for c in pattern]
     if fam == "qwen3_next" and cfg.get("layer_types") is None:
         every = _int(cfg, field, "full_attention_interval", default=4)
         return ["full" if (i + 1) % every == 0 else "linear" for i in range(n)]
@@ -234,7 +250,8 @@ def model_from_hf_config(cfg: dict, id: str = "custom", name: str | None = None,
         attention=_attention(cfg, fam, hidden, field), layer_kinds=kinds,
         sliding_window_tokens=window,
         attention_chunk_tokens=cfg.get("attention_chunk_size") if "chunked" in kinds else None,
-        moe=_moe(cfg, fam, field), linear_mixer=_linear_mixer(cfg, fam, hidden, field), ffn_kind="plain" if fam in _PLAIN_FFN else "gated",
+        moe=_moe(cfg, fam, field), linear_mixer=_linear_mixer(cfg, fam, hidden, field),
+        ffn_in_mixer_layers=fam != "nemotron_h", ffn_kind="plain" if fam in _PLAIN_FFN else "gated",
         tie_embeddings=bool(cfg.get("tie_word_embeddings", fam in _TIED_BY_DEFAULT)),
         max_context_tokens=_int(cfg, field, "max_position_embeddings", "n_positions",
                                 default=131072 if fam == "gemma3" else None),

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
 # What each layer's token mixer can see: full, sliding-window or chunked attention, or "linear":
 # a linear-attention / state-space mixer (Gated DeltaNet, Mamba) that keeps a constant state per
-# sequence instead of a KV cache (its shape is Model.linear_mixer).
-LAYER_KINDS = ("full", "sliding", "chunked", "linear")
+# sequence instead of a KV cache (its shape is Model.linear_mixer), or "mlp": a feed-forward block
+# with no token mixer (Nemotron-H, where mixers and FFNs are separate layers).
+LAYER_KINDS = ("full", "sliding", "chunked", "linear", "mlp")
 LINEAR_MIXER_KINDS = ("gated_deltanet", "mamba1", "mamba2")
 FFN_KINDS = ("gated", "plain")  # gated: gate+up+down (SwiGLU/GeGLU); plain: up+down (OPT, GPT-2)
 # How a chip's scale-up links are wired: "switched" (NVSwitch: any ring can use the whole
@@ -98,6 +99,9 @@ class Model:
     # Cross-layer KV sharing: the last kv_shared_layers layers attend over KV an earlier layer of the
     # same kind computed and store none of their own (Gemma 3n num_kv_shared_layers; CLA, arXiv 2405.12981).
     kv_shared_layers: int = 0
+    # False: mixer layers carry no FFN and the dense FFN lives only in "mlp" layers, with one norm
+    # per layer (Nemotron-H's hybrid_override_pattern of M, * and - blocks).
+    ffn_in_mixer_layers: bool = True
     ffn_kind: str = "gated"
     tie_embeddings: bool = False
     max_context_tokens: int | None = None

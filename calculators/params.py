@@ -106,10 +106,14 @@ def _body_params(model: Model, active: bool) -> int:
     """All transformer layers plus the final norm."""
     d = model.hidden_size
     n_moe = moe_layer_count(model)
-    n_dense = model.num_layers - n_moe
-    n_linear = model.layer_kinds.count("linear")
-    mixers = (model.num_layers - n_linear) * _attention_params(model) + n_linear * linear_mixer_params(model)
-    n = mixers + model.num_layers * 2 * d + d + n_dense * _ffn_params(model, model.intermediate_size)
+    n_linear, n_mlp = model.layer_kinds.count("linear"), model.layer_kinds.count("mlp")
+    n_attention = model.num_layers - n_linear - n_mlp
+    mixers = n_attention * _attention_params(model) + n_linear * linear_mixer_params(model)
+    if model.ffn_in_mixer_layers:
+        n_dense, norms = model.num_layers - n_moe, 2
+    else:   # Nemotron-H: one norm per block, FFN only in the mlp blocks
+        n_dense, norms = n_mlp, 1
+    n = mixers + model.num_layers * norms * d + d + n_dense * _ffn_params(model, model.intermediate_size)
     if n_moe:
         experts = model.moe.experts_per_token if active else model.moe.num_experts
         n += n_moe * _moe_layer_params(model, experts)

@@ -145,7 +145,7 @@ def _layer_kinds(d: dict, field: str, n: int) -> tuple[str, ...]:
 def _reuses_earlier(kinds: tuple[str, ...], shared: int) -> bool:
     """Every attention kind among the last `shared` layers also appears among the layers that store KV."""
     storing = set(kinds[:len(kinds) - shared])
-    return all(k in storing for k in kinds[len(kinds) - shared:] if k != "linear")
+    return all(k in storing for k in kinds[len(kinds) - shared:] if k not in ("linear", "mlp"))
 
 
 def model_from_dict(d: dict, field: str = "model") -> Model:
@@ -162,10 +162,15 @@ def model_from_dict(d: dict, field: str = "model") -> Model:
     moe, mixer = d.get("moe"), d.get("linear_mixer")
     if ("linear" in kinds) != (mixer is not None):
         raise InputError(f"{field}.linear_mixer", "is required when a layer is linear, and only then")
+    split_ffn = not _flag(d, "ffn_in_mixer_layers", field, True)
+    if ("mlp" in kinds) != split_ffn:
+        raise InputError(f"{field}.ffn_in_mixer_layers", "must be false exactly when some layers are mlp-only")
+    if split_ffn and moe is not None:
+        raise InputError(f"{field}.moe", "is not supported with separate mlp layers")
     shared = _num(d, "kv_shared_layers", field, 0, n - 1, default=0)
     if any(k != "linear" for k in kinds[n - shared:]) and not _reuses_earlier(kinds, shared):
         raise InputError(f"{field}.kv_shared_layers", "each sharing layer needs an earlier layer of its kind to read")
-    if all(k == "linear" for k in kinds):
+    if all(k in ("linear", "mlp") for k in kinds):
         raise InputError(f"{field}.layer_kinds", "needs at least one attention layer (full, sliding or chunked)")
     return Model(
         id=_text(d, "id", field, "custom"), name=_text(d, "name", field, d.get("id", "custom")),
@@ -176,7 +181,7 @@ def model_from_dict(d: dict, field: str = "model") -> Model:
         layer_kinds=kinds, sliding_window_tokens=window, attention_chunk_tokens=chunk,
         moe=None if moe is None else moe_from_dict(moe, f"{field}.moe", n),
         linear_mixer=None if mixer is None else linear_mixer_from_dict(mixer, f"{field}.linear_mixer"),
-        kv_shared_layers=shared,
+        kv_shared_layers=shared, ffn_in_mixer_layers=not split_ffn,
         ffn_kind=_text(d, "ffn_kind", field, "gated", FFN_KINDS),
         tie_embeddings=_flag(d, "tie_embeddings", field, False),
         max_context_tokens=_num(d, "max_context_tokens", field, 1, 10**9, default=None),

@@ -15,7 +15,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 PRESETS = model_presets()
 ARCH_FIELDS = ("num_layers", "hidden_size", "attention", "layer_kinds", "sliding_window_tokens",
                "attention_chunk_tokens", "moe", "ffn_kind", "tie_embeddings", "intermediate_size",
-               "linear_mixer", "kv_shared_layers")
+               "linear_mixer", "kv_shared_layers", "ffn_in_mixer_layers")
 
 
 def load(name):
@@ -167,3 +167,14 @@ def test_deepseek_v32_keeps_its_indexer():
     """Without index_head_dim the importer would size V3.2 as V3 and miss 132 B per layer per token."""
     m = model_from_hf_config(load("deepseek-v3.2"))
     assert m.attention.index_head_dim == 128 and m.attention.index_n_heads == 64
+
+
+def test_nemotron_h_pattern_blocks_and_moe_refused():
+    cfg = load("nemotron-h-8b")
+    m = model_from_hf_config(cfg)
+    assert (m.layer_kinds.count("linear"), m.layer_kinds.count("full"), m.layer_kinds.count("mlp")) == (24, 4, 24)
+    assert not m.ffn_in_mixer_layers and m.ffn_kind == "plain" and m.linear_mixer.inner_size == 8192
+    cfg["hybrid_override_pattern"] = cfg["hybrid_override_pattern"].replace("-", "E")
+    with pytest.raises(InputError) as e:
+        model_from_hf_config(cfg)
+    assert e.value.field.endswith("hybrid_override_pattern")

@@ -58,6 +58,15 @@ def test_fp32_state_input_changes_only_the_state():
     assert fp32["state_bytes_per_sequence"] - bf16["state_bytes_per_sequence"] == 36 * 32 * 128 * 128 * 2
 
 
+def test_mamba2_layer_state_matches_vllm_shapes():
+    """mamba2_state_shape: conv (kernel-1, inner + 2 G N), temporal (heads, head_dim, d_state)."""
+    nemo = P["nemotron-h-8b"]
+    assert state_elements_per_layer(nemo.linear_mixer) == (3 * (8192 + 2 * 8 * 128), 128 * 64 * 128)
+    out = run("kv_cache", {"model": "nemotron-h-8b", "context_tokens": 8192})
+    assert out["kv_bytes_per_token"] == 4 * 2 * 8 * 128 * 2          # MLP blocks hold nothing
+    assert out["state_bytes_per_sequence"] == 24 * (3 * 10240 + 128 * 64 * 128) * 2
+
+
 def test_non_hybrid_models_hold_no_state():
     assert run("kv_cache", {"model": "llama-3.1-8b"})["state_bytes_per_sequence"] == 0
 
@@ -73,3 +82,12 @@ def test_linear_layers_need_a_mixer():
     with pytest.raises(InputError) as e:
         run("kv_cache", {"model": bad})
     assert e.value.field.startswith("model.linear_mixer.")
+
+
+def test_mlp_only_layers_need_the_split_ffn_flag():
+    bad = {"id": "x", "name": "x", "num_layers": 2, "hidden_size": 64, "vocab_size": 10, "intermediate_size": 64,
+           "layer_kinds": ["full", "mlp"],
+           "attention": {"kind": "gqa", "num_heads": 4, "num_kv_heads": 2, "head_dim": 16}}
+    with pytest.raises(InputError) as e:
+        run("kv_cache", {"model": bad})
+    assert e.value.field == "model.ffn_in_mixer_layers"

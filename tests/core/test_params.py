@@ -44,7 +44,7 @@ def test_loose_exceptions_are_the_known_few():
     # deepseek-v3.2: DeepSeek publishes no activated count for V3.2; the rounded V3 figure (37B)
     # leaves out the 0.85B of indexers every token runs through (params_note).
     assert loose == {"opt-13b", "llama-4-scout", "llama-4-maverick", "qwen3-30b-a3b", "kimi-k2", "deepseek-v3.2",
-                     "qwen3-next-80b-a3b"}
+                     "qwen3-next-80b-a3b", "nemotron-h-8b"}
 
 
 @pytest.mark.parametrize("mid, expected", [
@@ -87,3 +87,15 @@ def test_weight_bytes_unknown_format():
     with pytest.raises(InputError) as e:
         weight_bytes(PRESETS["llama-3.1-8b"], "fp7", field="weights_dtype")
     assert e.value.field == "weights_dtype" and "bf16" in e.value.message
+
+
+def test_nemotron_h_blocks_hold_either_a_mixer_or_an_ffn():
+    """Nemotron-H: 24 Mamba-2 + 4 attention + 24 MLP blocks, one norm each (transformers
+    NemotronHBlock); counting an FFN in every block would add 28 x 2 x 4096 x 21504 = 4.9B."""
+    from calculators.params import linear_mixer_params
+    m = PRESETS["nemotron-h-8b"]
+    d = 4096
+    attention = d * (4096 + 2 * 1024) + 4096 * d
+    expected = (2 * 131072 * d + 24 * linear_mixer_params(m) + 4 * attention + 24 * 2 * d * 21504 + 52 * d + d)
+    assert total_params(m) == expected
+    assert linear_mixer_params(m) == d * (2 * 8192 + 2 * 8 * 128 + 128) + (8192 + 2048) * 5 + 3 * 128 + 8192 + 8192 * d
