@@ -1,6 +1,6 @@
 """KV-cache size: per token, per sequence, per batch, and in paged blocks.
 
-Formulas (numbers.md §2.1, §5 F1–F3):
+Formulas (PagedAttention arXiv 2309.06180 §3; DeepSeek-V2 arXiv 2405.04434 Table 1):
   MHA/GQA/MQA: 2 × H_kv × d_head × b per layer per token (K and V; d_v may differ from d_head)
   MLA:         (kv_lora_rank + qk_rope_head_dim) × b per layer per token
                (DeepSeek-V2 arXiv 2405.04434 Table 1; DeepSeek-V3 inference/model.py kv_cache + pe_cache)
