@@ -148,6 +148,24 @@ def _reuses_earlier(kinds: tuple[str, ...], shared: int) -> bool:
     return all(k in storing for k in kinds[len(kinds) - shared:] if k not in ("linear", "mlp"))
 
 
+def _hybrid_layout(d: dict, kinds: tuple[str, ...], field: str) -> tuple[bool, int]:
+    """Check linear, mlp-only and KV-sharing layers; (FFN only in mlp layers, kv_shared_layers)."""
+    n = len(kinds)
+    if ("linear" in kinds) != (d.get("linear_mixer") is not None):
+        raise InputError(f"{field}.linear_mixer", "is required when a layer is linear, and only then")
+    split_ffn = not _flag(d, "ffn_in_mixer_layers", field, True)
+    if ("mlp" in kinds) != split_ffn:
+        raise InputError(f"{field}.ffn_in_mixer_layers", "must be false exactly when some layers are mlp-only")
+    if split_ffn and d.get("moe") is not None:
+        raise InputError(f"{field}.moe", "is not supported with separate mlp layers")
+    shared = _num(d, "kv_shared_layers", field, 0, n - 1, default=0)
+    if not _reuses_earlier(kinds, shared):
+        raise InputError(f"{field}.kv_shared_layers", "each sharing layer needs an earlier layer of its kind to read")
+    if all(k in ("linear", "mlp") for k in kinds):
+        raise InputError(f"{field}.layer_kinds", "needs at least one attention layer (full, sliding or chunked)")
+    return split_ffn, shared
+
+
 def model_from_dict(d: dict, field: str = "model") -> Model:
     """A Model from the project's JSON shape; every number checked."""
     _no_unknown(d, Model, field, extra=("layer_pattern",))
@@ -160,18 +178,7 @@ def model_from_dict(d: dict, field: str = "model") -> Model:
     if "chunked" in kinds and chunk is None:
         raise InputError(f"{field}.attention_chunk_tokens", "is required when a layer is chunked")
     moe, mixer = d.get("moe"), d.get("linear_mixer")
-    if ("linear" in kinds) != (mixer is not None):
-        raise InputError(f"{field}.linear_mixer", "is required when a layer is linear, and only then")
-    split_ffn = not _flag(d, "ffn_in_mixer_layers", field, True)
-    if ("mlp" in kinds) != split_ffn:
-        raise InputError(f"{field}.ffn_in_mixer_layers", "must be false exactly when some layers are mlp-only")
-    if split_ffn and moe is not None:
-        raise InputError(f"{field}.moe", "is not supported with separate mlp layers")
-    shared = _num(d, "kv_shared_layers", field, 0, n - 1, default=0)
-    if any(k != "linear" for k in kinds[n - shared:]) and not _reuses_earlier(kinds, shared):
-        raise InputError(f"{field}.kv_shared_layers", "each sharing layer needs an earlier layer of its kind to read")
-    if all(k in ("linear", "mlp") for k in kinds):
-        raise InputError(f"{field}.layer_kinds", "needs at least one attention layer (full, sliding or chunked)")
+    split_ffn, shared = _hybrid_layout(d, kinds, field)
     return Model(
         id=_text(d, "id", field, "custom"), name=_text(d, "name", field, d.get("id", "custom")),
         num_layers=n, hidden_size=_num(d, "hidden_size", field, 1, 1_000_000),
