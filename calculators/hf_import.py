@@ -1,7 +1,7 @@
 """Read a Hugging Face ``config.json`` (as published) into a Model.
 
-Families: Llama 1-4, Mistral, Mixtral, Qwen2/2.5, Qwen3 (+MoE), DeepSeek V2/V3, Kimi K2,
-gpt-oss, Gemma 2/3, Falcon, GPT-2, OPT. Multimodal configs (Gemma 3, Llama 4) keep the
+Families: Llama 1-4, Mistral, Mixtral, Qwen2/2.5, Qwen3 (+MoE), Qwen3-Next, DeepSeek V2/V3/V3.2,
+Kimi K2, gpt-oss, Gemma 2/3, Falcon, GPT-2, OPT, Jamba, Nemotron-H (dense). Multimodal configs (Gemma 3, Llama 4) keep the
 text decoder in ``text_config``; the vision tower is not modelled.
 """
 from __future__ import annotations
@@ -17,18 +17,21 @@ FAMILIES = {
     "qwen3_moe": "qwen_moe", "deepseek_v2": "deepseek", "deepseek_v3": "deepseek",
     "kimi_k2": "deepseek", "gpt_oss": "gpt_oss", "gemma": "gemma", "gemma2": "gemma2",
     "gemma3": "gemma3", "gemma3_text": "gemma3", "falcon": "falcon", "refinedweb": "falcon",
-    "refinedwebmodel": "falcon", "gpt2": "gpt2", "opt": "opt",
+    "refinedwebmodel": "falcon", "gpt2": "gpt2", "opt": "opt", "qwen3_next": "qwen3_next",
+    "deepseek_v32": "deepseek", "jamba": "jamba", "nemotron_h": "nemotron_h",
 }
 _ARCH_PREFIX = {
     "Llama4": "llama4", "Llama": "llama", "Mistral": "mistral", "Mixtral": "mixtral",
-    "Qwen2Moe": "qwen_moe", "Qwen3Moe": "qwen_moe", "Qwen2": "qwen2", "Qwen3": "qwen3",
+    "Qwen3Next": "qwen3_next", "Jamba": "jamba", "NemotronH": "nemotron_h", "Qwen2Moe": "qwen_moe", "Qwen3Moe": "qwen_moe",
+    "Qwen2": "qwen2", "Qwen3": "qwen3",
     "DeepseekV": "deepseek", "GptOss": "gpt_oss", "Gemma3": "gemma3", "Gemma2": "gemma2",
     "Gemma": "gemma", "Falcon": "falcon", "RW": "falcon", "GPT2": "gpt2", "OPT": "opt",
 }
-_PLAIN_FFN = ("falcon", "gpt2", "opt")
+_PLAIN_FFN = ("falcon", "gpt2", "opt", "nemotron_h")   # Nemotron-H: squared-ReLU up/down MLP
 _TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "falcon", "gpt2", "opt")
 _LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding",
-                "chunked_attention": "chunked", "global": "full", "local": "sliding"}
+                "chunked_attention": "chunked", "global": "full", "local": "sliding",
+                "linear_attention": "linear"}
 
 
 def _family(cfg: dict, field: str) -> str:
@@ -85,18 +88,68 @@ def _attention(cfg: dict, fam: str, hidden: int, field: str) -> dict:
         return dict(kind="mla", num_heads=heads, num_kv_heads=heads, head_dim=rope + nope,
                     v_head_dim=_int(cfg, field, "v_head_dim"), kv_lora_rank=_int(cfg, field, "kv_lora_rank"),
                     qk_rope_head_dim=rope, qk_nope_head_dim=nope,
-                    q_lora_rank=_int(cfg, field, "q_lora_rank", default=0))
+                    q_lora_rank=_int(cfg, field, "q_lora_rank", default=0),
+                    index_head_dim=_int(cfg, field, "index_head_dim", default=0),   # DeepSeek-V3.2 indexer
+                    index_n_heads=_int(cfg, field, "index_n_heads", default=0))
     kv = _kv_heads(cfg, fam, heads, field)
     kind = "mha" if kv == heads else "mqa" if kv == 1 else "gqa"
     bias = {"qwen2": True, "gpt2": True, "opt": cfg.get("enable_bias", True)}.get(
         fam, bool(cfg.get("attention_bias", cfg.get("bias", False))))
     return dict(kind=kind, num_heads=heads, num_kv_heads=kv,
                 head_dim=_int(cfg, field, "head_dim", default=hidden // heads),
-                qkv_bias=bias, o_bias=bias and fam != "qwen2")
+                qkv_bias=bias, o_bias=bias and fam != "qwen2",
+                output_gate=bool(cfg.get("attn_output_gate", fam == "qwen3_next")))
+
+
+def _linear_mixer(cfg: dict, fam: str, hidden: int, field: str) -> dict | None:
+    """Qwen3-Next's Gated DeltaNet (linear_* keys) or Jamba's Mamba (mamba_* keys)."""
+    if fam == "qwen3_next":
+        return dict(kind="gated_deltanet", conv_kernel=_int(cfg, field, "linear_conv_kernel_dim", default=4),
+                    num_heads=_int(cfg, field, "linear_num_value_heads"),
+                    num_key_heads=_int(cfg, field, "linear_num_key_heads"),
+                    key_head_dim=_int(cfg, field, "linear_key_head_dim"),
+                    value_head_dim=_int(cfg, field, "linear_value_head_dim"))
+    if fam == "nemotron_h":
+        heads, head_dim = _int(cfg, field, "mamba_num_heads"), _int(cfg, field, "mamba_head_dim")
+        return dict(kind="mamba2", conv_kernel=_int(cfg, field, "conv_kernel", default=4), num_heads=heads,
+                    value_head_dim=head_dim, inner_size=heads * head_dim,
+                    state_size=_int(cfg, field, "ssm_state_size", "mamba_d_state"),
+                    n_groups=_int(cfg, field, "n_groups", default=1), conv_bias=bool(cfg.get("use_conv_bias", True)))
+    if fam == "jamba":
+        rank = cfg.get("mamba_dt_rank", "auto")
+        return dict(kind="mamba1", conv_kernel=_int(cfg, field, "mamba_d_conv", default=4),
+                    inner_size=_int(cfg, field, "mamba_expand", default=2) * hidden,
+                    state_size=_int(cfg, field, "mamba_d_state", default=16),
+                    dt_rank=-(-hidden // 16) if rank == "auto" else _int(cfg, field, "mamba_dt_rank"),
+                    conv_bias=bool(cfg.get("mamba_conv_bias", True)))
+    return None
+
+
+_NEMOTRON_BLOCKS = {"M": "linear", "*": "full", "-": "mlp"}
+
+
+def _hybrid_kinds(cfg: dict, fam: str, n: int, field: str) -> list[str] | None:
+    if fam == "nemotron_h":
+        pattern = _get(cfg, field, "hybrid_override_pattern")
+        if not isinstance(pattern, str) or len(pattern) != n or any(c not in _NEMOTRON_BLOCKS for c in pattern):
+            raise InputError(f"{field}.hybrid_override_pattern",
+                             f"must be {n} characters of M (Mamba-2), * (attention) or - (MLP); MoE blocks (E) "
+                             "are not supported")
+        return [_NEMOTRON_BLOCKS[c] for c in pattern]
+    if fam == "qwen3_next" and cfg.get("layer_types") is None:
+        every = _int(cfg, field, "full_attention_interval", default=4)
+        return ["full" if (i + 1) % every == 0 else "linear" for i in range(n)]
+    if fam == "jamba":
+        period, offset = _int(cfg, field, "attn_layer_period", default=8), _int(cfg, field, "attn_layer_offset", default=4)
+        return ["full" if i % period == offset else "linear" for i in range(n)]
+    return None
 
 
 def _pattern_kinds(cfg: dict, fam: str, n: int, field: str) -> list[str]:
     """Per-layer attention kind from layer_types, or the family's fixed pattern."""
+    hybrid = _hybrid_kinds(cfg, fam, n, field)
+    if hybrid is not None:
+        return hybrid
     types = cfg.get("layer_types")
     if types is not None:
         if not isinstance(types, list) or len(types) != n:
@@ -137,7 +190,8 @@ def _moe(cfg: dict, fam: str, field: str) -> dict | None:
     experts = _int(cfg, field, "n_routed_experts", "num_local_experts", "num_experts", default=0)
     if not experts:
         return None
-    expert_width_keys = ("intermediate_size",) if fam in ("mixtral", "gpt_oss", "llama4") else ("moe_intermediate_size",)
+    expert_width_keys = (("intermediate_size",) if fam in ("mixtral", "gpt_oss", "llama4", "jamba")
+                         else ("moe_intermediate_size",))
     moe = dict(num_experts=experts,
                experts_per_token=_int(cfg, field, "num_experts_per_tok", "experts_per_token"),
                expert_intermediate_size=_int(cfg, field, *expert_width_keys),
@@ -148,6 +202,11 @@ def _moe(cfg: dict, fam: str, field: str) -> dict | None:
                    layer_interval=_int(cfg, field, "moe_layer_freq", default=1))
     elif fam == "llama4":
         moe.update(num_shared_experts=1, layer_interval=_int(cfg, field, "interleave_moe_layer_step", default=1))
+    elif fam == "jamba":   # MoE on layers offset, offset + period, ...: expressible when offset = period - 1
+        period, offset = _int(cfg, field, "expert_layer_period", default=2), _int(cfg, field, "expert_layer_offset", default=1)
+        if offset != period - 1:
+            raise InputError(f"{field}.expert_layer_offset", f"only period - 1 ({period - 1}) is supported, got {offset}")
+        moe.update(layer_interval=period)
     elif cfg.get("shared_expert_intermediate_size"):  # Qwen2-MoE: one shared expert of its own width
         moe.update(num_shared_experts=1, shared_intermediate_size=_int(cfg, field, "shared_expert_intermediate_size"),
                    layer_interval=_int(cfg, field, "decoder_sparse_step", default=1))
@@ -191,7 +250,8 @@ def model_from_hf_config(cfg: dict, id: str = "custom", name: str | None = None,
         attention=_attention(cfg, fam, hidden, field), layer_kinds=kinds,
         sliding_window_tokens=window,
         attention_chunk_tokens=cfg.get("attention_chunk_size") if "chunked" in kinds else None,
-        moe=_moe(cfg, fam, field), ffn_kind="plain" if fam in _PLAIN_FFN else "gated",
+        moe=_moe(cfg, fam, field), linear_mixer=_linear_mixer(cfg, fam, hidden, field),
+        ffn_in_mixer_layers=fam != "nemotron_h", ffn_kind="plain" if fam in _PLAIN_FFN else "gated",
         tie_embeddings=bool(cfg.get("tie_word_embeddings", fam in _TIED_BY_DEFAULT)),
         max_context_tokens=_int(cfg, field, "max_position_embeddings", "n_positions",
                                 default=131072 if fam == "gemma3" else None),

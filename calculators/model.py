@@ -10,7 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
-LAYER_KINDS = ("full", "sliding", "chunked")  # what each layer's attention can see
+# What each layer's token mixer can see: full, sliding-window or chunked attention, or "linear":
+# a linear-attention / state-space mixer (Gated DeltaNet, Mamba) that keeps a constant state per
+# sequence instead of a KV cache (its shape is Model.linear_mixer), or "mlp": a feed-forward block
+# with no token mixer (Nemotron-H, where mixers and FFNs are separate layers).
+LAYER_KINDS = ("full", "sliding", "chunked", "linear", "mlp")
+LINEAR_MIXER_KINDS = ("gated_deltanet", "mamba1", "mamba2")
 FFN_KINDS = ("gated", "plain")  # gated: gate+up+down (SwiGLU/GeGLU); plain: up+down (OPT, GPT-2)
 # How a chip's scale-up links are wired: "switched" (NVSwitch: any ring can use the whole
 # per-chip bandwidth), "mesh" (one point-to-point link group to each peer: MI300X, Gaudi 3),
@@ -31,8 +36,38 @@ class Attention:
     qk_rope_head_dim: int = 0
     qk_nope_head_dim: int = 0
     q_lora_rank: int = 0       # 0 = queries not compressed
+    output_gate: bool = False  # Qwen3-Next gated attention: q_proj also emits a sigmoid gate per head
+    # DeepSeek sparse attention (V3.2): a lightning indexer per layer caches one key of
+    # index_head_dim per token (FP8 plus an FP32 scale per 128) and scores it with index_n_heads.
+    index_head_dim: int = 0
+    index_n_heads: int = 0
     qkv_bias: bool = False
     o_bias: bool = False
+
+
+@dataclass(frozen=True)
+class LinearMixer:
+    """A recurrent token mixer's shape; the per-sequence state is conv state plus recurrent state.
+
+    gated_deltanet (Qwen3-Next): num_heads value heads of value_head_dim, num_key_heads key heads of
+      key_head_dim; state = conv (kernel-1) x (2 Hk dk + Hv dv) and recurrent Hv x dk x dv.
+    mamba2 (Nemotron-H): num_heads heads of value_head_dim, inner_size = heads x head_dim, n_groups
+      B/C groups of state_size; state = conv (kernel-1) x (inner + 2 G N) and SSM heads x head_dim x N.
+    mamba1 (Jamba): inner_size channels, state_size N, dt_rank; state = conv (kernel-1) x inner and
+      SSM inner x N.
+    Shapes as vLLM's MambaStateShapeCalculator (vllm/model_executor/layers/mamba/mamba_utils.py).
+    """
+    kind: str                  # one of LINEAR_MIXER_KINDS
+    conv_kernel: int = 4
+    num_heads: int = 0
+    num_key_heads: int = 0
+    key_head_dim: int = 0
+    value_head_dim: int = 0
+    inner_size: int = 0
+    state_size: int = 0
+    n_groups: int = 1
+    dt_rank: int = 0
+    conv_bias: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,6 +95,13 @@ class Model:
     sliding_window_tokens: int | None = None
     attention_chunk_tokens: int | None = None
     moe: MoE | None = None
+    linear_mixer: LinearMixer | None = None   # the "linear" layers' mixer (hybrid models)
+    # Cross-layer KV sharing: the last kv_shared_layers layers attend over KV an earlier layer of the
+    # same kind computed and store none of their own (Gemma 3n num_kv_shared_layers; CLA, arXiv 2405.12981).
+    kv_shared_layers: int = 0
+    # False: mixer layers carry no FFN and the dense FFN lives only in "mlp" layers, with one norm
+    # per layer (Nemotron-H's hybrid_override_pattern of M, * and - blocks).
+    ffn_in_mixer_layers: bool = True
     ffn_kind: str = "gated"
     tie_embeddings: bool = False
     max_context_tokens: int | None = None

@@ -1,16 +1,26 @@
 """Parameter counts derived from the architecture, never copied from a model card.
 
 Counted: token embedding, untied LM head, attention projections (incl. MLA's low-rank
-projections and their norms, QKV/O biases), dense FFN (gated: gate+up+down; plain:
+projections and their norms, QKV/O biases, DeepSeek-V3.2's indexer, Qwen3-Next's output gate),
+linear-attention / SSM mixers on "linear" layers, dense FFN (gated: gate+up+down; plain:
 up+down), MoE routed and shared experts plus the router, and RMSNorm/LayerNorm weights
 (two per layer plus the final norm). Not counted, each well under 0.1% of any preset:
-QK-norm weights, attention sinks, LayerNorm biases, FFN biases of dense models and
+QK-norm weights, Qwen3-Next's shared-expert gate (hidden_size per layer), attention sinks, LayerNorm biases, FFN biases of dense models and
 learned position tables (OPT, GPT-2).
 """
 from __future__ import annotations
 
 from .formats import bytes_per_element
 from .model import Model
+
+
+def _indexer_params(a, d: int) -> int:
+    """DeepSeek-V3.2 lightning indexer: wq_b, wk, k_norm (LayerNorm weight and bias), weights_proj
+    (DeepSeek-V3.2-Exp inference/model.py, class Indexer)."""
+    if not a.index_head_dim:
+        return 0
+    return (a.q_lora_rank * a.index_n_heads * a.index_head_dim + d * a.index_head_dim
+            + 2 * a.index_head_dim + d * a.index_n_heads)
 
 
 def _attention_params(model: Model) -> int:
@@ -24,15 +34,36 @@ def _attention_params(model: Model) -> int:
             q = d * a.num_heads * qk_dim
         kv_down = d * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank
         kv_up = a.kv_lora_rank * a.num_heads * (a.qk_nope_head_dim + v_dim)
-        return q + kv_down + kv_up + a.num_heads * v_dim * d
+        return q + kv_down + kv_up + a.num_heads * v_dim * d + _indexer_params(a, d)
     q_out, kv_out = a.num_heads * a.head_dim, a.num_kv_heads * a.head_dim
     v_out = a.num_kv_heads * v_dim
-    n = d * (q_out + kv_out + v_out) + a.num_heads * v_dim * d
+    gate = a.num_heads * a.head_dim if a.output_gate else 0   # Qwen3-Next: q_proj emits query and gate
+    n = d * (q_out + gate + kv_out + v_out) + a.num_heads * v_dim * d
     if a.qkv_bias:
         n += q_out + kv_out + v_out
     if a.o_bias:
         n += d
     return n
+
+
+def linear_mixer_params(model: Model) -> int:
+    """One linear-attention / SSM mixer, as the published modelling code defines it:
+    Qwen3NextGatedDeltaNet, NemotronHMamba2Mixer, JambaMambaMixer (transformers)."""
+    m, d = model.linear_mixer, model.hidden_size
+    if m is None:
+        return 0
+    if m.kind == "gated_deltanet":
+        k_dim, v_dim = m.num_key_heads * m.key_head_dim, m.num_heads * m.value_head_dim
+        conv_dim = 2 * k_dim + v_dim
+        return (d * (2 * k_dim + 2 * v_dim) + d * 2 * m.num_heads + conv_dim * m.conv_kernel
+                + 2 * m.num_heads + m.value_head_dim + v_dim * d)
+    if m.kind == "mamba2":
+        conv_dim = m.inner_size + 2 * m.n_groups * m.state_size
+        return (d * (m.inner_size + conv_dim + m.num_heads) + conv_dim * (m.conv_kernel + m.conv_bias)
+                + 3 * m.num_heads + m.inner_size + m.inner_size * d)
+    inner, n = m.inner_size, m.state_size     # mamba1 (Jamba: with dt/B/C RMSNorms)
+    return (d * 2 * inner + inner * (m.conv_kernel + m.conv_bias) + inner * (m.dt_rank + 2 * n)
+            + m.dt_rank * inner + inner + inner * n + inner + inner * d + m.dt_rank + 2 * n)
 
 
 def _ffn_params(model: Model, width: int) -> int:
@@ -75,9 +106,14 @@ def _body_params(model: Model, active: bool) -> int:
     """All transformer layers plus the final norm."""
     d = model.hidden_size
     n_moe = moe_layer_count(model)
-    n_dense = model.num_layers - n_moe
-    per_layer = _attention_params(model) + 2 * d
-    n = model.num_layers * per_layer + d + n_dense * _ffn_params(model, model.intermediate_size)
+    n_linear, n_mlp = model.layer_kinds.count("linear"), model.layer_kinds.count("mlp")
+    n_attention = model.num_layers - n_linear - n_mlp
+    mixers = n_attention * _attention_params(model) + n_linear * linear_mixer_params(model)
+    if model.ffn_in_mixer_layers:
+        n_dense, norms = model.num_layers - n_moe, 2
+    else:   # Nemotron-H: one norm per block, FFN only in the mlp blocks
+        n_dense, norms = n_mlp, 1
+    n = mixers + model.num_layers * norms * d + d + n_dense * _ffn_params(model, model.intermediate_size)
     if n_moe:
         experts = model.moe.experts_per_token if active else model.moe.num_experts
         n += n_moe * _moe_layer_params(model, experts)

@@ -10,7 +10,8 @@ import math
 from dataclasses import asdict, fields
 
 from .errors import InputError
-from .model import (ATTENTION_KINDS, FFN_KINDS, LAYER_KINDS, SCALE_UP_TOPOLOGIES, Accelerator, Attention, Model,
+from .model import (ATTENTION_KINDS, FFN_KINDS, LAYER_KINDS, LINEAR_MIXER_KINDS, SCALE_UP_TOPOLOGIES, Accelerator,
+                    Attention, LinearMixer, Model,
                     MoE)
 
 HF_MARKERS = ("model_type", "architectures", "num_hidden_layers", "text_config")
@@ -79,10 +80,16 @@ def attention_from_dict(d: dict, field: str) -> Attention:
         qk_rope_head_dim=_num(d, "qk_rope_head_dim", field, 0, 4096, default=0),
         qk_nope_head_dim=_num(d, "qk_nope_head_dim", field, 0, 4096, default=0),
         q_lora_rank=_num(d, "q_lora_rank", field, 0, 65536, default=0),
+        output_gate=_flag(d, "output_gate", field, False),
+        index_head_dim=_num(d, "index_head_dim", field, 0, 4096, default=0),
+        index_n_heads=_num(d, "index_n_heads", field, 0, 4096, default=0),
         qkv_bias=_flag(d, "qkv_bias", field, False), o_bias=_flag(d, "o_bias", field, False),
     )
     if kind == "mla" and not (a.kv_lora_rank and a.qk_rope_head_dim):
         raise InputError(f"{field}.kv_lora_rank", "must be above 0 for MLA, as must qk_rope_head_dim")
+    if a.index_head_dim and (kind != "mla" or not a.index_n_heads or not a.q_lora_rank):
+        raise InputError(f"{field}.index_head_dim", "a sparse-attention indexer needs MLA attention with "
+                                                   "q_lora_rank and index_n_heads above 0")
     return a
 
 
@@ -103,6 +110,26 @@ def moe_from_dict(d: dict, field: str, num_layers: int) -> MoE:
     )
 
 
+_MIXER_NEEDS = {"gated_deltanet": ("num_heads", "num_key_heads", "key_head_dim", "value_head_dim"),
+                "mamba2": ("num_heads", "value_head_dim", "inner_size", "state_size"),
+                "mamba1": ("inner_size", "state_size", "dt_rank")}
+
+
+def linear_mixer_from_dict(d: dict, field: str) -> LinearMixer:
+    if not isinstance(d, dict):
+        raise InputError(field, "must be an object with kind (" + ", ".join(LINEAR_MIXER_KINDS) + ") and its sizes")
+    _no_unknown(d, LinearMixer, field)
+    kind = _text(d, "kind", field, choices=LINEAR_MIXER_KINDS)
+    sizes = {k: _num(d, k, field, 0, 1_000_000, default=0) for k in
+             ("num_heads", "num_key_heads", "key_head_dim", "value_head_dim", "inner_size", "state_size", "dt_rank")}
+    for key in _MIXER_NEEDS[kind]:
+        if not sizes[key]:
+            raise InputError(f"{field}.{key}", f"must be above 0 for a {kind} mixer")
+    return LinearMixer(kind=kind, conv_kernel=_num(d, "conv_kernel", field, 1, 64, default=4),
+                       n_groups=_num(d, "n_groups", field, 1, 4096, default=1),
+                       conv_bias=_flag(d, "conv_bias", field, False), **sizes)
+
+
 def _layer_kinds(d: dict, field: str, n: int) -> tuple[str, ...]:
     """layer_kinds as given, or layer_pattern repeated, or all full."""
     kinds, pattern = d.get("layer_kinds"), d.get("layer_pattern")
@@ -113,6 +140,30 @@ def _layer_kinds(d: dict, field: str, n: int) -> tuple[str, ...]:
     if kinds is not None and len(kinds) != n:
         raise InputError(f"{field}.layer_kinds", f"must have num_layers ({n}) entries, got {len(kinds)}")
     return tuple(seq[i % len(seq)] for i in range(n))
+
+
+def _reuses_earlier(kinds: tuple[str, ...], shared: int) -> bool:
+    """Every attention kind among the last `shared` layers also appears among the layers that store KV."""
+    storing = set(kinds[:len(kinds) - shared])
+    return all(k in storing for k in kinds[len(kinds) - shared:] if k not in ("linear", "mlp"))
+
+
+def _hybrid_layout(d: dict, kinds: tuple[str, ...], field: str) -> tuple[bool, int]:
+    """Check linear, mlp-only and KV-sharing layers; (FFN only in mlp layers, kv_shared_layers)."""
+    n = len(kinds)
+    if ("linear" in kinds) != (d.get("linear_mixer") is not None):
+        raise InputError(f"{field}.linear_mixer", "is required when a layer is linear, and only then")
+    split_ffn = not _flag(d, "ffn_in_mixer_layers", field, True)
+    if ("mlp" in kinds) != split_ffn:
+        raise InputError(f"{field}.ffn_in_mixer_layers", "must be false exactly when some layers are mlp-only")
+    if split_ffn and d.get("moe") is not None:
+        raise InputError(f"{field}.moe", "is not supported with separate mlp layers")
+    shared = _num(d, "kv_shared_layers", field, 0, n - 1, default=0)
+    if not _reuses_earlier(kinds, shared):
+        raise InputError(f"{field}.kv_shared_layers", "each sharing layer needs an earlier layer of its kind to read")
+    if all(k in ("linear", "mlp") for k in kinds):
+        raise InputError(f"{field}.layer_kinds", "needs at least one attention layer (full, sliding or chunked)")
+    return split_ffn, shared
 
 
 def model_from_dict(d: dict, field: str = "model") -> Model:
@@ -126,7 +177,8 @@ def model_from_dict(d: dict, field: str = "model") -> Model:
         raise InputError(f"{field}.sliding_window_tokens", "is required when a layer is sliding")
     if "chunked" in kinds and chunk is None:
         raise InputError(f"{field}.attention_chunk_tokens", "is required when a layer is chunked")
-    moe = d.get("moe")
+    moe, mixer = d.get("moe"), d.get("linear_mixer")
+    split_ffn, shared = _hybrid_layout(d, kinds, field)
     return Model(
         id=_text(d, "id", field, "custom"), name=_text(d, "name", field, d.get("id", "custom")),
         num_layers=n, hidden_size=_num(d, "hidden_size", field, 1, 1_000_000),
@@ -135,6 +187,8 @@ def model_from_dict(d: dict, field: str = "model") -> Model:
         attention=attention_from_dict(d.get("attention"), f"{field}.attention"),
         layer_kinds=kinds, sliding_window_tokens=window, attention_chunk_tokens=chunk,
         moe=None if moe is None else moe_from_dict(moe, f"{field}.moe", n),
+        linear_mixer=None if mixer is None else linear_mixer_from_dict(mixer, f"{field}.linear_mixer"),
+        kv_shared_layers=shared, ffn_in_mixer_layers=not split_ffn,
         ffn_kind=_text(d, "ffn_kind", field, "gated", FFN_KINDS),
         tie_embeddings=_flag(d, "tie_embeddings", field, False),
         max_context_tokens=_num(d, "max_context_tokens", field, 1, 10**9, default=None),

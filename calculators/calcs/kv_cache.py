@@ -4,6 +4,13 @@ Formulas (Kwon et al., PagedAttention, arXiv 2309.06180 §3; DeepSeek-V2, arXiv 
   MHA/GQA/MQA: 2 × H_kv × d_head × b per layer per token (K and V; d_v may differ from d_head)
   MLA:         (kv_lora_rank + qk_rope_head_dim) × b per layer per token
                (DeepSeek-V2 arXiv 2405.04434 Table 1; DeepSeek-V3 inference/model.py kv_cache + pe_cache)
+  DeepSeek sparse attention (V3.2): the MLA latent plus one indexer key per layer per token,
+               index_head_dim FP8 values and one FP32 scale per 128 (DeepSeek-V3.2-Exp inference/model.py
+               Indexer.k_cache / k_scale_cache). With an FP8 cache the latent takes DeepSeek's
+               "FP8 with scale" layout: 512 FP8 + 4 FP32 scales + 64 BF16 rope = 656 B (FlashMLA README).
+  Linear-attention / SSM layers (Gated DeltaNet, Mamba) keep no KV: each holds a constant state per
+               sequence, conv state (at the model dtype, BF16) plus recurrent state (at the state
+               format), shapes as vLLM's MambaStateShapeCalculator (see model.LinearMixer).
   Sliding-window layers hold min(T, window) tokens, chunked-attention layers min(T, chunk)
   (Mistral 7B arXiv 2310.06825 rolling buffer; gpt-oss model.py; Gemma 2/3 reports; Llama 4 iRoPE).
 """
@@ -13,8 +20,9 @@ import math
 from dataclasses import dataclass
 
 from ..schema import dtype_field, integer, model_field, output, series, step
+from ..errors import InputError
 from ..formats import bytes_per_element
-from ..model import Attention, Model
+from ..model import Attention, LinearMixer, Model
 
 
 @dataclass(frozen=True)
@@ -31,23 +39,92 @@ def kv_elements_per_token_per_layer(attention: Attention) -> int:
     return attention.num_kv_heads * (attention.head_dim + v_dim)
 
 
-def kv_fraction_per_gpu(model: Model, tensor_parallel: int) -> float:
-    """Share of each sequence's KV that one tensor-parallel rank stores, and so reads each step.
+FP8_SCALE_BLOCK = 128   # elements per FP32 scale in DeepSeek's FP8 latent and indexer-key layouts
+SCALE_BYTES = 4
 
-    KV heads split over ranks, but a rank holds at least one head, so TP beyond H_kv replicates
-    KV (each rank keeps ⌈H_kv ÷ TP⌉ of H_kv heads); MLA's latent is shared by every head, so every
-    rank holds all of it. The one rule memory capacity (memory.py) and step time (steptime.py) use.
-    """
+
+def _scaled_fp8_bytes(elements: int) -> int:
+    return elements + SCALE_BYTES * math.ceil(elements / FP8_SCALE_BLOCK)
+
+
+def kv_bytes_per_token_per_layer(attention: Attention, elem_bytes: float) -> float:
+    """Bytes one token adds to one attention layer's cache in a format of `elem_bytes`."""
+    a = attention
+    if not a.index_head_dim:
+        return kv_elements_per_token_per_layer(a) * elem_bytes
+    if elem_bytes == 1:   # FP8: the latent is block-scaled, the rotary part stays BF16
+        latent = _scaled_fp8_bytes(a.kv_lora_rank) + 2 * a.qk_rope_head_dim
+    else:
+        latent = (a.kv_lora_rank + a.qk_rope_head_dim) * elem_bytes
+    return latent + _scaled_fp8_bytes(a.index_head_dim)
+
+
+CONV_STATE_BYTES = 2   # conv state at the model dtype (vLLM --mamba-cache-dtype auto; BF16 checkpoints)
+
+
+def state_elements_per_layer(m: LinearMixer) -> tuple[int, int]:
+    """(conv state, recurrent state) elements one linear layer keeps per sequence."""
+    history = m.conv_kernel - 1
+    if m.kind == "gated_deltanet":
+        conv = 2 * m.num_key_heads * m.key_head_dim + m.num_heads * m.value_head_dim
+        return history * conv, m.num_heads * m.key_head_dim * m.value_head_dim
+    if m.kind == "mamba2":
+        conv = m.inner_size + 2 * m.n_groups * m.state_size
+        return history * conv, m.num_heads * m.value_head_dim * m.state_size
+    return history * m.inner_size, m.inner_size * m.state_size     # mamba1
+
+
+def state_bytes_per_sequence(model: Model, state_bytes: float) -> float:
+    """Constant bytes per sequence in all linear layers, whatever the context length."""
+    if model.linear_mixer is None:
+        return 0.0
+    conv, recurrent = state_elements_per_layer(model.linear_mixer)
+    return model.layer_kinds.count("linear") * (conv * CONV_STATE_BYTES + recurrent * state_bytes)
+
+
+def kv_replication(model: Model, tensor_parallel: int) -> int:
+    """How many TP ranks hold a copy of each KV head (MLA: one latent, so every rank)."""
     a = model.attention
-    if a.kind == "mla":
-        return 1.0
-    return math.ceil(a.num_kv_heads / tensor_parallel) / a.num_kv_heads
+    kv_heads = 1 if a.kind == "mla" else a.num_kv_heads
+    return max(1, tensor_parallel // kv_heads)
 
 
-def layer_groups(model: Model) -> list[LayerGroup]:
+def check_decode_context_parallel(model: Model, tensor_parallel: int, dcp: int,
+                                  field: str = "decode_context_parallel") -> None:
+    """vLLM's rules: DCP divides TP (config/parallel.py) and is at most TP / H_kv, the
+    replication it removes (context_parallel_deployment.md: "[1, tp_size/H]")."""
+    top = kv_replication(model, tensor_parallel)
+    if dcp < 1 or tensor_parallel % dcp or dcp > top:
+        raise InputError(field, f"must divide the tensor-parallel size {tensor_parallel} and lie between 1 and "
+                                f"{top} (TP ÷ KV heads, the copies of each KV head it removes)")
+
+
+def kv_fraction_per_gpu(model: Model, tensor_parallel: int, decode_context_parallel: int = 1) -> float:
+    """Share of each sequence's KV that one TP rank stores: its KV heads (at least one),
+    divided over the DCP ranks that stripe the sequence by token."""
+    check_decode_context_parallel(model, tensor_parallel, decode_context_parallel)
+    a = model.attention
+    heads = 1.0 if a.kind == "mla" else math.ceil(a.num_kv_heads / tensor_parallel) / a.num_kv_heads
+    return heads / decode_context_parallel
+
+
+def state_fraction_per_gpu(model: Model, tensor_parallel: int) -> float:
+    """Share of a sequence's linear-layer state on one TP rank: the mixer's heads (or Mamba-1
+    channels) split over ranks, at least one each (vLLM divides them by the TP size); DCP does not
+    stripe a state, which has no token axis."""
+    m = model.linear_mixer
+    if m is None:
+        return 0.0
+    units = m.inner_size if m.kind == "mamba1" else m.num_heads
+    return math.ceil(units / tensor_parallel) / units
+
+
+def layer_groups(model: Model, storing: bool = False) -> list[LayerGroup]:
+    """Attention layers by kind; storing=True leaves out layers that read another layer's KV."""
     caps = {"full": None, "sliding": model.sliding_window_tokens, "chunked": model.attention_chunk_tokens}
-    return [LayerGroup(kind, model.layer_kinds.count(kind), caps[kind])
-            for kind in ("full", "sliding", "chunked") if model.layer_kinds.count(kind)]
+    kinds = model.layer_kinds[:model.num_layers - model.kv_shared_layers] if storing else model.layer_kinds
+    return [LayerGroup(kind, kinds.count(kind), caps[kind])
+            for kind in ("full", "sliding", "chunked") if kinds.count(kind)]
 
 
 def tokens_held(cap_tokens: int | None, context_tokens: float) -> float:
@@ -56,39 +133,46 @@ def tokens_held(cap_tokens: int | None, context_tokens: float) -> float:
 
 def kv_terms(model: Model, elem_bytes: float) -> list[tuple[str, float, int | None]]:
     """(kind, bytes per held token over that kind's layers, cap) per layer kind."""
-    per_layer_token = kv_elements_per_token_per_layer(model.attention) * elem_bytes
-    return [(g.kind, g.layers * per_layer_token, g.cap_tokens) for g in layer_groups(model)]
+    per_layer_token = kv_bytes_per_token_per_layer(model.attention, elem_bytes)
+    return [(g.kind, g.layers * per_layer_token, g.cap_tokens) for g in layer_groups(model, storing=True)]
 
 
-def kv_bytes_by_kind(model: Model, context_tokens: float, elem_bytes: float) -> dict:
-    """Bytes one sequence of `context_tokens` holds, per layer kind."""
-    return {kind: per_token * tokens_held(cap, context_tokens)
-            for kind, per_token, cap in kv_terms(model, elem_bytes)}
+def kv_bytes_by_kind(model: Model, context_tokens: float, elem_bytes: float, state_bytes: float = 2.0) -> dict:
+    """Bytes one sequence of `context_tokens` holds, per layer kind ("linear": the constant state)."""
+    out = {kind: per_token * tokens_held(cap, context_tokens)
+           for kind, per_token, cap in kv_terms(model, elem_bytes)}
+    if model.linear_mixer is not None:
+        out["linear"] = state_bytes_per_sequence(model, state_bytes)
+    return out
 
 
-def kv_bytes_per_sequence(model: Model, context_tokens: float, elem_bytes: float) -> float:
-    return sum(kv_bytes_by_kind(model, context_tokens, elem_bytes).values())
+def kv_bytes_per_sequence(model: Model, context_tokens: float, elem_bytes: float, state_bytes: float = 2.0) -> float:
+    """KV plus any linear-layer state (state_bytes: the recurrent state's format, BF16 by default)."""
+    return sum(kv_bytes_by_kind(model, context_tokens, elem_bytes, state_bytes).values())
 
 
 def kv_bytes_per_token(model: Model, elem_bytes: float) -> float:
     """One more token once the context exceeds every window: full-attention layers only."""
-    full = sum(g.layers for g in layer_groups(model) if g.cap_tokens is None)
-    return full * kv_elements_per_token_per_layer(model.attention) * elem_bytes
+    full = sum(g.layers for g in layer_groups(model, storing=True) if g.cap_tokens is None)
+    return full * kv_bytes_per_token_per_layer(model.attention, elem_bytes)
 
 
 def kv_bytes_per_token_all_layers(model: Model, elem_bytes: float) -> float:
-    """A token stored in every layer: the unit paged allocators count in."""
-    return model.num_layers * kv_elements_per_token_per_layer(model.attention) * elem_bytes
+    """A token stored in every attention layer: the unit paged allocators count in."""
+    attention_layers = sum(g.layers for g in layer_groups(model, storing=True))
+    return attention_layers * kv_bytes_per_token_per_layer(model.attention, elem_bytes)
 
 
-def paged_blocks(model: Model, context_tokens: int, elem_bytes: float, block_tokens: int) -> dict:
-    """Blocks of `block_tokens` per layer kind (vLLM PagedAttention, arXiv 2309.06180 §4)."""
-    per_layer_token = kv_elements_per_token_per_layer(model.attention) * elem_bytes
-    allocated = 0.0
-    for g in layer_groups(model):
+def paged_blocks(model: Model, context_tokens: int, elem_bytes: float, block_tokens: int,
+                 state_bytes: float = 2.0) -> dict:
+    """Blocks of `block_tokens` per layer kind (vLLM PagedAttention, arXiv 2309.06180 §4); linear
+    layers' states are whole per sequence and add no fragmentation here."""
+    per_layer_token = kv_bytes_per_token_per_layer(model.attention, elem_bytes)
+    allocated = state_bytes_per_sequence(model, state_bytes)
+    for g in layer_groups(model, storing=True):
         blocks = math.ceil(tokens_held(g.cap_tokens, context_tokens) / block_tokens)
         allocated += blocks * block_tokens * g.layers * per_layer_token
-    exact = kv_bytes_per_sequence(model, context_tokens, elem_bytes)
+    exact = kv_bytes_per_sequence(model, context_tokens, elem_bytes, state_bytes)
     return {"block_bytes": block_tokens * kv_bytes_per_token_all_layers(model, elem_bytes),
             "blocks_per_sequence": math.ceil(context_tokens / block_tokens),
             "allocated_bytes": allocated, "fragmentation_bytes": allocated - exact,
@@ -96,6 +180,16 @@ def paged_blocks(model: Model, context_tokens: int, elem_bytes: float, block_tok
 
 
 # ---- the calculator ------------------------------------------------------------------
+
+STATE_DTYPES = (("fp32", "FP32"), ("bf16", "BF16"), ("fp16", "FP16"))
+
+
+def state_dtype_field():
+    return dtype_field("state_dtype", "Recurrent-state format (hybrid models)", "bf16", choices=STATE_DTYPES,
+                       help="Format of the Gated DeltaNet / Mamba recurrent state (vLLM --mamba-ssm-cache-dtype; "
+                            "'auto' follows the model dtype unless the model's config sets one). The conv state "
+                            "stays at BF16. No effect on models without linear layers.")
+
 
 SCHEMA = {
     "name": "kv_cache",
@@ -110,7 +204,8 @@ SCHEMA = {
         dtype_field("kv_dtype", "KV-cache format", "bf16"),
         integer("batch_size", "Concurrent sequences", 1, 1, 100_000, "sequences"),
         integer("block_size_tokens", "Block size", 16, 1, 4096, "tokens",
-                  "Tokens per paged block (vLLM default 16)."),
+                  "Tokens per paged block (vLLM default 16 for ordinary attention; 64 or 128 for MLA)."),
+        state_dtype_field(),
     ],
     "outputs": [
         output("kv_bytes_per_token", "KV per additional token (full-attention layers)", "B", "bytes"),
@@ -119,6 +214,7 @@ SCHEMA = {
         output("kv_bytes_full_layers", "of which full-attention layers", "B", "bytes"),
         output("kv_bytes_sliding_layers", "of which sliding-window layers", "B", "bytes"),
         output("kv_bytes_chunked_layers", "of which chunked-attention layers", "B", "bytes"),
+        output("state_bytes_per_sequence", "of which linear-attention / SSM state (constant)", "B", "bytes"),
         output("kv_bytes_batch", "KV for the whole batch", "B", "bytes"),
         output("kv_gib_batch", "KV for the whole batch, in GiB (2^30 B)", "GiB", "number"),
         output("block_bytes", "Bytes per block (all layers)", "B", "bytes"),
@@ -135,32 +231,47 @@ def _context_grid(context: int, model: Model) -> list[int]:
     return sorted(set(grid))
 
 
-def _series(model, context, elem_bytes, batch):
+def _series(model, context, elem_bytes, batch, state_b):
     xs = _context_grid(context, model)
     batches = sorted({1, 8, 64, batch})
-    ys = [(f"batch {b}", "GiB", [b * kv_bytes_per_sequence(model, x, elem_bytes) / 2 ** 30 for x in xs])
+    ys = [(f"batch {b}", "GiB", [b * kv_bytes_per_sequence(model, x, elem_bytes, state_b) / 2 ** 30 for x in xs])
           for b in batches]
     return {"kv_vs_context": series("KV cache vs context length", "Context length", "tokens", xs, ys)}
 
 
-def _derivation(model, v, elem_bytes, per_token, per_seq):
+def _state_step(model, state_b):
+    conv, recurrent = state_elements_per_layer(model.linear_mixer)
+    n = model.layer_kinds.count("linear")
+    return step("State per sequence (linear layers)", "L_linear × (conv × 2 + recurrent × b_state)",
+                f"{n} × ({conv} × 2 + {recurrent} × {state_b})", state_bytes_per_sequence(model, state_b), "B")
+
+
+def _derivation(model, v, elem_bytes, per_token, per_seq, state_b):
     a = model.attention
-    if a.kind == "mla":
+    if a.index_head_dim and elem_bytes == 1:
+        formula = "r_kv + 4⌈r_kv/128⌉ + 2 d_rope + d_index + 4⌈d_index/128⌉"
+        subst = f"{a.kv_lora_rank} + 4 × {a.kv_lora_rank // 128} + 2 × {a.qk_rope_head_dim} + {a.index_head_dim} + 4"
+    elif a.index_head_dim:
+        formula = "(r_kv + d_rope) × b + d_index + 4⌈d_index/128⌉"
+        subst = f"({a.kv_lora_rank} + {a.qk_rope_head_dim}) × {elem_bytes} + {a.index_head_dim} + 4"
+    elif a.kind == "mla":
         formula, subst = "(r_kv + d_rope) × b", f"({a.kv_lora_rank} + {a.qk_rope_head_dim}) × {elem_bytes}"
     else:
         d_v = a.v_head_dim or a.head_dim
         formula = "H_kv × (d_head + d_v) × b"
         subst = f"{a.num_kv_heads} × ({a.head_dim} + {d_v}) × {elem_bytes}"
-    per_layer = kv_elements_per_token_per_layer(a) * elem_bytes
-    groups = layer_groups(model)
+    per_layer = kv_bytes_per_token_per_layer(a, elem_bytes)
+    groups = layer_groups(model, storing=True)
     seq_formula = " + ".join(f"{g.layers} × min(T, {g.cap_tokens})" if g.cap_tokens else f"{g.layers} × T"
                              for g in groups)
-    return [
+    state = [_state_step(model, state_b)] if model.linear_mixer else []
+    return state + [
         step("Bytes per layer per token", formula, subst, per_layer, "B"),
         step("Bytes per additional token (full layers)", "L_full × bytes per layer per token",
                f"{sum(g.layers for g in groups if not g.cap_tokens)} × {per_layer}", per_token, "B"),
-        step("Bytes per sequence", f"bytes per layer per token × ({seq_formula})",
-               f"{per_layer} × ({seq_formula.replace('T', str(v['context_tokens']))})", per_seq, "B"),
+        step("Bytes per sequence", f"bytes per layer per token × ({seq_formula})" + (" + state" if state else ""),
+               f"{per_layer} × ({seq_formula.replace('T', str(v['context_tokens']))})"
+               + (f" + {state[0]['value']:.6g}" if state else ""), per_seq, "B"),
         step("Batch", "B × bytes per sequence", f"{v['batch_size']} × {per_seq}",
                v["batch_size"] * per_seq, "B"),
     ]
@@ -169,10 +280,11 @@ def _derivation(model, v, elem_bytes, per_token, per_seq):
 def compute(v: dict) -> dict:
     model, context, batch = v["model"], v["context_tokens"], v["batch_size"]
     elem_bytes = bytes_per_element(v["kv_dtype"], "kv_dtype")
-    by_kind = kv_bytes_by_kind(model, context, elem_bytes)
+    state_b = bytes_per_element(v["state_dtype"], "state_dtype")
+    by_kind = kv_bytes_by_kind(model, context, elem_bytes, state_b)
     per_seq = sum(by_kind.values())
     per_token = kv_bytes_per_token(model, elem_bytes)
-    paged = paged_blocks(model, context, elem_bytes, v["block_size_tokens"])
+    paged = paged_blocks(model, context, elem_bytes, v["block_size_tokens"], state_b)
     notes = []
     if model.max_context_tokens and context > model.max_context_tokens:
         notes.append(f"context exceeds the model's maximum of {model.max_context_tokens:,} tokens")
@@ -183,13 +295,14 @@ def compute(v: dict) -> dict:
         "kv_bytes_full_layers": by_kind.get("full", 0.0),
         "kv_bytes_sliding_layers": by_kind.get("sliding", 0.0),
         "kv_bytes_chunked_layers": by_kind.get("chunked", 0.0),
+        "state_bytes_per_sequence": by_kind.get("linear", 0.0),
         "kv_bytes_batch": batch * per_seq,
         "kv_gib_batch": batch * per_seq / 2 ** 30,
         "block_bytes": paged["block_bytes"],
         "blocks_per_sequence": paged["blocks_per_sequence"],
         "fragmentation_bytes_per_sequence": paged["fragmentation_bytes"],
         "fragmentation_fraction": paged["fragmentation_fraction"],
-        "derivation": _derivation(model, v, elem_bytes, per_token, per_seq),
-        "series": _series(model, context, elem_bytes, batch),
+        "derivation": _derivation(model, v, elem_bytes, per_token, per_seq, state_b),
+        "series": _series(model, context, elem_bytes, batch, state_b),
         "notes": notes,
     }

@@ -8,18 +8,25 @@ Engine rules (the reader picks one; reserves are explicit inputs):
           SGLang picks it from GPU size and TP when unset)
 Weights split evenly over TP ranks (replicated norms and embeddings ignored). KV heads split
 over ranks, but a rank holds at least one head, so TP beyond H_kv replicates KV; MLA's latent
-is not split by head, so every rank holds all of it (kv_cache.kv_fraction_per_gpu, which
-steptime.py uses for the KV each rank reads).
+is not split by head, so every rank holds all of it. Decode context parallelism (vLLM
+--decode-context-parallel-size, SGLang --dcp-size) stripes each sequence's KV by token over
+DCP ranks of the TP group, removing that replication: each rank holds 1/DCP of what plain TP
+leaves it (kv_cache.kv_fraction_per_gpu, the one rule steptime.py uses too; vLLM
+docs/serving/context_parallel_deployment.md and vllm/config/parallel.py at
+commits 020505c and 00193b8; docs.sglang.io "Decode Context Parallelism").
 """
 from __future__ import annotations
 
 import math
 
+from ..errors import InputError
 from ..formats import bytes_per_element
 from ..params import weight_bytes
 from ..schema import (accelerator_field, choice, dtype_field, expert_dtype, expert_dtype_field, integer, model_field,
                       number, output, series, step)
-from .kv_cache import kv_bytes_per_sequence, kv_bytes_per_token_all_layers, kv_fraction_per_gpu
+from .kv_cache import (check_decode_context_parallel, kv_bytes_per_sequence, kv_bytes_per_token_all_layers,
+                       kv_fraction_per_gpu, kv_replication, state_bytes_per_sequence, state_dtype_field,
+                       state_fraction_per_gpu)
 
 GIB = 2 ** 30
 TP_SERIES = (1, 2, 4, 8)
@@ -40,12 +47,15 @@ def _usable_substituted(v: dict) -> str:
 
 
 def budget(v: dict, tensor_parallel: int) -> dict:
-    """Weights, KV budget and capacity per GPU at one TP degree."""
+    """Weights, KV budget and capacity per GPU at one TP degree (and the input's DCP)."""
     model, kv_b = v["model"], bytes_per_element(v["kv_dtype"], "kv_dtype")
     weights = weight_bytes(model, v["weight_dtype"], "weight_dtype", expert_dtype(v)) / tensor_parallel
     kv_budget = max(0.0, usable_bytes_per_gpu(v) - weights)
-    share = kv_fraction_per_gpu(model, tensor_parallel)
-    per_seq = kv_bytes_per_sequence(model, v["context_tokens"], kv_b) * share
+    share = kv_fraction_per_gpu(model, tensor_parallel, v.get("decode_context_parallel", 1))
+    state_b = bytes_per_element(v.get("state_dtype", "bf16"), "state_dtype")
+    state = state_bytes_per_sequence(model, state_b)
+    attention_kv = kv_bytes_per_sequence(model, v["context_tokens"], kv_b, state_b) - state
+    per_seq = attention_kv * share + state * state_fraction_per_gpu(model, tensor_parallel)
     per_token = kv_bytes_per_token_all_layers(model, kv_b) * share
     return {"weights": weights, "kv_budget": kv_budget, "per_seq": per_seq,
             "sequences": math.floor(kv_budget / per_seq), "tokens": math.floor(kv_budget / per_token)}
@@ -80,7 +90,12 @@ SCHEMA = {
         expert_dtype_field(),
         dtype_field("kv_dtype", "KV-cache format", "bf16"),
         integer("tensor_parallel", "Tensor-parallel GPUs", 4, 1, 1024, "GPUs"),
+        integer("decode_context_parallel", "Decode context-parallel size", 1, 1, 1024, "ranks",
+                "vLLM --decode-context-parallel-size, SGLang --dcp-size: stripes each sequence's KV by token "
+                "over this many ranks of the TP group (no extra GPUs). Must divide TP and be at most "
+                "TP ÷ KV heads (MLA: TP)."),
         integer("context_tokens", "Context per sequence", 8192, 1, 10_000_000, "tokens"),
+        state_dtype_field(),
     ] + engine_fields(),
     "outputs": [
         output("fits", "Fits (1 = yes, 0 = no)", "", "integer"),
@@ -91,10 +106,15 @@ SCHEMA = {
         output("kv_bytes_per_sequence_per_gpu", "KV per sequence per GPU", "B", "bytes"),
         output("max_concurrent_sequences", "Sequences that fit at this context", "sequences", "integer"),
         output("kv_tokens_capacity", "Tokens the KV pool holds", "tokens", "integer"),
-        output("min_tensor_parallel_to_fit", "Smallest power-of-two TP that fits (0 = none up to 1024)",
+        output("min_tensor_parallel_to_fit", "Smallest power-of-two TP that fits at this DCP (0 = none up to 1024)",
                "GPUs", "integer"),
     ],
 }
+
+
+def _dcp_allows(v: dict, tensor_parallel: int) -> bool:
+    dcp = v.get("decode_context_parallel", 1)
+    return tensor_parallel % dcp == 0 and dcp <= kv_replication(v["model"], tensor_parallel)
 
 
 def compute(v: dict) -> dict:
@@ -102,12 +122,13 @@ def compute(v: dict) -> dict:
     b = budget(v, tp)
     usable = usable_bytes_per_gpu(v)
     fits = b["sequences"] >= 1
-    min_tp = next((t for t in (2 ** k for k in range(11)) if budget(v, t)["sequences"] >= 1), 0)
+    min_tp = next((t for t in (2 ** k for k in range(11))
+                   if _dcp_allows(v, t) and budget(v, t)["sequences"] >= 1), 0)
     notes = [] if fits else [f"does not fit: {b['weights'] / GIB:.1f} GiB of weights per GPU leave room for "
                              f"{b['sequences']} sequences of {v['context_tokens']:,} tokens"]
     rule = ("gpu_memory_utilization × memory − weights − reserve" if v["engine_rule"] == "vllm"
             else "mem_fraction_static × memory − weights")
-    tps = sorted(set(TP_SERIES) | {tp})
+    tps = sorted(t for t in set(TP_SERIES) | {tp} if _dcp_allows(v, t))
     rows = [budget(v, t) for t in tps]
     return {
         "fits": int(fits),
@@ -124,8 +145,9 @@ def compute(v: dict) -> dict:
             step("Weights per GPU", "params × b_w ÷ TP", f"{b['weights'] * tp:.6g} ÷ {tp}", b["weights"], "B"),
             step("Usable memory per GPU", rule.replace(" − weights", ""), _usable_substituted(v), usable, "B"),
             step("KV budget per GPU", rule, f"max(0, {usable:.6g} − {b['weights']:.6g})", b["kv_budget"], "B"),
-            step("KV per sequence per GPU", "KV(T) × share of KV heads on one rank",
-                 f"KV({v['context_tokens']}) × {kv_fraction_per_gpu(v['model'], tp):.4g}", b["per_seq"], "B"),
+            step("KV per sequence per GPU", "KV(T) × share of KV heads on one rank ÷ DCP (+ state ÷ TP)",
+                 f"KV({v['context_tokens']}) × {kv_fraction_per_gpu(v['model'], tp, v['decode_context_parallel']):.4g}",
+                 b["per_seq"], "B"),
             step("Sequences that fit", "⌊KV budget ÷ KV per sequence⌋",
                  f"⌊{b['kv_budget']:.6g} ÷ {b['per_seq']:.6g}⌋", b["sequences"], "sequences"),
         ],

@@ -27,8 +27,10 @@ from ..errors import InputError
 from ..formats import bytes_per_element, get_format
 from ..model import Accelerator, Model
 from ..params import active_params, embedding_params, expert_params, total_params
-from .kv_cache import kv_fraction_per_gpu, kv_terms, layer_groups, tokens_held
+from .kv_cache import (kv_fraction_per_gpu, kv_terms, layer_groups, state_bytes_per_sequence, state_fraction_per_gpu,
+                       tokens_held)
 
+STATE_ELEM_BYTES = 2.0   # hybrid models' recurrent state at BF16, the default of memory's state_dtype
 SAME_RATE = {"fp16": "bf16", "bf16": "fp16"}   # every listed chip runs FP16 and BF16 at one rate
 
 
@@ -196,6 +198,11 @@ class StepModel:
         self._attention = attention_terms(dep.model)                  # decode (MLA absorbed)
         self._prefill_attention = attention_terms(dep.model, prefill=True)   # prefill (MLA expanded)
         self._kv = [(per_token, cap) for _, per_token, cap in kv_terms(dep.model, dep.kv_elem_bytes)]
+        # Hybrid models' linear-layer state is read every step like KV but splits over ranks by its own
+        # heads; carried in this deployment's KV units so that KV × kv_share is exact per GPU (BF16 state,
+        # memory.py's default).
+        state = state_bytes_per_sequence(dep.model, STATE_ELEM_BYTES)
+        self._state_as_kv = state * state_fraction_per_gpu(dep.model, dep.num_gpus) / self.kv_share if state else 0.0
 
     def _times(self, flops: float, weight_bytes: float, kv_bytes: float) -> tuple[float, float]:
         """(memory time, compute time): (W ÷ N + KV × share) ÷ (BW × η_bw), FLOPs ÷ (N × peak × η_compute)."""
@@ -216,7 +223,7 @@ class StepModel:
         if found is None:   # the same sums as attention_flops_per_token and kv_bytes_per_sequence
             t = context_tokens
             found = self._per_seq[t] = (2 * self.active + sum(c * tokens_held(cap, t) for c, cap in self._attention),
-                                        sum(c * tokens_held(cap, t) for c, cap in self._kv))
+                                        sum(c * tokens_held(cap, t) for c, cap in self._kv) + self._state_as_kv)
         return found
 
     def decode(self, batch: int, context_tokens: float, tokens_per_sequence: float = 1) -> StepCost:

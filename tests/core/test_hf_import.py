@@ -14,7 +14,8 @@ from calculators.resolve import resolve_model
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 PRESETS = model_presets()
 ARCH_FIELDS = ("num_layers", "hidden_size", "attention", "layer_kinds", "sliding_window_tokens",
-               "attention_chunk_tokens", "moe", "ffn_kind", "tie_embeddings", "intermediate_size")
+               "attention_chunk_tokens", "moe", "ffn_kind", "tie_embeddings", "intermediate_size",
+               "linear_mixer", "kv_shared_layers", "ffn_in_mixer_layers")
 
 
 def load(name):
@@ -132,3 +133,48 @@ def test_negative_number_rejected():
     with pytest.raises(InputError) as e:
         model_from_hf_config(cfg)
     assert e.value.field == "model.hidden_size"
+
+
+# Hybrid and sparse families (qwen3-next-80b-a3b, jamba-1.5-mini, deepseek-v3.2 fixtures): reduced to
+# the keys the importer reads, with the values of the published configs (models.toml sources).
+def test_qwen3_next_layers_gate_and_gated_deltanet():
+    m = model_from_hf_config(load("qwen3-next-80b-a3b"))
+    assert m.layer_kinds.count("linear") == 36 and m.layer_kinds[3] == "full"
+    assert m.attention.output_gate and m.linear_mixer.kind == "gated_deltanet"
+    assert m.moe.num_shared_experts == 1 and m.moe.shared_intermediate_size == 512
+
+
+def test_qwen3_next_layer_types_list_is_read_too():
+    cfg = load("qwen3-next-80b-a3b")
+    cfg["layer_types"] = (["linear_attention"] * 3 + ["full_attention"]) * 12
+    del cfg["full_attention_interval"]
+    assert model_from_hf_config(cfg).layer_kinds == PRESETS["qwen3-next-80b-a3b"].layer_kinds
+
+
+def test_jamba_period_offset_and_auto_dt_rank():
+    cfg = load("jamba-1.5-mini")
+    m = model_from_hf_config(cfg)
+    assert [i for i, k in enumerate(m.layer_kinds) if k == "full"] == [4, 12, 20, 28]
+    cfg["mamba_dt_rank"] = "auto"
+    assert model_from_hf_config(cfg).linear_mixer.dt_rank == 256   # ceil(4096 / 16)
+    cfg["expert_layer_offset"] = 0
+    with pytest.raises(InputError) as e:
+        model_from_hf_config(cfg)
+    assert e.value.field.endswith("expert_layer_offset")
+
+
+def test_deepseek_v32_keeps_its_indexer():
+    """Without index_head_dim the importer would size V3.2 as V3 and miss 132 B per layer per token."""
+    m = model_from_hf_config(load("deepseek-v3.2"))
+    assert m.attention.index_head_dim == 128 and m.attention.index_n_heads == 64
+
+
+def test_nemotron_h_pattern_blocks_and_moe_refused():
+    cfg = load("nemotron-h-8b")
+    m = model_from_hf_config(cfg)
+    assert (m.layer_kinds.count("linear"), m.layer_kinds.count("full"), m.layer_kinds.count("mlp")) == (24, 4, 24)
+    assert not m.ffn_in_mixer_layers and m.ffn_kind == "plain" and m.linear_mixer.inner_size == 8192
+    cfg["hybrid_override_pattern"] = cfg["hybrid_override_pattern"].replace("-", "E")
+    with pytest.raises(InputError) as e:
+        model_from_hf_config(cfg)
+    assert e.value.field.endswith("hybrid_override_pattern")
