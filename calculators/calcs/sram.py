@@ -3,7 +3,9 @@
   chips for the weights = ⌈weight bytes ÷ SRAM per chip⌉
   chips per sequence of KV = KV bytes per sequence ÷ SRAM per chip   (kv_cache.kv_bytes_per_sequence)
   chips in all = ⌈(weight bytes + sequences × KV bytes per sequence) ÷ SRAM per chip⌉
-Capacity only, and a lower bound on chips: activations, replication, code and the network's
+  per-user tokens/s ≤ chip SRAM bandwidth ÷ (W + KV per sequence): a token passes through the
+      chips in turn, each reading its share; an upper bound that ignores compute and the links.
+Capacity, and a lower bound on chips: activations, replication, code and the network's
 buffers also take SRAM. SRAM per chip is the vendor's figure (interconnects.toml sram_part).
 """
 from __future__ import annotations
@@ -39,6 +41,9 @@ SCHEMA = {
         output("kv_bytes_per_sequence", "KV cache per sequence", "B", "bytes"),
         output("chips_per_sequence_of_kv", "Chips of SRAM per sequence of KV", "chips", "number"),
         output("sram_chips_total", "Chips for weights and KV (lower bound)", "chips", "integer"),
+        output("tokens_per_s_per_user_sram_bound",
+               "Per-user tokens/s if only SRAM bandwidth limited it (chip bandwidth ÷ bytes read per token; "
+               "0 = bandwidth not in the data)", "tokens/s", "rate"),
     ],
 }
 
@@ -49,6 +54,9 @@ def compute(v: dict) -> dict:
     w = weight_bytes(model, v["weight_dtype"], "weight_dtype")
     kv = kv_bytes_per_sequence(model, v["context_tokens"], bytes_per_element(v["kv_dtype"], "kv_dtype"))
     total = math.ceil((w + v["sequences"] * kv) / sram - 1e-9)
+    bw = part.get("sram_bandwidth_bytes_per_s", 0.0)
+    # a token passes through every chip in turn, each reading its share at its own bandwidth
+    per_user = bw / (w + kv) if bw else 0.0
     return {
         "sram_bytes_per_chip": sram,
         "weight_bytes": w,
@@ -56,11 +64,14 @@ def compute(v: dict) -> dict:
         "kv_bytes_per_sequence": kv,
         "chips_per_sequence_of_kv": kv / sram,
         "sram_chips_total": total,
+        "tokens_per_s_per_user_sram_bound": per_user,
         "derivation": [
             step("Chips for the weights", "⌈W ÷ SRAM per chip⌉", f"⌈{w:.6g} ÷ {sram:.6g}⌉",
                  math.ceil(w / sram - 1e-9), "chips"),
             step("KV per sequence", "kv_cache model at the context", f"{v['context_tokens']} tokens", kv, "B"),
             step("Chips in all", "⌈(W + sequences × KV) ÷ SRAM per chip⌉",
                  f"⌈({w:.6g} + {v['sequences']} × {kv:.6g}) ÷ {sram:.6g}⌉", total, "chips"),
+            step("Per-user bound at SRAM bandwidth", "chip bandwidth ÷ (W + KV per sequence)",
+                 f"{bw:.6g} ÷ ({w:.6g} + {kv:.6g})" if bw else "bandwidth not in the data", per_user, "tokens/s"),
         ],
     }
