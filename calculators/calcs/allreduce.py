@@ -199,6 +199,18 @@ def _tp_series(tokens: int, v: dict) -> dict:
                   "domain or not possible with this algorithm)", "TP degree n", "GPUs", PLOT_DEGREES, ys)
 
 
+ENERGY_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def _energy_series(v: dict, dep, r: dict) -> dict:
+    """J per token at board power against batch: an estimate (TDP × modelled step ÷ tokens), not a bound."""
+    n, watts = v["num_gpus"], dep.accelerator.power_watts or 0.0
+    ys = [watts * n * (decode_step(dep, b, v["context_tokens"]).time_s + comm_per_step(v, n, b, r)) / b
+          if watts else None for b in ENERGY_BATCHES]        # no published power: gaps, not zeros
+    return series("Energy per token at board power vs batch (estimate: TDP × modelled step ÷ tokens)",
+                  "Batch", "sequences", ENERGY_BATCHES, [("J per token", "J", ys)], log_axes=True)
+
+
 def largest_tp_below_sweep(v: dict, tokens: int, w_bytes: float) -> int:
     """Largest n (2 ..  the link's domain, at most 72) whose communication per step ≤ W ÷ (n × BW)."""
     bw_hbm = v["hardware"].memory_bandwidth_bytes_per_s * v["bandwidth_efficiency"]
@@ -301,5 +313,6 @@ def compute(v: dict) -> dict:
         "protocol_chosen": ar["protocol"],
         "link_name": r["name"],
         "derivation": _steps(v, n, layers, hidden, b_act, msg, r, ar, gather, per_step, dec, tax),
-        "series": {"allreduce_vs_tp": _tp_series(tokens, v)},
+        "series": {"allreduce_vs_tp": _tp_series(tokens, v),
+                   "energy_vs_batch": _energy_series({**v, "phase": "decode"}, dep, r)},
     }

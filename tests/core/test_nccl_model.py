@@ -119,3 +119,16 @@ def test_largest_tp_below_the_weight_sweep():
     if n < 72:
         past = _run(batch_size=1, link="nvlink5", hardware="b200", num_gpus=n + 1)
         assert past["allreduce_time_per_step_s"] > past["weight_sweep_time_per_gpu_s"]
+
+
+def test_energy_against_batch_is_the_estimate_at_each_batch():
+    """Review row 9 / (c): the J/token-against-batch curve is TDP x modelled step / tokens at each batch."""
+    s = _run()["series"]["energy_vs_batch"]
+    ys = s["y"][0]["values"]
+    for b, y in zip(s["x"]["values"], ys):
+        if b in (1, 64):
+            assert y == pytest.approx(_run(batch_size=b)["joules_per_token_at_board_power"])
+    assert ys == sorted(ys, reverse=True)
+    assert "estimate" in s["title"]
+    tpu = run("allreduce", {"hardware": "tpu-v5e", "num_gpus": 8})["series"]["energy_vs_batch"]["y"][0]["values"]
+    assert all(v is None for v in tpu)          # power not published: gaps, never zeros
