@@ -125,11 +125,17 @@ def ring_latency(n: int, r: dict, protocol: str, lat: dict, passes: int = 2) -> 
     return base + net_steps * net + (steps - net_steps) * max(hop, ovh)
 
 
+def auto_protocols(r: dict) -> tuple[str, ...]:
+    """Protocols NCCL enables by default: LL128 only when the in-server path is NVLink (tuning.cc:
+    `pEnable &= (graphs[a]->typeIntra <= PATH_NVB)`), so not on a PCIe-only ring."""
+    return tuple(p for p in PROTOCOLS if not (p == "ll128" and r["hw"] == "pci"))
+
+
 def ring_time(msg: float, n: int, r: dict, eff: float, lat: dict, protocol: str = "ll", passes: int = 2) -> dict:
     """One ring all-reduce (passes 2) or all-gather of msg bytes in all (passes 1); protocol 'auto'
     takes the fastest of LL, LL128 and Simple, as NCCL's tuner picks the minimum predicted time."""
     if protocol == "auto":
-        return min((ring_time(msg, n, r, eff, lat, p, passes) for p in PROTOCOLS), key=lambda t: t["time"])
+        return min((ring_time(msg, n, r, eff, lat, p, passes) for p in auto_protocols(r)), key=lambda t: t["time"])
     bw = protocol_bandwidth(ring_link_bandwidth(n, r, eff), r, protocol)
     latency = ring_latency(n, r, protocol, lat, passes)
     volume = passes * (n - 1) / n * msg if n > 1 else 0.0

@@ -132,3 +132,9 @@ def test_energy_against_batch_is_the_estimate_at_each_batch():
     assert "estimate" in s["title"]
     tpu = run("allreduce", {"hardware": "tpu-v5e", "num_gpus": 8})["series"]["energy_vs_batch"]["y"][0]["values"]
     assert all(v is None for v in tpu)          # power not published: gaps, never zeros
+
+
+def test_auto_never_picks_ll128_on_pcie():
+    """tuning.cc enables LL128 by default only when the in-server path is NVLink (typeIntra <= PATH_NVB)."""
+    for b in (1, 64, 512, 2048, 8192):
+        assert _run(batch_size=b, link="pcie5-x16")["protocol_chosen"] != "ll128"
