@@ -67,6 +67,8 @@ def scale_up_ring(v: dict, n: int) -> dict:
         rule = TOPOLOGY_RULE[acc.scale_up_topology or "switched"]
         if not acc.scale_up_link_bandwidth_bytes_per_s and acc.scale_up_topology in ("mesh", "torus"):
             rule = f"{acc.scale_up_topology}: per-link figure not sourced, chip total used (upper bound)"
+        if not out["arch"]:
+            rule += "; NCCL's NVLink latencies applied, no llMaxBw cap (this chip's own library is not modelled)"
         return {**out, "intra_bw": bw, "name": f"{acc.name} scale-up", "rule": rule, "domain": acc.scale_up_domain}
     if v["link"] == "custom":
         return {**out, "intra_bw": v["link_bandwidth_gb_per_s"] * 1e9, "name": "custom link", "domain": None}
