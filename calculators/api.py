@@ -11,9 +11,9 @@ from .schema import validate
 def _registry() -> dict:
     # Imported here so that `import calculators` stays cheap and cycle-free.
     from .calcs import allreduce, cost, decode_limits, goodput, kv_cache, latency, memory, percentiles, roofline
-    from .calcs import paging, preemption
+    from .calcs import paging, preemption, sram
     return {m.SCHEMA["name"]: m for m in (kv_cache, memory, roofline, latency, goodput, cost, percentiles, decode_limits,
-                                          allreduce, paging, preemption)}
+                                          allreduce, sram, paging, preemption)}
 
 
 def calculator_names() -> list[str]:

@@ -1,7 +1,12 @@
-"""All-reduce tax of tensor parallelism: ring all-reduce time per step and per token.
+"""All-reduce tax of tensor parallelism: TP communication time per step and per token.
 
   Megatron-style TP does 2 all-reduces per layer in the forward pass (after attention and
-  after the MLP; Shoeybi et al., arXiv 1909.08053 §3), each of tokens × hidden × b bytes.
+  after the MLP; Shoeybi et al., arXiv 1909.08053 §3), each of tokens × hidden × b bytes, plus
+  one after the vocab-parallel input embedding (vLLM `VocabParallelEmbedding.forward`: "Reduce
+  across all the model parallel GPUs", commit 7f5d141) and a gather of the vocab-parallel
+  logits (vLLM `LogitsProcessor._gather_logits`, commit 307e086: gather, or all-gather on
+  TPU), one row per sequence: 2L + 1 all-reduces and one gather per forward pass. The gather
+  is costed as a ring all-gather of rows × vocab × b bytes (NCCL: n − 1 steps).
   Ring all-reduce of M bytes over n ranks, per-direction link bandwidth B, per-hop latency α:
       t = t_base + 2(n − 1) × α + 2(n − 1)/n × M / B
   (bandwidth term: NCCL-tests doc/PERFORMANCE.md; latency term: NCCL src/graph/tuning.cc,
@@ -25,7 +30,13 @@ server, and the ring moves at the slower of that and the in-server B:
   t = t_base + 2(N − 1) α_net + [2(n − 1) − 2(N − 1)] max(α, α_ovh)
         + 2(n − 1)/n × M / min(B, NICs × B_NIC)
 One GPU per server (gpus_per_node = 1) makes every step a network step with one NIC's bandwidth.
-With efficiency 1.0 and t_base = 0 the times are lower bounds. Compute/communication overlap
+Protocols (NCCL v2.30.7-1 src/graph/tuning.cc, constants in interconnects.toml [nccl]): each of
+LL, LL128 and Simple has its own base and per-step latency; ring LL moves at min(llMaxBw,
+0.5 × B) (llMaxBw 141 GB/s on Hopper, 282 on Blackwell, 39 / 20.4 GB/s across 2 / 3+ servers),
+LL128 at 0.92 × B, Simple at B. 'auto' takes the fastest, as NCCL's tuner does. With one GPU
+per server NCCL charges the Tree network latency per network step (5.0 us for LL). Other
+algorithms (one-shot, two-shot, NVLS) are in direct.py. The NCCL latencies are the constants
+of its tuning model, not measurements; 'custom' latencies with t_base = 0 give a floor. Compute/communication overlap
 is not modelled: the tax is reported as if the all-reduces sit on the critical path, as they
 do in a plain TP forward pass.
 """
@@ -33,16 +44,18 @@ from __future__ import annotations
 
 import math
 
+from ..errors import InputError
 from ..formats import bytes_per_element
 from ..params import weight_bytes
-from ..presets import _load
 from ..schema import choice, dtype_field, integer, number, output, series, step
-from .ring import LINKS, bus_bandwidth, ring_allreduce_time, ring_bandwidth, ring_time, scale_up_ring  # noqa: F401 (re-exported)
+from .direct import ALGORITHMS, direct_time
+from .ring import (LINKS, PROTOCOL_NAMES, PROTOCOLS, _check_domain, bus_bandwidth, ring_allreduce_time,  # noqa: F401
+                   ring_bandwidth, ring_time, scale_up_ring)
 from .steptime import decode_step, deployment, deployment_fields
 
-SRAM_PARTS = {e["id"]: e for e in _load("interconnects.toml")["sram_part"]}
 PLOT_DEGREES = (2, 4, 8, 16, 32, 64, 72)
-
+ALGORITHM_NAMES = {"ring": "Ring (NCCL)", "one-shot": "One-shot (custom all-reduce)",
+                   "two-shot": "Two-shot (custom all-reduce, MultiShot)", "nvls": "NVLink SHARP (NCCL NVLS)"}
 
 
 def _fields() -> list[dict]:
@@ -54,15 +67,25 @@ def _fields() -> list[dict]:
             f.update(label="Tensor-parallel degree n", default=8,
                      help="GPUs the weights are split across; each layer all-reduces across all of them.")
     links = ([("accelerator", "The accelerator's own scale-up link")] + [(k, e["name"]) for k, e in LINKS.items()]
-             + [("custom", "Custom (the two fields below)")])
+             + [("custom", "Custom (the bandwidth field below)")])
     return fields + [
         integer("batch_size", "Tokens per step", 1, 1, 1_000_000, "tokens",
                 "Decode: the batch (one token per sequence). Prefill: the prompt tokens in the step."),
+        choice("phase", "Step", "decode", [("decode", "Decode (one logits row per token)"),
+                                           ("prefill", "Prefill of one prompt (one logits row)")],
+               "Sets the rows of the logits gather: engines compute logits only for each sequence's last token."),
         integer("context_tokens", "Context per sequence", 4096, 1, 10_000_000, "tokens"),
         dtype_field("activation_dtype", "Activation format (all-reduce payload)", "bf16"),
         choice("link", "Link", "accelerator", links,
                "A network link (InfiniBand) joins servers of 'GPUs per server'; the steps inside a server "
                "use the accelerator's own link."),
+        choice("algorithm", "All-reduce algorithm", "ring", [(k, ALGORITHM_NAMES[k]) for k in ALGORITHMS],
+               "One-shot, two-shot and NVLS run inside one scale-up domain; NVLS needs NVSwitch (Hopper or later)."),
+        choice("protocol", "NCCL protocol (ring)", "auto",
+               [("auto", "Fastest for this message (NCCL's tuner)")] + [(p, PROTOCOL_NAMES[p]) for p in PROTOCOLS],
+               "LL: lowest latency, at most half the bandwidth; LL128: 92%; Simple: full bandwidth, most latency."),
+        choice("latency_source", "Latencies", "nccl", [("nccl", "NCCL v2.30.7 cost-model constants"),
+                                                       ("custom", "Custom (the two fields below)")]),
         integer("gpus_per_node", "GPUs per server (network links)", 8, 1, 1024, "GPUs",
                 "Used only with a network link. Of the ring's 2(n − 1) steps, the 2(servers − 1) that cross "
                 "servers pay the network latency (NCCL's model); 1 puts every GPU in its own server."),
@@ -70,104 +93,178 @@ def _fields() -> list[dict]:
                 "Rings cross servers through all of them; 0 means one per GPU."),
         number("link_bandwidth_gb_per_s", "Custom link bandwidth, per direction", 450.0, 0.1, 100_000.0, "GB/s",
                "Used only when Link is custom."),
-        number("latency_per_hop_us", "Latency per ring step", 0.6, 0.0, 1000.0, "µs",
-               "Used with 'accelerator' and 'custom' links, and for the steps inside a server with a network "
-               "link. NCCL's model: NVLink 0.6, PCIe 1.0, network 2.7 µs.", 0.1),
-        number("base_latency_us", "Fixed latency per all-reduce call", 0.0, 0.0, 1000.0, "µs",
-               "Launch and synchronisation. NCCL's ring/LL model adds 6.6 µs; 0 gives a lower bound.", 0.1),
+        number("latency_per_hop_us", "Custom latency per step", 0.6, 0.0, 1000.0, "µs",
+               "Used with custom latencies, for every step inside a scale-up domain (network steps keep "
+               "NCCL's constants). NCCL's ring LL values: NVLink 0.6, PCIe 1.0 µs.", 0.1),
+        number("base_latency_us", "Custom fixed latency per call", 0.0, 0.0, 1000.0, "µs",
+               "Used with custom latencies. 0 with the NVLink step latency gives a floor.", 0.1),
         number("link_efficiency", "Link efficiency", 1.0, 0.01, 1.0, "",
                "Fraction of the link's peak an all-reduce achieves.", 0.01),
-        choice("sram_part", "SRAM-only part for the chip count", "groq-lpu",
-               [(k, e["name"]) for k, e in SRAM_PARTS.items()]),
     ]
 
 
 SCHEMA = {
     "name": "allreduce",
     "title": "All-reduce tax of tensor parallelism",
-    "description": ("Ring all-reduce time for tensor parallelism: 2 all-reduces per layer of tokens × "
-                    "hidden × bytes, each taking 2(n − 1) latency hops plus 2(n − 1)/n × bytes ÷ link "
-                    "bandwidth. On the accelerator's own link the bandwidth follows its wiring: all of it "
-                    "through a switch, the n − 1 peer links on a mesh (MI300X, Gaudi 3). Over a network "
-                    "(NCCL's ring model) only the 2(servers − 1) steps that cross servers pay network "
-                    "latency, the rest run over the scale-up link, and cross-server bandwidth is NIC "
-                    "bandwidth × NICs per server. Compared with the decode step's own lower bound to give "
-                    "the tax. No overlap of communication with compute is assumed."),
+    "description": ("TP communication per forward pass: 2 all-reduces per layer plus one after the vocab-parallel "
+                    "embedding, each of tokens × hidden × bytes, and a gather of the logits. Ring all-reduce as "
+                    "NCCL v2.30.7 models it: per-protocol base and step latencies, LL capped at min(llMaxBw, half "
+                    "the link), only the 2(servers − 1) steps that cross servers paying network latency, the Tree "
+                    "network latency with one GPU per server. One-shot, two-shot and NVLS as alternatives inside "
+                    "one scale-up domain. Compared with the step's own lower bound to give the tax; no overlap of "
+                    "communication with compute."),
     "inputs": _fields(),
     "outputs": [
         output("allreduce_bytes_per_token_per_layer", "All-reduce payload per token per layer (2 × hidden × b)",
                "B", "bytes"),
         output("message_bytes", "Message per all-reduce (tokens × hidden × b)", "B", "bytes"),
-        output("allreduces_per_step", "All-reduces per forward pass (2 × layers)", "", "integer"),
-        output("link_bandwidth_bytes_per_s", "Link bandwidth used, per direction", "B/s", "rate"),
-        output("latency_per_hop_s", "Latency per ring step (average over the steps)", "s", "seconds"),
+        output("allreduces_per_step", "All-reduces per forward pass (2 × layers + 1)", "", "integer"),
+        output("link_bandwidth_bytes_per_s", "Bandwidth used, per direction, after the protocol's derating",
+               "B/s", "rate"),
+        output("latency_per_hop_s", "Latency per step (average over the steps)", "s", "seconds"),
         output("servers_spanned", "Servers the ring spans", "", "integer"),
         output("network_steps", "Ring steps that cross servers", "", "integer"),
         output("time_per_allreduce_s", "Time per all-reduce", "s", "seconds"),
         output("latency_fraction", "Share of all-reduce time that is latency", "", "percent"),
+        output("transfer_time_per_allreduce_s", "Bandwidth term of one all-reduce (bytes received ÷ B)", "s",
+               "seconds"),
         output("bus_bandwidth_bytes_per_s", "Bus bandwidth achieved (NCCL-tests definition)", "B/s", "rate"),
-        output("bytes_sent_per_gpu_per_step", "Bytes each GPU sends per step", "B", "bytes"),
-        output("allreduce_time_per_step_s", "All-reduce time per step", "s", "seconds"),
-        output("allreduce_time_per_token_s", "All-reduce time per token", "s", "seconds"),
-        output("decode_step_time_s_lower_bound", "Decode step without communication (lower bound)", "s", "seconds"),
-        output("step_time_with_allreduce_s", "Step time with all-reduce (no overlap)", "s", "seconds"),
-        output("allreduce_tax_fraction", "All-reduce share of the step (the tax)", "", "percent"),
-        output("tokens_per_s_per_user_with_allreduce", "Tokens/s per user with all-reduce", "tokens/s", "rate"),
-        output("joules_per_token_at_board_power", "Energy per token at board power (P × n × step ÷ tokens)",
-               "J", "number"),
+        output("logits_gather_time_s", "Logits gather per forward pass (rows × vocab × b)", "s", "seconds"),
+        output("bytes_sent_per_gpu_per_step", "Bytes each GPU receives per step (all-reduces)", "B", "bytes"),
+        output("allreduce_time_per_step_s", "TP communication per step (all-reduces + logits gather)", "s",
+               "seconds"),
+        output("allreduce_time_per_token_s", "TP communication per token", "s", "seconds"),
+        output("decode_step_time_s_lower_bound", "Step without communication (lower bound)", "s", "seconds"),
+        output("step_time_with_allreduce_s", "Step time with communication (no overlap)", "s", "seconds"),
+        output("allreduce_tax_fraction", "Communication share of the step (the tax)", "", "percent"),
+        output("tokens_per_s_per_user_with_allreduce", "Tokens/s per user with communication", "tokens/s", "rate"),
+        output("weight_sweep_time_per_gpu_s", "Weight sweep per GPU (weight bytes ÷ (n × HBM BW))", "s", "seconds"),
+        output("largest_tp_with_allreduce_below_sweep",
+               "Largest TP degree whose communication per step stays under the weight sweep", "GPUs", "integer"),
+        output("joules_per_token_at_board_power",
+               "Energy per token, estimate at board power (TDP × n × step ÷ tokens; not a bound)", "J", "number"),
+        output("hbm_sweep_time_s", "HBM sweep time of one accelerator (capacity ÷ bandwidth)", "s", "seconds"),
         output("weight_bytes", "Weight bytes (all parameters)", "B", "bytes"),
         output("min_gpus_for_weights", "Accelerators needed just to hold the weights", "chips", "integer"),
-        output("sram_chips_for_weights", "SRAM-only chips needed just to hold the weights", "chips", "integer"),
     ],
 }
 
 
-def _tp_series(per_token_msg: float, layers: int, tokens: int, v: dict) -> dict:
-    base, eff = v["base_latency_us"] * 1e-6, v["link_efficiency"]
+def _latencies(v: dict) -> dict:
+    if v["latency_source"] == "custom":
+        return {"base": v["base_latency_us"] * 1e-6, "hop": v["latency_per_hop_us"] * 1e-6}
+    return {"base": None, "hop": None}
+
+
+def one_allreduce(msg: float, n: int, r: dict, v: dict) -> dict:
+    """One all-reduce by the chosen algorithm (ring: with the chosen or fastest protocol)."""
+    if v["algorithm"] == "ring":
+        return ring_time(msg, n, r, v["link_efficiency"], _latencies(v), v["protocol"])
+    return direct_time(msg, n, r, v["link_efficiency"], _latencies(v), v["algorithm"])
+
+
+def gather_time(rows: int, vocab: int, b: float, n: int, r: dict, v: dict) -> float:
+    """Logits gather, costed as a ring all-gather of rows × vocab × b bytes (NCCL: n − 1 steps)."""
+    return ring_time(rows * vocab * b, n, r, v["link_efficiency"], _latencies(v), v["protocol"], passes=1)["time"]
+
+
+def comm_per_step(v: dict, n: int, tokens: int, r: dict | None = None) -> float:
+    """Seconds of TP communication in one forward pass at degree n: (2L + 1) all-reduces + the gather."""
+    model, b = v["model"], bytes_per_element(v["activation_dtype"], "activation_dtype")
+    r = r or scale_up_ring(v, n)
+    rows = tokens if v["phase"] == "decode" else 1
+    t = one_allreduce(tokens * model.hidden_size * b, n, r, v)["time"]
+    return (2 * model.num_layers + 1) * t + gather_time(rows, model.vocab_size, b, n, r, v)
+
+
+def _point(v: dict, link: str, n: int, tokens: int) -> float | None:
+    """All-reduce ms per step at degree n on a link, or None where the link or algorithm cannot go."""
+    try:
+        w = {**v, "link": link}
+        r = scale_up_ring(w, n)
+        _check_domain(n, r["domain"], r["name"])
+        return comm_per_step(w, n, tokens, r) * 1e3
+    except InputError:
+        return None
+
+
+def _tp_series(tokens: int, v: dict) -> dict:
     ys = []
     for k, e in LINKS.items():
         if e.get("kind") == "network" and v["gpus_per_node"] > 1 and not v["hardware"].scale_up_bandwidth_bytes_per_s:
             continue                     # the steps inside a server need the accelerator's own link
-        rings = [scale_up_ring({**v, "link": k}, n) for n in PLOT_DEGREES]
-        t = [2 * layers * ring_time(per_token_msg * tokens, n, r, eff, base)[0] * 1e3
-             for n, r in zip(PLOT_DEGREES, rings)]
         name = e["name"] + (f" (servers of {v['gpus_per_node']})" if e.get("kind") == "network" else "")
-        ys.append((name, "ms", t))
-    return series(f"All-reduce time per step vs TP degree ({tokens} tokens per step)", "TP degree n", "GPUs",
-                  PLOT_DEGREES, ys)
+        ys.append((name, "ms", [_point(v, k, n, tokens) for n in PLOT_DEGREES]))
+    return series(f"TP communication per step vs TP degree ({tokens} tokens per step; gaps: past the link's "
+                  "domain or not possible with this algorithm)", "TP degree n", "GPUs", PLOT_DEGREES, ys)
 
 
-def _steps(v, n, layers, hidden, b_act, msg, bw, r, t_ar, per_step, dec, tax):
+ENERGY_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def _energy_series(v: dict, dep, r: dict) -> dict:
+    """J per token at board power against batch: an estimate (TDP × modelled step ÷ tokens), not a bound."""
+    n, watts = v["num_gpus"], dep.accelerator.power_watts or 0.0
+    ys = [watts * n * (decode_step(dep, b, v["context_tokens"]).time_s + comm_per_step(v, n, b, r)) / b
+          if watts else None for b in ENERGY_BATCHES]        # no published power: gaps, not zeros
+    return series("Energy per token at board power vs batch (estimate: TDP × modelled step ÷ tokens)",
+                  "Batch", "sequences", ENERGY_BATCHES, [("J per token", "J", ys)], log_axes=True)
+
+
+def largest_tp_below_sweep(v: dict, tokens: int, w_bytes: float) -> int:
+    """Largest n (2 ..  the link's domain, at most 72) whose communication per step ≤ W ÷ (n × BW)."""
+    bw_hbm = v["hardware"].memory_bandwidth_bytes_per_s * v["bandwidth_efficiency"]
+    best = 1
+    for n in range(2, 73):
+        try:
+            r = scale_up_ring(v, n)
+            _check_domain(n, r["domain"], r["name"])
+            if comm_per_step(v, n, tokens, r) <= w_bytes / (n * bw_hbm):
+                best = n
+        except InputError:
+            break
+    return best
+
+
+def _ar_step(v, n, msg, r, ar) -> dict:
+    algo = v["algorithm"]
+    if algo == "ring":
+        proto = PROTOCOL_NAMES[ar["protocol"]] + (" (fastest)" if v["protocol"] == "auto" else "")
+        if r["nodes"] > 1:
+            return step(f"Time per all-reduce, ring {proto}",
+                        "t_base + 2(N − 1) × α_net + [2(n − 1) − 2(N − 1)] × max(α, α_ovh) + 2(n − 1)/n × M ÷ B",
+                        f"{ar['latency']:.6g} + 2 × {n - 1}/{n} × {msg:.6g} ÷ {ar['bw']:.6g} "
+                        f"({r['nodes']} servers, {r['net_steps']} network steps"
+                        f"{', Tree network latency: one GPU per server' if r.get('ppn1') else ''})",
+                        ar["time"], "s")
+        return step(f"Time per all-reduce, ring {proto}", "t_base + 2(n − 1) × α + 2(n − 1)/n × M ÷ B",
+                    f"{ar['latency']:.6g} + 2 × {n - 1}/{n} × {msg:.6g} ÷ {ar['bw']:.6g}", ar["time"], "s")
+    formula = {"one-shot": "t0 + α + (n − 1) × M ÷ B", "two-shot": "t0 + 2α + 2(n − 1)/n × M ÷ B",
+               "nvls": "t_NVLS + M ÷ (η × B)"}[algo]
+    return step(f"Time per all-reduce, {ALGORITHM_NAMES[algo]}", formula,
+                f"{ar['latency']:.6g} + {ar['volume']:.6g} ÷ {ar['bw']:.6g}", ar["time"], "s")
+
+
+def _steps(v, n, layers, hidden, b_act, msg, r, ar, gather, per_step, dec, tax):
     dec_t = dec.time_s
-    eff, base = v["link_efficiency"], v["base_latency_us"] * 1e-6
     out = [step("Message per all-reduce", "M = tokens × hidden × b", f"{v['batch_size']} × {hidden} × {b_act:g}",
                 msg, "B")]
     if r["rule"]:
         out.append(step("Ring bandwidth on the chip's links", r["rule"],
-                        f"{v['hardware'].name}, n = {n}, × efficiency {eff:g}", bw, "B/s"))
-    if r["nodes"] > 1:
-        intra_steps = 2 * (n - 1) - r["net_steps"]
-        in_bw = "" if intra_steps == 0 else f"{r['intra_bw'] * eff:.6g}, "
-        out += [
-            step("Servers spanned", "N = ceil(n ÷ GPUs per server)", f"ceil({n} ÷ {v['gpus_per_node']})",
-                 r["nodes"], ""),
-            step("Ring bandwidth", "min(B scale-up, NICs × B NIC)" if intra_steps else "B NIC",
-                 f"min({in_bw}{r['nics']} × {r['inter_bw'] / r['nics'] * eff:.6g})" if intra_steps
-                 else f"{bw:.6g}", bw, "B/s"),
-            step("Time per all-reduce",
-                 "t_base + 2(N − 1) × α_net + [2(n − 1) − 2(N − 1)] × max(α, α_ovh) + 2(n − 1)/n × M ÷ B",
-                 f"{base:.6g} + {r['net_steps']} × {r['net_hop']:.6g} + {intra_steps} × "
-                 f"max({r['hop']:.6g}, {r['ovh']:.6g}) + 2 × {n - 1}/{n} × {msg:.6g} ÷ {bw:.6g}", t_ar, "s"),
-        ]
-    else:
-        out.append(step("Time per all-reduce", "t_base + 2(n − 1) × α + 2(n − 1)/n × M ÷ B",
-                        f"{base:.6g} + 2 × {n - 1} × {r['hop']:.6g} + 2 × {n - 1}/{n} × {msg:.6g} ÷ {bw:.6g}",
-                        t_ar, "s"))
+                        f"{v['hardware'].name}, n = {n}, × efficiency {v['link_efficiency']:g}",
+                        r["intra_bw"] * v["link_efficiency"], "B/s"))
+    out.append(step("Bandwidth after the protocol", "LL: min(llMaxBw, 0.5 B); LL128: 0.92 B; Simple: B; "
+                    "NVLS: η B" if v["algorithm"] in ("ring", "nvls") else "B",
+                    PROTOCOL_NAMES.get(ar["protocol"], ALGORITHM_NAMES[v["algorithm"]]), ar["bw"], "B/s"))
     return out + [
-        step("All-reduce time per step", "2 × L × t", f"2 × {layers} × {t_ar:.6g}", per_step, "s"),
-        step("Decode step without communication", "max(bytes ÷ (n × HBM BW), FLOPs ÷ (n × peak))",
+        _ar_step(v, n, msg, r, ar),
+        step("Logits gather", "ring all-gather of rows × vocab × b", f"vocab {v['model'].vocab_size}", gather, "s"),
+        step("TP communication per step", "(2 × L + 1) × t + t_gather",
+             f"(2 × {layers} + 1) × {ar['time']:.6g} + {gather:.6g}", per_step, "s"),
+        step("Step without communication", "max(bytes ÷ (n × HBM BW), FLOPs ÷ (n × peak))",
              f"max({dec.memory_time_s:.6g}, {dec.compute_time_s:.6g})", dec_t, "s"),
-        step("All-reduce tax", "t_AR ÷ (t_step + t_AR)", f"{per_step:.6g} ÷ ({dec_t:.6g} + {per_step:.6g})", tax, ""),
+        step("All-reduce tax", "t_comm ÷ (t_step + t_comm)", f"{per_step:.6g} ÷ ({dec_t:.6g} + {per_step:.6g})",
+             tax, ""),
     ]
 
 
@@ -177,39 +274,45 @@ def compute(v: dict) -> dict:
     layers, hidden = model.num_layers, model.hidden_size
     b_act = bytes_per_element(v["activation_dtype"], "activation_dtype")
     r = scale_up_ring(v, n)
+    _check_domain(n, r["domain"], r["name"])
     msg = tokens * hidden * b_act
-    t_ar, bw, hop_total = ring_time(msg, n, r, v["link_efficiency"], v["base_latency_us"] * 1e-6)
-    hop = hop_total / (2 * (n - 1)) if n > 1 else r["hop"]
-    per_step = 2 * layers * t_ar
+    ar = one_allreduce(msg, n, r, v)
+    gather = gather_time(tokens if v["phase"] == "decode" else 1, model.vocab_size, b_act, n, r, v)
+    per_step = (2 * layers + 1) * ar["time"] + gather
     dec = decode_step(dep, tokens, v["context_tokens"])
     dec_t = dec.time_s
     tax = per_step / (dec_t + per_step)
     w_bytes = weight_bytes(model, v["weight_dtype"], "weight_dtype")
-    sram = SRAM_PARTS[v["sram_part"]]
-    latency = t_ar - (2 * (n - 1) / n * msg / bw if n > 1 else 0.0)
     return {
         "allreduce_bytes_per_token_per_layer": 2 * hidden * b_act,
         "message_bytes": msg,
-        "allreduces_per_step": 2 * layers,
-        "link_bandwidth_bytes_per_s": bw,
-        "latency_per_hop_s": hop,
+        "allreduces_per_step": 2 * layers + 1,
+        "link_bandwidth_bytes_per_s": ar["bw"],
+        "latency_per_hop_s": ar["latency"] / ar["steps"] if ar["steps"] else 0.0,
         "servers_spanned": r["nodes"],
         "network_steps": r["net_steps"],
-        "time_per_allreduce_s": t_ar,
-        "latency_fraction": latency / t_ar if t_ar > 0 else 0.0,
-        "bus_bandwidth_bytes_per_s": bus_bandwidth(msg, n, t_ar),
-        "bytes_sent_per_gpu_per_step": 2 * layers * (2 * (n - 1) / n * msg if n > 1 else 0.0),
+        "time_per_allreduce_s": ar["time"],
+        "latency_fraction": ar["latency"] / ar["time"] if ar["time"] > 0 else 0.0,
+        "transfer_time_per_allreduce_s": ar["time"] - ar["latency"],
+        "bus_bandwidth_bytes_per_s": bus_bandwidth(msg, n, ar["time"]),
+        "logits_gather_time_s": gather,
+        "bytes_sent_per_gpu_per_step": (2 * layers + 1) * ar["volume"],
         "allreduce_time_per_step_s": per_step,
         "allreduce_time_per_token_s": per_step / tokens,
         "decode_step_time_s_lower_bound": dec_t,
         "step_time_with_allreduce_s": dec_t + per_step,
         "allreduce_tax_fraction": tax,
         "tokens_per_s_per_user_with_allreduce": 1 / (dec_t + per_step),
+        "weight_sweep_time_per_gpu_s": w_bytes / (n * dep.accelerator.memory_bandwidth_bytes_per_s
+                                                  * v["bandwidth_efficiency"]),
+        "largest_tp_with_allreduce_below_sweep": largest_tp_below_sweep(v, tokens, w_bytes),
         "joules_per_token_at_board_power": (dep.accelerator.power_watts or 0.0) * n * (dec_t + per_step) / tokens,
+        "hbm_sweep_time_s": dep.accelerator.memory_bytes / dep.accelerator.memory_bandwidth_bytes_per_s,
         "weight_bytes": w_bytes,
         "min_gpus_for_weights": math.ceil(w_bytes / dep.accelerator.memory_bytes),
-        "sram_chips_for_weights": math.ceil(w_bytes / sram["sram_bytes"]),
+        "protocol_chosen": ar["protocol"],
         "link_name": r["name"],
-        "derivation": _steps(v, n, layers, hidden, b_act, msg, bw, r, t_ar, per_step, dec, tax),
-        "series": {"allreduce_vs_tp": _tp_series(hidden * b_act, layers, tokens, v)},
+        "derivation": _steps(v, n, layers, hidden, b_act, msg, r, ar, gather, per_step, dec, tax),
+        "series": {"allreduce_vs_tp": _tp_series(tokens, v),
+                   "energy_vs_batch": _energy_series({**v, "phase": "decode"}, dep, r)},
     }

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
-from ..schema import integer, number, output, step
+from ..schema import choice, integer, number, output, step
 
 HOURS_PER_MONTH = 730.0   # 8,760 h per year ÷ 12
 
@@ -17,9 +17,15 @@ def usd_per_million(usd_per_gpu_hour: float, num_gpus: int, tokens_per_s: float)
     return usd_per_gpu_hour * num_gpus / (tokens_per_s * 3600) * 1e6
 
 
-def gpus_needed(tokens_per_s_demand: float, tokens_per_s_per_gpu: float, headroom: float) -> int:
-    """GPUs to carry a demand with a fraction of spare capacity (headroom 0.3 = 30% spare)."""
-    return max(1, math.ceil(tokens_per_s_demand * (1 + headroom) / tokens_per_s_per_gpu - 1e-9))
+def gpus_needed(tokens_per_s_demand: float, tokens_per_s_per_gpu: float, headroom: float, replica: int = 1) -> int:
+    """GPUs to carry a demand with a fraction of spare capacity (headroom 0.3 = 30% spare), in whole
+    replicas of `replica` GPUs each (a 70B BF16 replica needs at least 2 H100s to hold its weights)."""
+    per_replica = tokens_per_s_per_gpu * replica
+    return replica * max(1, math.ceil(tokens_per_s_demand * (1 + headroom) / per_replica - 1e-9))
+
+
+SCENARIOS = {"offline": "Offline: no latency bound, so GPUs needed is a lower bound for interactive demand",
+             "latency-bounded": "measured under a latency bound (MLPerf Server or Interactive, or your SLO)"}
 
 
 SCHEMA = {
@@ -28,7 +34,9 @@ SCHEMA = {
     "description": ("Turns a measured or estimated throughput into dollars and joules. Output and input "
                     "rates are each taken as what the whole deployment sustains doing only that phase "
                     "(as in DeepSeek's disaggregated Day-6 report); leave the input rate at 0 to fold "
-                    "prefill cost into the output rate. Energy counts accelerator power only."),
+                    "prefill cost into the output rate. GPUs come in whole replicas. The rate carries the "
+                    "length mix it was measured on; the tokens per task here only count tokens, they do not "
+                    "re-measure it. Energy is an estimate: the power you enter × GPUs ÷ rate, accelerators only."),
     "inputs": [
         number("usd_per_gpu_hour", "Price per GPU-hour", 2.0, 0.0, 1000.0, "USD",
                  "DeepSeek's Day-6 costing uses $2/GPU-h for H800."),
@@ -42,8 +50,15 @@ SCHEMA = {
                   "Generated but hidden; billed and timed like output."),
         number("requests_per_s", "Demand", 10.0, 0.0, 1e7, "requests/s"),
         number("headroom_fraction", "Headroom", 0.3, 0.0, 10.0, "", "Spare capacity for peaks.", 0.05),
+        integer("gpus_per_replica", "GPUs per replica", 8, 1, 100_000, "GPUs",
+                "The smallest unit that serves on its own (its TP × PP group). Capacity is bought in "
+                "replicas; the rate per GPU is assumed to hold at this replica size."),
+        choice("rate_scenario", "How the rate was measured", "offline", list(SCENARIOS.items()),
+               "An Offline rate (MLPerf Offline) has no latency bound: interactive serving gets less from the "
+               "same GPUs."),
         number("power_watts_per_gpu", "Power per GPU", 700.0, 1.0, 100_000.0, "W",
-                 "H100/H200 SXM board power is 700 W (NVIDIA H100 datasheet; MLPerf v4.1 'H200 TGP 700W')."),
+                 "Board power (TDP) is the ceiling of draw, not the draw: H100/H200 SXM 700 W (NVIDIA H100 "
+                 "datasheet; MLPerf v4.1 'H200 TGP 700W'). Enter measured power where you have it."),
     ],
     "outputs": [
         output("usd_per_million_output_tokens", "Cost per million output tokens", "USD", "usd"),
@@ -51,10 +66,11 @@ SCHEMA = {
         output("usd_per_task", "Cost per task", "USD", "usd"),
         output("usd_per_hour", "Deployment cost per hour", "USD", "usd"),
         output("output_tokens_per_s_per_gpu", "Output tokens/s per GPU", "tokens/s", "rate"),
-        output("gpus_needed", "GPUs needed for the demand", "GPUs", "integer"),
+        output("gpus_needed", "GPUs needed for the demand (whole replicas; a lower bound if the rate is Offline)",
+               "GPUs", "integer"),
         output("usd_per_month", "Cost per month for the demand", "USD", "usd"),
-        output("joules_per_output_token", "Energy per output token", "J", "number"),
-        output("kwh_per_million_output_tokens", "Energy per million output tokens", "kWh", "number"),
+        output("joules_per_output_token", "Energy per output token (estimate at the power entered)", "J", "number"),
+        output("kwh_per_million_output_tokens", "Energy per million output tokens (estimate)", "kWh", "number"),
     ],
 }
 
@@ -71,8 +87,12 @@ def compute(v: dict) -> dict:
     per_m_in = usd_per_million(price, n, in_rate) if in_rate > 0 else 0.0
     generated = v["output_tokens_per_task"] + v["reasoning_tokens_per_task"]
     per_task = (generated * per_m_out + v["input_tokens_per_task"] * per_m_in) / 1e6
-    out_gpus = gpus_needed(v["requests_per_s"] * generated, out_rate / n, v["headroom_fraction"]) if generated else 0
-    in_gpus = (gpus_needed(v["requests_per_s"] * v["input_tokens_per_task"], in_rate / n, v["headroom_fraction"])
+    rep = v["gpus_per_replica"]
+    if rep > n:
+        raise InputError("gpus_per_replica", f"must be at most the {n} GPUs the rate was measured on")
+    out_gpus = (gpus_needed(v["requests_per_s"] * generated, out_rate / n, v["headroom_fraction"], rep)
+                if generated else 0)
+    in_gpus = (gpus_needed(v["requests_per_s"] * v["input_tokens_per_task"], in_rate / n, v["headroom_fraction"], rep)
                if in_rate > 0 and v["input_tokens_per_task"] else 0)
     gpus = out_gpus + in_gpus if v["requests_per_s"] > 0 else 0
     joules = v["power_watts_per_gpu"] * n / out_rate
@@ -94,9 +114,11 @@ def compute(v: dict) -> dict:
             step("Cost per task", "(output + reasoning) × $/M_out ÷ 10^6 + input × $/M_in ÷ 10^6",
                    f"{generated} × {per_m_out:.6g} ÷ 10^6 + {v['input_tokens_per_task']} × {per_m_in:.6g} ÷ 10^6",
                    per_task, "USD"),
-            step("GPUs for the demand", "⌈requests/s × tokens per task × (1 + headroom) ÷ tokens/s per GPU⌉",
-                   f"⌈{v['requests_per_s']} × {generated} × (1 + {v['headroom_fraction']}) ÷ {out_rate / n:.6g}⌉"
-                   + (f" + {in_gpus} for prefill" if in_gpus else ""), gpus, "GPUs"),
+            step("GPUs for the demand", "replica × ⌈requests/s × tokens per task × (1 + headroom) ÷ "
+                   "(tokens/s per GPU × replica)⌉",
+                   f"{rep} × ⌈{v['requests_per_s']} × {generated} × (1 + {v['headroom_fraction']}) ÷ "
+                   f"({out_rate / n:.6g} × {rep})⌉" + (f" + {in_gpus} for prefill" if in_gpus else "")
+                   + f"; rate {SCENARIOS[v['rate_scenario']]}", gpus, "GPUs"),
             step("Cost per month", "GPUs × USD/GPU-h × 730 h", f"{gpus} × {price} × 730",
                    gpus * price * HOURS_PER_MONTH, "USD"),
             step("Energy per output token", "W per GPU × N_gpu ÷ tokens/s",

@@ -1,14 +1,19 @@
-"""The ring all-reduce itself: how long one takes on a given link, wiring and server layout.
+"""One all-reduce: how long it takes on a given link, wiring, server layout, algorithm and protocol.
 
 Physics only (the model and its sources are in allreduce.py's docstring); allreduce.py turns
-it into a calculator with a schema, a derivation and plots.
+it into a calculator with a schema, a derivation and plots. NCCL's constants are in
+interconnects.toml's [nccl] table (NCCL v2.30.7-1, src/graph/tuning.cc).
 """
 from __future__ import annotations
 
 from ..errors import InputError
 from ..presets import _load
 
-LINKS = {e["id"]: e for e in _load("interconnects.toml")["link"]}
+_DATA = _load("interconnects.toml")
+LINKS = {e["id"]: e for e in _DATA["link"]}
+NCCL = _DATA["nccl"]
+PROTOCOLS = ("ll", "ll128", "simple")
+PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 TOPOLOGY_RULE = {"switched": "switched: the chip's whole bandwidth", "mesh": "mesh: min(total, (n − 1) × one link)",
                  "torus": "torus: min(total, 2 × one link), one dimension"}
 
@@ -46,43 +51,95 @@ def _scale_up(v: dict, n: int, field: str, why: str) -> float:
     return bw
 
 
+def _check_domain(n: int, domain: int | None, name: str) -> None:
+    if domain and n > domain:
+        raise InputError("num_gpus", f"must be at most {domain} on {name}, which joins at most {domain} GPUs; "
+                                     "pick a network link (servers of GPUs) or a larger scale-up domain")
+
+
 def scale_up_ring(v: dict, n: int) -> dict:
-    """The ring: bandwidth (per direction, before efficiency), latency terms and names."""
-    hop = v["latency_per_hop_us"] * 1e-6
-    out = {"nodes": 1, "net_steps": 0, "net_hop": 0.0, "ovh": 0.0, "inter_bw": None, "rule": ""}
+    """The ring: bandwidth (per direction, before efficiency), hardware class, domain and names."""
+    acc = v["hardware"]
+    out = {"nodes": 1, "net_steps": 0, "ovh": 0.0, "inter_bw": None, "rule": "", "hw": "nvlink",
+           "arch": NCCL["arch"].get(acc.id), "switched": (acc.scale_up_topology or "switched") == "switched"}
     if v["link"] == "accelerator":
-        acc = v["hardware"]
         bw = _scale_up(v, n, "link", "; pick a link preset or custom")
         rule = TOPOLOGY_RULE[acc.scale_up_topology or "switched"]
         if not acc.scale_up_link_bandwidth_bytes_per_s and acc.scale_up_topology in ("mesh", "torus"):
             rule = f"{acc.scale_up_topology}: per-link figure not sourced, chip total used (upper bound)"
-        return {**out, "intra_bw": bw, "hop": hop, "name": f"{acc.name} scale-up", "rule": rule}
+        if not out["arch"]:
+            rule += "; NCCL's NVLink latencies applied, no llMaxBw cap (this chip's own library is not modelled)"
+        return {**out, "intra_bw": bw, "name": f"{acc.name} scale-up", "rule": rule, "domain": acc.scale_up_domain}
     if v["link"] == "custom":
-        return {**out, "intra_bw": v["link_bandwidth_gb_per_s"] * 1e9, "hop": hop, "name": "custom link"}
+        return {**out, "intra_bw": v["link_bandwidth_gb_per_s"] * 1e9, "name": "custom link", "domain": None}
     e = LINKS[v["link"]]
     if e.get("kind") != "network":
-        return {**out, "intra_bw": e["bandwidth_bytes_per_s"], "hop": e["latency_per_hop_s"], "name": e["name"]}
+        return {**out, "intra_bw": e["bandwidth_bytes_per_s"], "hw": e["hw"], "name": e["name"],
+                "domain": e.get("domain_gpus"), "switched": e["hw"] == "nvlink"}
     g = v["gpus_per_node"]
     nodes = -(-n // g) if n > 1 else 1
     nics = v["nics_per_node"] or g
     intra = (_scale_up(v, n if nodes == 1 else g, "gpus_per_node",
                        " for the steps inside a server; set GPUs per server to 1") if g > 1 else None)
-    return {"intra_bw": intra, "hop": hop, "nodes": nodes, "net_steps": 2 * (nodes - 1) if n > 1 else 0,
-            "net_hop": e["latency_per_hop_s"], "ovh": e.get("net_overhead_per_step_s", 0.0),
-            "inter_bw": nics * e["bandwidth_bytes_per_s"], "nics": nics,
-            "name": f"{e['name']} between servers of {g}" if nodes > 1 else f"{v['hardware'].name} scale-up "
-                                                                             f"(the ring fits in one server)",
-            "rule": ""}
+    return {**out, "intra_bw": intra, "nodes": nodes, "net_steps": 2 * (nodes - 1) if n > 1 else 0,
+            "ppn1": g == 1, "ovh": e.get("net_overhead_per_step_s", 0.0), "inter_bw": nics * e["bandwidth_bytes_per_s"],
+            "nics": nics, "domain": None,
+            "name": f"{e['name']} between servers of {g}" if nodes > 1 else f"{acc.name} scale-up "
+                                                                         f"(the ring fits in one server)"}
 
 
-def ring_time(msg: float, n: int, r: dict, eff: float, base: float) -> tuple[float, float, float]:
-    """(time, bandwidth used, total hop latency) for one all-reduce on ring r."""
-    if n <= 1:
-        return 0.0, (r["intra_bw"] or r["inter_bw"]) * eff, 0.0
+def ring_link_bandwidth(n: int, r: dict, eff: float) -> float:
+    """Per-direction bandwidth the ring moves at, before the protocol's derating."""
+    if n <= 1 or r["nodes"] == 1:
+        return (r["intra_bw"] or r["inter_bw"]) * eff
     intra_steps = 2 * (n - 1) - r["net_steps"]
+    return r["inter_bw"] * eff if intra_steps == 0 else min(r["intra_bw"], r["inter_bw"]) * eff
+
+
+def protocol_bandwidth(bw: float, r: dict, protocol: str) -> float:
+    """NCCL's ring derating: LL min(llMaxBw, 0.5 × bw), LL128 0.92 × bw, Simple bw (tuning.cc)."""
+    if protocol == "ll128":
+        return bw * NCCL["ll128_bandwidth_factor"]
+    if protocol == "simple":
+        return bw
+    cap = None
+    if r["nodes"] > 1:
+        cap = NCCL["ll_max_bw_net_bytes_per_s"]["two" if r["nodes"] == 2 else "more"]
+    elif r["arch"]:
+        cap = NCCL["ll_max_bw_bytes_per_s"][r["arch"]]
+    half = bw * NCCL["ll_bandwidth_factor"]
+    return min(cap, half) if cap else half
+
+
+def ring_latency(n: int, r: dict, protocol: str, lat: dict, passes: int = 2) -> float:
+    """base + (in-server steps) × max(α, net overhead) + (cross-server steps) × α_net (tuning.cc).
+
+    passes = 2 for an all-reduce (nsteps 2(n − 1), nInterSteps 2(nNodes − 1)), 1 for an all-gather."""
+    if n <= 1:
+        return 0.0
+    base = lat["base"] if lat["base"] is not None else NCCL["base_latency_s"][protocol]
+    hop = lat["hop"] if lat["hop"] is not None else NCCL["ring_latency_s"][r["hw"]][protocol]
+    steps, net_steps = passes * (n - 1), passes * (r["nodes"] - 1)
     if r["nodes"] == 1:
-        bw, lat = r["intra_bw"] * eff, intra_steps * r["hop"]
-    else:
-        bw = r["inter_bw"] * eff if intra_steps == 0 else min(r["intra_bw"], r["inter_bw"]) * eff
-        lat = r["net_steps"] * r["net_hop"] + intra_steps * max(r["hop"], r["ovh"])
-    return base + lat + 2 * (n - 1) / n * msg / bw, bw, lat
+        return base + steps * hop
+    net = (NCCL["tree_net_latency_s"] if r.get("ppn1") else NCCL["ring_latency_s"]["net"])[protocol]
+    ovh = r["ovh"] * (NCCL["simple_net_overhead_factor"] if protocol == "simple" else 1.0)
+    return base + net_steps * net + (steps - net_steps) * max(hop, ovh)
+
+
+def auto_protocols(r: dict) -> tuple[str, ...]:
+    """Protocols NCCL enables by default: LL128 only when the in-server path is NVLink (tuning.cc:
+    `pEnable &= (graphs[a]->typeIntra <= PATH_NVB)`), so not on a PCIe-only ring."""
+    return tuple(p for p in PROTOCOLS if not (p == "ll128" and r["hw"] == "pci"))
+
+
+def ring_time(msg: float, n: int, r: dict, eff: float, lat: dict, protocol: str = "ll", passes: int = 2) -> dict:
+    """One ring all-reduce (passes 2) or all-gather of msg bytes in all (passes 1); protocol 'auto'
+    takes the fastest of LL, LL128 and Simple, as NCCL's tuner picks the minimum predicted time."""
+    if protocol == "auto":
+        return min((ring_time(msg, n, r, eff, lat, p, passes) for p in auto_protocols(r)), key=lambda t: t["time"])
+    bw = protocol_bandwidth(ring_link_bandwidth(n, r, eff), r, protocol)
+    latency = ring_latency(n, r, protocol, lat, passes)
+    volume = passes * (n - 1) / n * msg if n > 1 else 0.0
+    return {"time": latency + volume / bw, "bw": bw, "latency": latency, "volume": volume, "protocol": protocol,
+            "steps": passes * (n - 1) if n > 1 else 0}

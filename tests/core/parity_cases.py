@@ -55,6 +55,10 @@ SPECIFIC = [
                  "output_tokens_mean": 256, "ttft_slo_s": 0.5, "tpot_slo_s": 0.05}),   # overloaded past 1.5x
     ("goodput", {"model": "gpt-oss-120b", "weight_dtype": "bf16", "expert_weight_dtype": "mxfp4",
                  "request_rate_per_s": 40, "output_distribution": "uniform", "seed": 9}),
+    ("allreduce", {"model": "llama-3.1-405b", "hardware": "b200", "num_gpus": 16, "batch_size": 64,
+                   "link": "ib-ndr-400", "gpus_per_node": 1}),
+    ("allreduce", {"model": "llama-3.1-70b", "batch_size": 2048, "phase": "prefill", "algorithm": "nvls"}),
+    ("sram", {"model": "llama-3.1-70b", "sram_part": "cerebras-wse3", "sequences": 64}),
     ("cost", {"usd_per_gpu_hour": 2, "num_gpus": 8, "output_tokens_per_s": 14800,
               "input_tokens_per_s": 73700, "reasoning_tokens_per_task": 3000, "requests_per_s": 120}),
     # errors: each must come back as {"error": {...}} with the same text
