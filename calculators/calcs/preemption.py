@@ -58,8 +58,8 @@ def _fields() -> list[dict]:
                [("compute", "FLOPs only (batched with other work)"),
                 ("standalone", "A prefill on its own (max of memory and compute)")]),
         choice("swap_schedule", "Copies scheduled", "serialized",
-               [("serialized", "Serialized with the step (vLLM V0: the batch waits)"),
-                ("overlapped", "Overlapped on copy streams (only the preempted request waits)")],
+               [("serialized", "Serialized with the step (vLLM V0)"),
+                ("overlapped", "Overlapped on copy streams")],
                "vLLM V0 issued swap_in / swap_out before the forward pass on the same stream "
                "(v0.6.6, vllm/worker/worker.py execute_worker)."),
         integer("batch_requests", "Other requests running in the batch", 32, 1, 100_000, "requests",
@@ -75,7 +75,12 @@ SCHEMA = {
                     "against the time to recompute it with one prefill, and the context length "
                     "where the two are equal. Swap times use the link's peak times an efficiency; "
                     "recompute uses the prefill model of the roofline calculator with a prefill "
-                    "efficiency. Both are estimates; neither counts scheduling or queueing."),
+                    "efficiency. The swap schedule sets who waits for the copies: the whole batch "
+                    "(serialized, as vLLM V0 ran them) or only the preempted request and the one "
+                    "whose allocation triggered it (overlapped); batch costs sum the delay over "
+                    "everyone running. The reload rows answer the offload-tier question: load a "
+                    "prefix from host memory once, or recompute it. All are estimates; none counts "
+                    "scheduling or queueing."),
     "inputs": _fields(),
     "outputs": [
         output("kv_bytes_per_sequence", "KV of the sequence (all GPUs)", "B", "bytes"),
