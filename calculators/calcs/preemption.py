@@ -20,7 +20,7 @@ vllm/v1/kv_offload/worker/cpu_gpu.py): only the preempted request stalls, and th
 for the swap-out to free its blocks. Recompute runs on the compute stream in both, so every
 running request waits for it (its FLOP time in 'compute' mode: an upper bound when the step has
 spare compute). Batch cost = request-seconds of delay summed over the preempted request and the
-B others running with it.
+R others running with it.
 
 Offload tiers: a prefix already held in host memory is reloaded one way (KV ÷ link) or
 recomputed (the same prefill); the same schedule decides who waits for the load.
@@ -63,7 +63,7 @@ def _fields() -> list[dict]:
                "vLLM V0 issued swap_in / swap_out before the forward pass on the same stream "
                "(v0.6.6, vllm/worker/worker.py execute_worker)."),
         integer("batch_requests", "Other requests running in the batch", 32, 1, 100_000, "requests",
-                "B: the requests that share GPU steps with the preempted one; one of them is the "
+                "R: the requests that share GPU steps with the preempted one; one of them is the "
                 "request whose new block triggered the preemption."),
     ]
 
@@ -146,9 +146,9 @@ class Costs:
     def gap(self, tokens: int) -> float:
         return self.recompute(tokens) - self.swap(tokens)
 
-    # ---- who waits: request-seconds over the preempted request and the B others ----
+    # ---- who waits: request-seconds over the preempted request and the R others ----
     def copy_batch_cost(self, copy_s: float, trigger_s: float) -> float:
-        """Own stall + the others' wait: all B wait when serialized, else only the trigger."""
+        """Own stall + the others' wait: all R wait when serialized, else only the trigger."""
         return copy_s + (self.batch * copy_s if self.serialized else trigger_s)
 
     def swap_cost(self, tokens: int) -> float:
@@ -214,15 +214,15 @@ def _derivation(c: Costs, t: int, kv_gpu: float, swap: float, rec: float, even: 
 def _batch_derivation(c: Costs, t: int, swap: float, rec: float) -> list[dict]:
     b = c.batch
     if c.serialized:
-        swap_f, swap_s = "(1 + B) × swap (serialized: every running request waits)", f"{1 + b} × {swap:.6g}"
-        load_f = "(1 + B) × KV per GPU ÷ (B_link × η_link)"
+        swap_f, swap_s = "(1 + R) × swap (serialized: every running request waits)", f"{1 + b} × {swap:.6g}"
+        load_f = "(1 + R) × KV per GPU ÷ (B_link × η_link)"
     else:
         swap_f, swap_s = "swap + swap-out (overlapped: only the trigger waits)", f"{swap:.6g} + {swap / 2:.6g}"
         load_f = "KV per GPU ÷ (B_link × η_link)"
     return [
         step("Swap batch cost", swap_f, swap_s, c.swap_cost(t), "s"),
-        step("Recompute batch cost", "(1 + B) × recompute", f"{1 + b} × {rec:.6g}", c.recompute_cost(t), "s"),
-        step("Reload from host, batch cost", load_f, f"B = {b}", c.reload_cost(t), "s"),
+        step("Recompute batch cost", "(1 + R) × recompute", f"{1 + b} × {rec:.6g}", c.recompute_cost(t), "s"),
+        step("Reload from host, batch cost", load_f, f"R = {b}", c.reload_cost(t), "s"),
     ]
 
 

@@ -147,7 +147,7 @@ def test_default_schedule_is_what_vllm_v0_shipped():
 
 def test_batch_break_even_under_both_schedules():
     """Serialized: swap and recompute both stop the batch, so the batch break-even is the stall
-    one. Overlapped, B = 1: the batch cost favours swap, so the break-even moves to shorter
+    one. Overlapped, R = 1: the batch cost favours swap, so the break-even moves to shorter
     contexts (recompute wins less of the range). OPT-13B at 15% of PCIe 4 (small-block copies)."""
     slow = dict(OPT_PCIE4, link_efficiency=0.15)
     ser = _run(**slow, swap_schedule="serialized", batch_requests=1)
