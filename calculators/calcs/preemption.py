@@ -11,7 +11,7 @@ prompt + generated tokens); §7.3 measures both. Here:
 The break-even context is where the two are equal. Recompute FLOPs grow faster than linearly
 (causal attention), swap bytes linearly (or stop growing for windowed layers).
 
-Who waits (the swap schedule). 'serialized' is what vLLM V0 shipped: `Worker.execute_worker`
+Who waits (the swap schedule). 'serialised' is what vLLM V0 shipped: `Worker.execute_worker`
 issues `cache_engine.swap_in` / `swap_out` / `copy` before `model_runner.execute_model`, on the
 same CUDA stream (vLLM v0.6.6, vllm/worker/worker.py and worker_base.py), so every running
 request waits for the copies, the request whose allocation triggered the preemption included.
@@ -57,8 +57,8 @@ def _fields() -> list[dict]:
         choice("recompute_cost", "Recompute counted as", "compute",
                [("compute", "FLOPs only (batched with other work)"),
                 ("standalone", "A prefill on its own (max of memory and compute)")]),
-        choice("swap_schedule", "Copies scheduled", "serialized",
-               [("serialized", "Serialized with the step (vLLM V0)"),
+        choice("swap_schedule", "Copies scheduled", "serialised",
+               [("serialised", "Serialised with the step (vLLM V0)"),
                 ("overlapped", "Overlapped on copy streams")],
                "vLLM V0 issued swap_in / swap_out before the forward pass on the same stream "
                "(v0.6.6, vllm/worker/worker.py execute_worker)."),
@@ -76,7 +76,7 @@ SCHEMA = {
                     "where the two are equal. Swap times use the link's peak times an efficiency; "
                     "recompute uses the prefill model of the roofline calculator with a prefill "
                     "efficiency. The swap schedule sets who waits for the copies: the whole batch "
-                    "(serialized, as vLLM V0 ran them) or only the preempted request and the one "
+                    "(serialised, as vLLM V0 ran them) or only the preempted request and the one "
                     "whose allocation triggered it (overlapped); batch costs sum the delay over "
                     "everyone running. The reload rows answer the offload-tier question: load a "
                     "prefix from host memory once, or recompute it. All are estimates; none counts "
@@ -130,7 +130,7 @@ class Costs:
         self.link, self.link_name = _link_bytes_per_s(v)
         self.share = kv_fraction_per_gpu(self.dep.model, self.dep.num_gpus)
         self.standalone = v["recompute_cost"] == "standalone"
-        self.serialized = v["swap_schedule"] == "serialized"
+        self.serialised = v["swap_schedule"] == "serialised"
         self.batch = v["batch_requests"]
 
     def kv_per_gpu(self, tokens: int) -> float:
@@ -148,8 +148,8 @@ class Costs:
 
     # ---- who waits: request-seconds over the preempted request and the R others ----
     def copy_batch_cost(self, copy_s: float, trigger_s: float) -> float:
-        """Own stall + the others' wait: all R wait when serialized, else only the trigger."""
-        return copy_s + (self.batch * copy_s if self.serialized else trigger_s)
+        """Own stall + the others' wait: all R wait when serialised, else only the trigger."""
+        return copy_s + (self.batch * copy_s if self.serialised else trigger_s)
 
     def swap_cost(self, tokens: int) -> float:
         s = self.swap(tokens)
@@ -213,8 +213,8 @@ def _derivation(c: Costs, t: int, kv_gpu: float, swap: float, rec: float, even: 
 
 def _batch_derivation(c: Costs, t: int, swap: float, rec: float) -> list[dict]:
     b = c.batch
-    if c.serialized:
-        swap_f, swap_s = "(1 + R) × swap (serialized: every running request waits)", f"{1 + b} × {swap:.6g}"
+    if c.serialised:
+        swap_f, swap_s = "(1 + R) × swap (serialised: every running request waits)", f"{1 + b} × {swap:.6g}"
         load_f = "(1 + R) × KV per GPU ÷ (B_link × η_link)"
     else:
         swap_f, swap_s = "swap + swap-out (overlapped: only the trigger waits)", f"{swap:.6g} + {swap / 2:.6g}"
@@ -229,8 +229,8 @@ def _batch_derivation(c: Costs, t: int, swap: float, rec: float) -> list[dict]:
 def _batch_outputs(c: Costs, t: int, swap: float, rec: float) -> dict:
     swap_cost, rec_cost, load_cost = c.swap_cost(t), c.recompute_cost(t), c.reload_cost(t)
     return {
-        "swap_batch_delay_s": swap if c.serialized else 0.0,
-        "swap_trigger_delay_s": swap if c.serialized else swap / 2,
+        "swap_batch_delay_s": swap if c.serialised else 0.0,
+        "swap_trigger_delay_s": swap if c.serialised else swap / 2,
         "recompute_batch_delay_s": rec,
         "swap_batch_cost_s": swap_cost,
         "recompute_batch_cost_s": rec_cost,
@@ -244,8 +244,8 @@ def _batch_outputs(c: Costs, t: int, swap: float, rec: float) -> dict:
 
 
 def _schedule_notes(c: Costs) -> list[str]:
-    if c.serialized:
-        return ["serialized copies: every running request waits for the swap, as in vLLM V0; "
+    if c.serialised:
+        return ["serialised copies: every running request waits for the swap, as in vLLM V0; "
                 "the batch break-even is then the same as the stall break-even"]
     return ["overlapped copies: only the preempted request and the trigger wait for the swap; "
             "recompute still lengthens every running request's step"]

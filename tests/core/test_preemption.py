@@ -115,7 +115,7 @@ def test_tie_link_efficiency_makes_the_two_equal():
     assert tie["recompute_to_swap_ratio"] == pytest.approx(1.0, rel=0.05)
 
 
-# ---- who waits for the copies: serialized (vLLM V0) versus overlapped -----------------------
+# ---- who waits for the copies: serialised (vLLM V0) versus overlapped -----------------------
 # Review parts-4-5 row 9 and (d) item 3: vLLM V0's Worker.execute_worker issues swap_in /
 # swap_out / copy before model_runner.execute_model on the same CUDA stream (vLLM v0.6.6,
 # vllm/worker/worker.py and worker_base.py), so the whole batch waits; the old model charged
@@ -125,8 +125,8 @@ OPT_PCIE4 = dict(model="opt-13b", hardware="a100-40gb", host_link="pcie4-x16", k
                  weight_dtype="fp16", compute_dtype="fp16", link_efficiency=0.25)
 
 
-def test_serialized_swap_makes_every_running_request_wait():
-    r = _run(swap_schedule="serialized", batch_requests=7, context_tokens=8192)
+def test_serialised_swap_makes_every_running_request_wait():
+    r = _run(swap_schedule="serialised", batch_requests=7, context_tokens=8192)
     assert r["swap_batch_delay_s"] == pytest.approx(r["swap_time_s"])
     assert r["swap_trigger_delay_s"] == pytest.approx(r["swap_time_s"])
     assert r["swap_batch_cost_s"] == pytest.approx(8 * r["swap_time_s"])
@@ -146,11 +146,11 @@ def test_default_schedule_is_what_vllm_v0_shipped():
 
 
 def test_batch_break_even_under_both_schedules():
-    """Serialized: swap and recompute both stop the batch, so the batch break-even is the stall
+    """Serialised: swap and recompute both stop the batch, so the batch break-even is the stall
     one. Overlapped, R = 1: the batch cost favours swap, so the break-even moves to shorter
     contexts (recompute wins less of the range). OPT-13B at 15% of PCIe 4 (small-block copies)."""
     slow = dict(OPT_PCIE4, link_efficiency=0.15)
-    ser = _run(**slow, swap_schedule="serialized", batch_requests=1)
+    ser = _run(**slow, swap_schedule="serialised", batch_requests=1)
     ovl = _run(**slow, swap_schedule="overlapped", batch_requests=1)
     assert ser["break_even_batch_context_tokens"] == ser["break_even_context_tokens"] > 1
     assert 1 < ovl["break_even_batch_context_tokens"] < ser["break_even_batch_context_tokens"]
@@ -167,13 +167,13 @@ def test_reload_is_one_way_over_the_same_link():
     r = _run(model="llama-3.1-8b", context_tokens=8192, host_link="pcie5-x16")
     assert r["reload_time_s"] == pytest.approx(2 ** 30 / 64e9)
     assert r["reload_time_s"] == pytest.approx(r["swap_out_time_s"])
-    ser = _run(**OPT_PCIE4, swap_schedule="serialized", context_tokens=2048)
+    ser = _run(**OPT_PCIE4, swap_schedule="serialised", context_tokens=2048)
     assert ser["recompute_to_reload_ratio"] == pytest.approx(2 * ser["recompute_to_swap_ratio"])
 
 
 def test_reload_break_even_is_where_the_sign_flips():
     # A one-way reload at efficiency η costs what a round-trip swap costs at 2η
-    inputs = dict(OPT_PCIE4, link_efficiency=0.125, swap_schedule="serialized")
+    inputs = dict(OPT_PCIE4, link_efficiency=0.125, swap_schedule="serialised")
     t = _run(**inputs)["break_even_reload_context_tokens"]
     c = Costs(validate(preemption.SCHEMA["inputs"], inputs))
     assert t > 1 and c.reload_gap(t - 1) < 0 <= c.reload_gap(t)
