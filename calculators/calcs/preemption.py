@@ -190,10 +190,10 @@ def break_even(c: Costs, hi: int = MAX_SEARCH_TOKENS, gap=None) -> int:
 
 def _series(c: Costs, context: int, top: int) -> dict:
     xs = sorted({2 ** k for k in range(8, 25) if 2 ** k <= top} | {context})
-    return series("Swap and recompute time vs context length", "Context", "tokens", xs,
+    return series("Swap, recompute and reload time vs context length", "Context", "tokens", xs,
                   [("swap out + in", "ms", [c.swap(x) * 1e3 for x in xs]),
                    ("recompute", "ms", [c.recompute(x) * 1e3 for x in xs]),
-                   ("reload from host (one way)", "ms", [c.reload(x) * 1e3 for x in xs])], log_axes=True)
+                   ("reload (one way)", "ms", [c.reload(x) * 1e3 for x in xs])], log_axes=True)
 
 
 def _derivation(c: Costs, t: int, kv_gpu: float, swap: float, rec: float, even: int) -> list[dict]:
