@@ -106,7 +106,8 @@ SCHEMA = {
         number("output_share", "Output share of each request", 0.47, 0.0, 1.0, "",
                "Fraction of prompt + output that is generated (179 ÷ 381 ≈ 0.47 for ShareGPT).", 0.01),
         integer("block_size_tokens", "Block size s", 16, 1, 4096, "tokens",
-                "Tokens per paged block (vLLM's default on CUDA is 16)."),
+                "Tokens per paged block. vLLM v0.19.1 uses 16 unless the attention backend needs "
+                "another size (FlashMLA 64, CUTLASS MLA 128); SGLang defaults to 1."),
         number("kv_budget_gib", "KV budget", 50.0, 0.01, 1_000_000.0, "GiB",
                "Memory for KV across the replica (Part 4's memory calculator gives it).", 0.5),
     ],

@@ -10,6 +10,20 @@ prompt + generated tokens); §7.3 measures both. Here:
                    'standalone' max(bytes ÷ BW, FLOPs ÷ peak): a prefill run on its own.
 The break-even context is where the two are equal. Recompute FLOPs grow faster than linearly
 (causal attention), swap bytes linearly (or stop growing for windowed layers).
+
+Who waits (the swap schedule). 'serialised' is what vLLM V0 shipped: `Worker.execute_worker`
+issues `cache_engine.swap_in` / `swap_out` / `copy` before `model_runner.execute_model`, on the
+same CUDA stream (vLLM v0.6.6, vllm/worker/worker.py and worker_base.py), so every running
+request waits for the copies, the request whose allocation triggered the preemption included.
+'overlapped' runs the copies on their own streams (as vLLM v0.19.1's CPU offloading does,
+vllm/v1/kv_offload/worker/cpu_gpu.py): only the preempted request stalls, and the trigger waits
+for the swap-out to free its blocks. Recompute runs on the compute stream in both, so every
+running request waits for it (its FLOP time in 'compute' mode: an upper bound when the step has
+spare compute). Batch cost = request-seconds of delay summed over the preempted request and the
+R others running with it.
+
+Offload tiers: a prefix already held in host memory is reloaded one way (KV ÷ link) or
+recomputed (the same prefill); the same schedule decides who waits for the load.
 """
 from __future__ import annotations
 
@@ -42,6 +56,14 @@ def _fields() -> list[dict]:
         choice("recompute_cost", "Recompute counted as", "compute",
                [("compute", "FLOPs only (batched with other work)"),
                 ("standalone", "A prefill on its own (max of memory and compute)")]),
+        choice("swap_schedule", "Copies scheduled", "serialised",
+               [("serialised", "Serialised with the step (vLLM V0)"),
+                ("overlapped", "Overlapped on copy streams")],
+               "vLLM V0 issued swap_in / swap_out before the forward pass on the same stream "
+               "(v0.6.6, vllm/worker/worker.py execute_worker)."),
+        integer("batch_requests", "Other requests running in the batch", 32, 1, 100_000, "requests",
+                "R: the requests that share GPU steps with the preempted one; one of them is the "
+                "request whose new block triggered the preemption."),
     ]
 
 
@@ -52,7 +74,12 @@ SCHEMA = {
                     "against the time to recompute it with one prefill, and the context length "
                     "where the two are equal. Swap times use the link's peak times an efficiency; "
                     "recompute uses the prefill model of the roofline calculator with a prefill "
-                    "efficiency. Both are estimates; neither counts scheduling or queueing."),
+                    "efficiency. The swap schedule sets who waits for the copies: the whole batch "
+                    "(serialised, as vLLM V0 ran them) or only the preempted request and the one "
+                    "whose allocation triggered it (overlapped); batch costs sum the delay over "
+                    "everyone running. The reload rows answer the offload-tier question: load a "
+                    "prefix from host memory once, or recompute it. All are estimates; none counts "
+                    "scheduling or queueing."),
     "inputs": _fields(),
     "outputs": [
         output("kv_bytes_per_sequence", "KV of the sequence (all GPUs)", "B", "bytes"),
@@ -68,6 +95,20 @@ SCHEMA = {
                "number"),
         output("swap_time_per_token_s", "Swap out + in per token", "s", "seconds"),
         output("recompute_time_per_token_s", "Recompute per token at this context", "s", "seconds"),
+        output("swap_batch_delay_s", "Swap: delay to each other running request", "s", "seconds"),
+        output("swap_trigger_delay_s", "Swap: delay to the request that triggered it", "s", "seconds"),
+        output("recompute_batch_delay_s", "Recompute: delay to each other running request (at most)", "s",
+               "seconds"),
+        output("swap_batch_cost_s", "Swap: batch cost (request-seconds)", "s", "seconds"),
+        output("recompute_batch_cost_s", "Recompute: batch cost (request-seconds)", "s", "seconds"),
+        output("batch_cost_ratio", "Recompute ÷ swap, batch cost", "×", "number"),
+        output("break_even_batch_context_tokens", "Break-even context on batch cost (0 = none)", "tokens",
+               "integer"),
+        output("reload_time_s", "Offload tier: reload this context from host (one way)", "s", "seconds"),
+        output("reload_batch_cost_s", "Offload tier: reload batch cost (request-seconds)", "s", "seconds"),
+        output("recompute_to_reload_ratio", "Recompute ÷ reload, batch cost", "×", "number"),
+        output("break_even_reload_context_tokens", "Reload-vs-recompute break-even context (0 = none)",
+               "tokens", "integer"),
     ],
 }
 
@@ -88,6 +129,8 @@ class Costs:
         self.link, self.link_name = _link_bytes_per_s(v)
         self.share = kv_fraction_per_gpu(self.dep.model, self.dep.num_gpus)
         self.standalone = v["recompute_cost"] == "standalone"
+        self.serialised = v["swap_schedule"] == "serialised"
+        self.batch = v["batch_requests"]
 
     def kv_per_gpu(self, tokens: int) -> float:
         return kv_bytes_per_sequence(self.dep.model, tokens, self.dep.kv_elem_bytes) * self.share
@@ -102,17 +145,43 @@ class Costs:
     def gap(self, tokens: int) -> float:
         return self.recompute(tokens) - self.swap(tokens)
 
+    # ---- who waits: request-seconds over the preempted request and the R others ----
+    def copy_batch_cost(self, copy_s: float, trigger_s: float) -> float:
+        """Own stall + the others' wait: all R wait when serialised, else only the trigger."""
+        return copy_s + (self.batch * copy_s if self.serialised else trigger_s)
 
-def break_even(c: Costs, hi: int = MAX_SEARCH_TOKENS) -> int:
-    """First context where the sign of recompute − swap flips (0 if it never does below `hi`)."""
+    def swap_cost(self, tokens: int) -> float:
+        s = self.swap(tokens)
+        return self.copy_batch_cost(s, s / 2)          # the trigger waits for the swap-out
+
+    def recompute_cost(self, tokens: int) -> float:
+        return (1 + self.batch) * self.recompute(tokens)
+
+    def reload(self, tokens: int) -> float:
+        return self.kv_per_gpu(tokens) / self.link
+
+    def reload_cost(self, tokens: int) -> float:
+        return self.copy_batch_cost(self.reload(tokens), 0.0)
+
+    def batch_gap(self, tokens: int) -> float:
+        return self.recompute_cost(tokens) - self.swap_cost(tokens)
+
+    def reload_gap(self, tokens: int) -> float:
+        return self.recompute_cost(tokens) - self.reload_cost(tokens)
+
+
+def break_even(c: Costs, hi: int = MAX_SEARCH_TOKENS, gap=None) -> int:
+    """First context where the sign of `gap` (default recompute − swap) flips (0 if it never
+    does below `hi`)."""
+    gap = gap or c.gap
     grid = sorted({2 ** k for k in range(25) if 2 ** k < hi} | {hi})
-    lo_t, first = grid[0], c.gap(grid[0]) < 0
+    lo_t, first = grid[0], gap(grid[0]) < 0
     for t in grid[1:]:
-        if (c.gap(t) < 0) != first:
+        if (gap(t) < 0) != first:
             a, b = lo_t, t
             while b - a > 1:      # integer bisection keeps the result exact and reproducible
                 mid = (a + b) // 2
-                a, b = (mid, b) if (c.gap(mid) < 0) == first else (a, mid)
+                a, b = (mid, b) if (gap(mid) < 0) == first else (a, mid)
             return b
         lo_t = t
     return 0
@@ -120,9 +189,10 @@ def break_even(c: Costs, hi: int = MAX_SEARCH_TOKENS) -> int:
 
 def _series(c: Costs, context: int, top: int) -> dict:
     xs = sorted({2 ** k for k in range(8, 25) if 2 ** k <= top} | {context})
-    return series("Swap and recompute time vs context length", "Context", "tokens", xs,
+    return series("Swap, recompute and reload time vs context length", "Context", "tokens", xs,
                   [("swap out + in", "ms", [c.swap(x) * 1e3 for x in xs]),
-                   ("recompute", "ms", [c.recompute(x) * 1e3 for x in xs])], log_axes=True)
+                   ("recompute", "ms", [c.recompute(x) * 1e3 for x in xs]),
+                   ("reload (one way)", "ms", [c.reload(x) * 1e3 for x in xs])], log_axes=True)
 
 
 def _derivation(c: Costs, t: int, kv_gpu: float, swap: float, rec: float, even: int) -> list[dict]:
@@ -138,7 +208,47 @@ def _derivation(c: Costs, t: int, kv_gpu: float, swap: float, rec: float, even: 
         step("Prefill FLOPs of the context", "2 × P_active × T + causal attention", f"T = {t}", cost.flops, "FLOP"),
         step("Recompute", rec_formula, rec_subst, rec, "s"),
         step("Break-even context", "T where recompute(T) = swap(T)", "integer bisection", even, "tokens"),
+    ] + _batch_derivation(c, t, swap, rec)
+
+
+def _batch_derivation(c: Costs, t: int, swap: float, rec: float) -> list[dict]:
+    b = c.batch
+    if c.serialised:
+        swap_f, swap_s = "(1 + R) × swap (serialised: every running request waits)", f"{1 + b} × {swap:.6g}"
+        load_f = "(1 + R) × KV per GPU ÷ (B_link × η_link)"
+    else:
+        swap_f, swap_s = "swap + swap-out (overlapped: only the trigger waits)", f"{swap:.6g} + {swap / 2:.6g}"
+        load_f = "KV per GPU ÷ (B_link × η_link)"
+    return [
+        step("Swap batch cost", swap_f, swap_s, c.swap_cost(t), "s"),
+        step("Recompute batch cost", "(1 + R) × recompute", f"{1 + b} × {rec:.6g}", c.recompute_cost(t), "s"),
+        step("Reload from host, batch cost", load_f, f"R = {b}", c.reload_cost(t), "s"),
     ]
+
+
+def _batch_outputs(c: Costs, t: int, swap: float, rec: float) -> dict:
+    swap_cost, rec_cost, load_cost = c.swap_cost(t), c.recompute_cost(t), c.reload_cost(t)
+    return {
+        "swap_batch_delay_s": swap if c.serialised else 0.0,
+        "swap_trigger_delay_s": swap if c.serialised else swap / 2,
+        "recompute_batch_delay_s": rec,
+        "swap_batch_cost_s": swap_cost,
+        "recompute_batch_cost_s": rec_cost,
+        "batch_cost_ratio": rec_cost / swap_cost,
+        "break_even_batch_context_tokens": break_even(c, gap=c.batch_gap),
+        "reload_time_s": c.reload(t),
+        "reload_batch_cost_s": load_cost,
+        "recompute_to_reload_ratio": rec_cost / load_cost,
+        "break_even_reload_context_tokens": break_even(c, gap=c.reload_gap),
+    }
+
+
+def _schedule_notes(c: Costs) -> list[str]:
+    if c.serialised:
+        return ["serialised copies: every running request waits for the swap, as in vLLM V0; "
+                "the batch break-even is then the same as the stall break-even"]
+    return ["overlapped copies: only the preempted request and the trigger wait for the swap; "
+            "recompute still lengthens every running request's step"]
 
 
 def compute(v: dict) -> dict:
@@ -156,6 +266,7 @@ def compute(v: dict) -> dict:
     else:
         notes.append(f"{'recompute' if c.gap(1) < 0 else 'swap'} is faster at every context up to "
                      f"{MAX_SEARCH_TOKENS:,} tokens")
+    notes += _schedule_notes(c)
     return {
         "kv_bytes_per_sequence": kv_bytes_per_sequence(c.dep.model, t, c.dep.kv_elem_bytes),
         "kv_bytes_per_gpu": kv_gpu,
@@ -169,6 +280,7 @@ def compute(v: dict) -> dict:
         "tie_link_efficiency": v["link_efficiency"] * swap / rec,
         "swap_time_per_token_s": swap / t,
         "recompute_time_per_token_s": rec / t,
+        **_batch_outputs(c, t, swap, rec),
         "faster": faster,
         "link_name": c.link_name,
         "derivation": _derivation(c, t, kv_gpu, swap, rec, even),
