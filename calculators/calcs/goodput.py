@@ -28,7 +28,8 @@ DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-
 SEQ_RULES = [("vllm", "vLLM V1 default for this accelerator"), ("set", "The value below")]
 GIB = 2 ** 30
 OVERLOAD_PLOTTED = 1.1    # ρ of the one overloaded point on the plots
-BISECT_STEPS = 6          # halvings of [0, edge of steady state]: resolution edge ÷ 64, about 1.5% of capacity
+RESOLUTION = 0.01        # the goodput search stops when its bracket is narrower than this × capacity
+FIRST_GUESS = 0.9        # ρ of the second probe, after the edge of steady state
 
 
 SCHEMA = {
@@ -194,15 +195,19 @@ def _overloaded(v: dict, sim: dict, rate: float, gaps: Gaps) -> list:
 
 
 def _bisect(v: dict, sim: dict) -> tuple[float, float]:
-    """DistServe goodput: the highest rate meeting the objectives, by bisection on [0, edge], edge the
-    rate at ρ = STABLE_BELOW (no rate above it is claimed). Returns (goodput, edge)."""
+    """DistServe goodput: the highest rate meeting the objectives, by bisection, to RESOLUTION × capacity.
+    Bracketed from the analytical capacity: the edge (ρ = STABLE_BELOW; no rate above it is claimed),
+    then ρ = FIRST_GUESS, so a goodput near capacity takes a few probes. Returns (goodput, edge)."""
     load = sim["load"]
-    edge = STABLE_BELOW / (load.share * load.service_s()) if load.share else 0.0
-    edge = math.nextafter(edge, 0.0)   # just inside steady state
-    if not edge or _measure(v, sim, edge, True)["meets"]:
+    if not load.share:
+        return 0.0, 0.0
+    per_rho = 1 / (load.share * load.service_s())
+    edge = math.nextafter(STABLE_BELOW * per_rho, 0.0)   # just inside steady state
+    if _measure(v, sim, edge, True)["meets"]:
         return edge, edge
-    lo, hi = 0.0, edge
-    for _ in range(BISECT_STEPS):
+    guess = FIRST_GUESS * per_rho
+    lo, hi = (guess, edge) if _measure(v, sim, guess, True)["meets"] else (0.0, guess)
+    while hi - lo > RESOLUTION * per_rho:
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if _measure(v, sim, mid, True)["meets"] else (lo, mid)
     return lo, edge
@@ -276,7 +281,8 @@ def _steps(v: dict, sim: dict, here: dict, best: float, edge: float) -> list[dic
         step("Edge of steady state", f"{STABLE_BELOW} × capacity", f"{STABLE_BELOW} × {load.capacity():.4g}",
              edge, "requests/s"),
         step("Goodput (DistServe)", f"highest rate with attainment ≥ {v['slo_target_percent']:g}% and ITL p99 ≤ "
-             f"{v['itl_p99_slo_s']:g} s; bisection on [0, edge], {BISECT_STEPS} halvings",
+             f"{v['itl_p99_slo_s']:g} s; bisection from [{FIRST_GUESS} × capacity, edge] or [0, {FIRST_GUESS} × "
+             f"capacity] to {RESOLUTION:.0%} of capacity",
              "simulated at " + ", ".join(f"{r:.4g}" for r in probes), best, "requests/s"),
     ]
 
