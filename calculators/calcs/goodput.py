@@ -21,12 +21,12 @@ from ..errors import InputError
 from ..schema import choice, integer, number, output, series, step
 from .goodput_sim import (ANALYSIS_REQUESTS, SIZE_CAP, Gaps, Workload, offered_load, simulate, warm_start,
                           weighted_percentile)
+from .engine_defaults import vllm_max_num_seqs
 from .memory import budget, engine_fields
 from .steptime import StepModel, deployment, deployment_fields, efficiency_steps
 
 DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
 SEQ_RULES = [("vllm", "vLLM V1 default for this accelerator"), ("set", "The value below")]
-GIB = 2 ** 30
 OVERLOAD_PLOTTED = 1.1    # ρ of the one overloaded point on the plots
 RESOLUTION = 0.01        # the goodput search stops when its bracket is narrower than this × capacity
 FIRST_GUESS = 0.9        # ρ of the second probe, after the edge of steady state
@@ -107,10 +107,7 @@ SCHEMA = {
 
 def max_num_seqs(v: dict, accelerator) -> int:
     """The running-sequence cap: vLLM V1's default for the accelerator, or the reader's value."""
-    if v["max_seqs_rule"] == "set":
-        return v["max_batch_size"]
-    big = accelerator.memory_bytes >= 70 * GIB and "a100" not in accelerator.name.lower()
-    return 1024 if big else 256
+    return v["max_batch_size"] if v["max_seqs_rule"] == "set" else vllm_max_num_seqs(accelerator)
 
 
 def percentile(sorted_values: list[float], pct: float) -> float:
