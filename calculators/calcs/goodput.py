@@ -28,6 +28,7 @@ from .steptime import StepModel, deployment, deployment_fields, efficiency_steps
 DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
 SEQ_RULES = [("vllm", "vLLM V1 default for this accelerator"), ("set", "The value below")]
 OVERLOAD_PLOTTED = 1.1    # ρ of the one overloaded point on the plots
+QUEUE_GRID, QUEUE_SAMPLE = (0.25, 0.5, 0.7, 0.8), 300   # extra utilisations for the queueing plot, and their sample
 RESOLUTION = 0.01        # the goodput search stops when its bracket is narrower than this × capacity
 FIRST_GUESS = 0.9        # ρ of the second probe, after the edge of steady state
 
@@ -94,6 +95,9 @@ SCHEMA = {
         output("itl_p50_s", "Inter-token latency p50 (pooled gaps)", "s", "seconds"),
         output("itl_p99_s", "Inter-token latency p99 (pooled gaps)", "s", "seconds"),
         output("itl_max_s", "Longest gap between two tokens", "s", "seconds"),
+        output("simulated_wait_s", "Mean wait before prefill, simulated", "s", "seconds"),
+        output("kingman_wait_s", "Mean wait in queue, Kingman's G/G/1 formula", "s", "seconds"),
+        output("service_cv2", "Squared spread of server time per request (Cs²)", "", "number"),
         output("stable", "Steady state measured (below 98% of capacity)", "", "number"),
         output("utilisation", "Offered load ÷ capacity (ρ)", "", "percent"),
         output("capacity_requests_per_s", "Capacity: requests/s a saturated server completes", "requests/s", "rate"),
@@ -210,13 +214,30 @@ def _bisect(v: dict, sim: dict) -> tuple[float, float]:
     return lo, edge
 
 
+def service_cv2(load, work) -> float:
+    """Squared coefficient of variation of the server time per request, from the length mix:
+    S_i = prefill × prompt_i ÷ mean prompt + (output_i − 1) × step(B) ÷ B, B the saturated batch."""
+    step_s = load.steps.decode_time(load.full_batch, load.context) / load.full_batch
+    mean_prompt = sum(a for _, a, _ in work) / len(work)
+    times = [load.prefill_s * a / mean_prompt + (b - 1) * step_s for _, a, b in work]
+    mean = sum(times) / len(times)
+    return sum((t - mean) ** 2 for t in times) / len(times) / mean ** 2
+
+
+def kingman_wait(rho: float, ca2: float, cs2: float, service_s: float) -> float:
+    """Kingman's G/G/1 approximation of the mean wait in queue: ρ ÷ (1 − ρ) × (Ca² + Cs²) ÷ 2 × E[S]
+    (Kingman 1961); for Poisson arrivals (Ca² = 1) it is the Pollaczek–Khinchine M/G/1 mean wait."""
+    return rho / (1 - rho) * (ca2 + cs2) / 2 * service_s if rho < 1 else math.inf
+
+
 def compute(v: dict) -> dict:
     dep, workload = deployment(v), Workload(v)
     steps, cap = StepModel(dep), max_num_seqs(v, dep.accelerator)
     capacity = budget(dict(v, tensor_parallel=v["num_gpus"], context_tokens=1), v["num_gpus"])["tokens"]
     load = offered_load(steps, workload.first(ANALYSIS_REQUESTS), cap, capacity)
     sim = {"load": load, "capacity": capacity, "workload": workload, "steps": steps, "alone": {}, "runs": {},
-           "max_seqs": cap, "target": v["slo_target_percent"] / 100}
+           "max_seqs": cap, "target": v["slo_target_percent"] / 100,
+           "cs2": service_cv2(load, workload.first(ANALYSIS_REQUESTS))}
     rate = v["request_rate_per_s"]
     here = _measure(v, sim, rate)
     best, edge = _bisect(v, sim)
@@ -247,8 +268,27 @@ def compute(v: dict) -> dict:
         "kv_capacity_tokens": capacity,
         "notes": notes,
         "derivation": efficiency_steps(dep) + _steps(v, sim, here, best, edge),
-        "series": _sweep_series(plotted, sweep),
+        "kingman_wait_s": kingman_wait(min(here["utilisation"], STABLE_BELOW), 1 / v["burstiness"], sim["cs2"],
+                                       load.service_s()),
+        "simulated_wait_s": here["queue_wait"],
+        "service_cv2": sim["cs2"],
+        "series": dict(_sweep_series(plotted, sweep), queueing_vs_utilisation=_queueing_series(v, sim, plotted, sweep)),
     }
+
+
+def _queueing_series(v: dict, sim: dict, rates: list[float], sweep: list[dict]) -> dict:
+    """Mean wait before a request's own prefill, simulated, against Kingman's formula, by utilisation:
+    the runs already made, plus QUEUE_GRID utilisations run with QUEUE_SAMPLE requests (a mean needs
+    fewer than a tail)."""
+    per_rho = 1 / (sim["load"].share * sim["load"].service_s()) if sim["load"].share else 0.0
+    light, small = dict(sim, runs={}), dict(v, num_requests=QUEUE_SAMPLE)
+    extra = [_measure(small, light, u * per_rho) for u in QUEUE_GRID] if per_rho else []
+    pairs = sorted((s["utilisation"], s["queue_wait"]) for s in sweep + extra if s["stable"])
+    service, ca2 = sim["load"].service_s(), 1 / v["burstiness"]
+    return series("Mean wait before prefill vs utilisation: simulated and Kingman's formula", "Utilisation ρ", "",
+                  [100 * u for u, _ in pairs],
+                  [("simulated", "s", [w for _, w in pairs]),
+                   ("Kingman (G/G/1)", "s", [kingman_wait(u, ca2, sim["cs2"], service) for u, _ in pairs])])
 
 
 def _steps(v: dict, sim: dict, here: dict, best: float, edge: float) -> list[dict]:

@@ -132,3 +132,28 @@ def test_burstier_arrivals_lower_goodput():
     calm = run("goodput", dict(PART3))["max_rate_meeting_slo_requests_per_s"]
     bursty = run("goodput", dict(PART3, burstiness=0.25))["max_rate_meeting_slo_requests_per_s"]
     assert bursty < calm
+
+
+# --- Queueing: Kingman's formula against the simulator (review parts-1-3 (c) Part 3) ----------------------
+
+from calculators.calcs.goodput import kingman_wait  # noqa: E402
+
+
+def test_kingman_reduces_to_the_textbook_queues():
+    assert kingman_wait(0.5, 1.0, 1.0, 2.0) == pytest.approx(2.0)          # M/M/1: ρ ÷ (1 − ρ) × E[S]
+    assert kingman_wait(0.5, 1.0, 0.0, 2.0) == pytest.approx(1.0)          # M/D/1: half of it
+    assert kingman_wait(1.0, 1.0, 1.0, 2.0) == float("inf")
+
+
+def test_fixed_lengths_have_no_service_spread():
+    out = run("goodput", dict(PART3, input_distribution="fixed", output_distribution="fixed"))
+    assert out["service_cv2"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_batch_with_room_waits_far_less_than_a_single_server_queue():
+    """The point Part 3 makes: below the KV limit a request joins the batch at the next step, so the
+    simulated wait stays near one step while Kingman's grows as 1 ÷ (1 − ρ)."""
+    out = run("goodput", dict(PART3, request_rate_per_s=20))
+    assert out["utilisation"] > 0.85 and out["simulated_wait_s"] < out["kingman_wait_s"] / 5
+    plot = out["series"]["queueing_vs_utilisation"]
+    assert plot["x"]["values"] == sorted(plot["x"]["values"]) and plot["x"]["values"][0] <= 25.0 + 1e-9
