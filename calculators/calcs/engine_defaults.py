@@ -1,6 +1,7 @@
-"""vLLM V1's batch defaults for an accelerator, as `EngineArgs.get_batch_defaults` sets them.
+"""vLLM V1's batch defaults for an accelerator, as vllm/engine/arg_utils.py sets them.
 
-vllm/engine/arg_utils.py (vLLM main, read at commit 99d7eb5d in the code index): on a device with at
+Read at commit 99d7eb5d (`EngineArgs._set_default_args`; later code moves the same table into
+`EngineArgs.get_batch_defaults`): on a device with at
 least 70 GiB whose name does not contain "a100" (PR #17885: a larger token budget lowered A100
 throughput), max_num_seqs is 1,024 and max_num_batched_tokens 8,192 for the OpenAI API server
 (16,384 for the offline LLM class); otherwise 256 and 2,048 (8,192 offline). TPU and CPU platforms

@@ -70,7 +70,7 @@ SCHEMA = {
         integer("output_tokens_mean", "Mean output length", 128, 1, 100_000, "tokens"),
         number("output_tokens_cv", "Output length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
         choice("max_seqs_rule", "Cap on running sequences", "vllm", SEQ_RULES,
-               "vLLM V1 (EngineArgs.get_batch_defaults in vllm/engine/arg_utils.py): max_num_seqs 1,024 on "
+               "vLLM V1 (vllm/engine/arg_utils.py at commit 99d7eb5d): max_num_seqs 1,024 on "
                "GPUs with at least 70 GiB other than A100, 256 otherwise."),
         integer("max_batch_size", "Max concurrent sequences (when set)", 256, 1, 100_000, "sequences"),
         number("ttft_slo_s", "TTFT target", 0.5, 0.001, 3600.0, "s",

@@ -80,8 +80,8 @@ def test_default_sample_is_at_least_1000_requests():
 @pytest.mark.parametrize("hardware, cap", [("h100-sxm", 1024), ("h200", 1024), ("mi300x", 1024),
                                            ("a100-80gb", 256), ("a100-40gb", 256), ("l40s", 256)])
 def test_running_sequence_cap_is_vllms_default_for_the_accelerator(hardware, cap):
-    """vLLM EngineArgs.get_batch_defaults: max_num_seqs 1,024 when device memory ≥ 70 GiB and the name has
-    no 'a100', else 256."""
+    """vLLM vllm/engine/arg_utils.py at commit 99d7eb5d (EngineArgs._set_default_args): max_num_seqs 1,024
+    when device memory ≥ 70 GiB and the name has no 'a100', else 256."""
     v = validate(SCHEMA["inputs"], {"hardware": hardware})
     assert max_num_seqs(v, deployment(v).accelerator) == cap
     assert max_num_seqs(dict(v, max_seqs_rule="set", max_batch_size=77), deployment(v).accelerator) == 77

@@ -1,7 +1,7 @@
 """latency: a token budget per prefill step (review parts-1-3 row 22).
 
 vLLM V1's API server defaults max_num_batched_tokens to 8,192 on GPUs with at least 70 GiB other
-than A100 and 2,048 otherwise (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults), so Part 3's
+than A100 and 2,048 otherwise (vllm/engine/arg_utils.py at commit 99d7eb5d, EngineArgs._set_default_args), so Part 3's
 16 x 1,024-token batch takes two prefill steps on an H100, and the first half of the requests see
 about half the TTFT that one unbounded pass gives all of them.
 """
