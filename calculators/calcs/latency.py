@@ -20,21 +20,29 @@ BUDGET_RULES = [("none", "None: every prompt in one pass"),
                 ("vllm", "vLLM V1 API-server default for this accelerator"), ("set", "The value below")]
 
 
-def prefill_passes(batch: int, input_tokens: int, budget: int | None) -> list[list[int]]:
-    """The prompt pieces each prefill step holds, in order, at most `budget` tokens a step (None: one step)."""
-    if budget is None:
-        return [[input_tokens] * batch]
-    passes, current, room = [], [], budget
-    for _ in range(batch):
-        left = input_tokens
-        while left:
-            piece = min(left, room)
-            current.append(piece)
-            left, room = left - piece, room - piece
-            if not room:
-                passes.append(current)
-                current, room = [], budget
-    return passes + ([current] if current else [])
+def stream_pieces(batch: int, input_tokens: int, start: int, count: int) -> list[int]:
+    """The prompt pieces in tokens [start, start + count) of the batch's prompts laid end to end."""
+    pieces, end = [], min(start + count, batch * input_tokens)
+    while start < end:
+        piece = min(end, (start // input_tokens + 1) * input_tokens) - start
+        pieces.append(piece)
+        start += piece
+    return pieces
+
+
+def prefill_schedule(dep, batch: int, input_tokens: int, budget: int | None) -> dict:
+    """Prefill steps of at most `budget` tokens over the prompts in order (None: one step). Every full
+    step is timed as the first one (exact when the budget holds whole prompts or whole chunks of one)."""
+    total = batch * input_tokens
+    if budget is None or budget >= total:
+        t = prefill_step(dep, [input_tokens] * batch).time_s
+        return {"steps": 1, "first_s": t, "total_s": t}
+    full, rem = divmod(total, budget)
+    t_full = prefill_step(dep, stream_pieces(batch, input_tokens, 0, budget)).time_s
+    t_rem = prefill_step(dep, stream_pieces(batch, input_tokens, full * budget, rem)).time_s if rem else 0.0
+    first = -(-input_tokens // budget)            # steps until the first prompt is in
+    first_s = first * t_full if first <= full else full * t_full + t_rem
+    return {"steps": full + (rem > 0), "first_s": first_s, "total_s": full * t_full + t_rem}
 
 
 def token_budget(v: dict, accelerator) -> int | None:
@@ -47,13 +55,14 @@ def batch_latency(dep, batch: int, input_tokens: int, output_tokens: int, queuei
                   budget: int | None = None) -> dict:
     """Times for `batch` requests that arrive together, are prefilled in order (within the token budget)
     and decode together once every prompt is in."""
-    times = [prefill_step(dep, piece).time_s for piece in prefill_passes(batch, input_tokens, budget)]
+    plan = prefill_schedule(dep, batch, input_tokens, budget)
     prefill = prefill_step(dep, [input_tokens] * batch)
     decode = decode_step(dep, batch, input_tokens + output_tokens / 2)
-    ttft = queueing_s + sum(times)
+    ttft = queueing_s + plan["total_s"]
     e2e = ttft + decode.time_s * (output_tokens - 1)
     return {"prefill": prefill, "decode": decode, "ttft_s": ttft, "tpot_s": decode.time_s, "e2e_s": e2e,
-            "ttft_first_s": queueing_s + times[0], "prefill_steps": len(times), "prefill_total_s": sum(times),
+            "ttft_first_s": queueing_s + plan["first_s"], "prefill_steps": plan["steps"],
+            "prefill_total_s": plan["total_s"],
             "tokens_per_s_per_gpu": batch * output_tokens / e2e / dep.num_gpus,
             "decode_tokens_per_s_per_gpu": batch / decode.time_s / dep.num_gpus}
 

@@ -8,7 +8,7 @@ about half the TTFT that one unbounded pass gives all of them.
 import pytest
 
 from calculators import run
-from calculators.calcs.latency import prefill_passes
+from calculators.calcs.latency import stream_pieces
 
 PART3 = dict(model="llama-3.1-8b", hardware="h100-sxm", batch_size=16, input_tokens=1024, output_tokens=256)
 
@@ -31,7 +31,18 @@ def test_a100_default_budget_is_2048_tokens():
     assert out["prefill_steps"] == 8
 
 
-def test_a_long_prompt_is_split_across_steps():
-    assert prefill_passes(1, 5000, 2048) == [[2048], [2048], [904]]
-    assert prefill_passes(3, 1000, 2048) == [[1000, 1000, 48], [952]]
-    assert prefill_passes(2, 10, None) == [[10, 10]]
+def test_prompts_are_cut_into_pieces_at_step_boundaries():
+    assert stream_pieces(3, 1000, 0, 2048) == [1000, 1000, 48]
+    assert stream_pieces(3, 1000, 2048, 952) == [952]
+    assert stream_pieces(1, 5000, 2048, 2048) == [2048]
+
+
+def test_a_long_prompt_takes_several_steps_before_its_first_token():
+    out = run("latency", dict(PART3, batch_size=1, input_tokens=20000, prefill_budget_rule="vllm"))
+    assert out["prefill_steps"] == 3 and out["ttft_first_s"] == out["ttft_s"]
+
+
+def test_a_tiny_budget_on_a_huge_batch_is_computed_not_enumerated():
+    out = run("latency", dict(PART3, batch_size=100_000, input_tokens=10_000_000, prefill_budget_rule="set",
+                              max_num_batched_tokens=1))
+    assert out["prefill_steps"] == 10 ** 12
