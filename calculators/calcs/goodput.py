@@ -57,7 +57,7 @@ SCHEMA = {
         number("request_rate_per_s", "Request rate", 10.0, 0.001, 1e6, "requests/s",
                "The rate the per-run figures describe; the goodput search does not depend on it."),
         number("burstiness", "Arrival burstiness (gamma shape)", 1.0, 0.05, 100.0, "",
-               "As vLLM's `vllm bench serve --burstiness`: 1 is Poisson; below 1 burstier, above 1 more even. "
+               "As vLLM's vllm bench serve --burstiness: 1 is Poisson; below 1 burstier, above 1 more even. "
                "Squared coefficient of variation of the gaps = 1 ÷ burstiness.", 0.05),
         integer("num_requests", "Requests measured", 1000, 50, 5000, "requests",
                 "Counted after a warm start at the steady-state batch and a settling stretch; later "
