@@ -1,46 +1,65 @@
-"""Goodput: a seeded discrete-event simulation of continuous batching against TTFT/TPOT SLOs.
+"""Goodput: a seeded discrete-event simulation of continuous batching against TTFT/TPOT/ITL SLOs.
 
 Goodput (DistServe, arXiv 2401.09670 §2): the highest request rate at which at least the target
-share of requests meets both the TTFT and the TPOT SLO. Step times come from steptime.StepModel.
+share of requests meets both the TTFT and the TPOT SLO, found here by bisection on the rate
+between 0 and the edge of steady state (ρ = STABLE_BELOW), whatever rate the reader typed. Rate ×
+attainment at one rate is the per-run "request goodput" vLLM's `vllm bench serve --goodput` prints.
+Step times come from steptime.StepModel.
 
 Steady state at a browser's cost (goodput_sim): utilisation ρ = rate × server time per request when
-saturated; ρ ≥ 0.98 counts as overload (no steady state: attainment 0, latencies from one saturated
-schedule shared by every overloaded rate); below it, a warm start at the implied batch, a settling
-stretch, then num_requests measured. Checked against 5,000-request runs in tests/core/test_goodput_steady.py.
+saturated; ρ ≥ 0.98 counts as overload (the capacity is an estimate good to a few percent, so no
+steady state is claimed: attainment 0, latencies from one saturated schedule shared by every
+overloaded rate); below it, a warm start at the implied batch, a settling stretch, then
+num_requests measured. Common random numbers: every rate sees the same requests and arrival gaps.
+Checked against 5,000-request runs in tests/core/test_goodput_steady.py.
 """
 from __future__ import annotations
 
 import math
 
+from ..errors import InputError
 from ..schema import choice, integer, number, output, series, step
-from .goodput_sim import ANALYSIS_REQUESTS, SIZE_CAP, Workload, offered_load, simulate, warm_start
+from .goodput_sim import (ANALYSIS_REQUESTS, SIZE_CAP, Gaps, Workload, offered_load, simulate, warm_start,
+                          weighted_percentile)
+from .engine_defaults import vllm_max_num_seqs
 from .memory import budget, engine_fields
 from .steptime import StepModel, deployment, deployment_fields, efficiency_steps
 
 DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
-RATE_FACTORS = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0)   # the sweep, relative to the chosen rate
+SEQ_RULES = [("vllm", "vLLM V1 default for this accelerator"), ("set", "The value below")]
+OVERLOAD_PLOTTED = 1.1    # ρ of the one overloaded point on the plots
+QUEUE_GRID, QUEUE_SAMPLE = (0.25, 0.5, 0.7, 0.8), 300   # extra utilisations for the queueing plot, and their sample
+RESOLUTION = 0.01        # the goodput search stops when its bracket is narrower than this × capacity
+FIRST_GUESS = 0.9        # ρ of the second probe, after the edge of steady state
 
 
 SCHEMA = {
     "name": "goodput",
     "title": "Goodput and SLO attainment (simulated)",
     "description": ("A seeded discrete-event simulation of one serving replica (the GPUs form one "
-                    "tensor-parallel group). Assumptions: Poisson arrivals; prompt and output lengths "
+                    "tensor-parallel group). Assumptions: arrivals with gamma-distributed gaps (shape = "
+                    "burstiness; 1 is Poisson), as vLLM's benchmark draws them; prompt and output lengths "
                     "drawn independently (fixed, uniform, or log-normal with the given mean and "
                     "coefficient of variation); first-come first-served; continuous batching that runs "
                     "a prefill of all newly admitted requests before the next decode step (decodes stall "
-                    "meanwhile, no chunked prefill); KV for prompt plus output reserved on admission, "
-                    "no preemption; step times from the roofline model scaled by the efficiency factors; "
-                    "no network, tokenisation or scheduler overhead. A request meets the SLO when its "
-                    "TTFT and its mean TPOT are both within target. Steady state: the offered load is "
-                    "checked against the capacity of the same step-time model; below it, the run starts "
-                    "with the batch the load implies, and the requests measured arrive after a settling "
-                    "stretch; at or within 2% of capacity queues grow without bound, and attainment is "
-                    "reported as 0. Goodput follows DistServe (arXiv 2401.09670): requests per second "
-                    "meeting both SLOs."),
+                    "meanwhile, no chunked prefill, no token budget); KV for prompt plus output reserved "
+                    "on admission, no preemption; step times from the roofline model scaled by the "
+                    "efficiency factors; no network, tokenisation or scheduler overhead. A request meets "
+                    "the SLO when its TTFT and its mean TPOT are both within target; a rate meets the "
+                    "objectives when the target share of requests does and the pooled inter-token "
+                    "latency p99 is within its target. Goodput follows DistServe (arXiv 2401.09670): the "
+                    "highest rate that meets the objectives, found by bisection. Steady state: the offered "
+                    "load is checked against the capacity of the same step-time model; below 98% of it "
+                    "the run starts with the batch the load implies, and the requests measured arrive "
+                    "after a settling stretch; from 98% of capacity up no steady state is claimed and "
+                    "attainment is reported as 0."),
     "inputs": deployment_fields(0.8, 0.6) + engine_fields() + [
-        number("request_rate_per_s", "Request rate", 10.0, 0.001, 1e6, "requests/s"),
-        integer("num_requests", "Requests measured", 200, 50, 2000, "requests",
+        number("request_rate_per_s", "Request rate", 10.0, 0.001, 1e6, "requests/s",
+               "The rate the per-run figures describe; the goodput search does not depend on it."),
+        number("burstiness", "Arrival burstiness (gamma shape)", 1.0, 0.05, 100.0, "",
+               "As vLLM's vllm bench serve --burstiness: 1 is Poisson; below 1 burstier, above 1 more even. "
+               "Squared coefficient of variation of the gaps = 1 ÷ burstiness.", 0.05),
+        integer("num_requests", "Requests measured", 1000, 50, 5000, "requests",
                 "Counted after a warm start at the steady-state batch and a settling stretch; later "
                 "arrivals keep the server loaded while they finish."),
         integer("seed", "Random seed", 0, 0, 2 ** 31 - 1),
@@ -50,30 +69,49 @@ SCHEMA = {
         choice("output_distribution", "Output length distribution", "lognormal", DISTRIBUTIONS),
         integer("output_tokens_mean", "Mean output length", 128, 1, 100_000, "tokens"),
         number("output_tokens_cv", "Output length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
-        integer("max_batch_size", "Max concurrent sequences", 256, 1, 100_000, "sequences"),
+        choice("max_seqs_rule", "Cap on running sequences", "vllm", SEQ_RULES,
+               "vLLM V1 (vllm/engine/arg_utils.py at commit 99d7eb5d): max_num_seqs 1,024 on "
+               "GPUs with at least 70 GiB other than A100, 256 otherwise."),
+        integer("max_batch_size", "Max concurrent sequences (when set)", 256, 1, 100_000, "sequences"),
         number("ttft_slo_s", "TTFT target", 0.5, 0.001, 3600.0, "s",
-               "DistServe's chatbot SLO for OPT-13B is 0.2 s TTFT, 0.1 s TPOT (Table 1)."),
-        number("tpot_slo_s", "TPOT target", 0.1, 0.0001, 60.0, "s"),
-        number("slo_target_percent", "Share of requests that must meet both", 90.0, 1.0, 100.0, "%"),
+               "DistServe's chatbot SLO for OPT-13B is 0.25 s TTFT, 0.1 s TPOT (arXiv v3, Table 1)."),
+        number("tpot_slo_s", "TPOT target (per-request mean)", 0.1, 0.0001, 60.0, "s"),
+        number("itl_p99_slo_s", "Inter-token latency p99 target (pooled gaps)", 60.0, 0.0001, 60.0, "s",
+               "A stall bound for streaming: the p99 of every gap between tokens. 60 s (the most) leaves it "
+               "out in effect."),
+        number("slo_target_percent", "Share of requests that must meet TTFT and TPOT", 90.0, 1.0, 100.0, "%"),
     ],
     "outputs": [
-        output("slo_attainment", "Requests meeting both SLOs", "", "percent"),
-        output("goodput_requests_per_s", "Goodput at this rate", "requests/s", "rate"),
-        output("max_rate_meeting_slo_requests_per_s", "Highest simulated rate meeting the target",
+        output("max_rate_meeting_slo_requests_per_s", "Goodput (DistServe): highest rate meeting the objectives",
                "requests/s", "rate"),
-        output("max_rate_meeting_slo_requests_per_s_per_gpu", "Highest rate meeting the target, per GPU",
+        output("max_rate_meeting_slo_requests_per_s_per_gpu", "Goodput per GPU", "requests/s", "rate"),
+        output("goodput_utilisation", "Goodput ÷ capacity", "", "percent"),
+        output("slo_attainment", "At the chosen rate: requests meeting TTFT and TPOT", "", "percent"),
+        output("goodput_requests_per_s", "At the chosen rate: rate × attainment (vLLM's per-run request goodput)",
                "requests/s", "rate"),
         output("ttft_p50_s", "TTFT p50", "s", "seconds"), output("ttft_p90_s", "TTFT p90", "s", "seconds"),
         output("ttft_p99_s", "TTFT p99", "s", "seconds"), output("tpot_p50_s", "TPOT p50", "s", "seconds"),
         output("tpot_p90_s", "TPOT p90", "s", "seconds"), output("tpot_p99_s", "TPOT p99", "s", "seconds"),
-        output("stable", "Server keeps up (1 = yes; 0 = offered load within 2% of capacity or above)", "", "integer"),
+        output("itl_p50_s", "Inter-token latency p50 (pooled gaps)", "s", "seconds"),
+        output("itl_p99_s", "Inter-token latency p99 (pooled gaps)", "s", "seconds"),
+        output("itl_max_s", "Longest gap between two tokens", "s", "seconds"),
+        output("simulated_wait_s", "Mean wait before prefill, simulated", "s", "seconds"),
+        output("kingman_wait_s", "Mean wait in queue, Kingman's G/G/1 formula", "s", "seconds"),
+        output("service_cv2", "Squared spread of server time per request (Cs²)", "", "number"),
+        output("stable", "Steady state measured (below 98% of capacity)", "", "number"),
         output("utilisation", "Offered load ÷ capacity (ρ)", "", "percent"),
         output("capacity_requests_per_s", "Capacity: requests/s a saturated server completes", "requests/s", "rate"),
+        output("max_running_sequences", "Cap on running sequences", "sequences", "integer"),
         output("steady_state_batch", "Sequences decoding in steady state (estimate)", "sequences", "integer"),
         output("dropped_requests", "Requests whose KV never fits", "requests", "integer"),
         output("kv_capacity_tokens", "KV pool", "tokens", "integer"),
     ],
 }
+
+
+def max_num_seqs(v: dict, accelerator) -> int:
+    """The running-sequence cap: vLLM V1's default for the accelerator, or the reader's value."""
+    return v["max_batch_size"] if v["max_seqs_rule"] == "set" else vllm_max_num_seqs(accelerator)
 
 
 def percentile(sorted_values: list[float], pct: float) -> float:
@@ -83,41 +121,61 @@ def percentile(sorted_values: list[float], pct: float) -> float:
     return sorted_values[max(0, math.ceil(pct / 100 * len(sorted_values)) - 1)]
 
 
-def summarise(result, ttft_slo: float, tpot_slo: float) -> dict:
+def summarise(result, ttft_slo: float, tpot_slo: float, gaps: Gaps | None = None) -> dict:
     served = [r for r in result if r is not None]
     ttfts, tpots = sorted(r[0] for r in served), sorted(r[1] for r in served)
     met = sum(1 for r in served if r[0] <= ttft_slo and r[1] <= tpot_slo)
-    out = {"attainment": met / len(result), "dropped": len(result) - len(served)}
+    out = {"attainment": met / len(result), "dropped": len(result) - len(served),
+           "queue_wait": sum(r[0] - r[2] for r in served) / len(served) if served else 0.0}
     for p in (50, 90, 99):
         out[f"ttft_p{p}"], out[f"tpot_p{p}"] = percentile(ttfts, p), percentile(tpots, p)
+    pairs = gaps.pairs if gaps is not None else []
+    out["itl_p50"], out["itl_p99"] = weighted_percentile(pairs, 50), weighted_percentile(pairs, 99)
+    out["itl_max"] = max((g for g, w in pairs if w), default=0.0)
     return out
 
 
 SETTLE = 0.25   # arrivals let in after the warm start before measuring, × the steady-state batch
-STABLE_BELOW = 0.98   # ρ at or above this counts as overloaded: the estimate is good to a few percent,
-                      # and this close to capacity the queue settles far more slowly than a short run shows
-UNSTABLE = ("offered load exceeds capacity (or is within 2% of it): queues grow without bound; attainment "
-            "falls towards 0 over a long enough run, so it is reported as 0 and goodput as 0; the latencies "
-            "shown are those of the simulated stretch, and TTFT grows with its length")
+STABLE_BELOW = 0.98   # ρ at or above this counts as overloaded: the capacity is an estimate good to a few
+                      # percent (test_capacity_estimate_matches_a_saturated_simulation allows 7%), and this
+                      # close to capacity the queue settles far more slowly than a finite run can show
+UNSTABLE = ("offered load is at or above 98% of the estimated capacity: no steady state is claimed (the "
+            "estimate is good to a few percent, and past capacity queues grow without bound), so attainment "
+            "and per-run goodput are reported as 0; the latencies shown are those of a saturated schedule, and "
+            "TTFT grows with the length of the run")
 
 
-def _measure(v: dict, sim: dict, rate: float) -> dict:
+def _measure(v: dict, sim: dict, rate: float, probe: bool = False) -> dict:
     """One rate: start warm at the steady-state batch, let SETTLE × batch arrivals in, measure the next
-    num_requests; later arrivals keep the server loaded until they finish. Overloaded: see _overloaded."""
-    load, capacity, workload = sim["load"], sim["capacity"], sim["workload"]
+    num_requests; later arrivals keep the server loaded until they finish. Overloaded: see _overloaded.
+    A probe stops as soon as more requests have missed than the target allows ({"meets": False} only).
+    Memoised by rate in sim["runs"]."""
+    if rate in sim["runs"] and (probe or "attainment" in sim["runs"][rate]):
+        return sim["runs"][rate]
+    load, capacity, workload, cap = sim["load"], sim["capacity"], sim["workload"], sim["max_seqs"]
     rho = load.utilisation(rate)
     if rho >= STABLE_BELOW:
-        return dict(summarise(_overloaded(v, sim, rate), v["ttft_slo_s"], v["tpot_slo_s"]),
-                    attainment=0.0, utilisation=rho, stable=False, batch=min(SIZE_CAP, load.full_batch))
-    batch = min(SIZE_CAP, load.batch(rate))
-    settle, n = math.ceil(SETTLE * batch), v["num_requests"]
-    warm = warm_start(workload.first(ANALYSIS_REQUESTS), batch, v["seed"], capacity)
-    result = simulate(sim["steps"], workload.first(settle + n + batch), rate, v["max_batch_size"], capacity,
-                      warm, (settle, settle + n), sim["alone"])
-    return dict(summarise(result, v["ttft_slo_s"], v["tpot_slo_s"]), utilisation=rho, stable=True, batch=batch)
+        gaps = Gaps()
+        out = dict(summarise(_overloaded(v, sim, rate, gaps), v["ttft_slo_s"], v["tpot_slo_s"], gaps),
+                   attainment=0.0, utilisation=rho, stable=False, batch=min(SIZE_CAP, load.full_batch))
+    else:
+        batch, gaps = min(SIZE_CAP, load.batch(rate)), Gaps()
+        settle, n = math.ceil(SETTLE * batch), v["num_requests"]
+        warm = warm_start(workload.first(ANALYSIS_REQUESTS), batch, v["seed"], capacity)
+        stop = (v["ttft_slo_s"], v["tpot_slo_s"], math.floor(n * (1 - sim["target"]) + 1e-9)) if probe else None
+        result = simulate(sim["steps"], workload.first(settle + n + batch), rate, cap, capacity,
+                          warm, (settle, settle + n), sim["alone"], gaps, stop)
+        if result is None:
+            sim["runs"][rate] = {"meets": False}
+            return sim["runs"][rate]
+        out = dict(summarise(result, v["ttft_slo_s"], v["tpot_slo_s"], gaps), utilisation=rho, stable=True,
+                   batch=batch)
+    out["meets"] = out["attainment"] >= sim["target"] and out["itl_p99"] <= v["itl_p99_slo_s"]
+    sim["runs"][rate] = out
+    return out
 
 
-def _overloaded(v: dict, sim: dict, rate: float) -> list:
+def _overloaded(v: dict, sim: dict, rate: float, gaps: Gaps) -> list:
     """Past capacity the batch stays full and the queue never empties, so the schedule does not depend
     on the rate: simulate it once with every request queued at t = 0 (warm start at the full batch),
     then TTFT at this rate = first token − arrival, or the prefill alone if it arrived later."""
@@ -126,84 +184,158 @@ def _overloaded(v: dict, sim: dict, rate: float) -> list:
         batch = min(SIZE_CAP, load.full_batch)
         queued = [(0.0, a, b) for _, a, b in workload.first(n + batch)]
         warm = warm_start(workload.first(ANALYSIS_REQUESTS), batch, v["seed"], sim["capacity"])
-        sim["saturated"] = simulate(sim["steps"], queued, 1.0, v["max_batch_size"], sim["capacity"], warm, (0, n),
-                                    sim["alone"])
+        sim["saturated_gaps"] = Gaps()
+        sim["saturated"] = simulate(sim["steps"], queued, 1.0, sim["max_seqs"], sim["capacity"], warm, (0, n),
+                                    sim["alone"], sim["saturated_gaps"])
+    gaps.pairs = sim["saturated_gaps"].pairs
     out, t = [], 0.0
     for r, (gap, _, _) in zip(sim["saturated"], sim["workload"].first(v["num_requests"])):
         t += gap / rate
-        out.append(None if r is None else (max(r[0] - t, r[2]), r[1]))
+        out.append(None if r is None else (max(r[0] - t, r[2]), r[1], r[2]))
     return out
+
+
+def _bisect(v: dict, sim: dict) -> tuple[float, float]:
+    """DistServe goodput: the highest rate meeting the objectives, by bisection, to RESOLUTION × capacity.
+    Bracketed from the analytical capacity: the edge (ρ = STABLE_BELOW; no rate above it is claimed),
+    then ρ = FIRST_GUESS, so a goodput near capacity takes a few probes. Returns (goodput, edge)."""
+    load = sim["load"]
+    if not load.share:
+        return 0.0, 0.0
+    per_rho = 1 / (load.share * load.service_s())
+    edge = math.nextafter(STABLE_BELOW * per_rho, 0.0)   # just inside steady state
+    if _measure(v, sim, edge, True)["meets"]:
+        return edge, edge
+    guess = FIRST_GUESS * per_rho
+    lo, hi = (guess, edge) if _measure(v, sim, guess, True)["meets"] else (0.0, guess)
+    while hi - lo > RESOLUTION * per_rho:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _measure(v, sim, mid, True)["meets"] else (lo, mid)
+    return lo, edge
+
+
+def service_cv2(load, work) -> float:
+    """Squared coefficient of variation of the server time per request, from the length mix:
+    S_i = prefill × prompt_i ÷ mean prompt + (output_i − 1) × step(B) ÷ B, B the saturated batch."""
+    step_s = load.steps.decode_time(load.full_batch, load.context) / load.full_batch
+    mean_prompt = sum(a for _, a, _ in work) / len(work)
+    times = [load.prefill_s * a / mean_prompt + (b - 1) * step_s for _, a, b in work]
+    mean = sum(times) / len(times)
+    return sum((t - mean) ** 2 for t in times) / len(times) / mean ** 2
+
+
+def kingman_wait(rho: float, ca2: float, cs2: float, service_s: float) -> float:
+    """Kingman's G/G/1 approximation of the mean wait in queue: ρ ÷ (1 − ρ) × (Ca² + Cs²) ÷ 2 × E[S]
+    (Kingman 1961); for Poisson arrivals (Ca² = 1) it is the Pollaczek–Khinchine M/G/1 mean wait."""
+    return rho / (1 - rho) * (ca2 + cs2) / 2 * service_s if rho < 1 else math.inf
 
 
 def compute(v: dict) -> dict:
     dep, workload = deployment(v), Workload(v)
-    steps = StepModel(dep)
+    steps, cap = StepModel(dep), max_num_seqs(v, dep.accelerator)
     capacity = budget(dict(v, tensor_parallel=v["num_gpus"], context_tokens=1), v["num_gpus"])["tokens"]
-    load = offered_load(steps, workload.first(ANALYSIS_REQUESTS), v["max_batch_size"], capacity)
-    sim = {"load": load, "capacity": capacity, "workload": workload, "steps": steps, "alone": {}}
-    rate, target = v["request_rate_per_s"], v["slo_target_percent"] / 100
+    load = offered_load(steps, workload.first(ANALYSIS_REQUESTS), cap, capacity)
+    sim = {"load": load, "capacity": capacity, "workload": workload, "steps": steps, "alone": {}, "runs": {},
+           "max_seqs": cap, "target": v["slo_target_percent"] / 100,
+           "cs2": service_cv2(load, workload.first(ANALYSIS_REQUESTS))}
+    rate = v["request_rate_per_s"]
     here = _measure(v, sim, rate)
-    rates = [rate * f for f in RATE_FACTORS]
-    sweep = [here if r == rate else _measure(v, sim, r) for r in rates]
-    best = max((r for r, s in zip(rates, sweep) if s["attainment"] >= target), default=0.0)
+    best, edge = _bisect(v, sim)
+    overload = OVERLOAD_PLOTTED * edge / STABLE_BELOW    # one point past capacity shows the cliff
+    plotted = sorted({r for r, s in sim["runs"].items() if "attainment" in s} | {best, overload} - {0.0})
+    sweep = [_measure(v, sim, r) for r in plotted]
     notes = [UNSTABLE] if not here["stable"] else []
     if here["dropped"]:
         notes.append(f"{here['dropped']} of {v['num_requests']} measured requests need more KV than the pool holds "
                      f"({capacity:,} tokens) and count as missing both SLOs")
+    if best == 0.0:
+        notes.append("no simulated rate meets the objectives: goodput is 0 to the resolution of the search")
+    cap_rate = load.capacity()
     return {
-        "slo_attainment": here["attainment"],
-        "goodput_requests_per_s": rate * here["attainment"],
         "max_rate_meeting_slo_requests_per_s": best,
         "max_rate_meeting_slo_requests_per_s_per_gpu": best / v["num_gpus"],
-        "stable": int(here["stable"]),
+        "goodput_utilisation": best / cap_rate if cap_rate else 0.0,
+        "slo_attainment": here["attainment"],
+        "goodput_requests_per_s": rate * here["attainment"],
+        "stable": here["stable"],
         "utilisation": here["utilisation"],
-        "capacity_requests_per_s": load.capacity(),
+        "capacity_requests_per_s": cap_rate,
+        "max_running_sequences": cap,
         "steady_state_batch": here["batch"],
         **{f"{m}_p{p}_s": here[f"{m}_p{p}"] for m in ("ttft", "tpot") for p in (50, 90, 99)},
+        "itl_p50_s": here["itl_p50"], "itl_p99_s": here["itl_p99"], "itl_max_s": here["itl_max"],
         "dropped_requests": here["dropped"],
         "kv_capacity_tokens": capacity,
         "notes": notes,
-        "derivation": efficiency_steps(dep) + _steps(v, load, capacity, here, rates, best),
-        "series": _sweep_series(rates, sweep),
+        "derivation": efficiency_steps(dep) + _steps(v, sim, here, best, edge),
+        "kingman_wait_s": kingman_wait(min(here["utilisation"], STABLE_BELOW), 1 / v["burstiness"], sim["cs2"],
+                                       load.service_s()),
+        "simulated_wait_s": here["queue_wait"],
+        "service_cv2": sim["cs2"],
+        "series": dict(_sweep_series(plotted, sweep), queueing_vs_utilisation=_queueing_series(v, sim, plotted, sweep)),
     }
 
 
-def _steps(v: dict, load, capacity: int, here: dict, rates: list[float], best: float) -> list[dict]:
-    rate, service = v["request_rate_per_s"], load.service_s()
+def _queueing_series(v: dict, sim: dict, rates: list[float], sweep: list[dict]) -> dict:
+    """Mean wait before a request's own prefill, simulated, against Kingman's formula, by utilisation:
+    the runs already made, plus QUEUE_GRID utilisations run with QUEUE_SAMPLE requests (a mean needs
+    fewer than a tail)."""
+    per_rho = 1 / (sim["load"].share * sim["load"].service_s()) if sim["load"].share else 0.0
+    light, small = dict(sim, runs={}), dict(v, num_requests=QUEUE_SAMPLE)
+    extra = [_measure(small, light, u * per_rho) for u in QUEUE_GRID] if per_rho else []
+    pairs = sorted((s["utilisation"], s["queue_wait"]) for s in sweep + extra if s["stable"])
+    service, ca2 = sim["load"].service_s(), 1 / v["burstiness"]
+    return series("Mean wait before prefill vs utilisation: simulated and Kingman's formula", "Utilisation ρ", "",
+                  [100 * u for u, _ in pairs],
+                  [("simulated", "s", [w for _, w in pairs]),
+                   ("Kingman (G/G/1)", "s", [kingman_wait(u, ca2, sim["cs2"], service) for u, _ in pairs])])
+
+
+def _steps(v: dict, sim: dict, here: dict, best: float, edge: float) -> list[dict]:
+    load, capacity, rate, service = sim["load"], sim["capacity"], v["request_rate_per_s"], sim["load"].service_s()
+    probes = sorted(r for r in sim["runs"] if r <= edge)
     return [
+        step("Cap on running sequences", "vLLM V1 max_num_seqs default: 1,024 if memory ≥ 70 GiB and not A100, "
+             "else 256" if v["max_seqs_rule"] == "vllm" else "set by you", f"{sim['max_seqs']}", sim["max_seqs"],
+             "sequences"),
         step("KV pool", "engine budget ÷ KV per token (all layers)", f"{capacity} tokens", capacity, "tokens"),
         step("Batch when saturated", "min(max sequences, KV pool ÷ KV reserved per sequence)",
-             f"min({v['max_batch_size']}, pool ÷ mean(prompt + output), weighted by time decoding)",
+             f"min({sim['max_seqs']}, pool ÷ mean(prompt + output), weighted by time decoding)",
              load.full_batch, "sequences"),
         step("Server time per request, saturated",
              "prefill (shared with prompts admitted alongside) + (output − 1) × decode step(B) ÷ B",
              f"{load.prefill_s:.4g} + {load.decode_steps:.4g} × step({load.full_batch}, {load.context}) ÷ "
              f"{load.full_batch}", service, "s"),
         step("Capacity", "1 ÷ server time per request", f"1 ÷ {service:.4g}", load.capacity(), "requests/s"),
-        step("Utilisation ρ", "rate × share of requests that fit × server time per request (≥ 1: queues grow "
-             "without bound)",
+        step("Utilisation ρ at the chosen rate", "rate × share of requests that fit × server time per request",
              f"{rate} × {load.share:.4g} × {service:.4g}", here["utilisation"], ""),
-        step("SLO attainment", "measured requests with TTFT ≤ target and TPOT ≤ target ÷ measured requests",
+        step("SLO attainment at the chosen rate", "measured requests with TTFT ≤ target and TPOT ≤ target ÷ measured",
              f"TTFT ≤ {v['ttft_slo_s']} s, TPOT ≤ {v['tpot_slo_s']} s over {v['num_requests']} requests after a "
              f"warm start at {here['batch']} sequences" + ("" if here["stable"] else f"; 0 as ρ ≥ {STABLE_BELOW}"),
              here["attainment"], ""),
-        step("Goodput", "rate × attainment", f"{rate} × {here['attainment']:.4g}",
+        step("Per-run request goodput (vLLM)", "rate × attainment", f"{rate} × {here['attainment']:.4g}",
              rate * here["attainment"], "requests/s"),
-        step("Highest rate meeting the target", f"max rate with attainment ≥ {v['slo_target_percent']}%",
-             "simulated at " + ", ".join(f"{r:.4g}" for r in rates), best, "requests/s"),
+        step("Edge of steady state", f"{STABLE_BELOW} × capacity", f"{STABLE_BELOW} × {load.capacity():.4g}",
+             edge, "requests/s"),
+        step("Goodput (DistServe)", f"highest rate with attainment ≥ {v['slo_target_percent']:g}% and ITL p99 ≤ "
+             f"{v['itl_p99_slo_s']:g} s; bisection from [{FIRST_GUESS} × capacity, edge] or [0, {FIRST_GUESS} × "
+             f"capacity] to {RESOLUTION:.0%} of capacity",
+             "simulated at " + ", ".join(f"{r:.4g}" for r in probes), best, "requests/s"),
     ]
 
 
 def _sweep_series(rates: list[float], sweep: list[dict]) -> dict:
-    """One plot per unit: attainment (%), goodput (requests/s), p90 latencies (s)."""
+    """One plot per unit: attainment (%), goodput (requests/s), latencies (s)."""
     return {
         "goodput_vs_rate": series("SLO attainment vs request rate", "Request rate", "requests/s", rates,
                                   [("SLO attainment", "%", [100 * s["attainment"] for s in sweep])]),
         "goodput_requests_vs_rate": series(
-            "Goodput vs request rate", "Request rate", "requests/s", rates,
-            [("goodput", "requests/s", [r * s["attainment"] for r, s in zip(rates, sweep)]),
+            "Per-run goodput (rate × attainment) vs request rate", "Request rate", "requests/s", rates,
+            [("rate × attainment", "requests/s", [r * s["attainment"] for r, s in zip(rates, sweep)]),
              ("offered rate", "requests/s", list(rates))]),
-        "latency_vs_rate": series("p90 TTFT and TPOT vs request rate", "Request rate", "requests/s", rates,
+        "latency_vs_rate": series("p90 TTFT, p90 TPOT and p99 ITL vs request rate", "Request rate", "requests/s",
+                                  rates,
                                   [("TTFT p90", "s", [s["ttft_p90"] for s in sweep]),
-                                   ("TPOT p90", "s", [s["tpot_p90"] for s in sweep])]),
+                                   ("TPOT p90", "s", [s["tpot_p90"] for s in sweep]),
+                                   ("ITL p99", "s", [s["itl_p99"] for s in sweep])]),
     }

@@ -36,17 +36,22 @@ def length_sampler(kind: str, mean: float, cv: float):
 
 class Workload:
     """(arrival gap at rate 1, input tokens, output tokens) per request, drawn on demand: every
-    prefix is the same whatever length is asked for later."""
+    prefix is the same whatever length is asked for later. Gaps are gamma with shape k = burstiness
+    and mean 1, as vLLM's `vllm bench serve --burstiness` draws them (k = 1: exponential, Poisson
+    arrivals; k < 1 burstier, k > 1 more even; squared coefficient of variation 1 ÷ k). One draw per
+    request at rate 1, scaled by 1 ÷ rate, so every rate sees the same requests (common random numbers);
+    gaps come from a stream of their own, so the lengths do not depend on the burstiness."""
 
     def __init__(self, v: dict):
         self.rng, self.items = random.Random(v["seed"]), []
+        self.gap_rng, self.shape = random.Random(f"arrivals {v['seed']}"), v.get("burstiness", 1.0)
         self.prompt = length_sampler(v["input_distribution"], v["input_tokens_mean"], v["input_tokens_cv"])
         self.output = length_sampler(v["output_distribution"], v["output_tokens_mean"], v["output_tokens_cv"])
 
     def first(self, n: int) -> list[tuple[float, int, int]]:
-        rng = self.rng
+        rng, gap_rng = self.rng, self.gap_rng
         while len(self.items) < n:
-            gap = rng.expovariate(1.0)
+            gap = gap_rng.gammavariate(self.shape, 1.0 / self.shape)   # shape 1: the same draw as expovariate(1)
             self.items.append((gap, self.prompt(rng), self.output(rng)))
         return self.items[:n]
 
@@ -135,14 +140,70 @@ def _preload(warm, running: list, ctx: list) -> tuple[list, list, float]:
     return inp, out, kv_used
 
 
+class NoGaps:
+    """Stands in for Gaps where the inter-token gaps are not wanted (it records nothing)."""
+
+    def joined(self, now: float, count: int):
+        pass
+
+    def steps(self, start: float, k: int, took: float):
+        pass
+
+    def left(self, count: int):
+        pass
+
+
+class Gaps:
+    """Inter-token gaps of the measured requests, pooled, as (seconds, how many) pairs: every sequence
+    in the batch shares each decode step, so a run of k identical steps over m measured sequences is
+    one pair (step, (k − 1) × m), and the first step after a prefill is the stall plus the step for
+    the sequences that were waiting on it. `cohorts` holds (time of last token, measured sequences)."""
+
+    def __init__(self):
+        self.pairs, self.cohorts, self.running = [], [], 0
+
+    def joined(self, now: float, count: int):
+        if count:
+            self.cohorts.append((now, count))
+            self.running += count
+
+    def steps(self, start: float, k: int, took: float):
+        step_s = took / k
+        for t, count in self.cohorts:
+            self.pairs.append((start + step_s - t, count))
+        if k > 1 and self.running:
+            self.pairs.append((step_s, (k - 1) * self.running))
+        self.cohorts = [(start + took, self.running)] if self.running else []
+
+    def left(self, count: int):
+        self.running -= count
+        if self.cohorts:
+            self.cohorts[0] = (self.cohorts[0][0], self.running)
+
+
+def weighted_percentile(pairs: list, pct: float) -> float:
+    """Nearest-rank percentile of (value, weight) pairs; 0.0 for none."""
+    total = sum(w for _, w in pairs)
+    if not total:
+        return 0.0
+    rank, seen = max(1, math.ceil(pct / 100 * total)), 0
+    for value, w in sorted(pairs):
+        seen += w
+        if seen >= rank:
+            return value
+    return max(pairs)[0]
+
+
 def simulate(steps: StepModel, work, rate: float, max_batch: int, kv_capacity: float, warm=(), measured=(0, None),
-             alone: dict | None = None):
+             alone: dict | None = None, gaps: Gaps | None = None, stop=None):
     """Prefill-first continuous batching, FCFS, KV (in tokens) reserved for prompt + output on admission.
 
     `warm` sequences are decoding at t = 0; requests work[lo:hi] are measured, and the run stops
-    once they are done; `alone` memoises one prompt's prefill time by length. Decode steps between
-    events are taken in chunks (each step's time at the chunk's mean context, rounded to a token),
-    so the loop runs per event, not per token.
+    once they are done; `alone` memoises one prompt's prefill time by length; `gaps` (a Gaps) collects
+    the measured requests' inter-token gaps; `stop` = (TTFT target, TPOT target, misses allowed) ends
+    the run early, returning None, once more measured requests have missed than allowed. Decode steps
+    between events are taken in chunks (each step's time at the chunk's mean context, rounded to a
+    token), so the loop runs per event, not per token.
     Returns (ttft_s, tpot_s, prefill_s) per measured request, None for one whose KV can never fit.
     """
     running, ctx = [], [0]
@@ -155,8 +216,9 @@ def simulate(steps: StepModel, work, rate: float, max_batch: int, kv_capacity: f
         t += w[0] / rate
         arrivals.append(t)
     lo, hi = p + measured[0], p + (len(work) if measured[1] is None else measured[1])
-    return _run(steps, arrivals, inp, out, running, ctx[0], kv_used, max_batch, kv_capacity, p, lo, hi,
-                {} if alone is None else alone)
+    state = {"now": 0.0, "g": 0, "kv": kv_used, "ctx": ctx[0], "next": p, "misses": 0}
+    return _run(steps, arrivals, inp, out, running, state, max_batch, kv_capacity, lo, hi,
+                {} if alone is None else alone, gaps or NoGaps(), stop)
 
 
 def _admit(waiting: deque, need: list, kv_used: float, kv_capacity: float, room: int, lo: int, hi: int):
@@ -195,46 +257,87 @@ def _prefill_time(prefill_time, alone: dict, prompts: list) -> float:
     return alone[t] if t in alone else alone.setdefault(t, prefill_time(prompts))
 
 
-def _run(steps, arrivals, inp, out, running, ctx_offset, kv_used, max_batch, kv_capacity, nxt, lo, hi, alone):
-    n, decode_time, prefill_time = len(inp), steps.decode_time, steps.prefill_time
-    push, pop = heapq.heappush, heapq.heappop
+def _missed(r, stop) -> bool:
+    return r is None or r[0] > stop[0] or r[1] > stop[1]
+
+
+def _prefill(st, admitted, inp, out, need, arrivals, result, first_token, prefill_s, running, took, lo, hi, gaps):
+    """Book one prefill of the admitted requests: first tokens now; one-token answers finish at once.
+    Returns the measured requests that finished."""
+    now, g, done, joined = st["now"], st["g"], [], 0
+    for i in admitted:
+        first_token[i], prefill_s[i] = now, took
+        if out[i] == 1:
+            result[i] = (now - arrivals[i], 0.0, took)
+            st["kv"] -= need[i]
+            if lo <= i < hi:
+                done.append(i)
+        else:   # it finishes after out − 1 more decode steps
+            heapq.heappush(running, (g + out[i] - 1, i))
+            st["ctx"] += inp[i] + 1 - g
+            joined += lo <= i < hi
+    gaps.joined(now, joined)
+    return done
+
+
+def _run(steps, arrivals, inp, out, running, st, max_batch, kv_capacity, lo, hi, alone, gaps, stop):
+    n, prefill_time = len(inp), steps.prefill_time
     result, first_token, prefill_s, waiting = [None] * n, [0.0] * n, [0.0] * n, deque()
-    need, now, g, left = [a + b for a, b in zip(inp, out)], 0.0, 0, hi - lo
+    need, left = [a + b for a, b in zip(inp, out)], hi - lo
     while left:
-        while nxt < n and arrivals[nxt] <= now:
-            waiting.append(nxt)
-            nxt += 1
+        while st["next"] < n and arrivals[st["next"]] <= st["now"]:
+            waiting.append(st["next"])
+            st["next"] += 1
         if not waiting and not running:
-            if nxt == n:
+            if st["next"] == n:
                 break
-            now = arrivals[nxt]
+            st["now"] = arrivals[st["next"]]
             continue
         if waiting and len(running) < max_batch:
-            room = max_batch - len(running)
-            admitted, kv_used, dropped = _admit(waiting, need, kv_used, kv_capacity, room, lo, hi)
+            admitted, st["kv"], dropped = _admit(waiting, need, st["kv"], kv_capacity, max_batch - len(running), lo, hi)
             left -= dropped
+            st["misses"] += dropped
             if admitted:   # one prefill for all of them
                 took = _prefill_time(prefill_time, alone, [inp[i] for i in admitted])
-                now += took
-                for i in admitted:
-                    first_token[i], prefill_s[i] = now, took
-                    if out[i] == 1:
-                        result[i], kv_used = (now - arrivals[i], 0.0, took), kv_used - need[i]
-                        left -= lo <= i < hi
-                    else:   # it finishes after out − 1 more decode steps
-                        push(running, (g + out[i] - 1, i))
-                        ctx_offset += inp[i] + 1 - g
+                st["now"] += took
+                done = _prefill(st, admitted, inp, out, need, arrivals, result, first_token, prefill_s, running,
+                                took, lo, hi, gaps)
+                left -= len(done)
+                if _stopped(st, result, done, stop):
+                    return None
                 continue
         if not running:     # head of the queue waits for memory nobody will free: impossible here
             break
-        batch = len(running)
-        k, took = _chunk(decode_time, batch, (ctx_offset + batch * g) / batch, running[0][0] - g,
-                         None if waiting or nxt == n else arrivals[nxt] - now)
-        now, g = now + took, g + k
-        while running and running[0][0] <= g:
-            finish_step, i = pop(running)
-            result[i] = (first_token[i] - arrivals[i], (now - first_token[i]) / (out[i] - 1), prefill_s[i])
-            ctx_offset -= inp[i] + 1 - (finish_step - out[i] + 1)
-            kv_used -= need[i]
-            left -= lo <= i < hi
+        done = _decode(st, steps.decode_time, running, waiting, arrivals, inp, out, need, result, first_token,
+                       prefill_s, lo, hi, gaps)
+        left -= len(done)
+        if _stopped(st, result, done, stop):
+            return None
     return result[lo:hi]
+
+
+def _stopped(st, result, done, stop) -> bool:
+    if stop is None:
+        return False
+    st["misses"] += sum(_missed(result[i], stop) for i in done)
+    return st["misses"] > stop[2]
+
+
+def _decode(st, decode_time, running, waiting, arrivals, inp, out, need, result, first_token, prefill_s, lo, hi,
+            gaps) -> list:
+    """Run decode steps up to the next finish (or the next arrival); returns the measured requests done."""
+    batch, g, now, n = len(running), st["g"], st["now"], len(inp)
+    k, took = _chunk(decode_time, batch, (st["ctx"] + batch * g) / batch, running[0][0] - g,
+                     None if waiting or st["next"] == n else arrivals[st["next"]] - now)
+    gaps.steps(now, k, took)
+    st["now"], st["g"] = now + took, g + k
+    done = []
+    while running and running[0][0] <= st["g"]:
+        finish_step, i = heapq.heappop(running)
+        result[i] = (first_token[i] - arrivals[i], (st["now"] - first_token[i]) / (out[i] - 1), prefill_s[i])
+        st["ctx"] -= inp[i] + 1 - (finish_step - out[i] + 1)
+        st["kv"] -= need[i]
+        if lo <= i < hi:
+            done.append(i)
+    gaps.left(len(done))
+    return done

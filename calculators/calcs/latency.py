@@ -1,6 +1,9 @@
 """Latency: TTFT, TPOT and end-to-end time for a batch, and the throughput–latency curve.
 
   TTFT = queueing + prefill of the batch's prompts            (NVIDIA NIM metrics: TTFT includes queueing)
+         with a token budget per step (vLLM's max_num_batched_tokens), the prompts are prefilled in order,
+         at most that many tokens a step: the first request's TTFT ends with its step, the last's with
+         the last step (decodes that would share those steps in vLLM are not counted)
   TPOT = decode step time at the mean context over generation (steptime.decode_step)
   E2E  = TTFT + TPOT × (output tokens − 1)                    (Databricks, 'LLM Inference Performance Engineering: Best Practices', 2023-10-12)
 Default efficiencies (bandwidth 0.8, compute 0.6) make these estimates, not bounds: FlashMLA reaches
@@ -8,19 +11,58 @@ Default efficiencies (bandwidth 0.8, compute 0.6) make these estimates, not boun
 """
 from __future__ import annotations
 
-from ..schema import integer, number, output, series, step
+from ..schema import choice, integer, number, output, series, step
+from .engine_defaults import vllm_max_num_batched_tokens
 from .steptime import decode_step, deployment, deployment_fields, efficiency_steps, prefill_step
 
 BATCHES = tuple(2 ** k for k in range(11))
+BUDGET_RULES = [("none", "None: every prompt in one pass"),
+                ("vllm", "vLLM V1 API-server default for this accelerator"), ("set", "The value below")]
 
 
-def batch_latency(dep, batch: int, input_tokens: int, output_tokens: int, queueing_s: float) -> dict:
-    """Times for `batch` requests that arrive together, are prefilled together and decode together."""
+def stream_pieces(batch: int, input_tokens: int, start: int, count: int) -> list[int]:
+    """The prompt pieces in tokens [start, start + count) of the batch's prompts laid end to end."""
+    pieces, end = [], min(start + count, batch * input_tokens)
+    while start < end:
+        piece = min(end, (start // input_tokens + 1) * input_tokens) - start
+        pieces.append(piece)
+        start += piece
+    return pieces
+
+
+def prefill_schedule(dep, batch: int, input_tokens: int, budget: int | None) -> dict:
+    """Prefill steps of at most `budget` tokens over the prompts in order (None: one step). Every full
+    step is timed as the first one (exact when the budget holds whole prompts or whole chunks of one)."""
+    total = batch * input_tokens
+    if budget is None or budget >= total:
+        t = prefill_step(dep, [input_tokens] * batch).time_s
+        return {"steps": 1, "first_s": t, "total_s": t}
+    full, rem = divmod(total, budget)
+    t_full = prefill_step(dep, stream_pieces(batch, input_tokens, 0, budget)).time_s
+    t_rem = prefill_step(dep, stream_pieces(batch, input_tokens, full * budget, rem)).time_s if rem else 0.0
+    first = -(-input_tokens // budget)            # steps until the first prompt is in
+    first_s = first * t_full if first <= full else full * t_full + t_rem
+    return {"steps": full + (rem > 0), "first_s": first_s, "total_s": full * t_full + t_rem}
+
+
+def token_budget(v: dict, accelerator) -> int | None:
+    rule = v.get("prefill_budget_rule", "none")
+    return None if rule == "none" else vllm_max_num_batched_tokens(accelerator) if rule == "vllm" \
+        else v["max_num_batched_tokens"]
+
+
+def batch_latency(dep, batch: int, input_tokens: int, output_tokens: int, queueing_s: float,
+                  budget: int | None = None) -> dict:
+    """Times for `batch` requests that arrive together, are prefilled in order (within the token budget)
+    and decode together once every prompt is in."""
+    plan = prefill_schedule(dep, batch, input_tokens, budget)
     prefill = prefill_step(dep, [input_tokens] * batch)
     decode = decode_step(dep, batch, input_tokens + output_tokens / 2)
-    ttft = queueing_s + prefill.time_s
+    ttft = queueing_s + plan["total_s"]
     e2e = ttft + decode.time_s * (output_tokens - 1)
     return {"prefill": prefill, "decode": decode, "ttft_s": ttft, "tpot_s": decode.time_s, "e2e_s": e2e,
+            "ttft_first_s": queueing_s + plan["first_s"], "prefill_steps": plan["steps"],
+            "prefill_total_s": plan["total_s"],
             "tokens_per_s_per_gpu": batch * output_tokens / e2e / dep.num_gpus,
             "decode_tokens_per_s_per_gpu": batch / decode.time_s / dep.num_gpus}
 
@@ -37,9 +79,15 @@ SCHEMA = {
         integer("input_tokens", "Prompt length", 1024, 1, 10_000_000, "tokens"),
         integer("output_tokens", "Output length", 256, 1, 1_000_000, "tokens"),
         number("queueing_s", "Queueing delay", 0.0, 0.0, 86_400.0, "s"),
+        choice("prefill_budget_rule", "Token budget per prefill step", "none", BUDGET_RULES,
+               "vLLM V1's max_num_batched_tokens (vllm/engine/arg_utils.py at commit 99d7eb5d): 8,192 for the API server on "
+               "GPUs with at least 70 GiB other than A100, 2,048 otherwise."),
+        integer("max_num_batched_tokens", "Token budget (when set)", 8192, 1, 10_000_000, "tokens"),
     ],
     "outputs": [
-        output("ttft_s", "Time to first token", "s", "seconds"),
+        output("ttft_s", "Time to first token (last request of the batch)", "s", "seconds"),
+        output("ttft_first_s", "Time to first token, first request of the batch", "s", "seconds"),
+        output("prefill_steps", "Prefill steps", "steps", "integer"),
         output("prefill_time_s", "Prefill time", "s", "seconds"),
         output("tpot_s", "Time per output token", "s", "seconds"),
         output("e2e_latency_s", "End-to-end latency", "s", "seconds"),
@@ -50,9 +98,9 @@ SCHEMA = {
 }
 
 
-def _curve(dep, v) -> dict:
+def _curve(dep, v, budget) -> dict:
     batches = sorted(set(BATCHES) | {v["batch_size"]})
-    rows = [batch_latency(dep, b, v["input_tokens"], v["output_tokens"], v["queueing_s"]) for b in batches]
+    rows = [batch_latency(dep, b, v["input_tokens"], v["output_tokens"], v["queueing_s"], budget) for b in batches]
     out = series("Throughput vs latency across batch sizes", "Output tokens/s per GPU", "tokens/s",
                  [r["tokens_per_s_per_gpu"] for r in rows],
                  [("end-to-end latency", "s", [r["e2e_s"] for r in rows]),
@@ -64,21 +112,28 @@ def _curve(dep, v) -> dict:
 
 def compute(v: dict) -> dict:
     dep = deployment(v)
-    r = batch_latency(dep, v["batch_size"], v["input_tokens"], v["output_tokens"], v["queueing_s"])
+    budget = token_budget(v, dep.accelerator)
+    r = batch_latency(dep, v["batch_size"], v["input_tokens"], v["output_tokens"], v["queueing_s"], budget)
     pre, dec = r["prefill"], r["decode"]
     return {
-        "ttft_s": r["ttft_s"], "prefill_time_s": pre.time_s, "tpot_s": r["tpot_s"], "e2e_latency_s": r["e2e_s"],
+        "ttft_s": r["ttft_s"], "ttft_first_s": r["ttft_first_s"], "prefill_steps": r["prefill_steps"],
+        "prefill_time_s": pre.time_s, "tpot_s": r["tpot_s"], "e2e_latency_s": r["e2e_s"],
         "tokens_per_s_per_user": 1 / r["tpot_s"],
         "tokens_per_s_per_gpu": r["tokens_per_s_per_gpu"],
         "decode_tokens_per_s_per_gpu": r["decode_tokens_per_s_per_gpu"],
         "derivation": efficiency_steps(dep) + [
             step("Prefill time", "max(bytes ÷ BW, B × (2 × P_active × T_in + attention) ÷ peak)",
                  f"max({pre.memory_time_s:.6g}, {pre.compute_time_s:.6g})", pre.time_s, "s"),
-            step("TTFT", "queueing + prefill", f"{v['queueing_s']} + {pre.time_s:.6g}", r["ttft_s"], "s"),
+            step("Prefill steps", "one pass, or ⌈B × T_in ÷ token budget⌉ steps", f"budget {budget or 'none'}",
+                 r["prefill_steps"], "steps"),
+            step("TTFT, last request", "queueing + every prefill step", f"{v['queueing_s']} + {r['prefill_total_s']:.6g}",
+                 r["ttft_s"], "s"),
+            step("TTFT, first request", "queueing + first prefill step", f"{v['queueing_s']} + "
+                 f"{r['ttft_first_s'] - v['queueing_s']:.6g}", r["ttft_first_s"], "s"),
             step("TPOT", "decode step at context T_in + T_out ÷ 2",
                  f"max({dec.memory_time_s:.6g}, {dec.compute_time_s:.6g})", r["tpot_s"], "s"),
             step("End-to-end latency", "TTFT + TPOT × (T_out − 1)",
                  f"{r['ttft_s']:.6g} + {r['tpot_s']:.6g} × {v['output_tokens'] - 1}", r["e2e_s"], "s"),
         ],
-        "series": {"throughput_latency": _curve(dep, v)},
+        "series": {"throughput_latency": _curve(dep, v, budget)},
     }

@@ -7,6 +7,11 @@ that a fraction f of requests take, also lognormal with the same σ but median k
 Fan-out: a task that makes n independent calls sees none above the per-call p-quantile with
 probability p^n (Dean and Barroso, "The Tail at Scale", CACM 56(2), 2013: 1 − 0.99^100 ≈ 63%);
 the slowest of n calls has CDF F(x)^n, so its q-quantile is F⁻¹(q^(1/n)).
+Confidence in a measured percentile (distribution-free, exact binomial): the number B of n requests
+faster than the true q-quantile ξ is Binomial(n, q), so the r-th and s-th fastest bracket ξ,
+X_(r) ≤ ξ < X_(s), with probability P(r ≤ B ≤ s − 1) (David and Nagaraja, "Order Statistics",
+3rd ed., Wiley 2003, §7.1). The sample's slowest request bounds ξ from above at confidence 1 − α/2
+only once q^n ≤ α/2, i.e. n ≥ ln(α/2) ÷ ln q requests.
 Closed form throughout (quantiles of the mixture by bisection); no randomness.
 """
 from __future__ import annotations
@@ -19,6 +24,45 @@ from ..schema import integer, number, output, series, step
 _STD = NormalDist()
 FANOUTS = (1, 2, 5, 10, 20, 30, 50, 70, 100, 150, 200)   # the plot; the reader's n is added
 LEVELS = (50.0, 90.0, 99.0, 99.9)
+NAMES = {"p99": "p99", "p999": "p99.9"}
+
+
+def _binomial_cdf(n: int, q: float):
+    """k -> P(Binomial(n, q) ≤ k), summed in log space over mean ± 12 standard deviations (the terms
+    outside are below 1e-30 together)."""
+    mean, sd = n * q, math.sqrt(n * q * (1 - q))
+    lo, hi = max(0, math.floor(mean - 12 * sd - 12)), min(n, math.ceil(mean + 12 * sd + 12))
+    base = math.lgamma(n + 1)
+    pmf = [math.exp(base - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(q) + (n - k) * math.log1p(-q))
+           for k in range(lo, hi + 1)]
+    cum, total = [], 0.0
+    for x in pmf:
+        total += x
+        cum.append(total)
+    return lambda k: 0.0 if k < lo else 1.0 if k >= hi else min(1.0, cum[k - lo])
+
+
+def order_statistic_ci(n: int, q: float, confidence: float) -> tuple[int, int, float]:
+    """(r, s, coverage): the r-th and s-th fastest of n bracket the true q-quantile with probability
+    coverage ≥ confidence, each tail ≤ (1 − confidence) ÷ 2; s = n + 1 when even the slowest request is
+    not an upper bound at that confidence."""
+    cdf, tail = _binomial_cdf(n, q), (1 - confidence) / 2
+    centre = min(n, max(1, math.ceil(n * q)))
+    r = centre
+    while r > 1 and cdf(r - 1) > tail:
+        r -= 1
+    if cdf(r - 1) > tail:
+        r = 0                       # not even the fastest request is a lower bound
+    s = centre
+    while s <= n and cdf(s - 1) < 1 - tail:
+        s += 1
+    return r, s, min(cdf(s - 1), 1.0) - (cdf(r - 1) if r else 0.0)
+
+
+def requests_for_upper_bound(q: float, confidence: float) -> int:
+    """Fewest requests whose slowest bounds the true q-quantile from above at one-sided confidence
+    1 − (1 − confidence) ÷ 2: q^n ≤ (1 − confidence) ÷ 2."""
+    return math.ceil(math.log((1 - confidence) / 2) / math.log(q) - 1e-12)
 
 
 class Latency:
@@ -76,6 +120,8 @@ SCHEMA = {
         integer("calls_per_task", "Calls per task (fan-out) n", 10, 1, 100_000, "calls"),
         number("percentile", "Per-call percentile p", 99.0, 50.0, 99.999, "%"),
         number("slo_s", "Latency SLO threshold", 1.0, 0.000001, 100_000.0, "s"),
+        integer("sample_size", "Requests measured (for the confidence intervals)", 1000, 1, 100_000, "requests"),
+        number("confidence", "Confidence level", 95.0, 50.0, 99.99, "%"),
     ],
     "outputs": [
         output("mean_s", "Mean", "s", "seconds"),
@@ -92,9 +138,20 @@ SCHEMA = {
         output("task_any_above_fraction", "Tasks with at least one call above it", "", "percent"),
         output("slowest_call_p50_s", "Slowest call in a task, median task", "s", "seconds"),
         output("slowest_call_p99_s", "Slowest call in a task, p99 task", "s", "seconds"),
-        output("per_call_level_for_task_p99", "Per-call percentile that sets the task p99", "", "percent"),
+        output("per_call_miss_for_task_p99", "Share of calls that may miss, for the task p99 (1 − 0.99^(1/n))",
+               "", "percent"),
         output("slo_attainment_per_call", "Calls within the SLO", "", "percent"),
         output("slo_attainment_per_task", "Tasks with every call within the SLO", "", "percent"),
+        output("p99_ci_low_rank", "p99 interval: r-th fastest request (lower end)", "", "integer"),
+        output("p99_ci_high_rank", "p99 interval: s-th fastest request (upper end; n + 1 = none)", "", "integer"),
+        output("p99_ci_low_s", "p99 interval, lower end (expected, this distribution)", "s", "seconds"),
+        output("p99_ci_high_s", "p99 interval, upper end (expected, this distribution)", "s", "seconds"),
+        output("p999_ci_low_rank", "p99.9 interval: r-th fastest request (lower end)", "", "integer"),
+        output("p999_ci_high_rank", "p99.9 interval: s-th fastest request (upper end; n + 1 = none)", "", "integer"),
+        output("p999_ci_low_s", "p99.9 interval, lower end (expected, this distribution)", "s", "seconds"),
+        output("p999_ci_high_s", "p99.9 interval, upper end (expected, this distribution)", "s", "seconds"),
+        output("requests_for_p99_bound", "Requests before the slowest bounds the p99", "requests", "integer"),
+        output("requests_for_p999_bound", "Requests before the slowest bounds the p99.9", "requests", "integer"),
     ],
 }
 
@@ -129,6 +186,23 @@ def _derivation(v, dist, q, mean, per_call, all_below) -> list:
     ]
 
 
+def _intervals(dist: Latency, n: int, confidence: float) -> tuple[dict, list]:
+    """Order-statistic intervals for p99 and p99.9, with the latency the r-th and s-th fastest of n have
+    on average under this distribution (at level rank ÷ (n + 1); an open end is shown as the p99.99... of
+    level n ÷ (n + 1))."""
+    out, notes = {}, []
+    for key, q in (("p99", 0.99), ("p999", 0.999)):
+        r, s, _ = order_statistic_ci(n, q, confidence)
+        out[f"{key}_ci_low_rank"], out[f"{key}_ci_high_rank"] = r, s
+        out[f"{key}_ci_low_s"] = dist.quantile(max(r, 1) / (n + 1))
+        out[f"{key}_ci_high_s"] = dist.quantile(min(s, n) / (n + 1))
+        out[f"requests_for_{key}_bound"] = requests_for_upper_bound(q, confidence)
+        if s > n:
+            notes.append(f"with {n:,} requests not even the slowest bounds the {NAMES[key]} from above at "
+                         f"{100 * confidence:g}% confidence: the upper end is open (shown at the slowest request)")
+    return out, notes
+
+
 def compute(v: dict) -> dict:
     dist = Latency(v["median_s"], v["sigma"], v["slow_fraction"], v["slow_multiplier"])
     n, p = v["calls_per_task"], v["percentile"] / 100
@@ -137,6 +211,7 @@ def compute(v: dict) -> dict:
     per_call = dist.quantile(p)
     all_below = p ** n
     per_call_slo = dist.cdf(v["slo_s"])
+    intervals, ci_notes = _intervals(dist, v["sample_size"], v["confidence"] / 100)
     return {
         "mean_s": mean, "p50_s": q[50.0], "p90_s": q[90.0], "p99_s": q[99.0], "p999_s": q[99.9],
         "mean_over_p50": mean / q[50.0], "p99_over_p50": q[99.0] / q[50.0], "p99_over_mean": q[99.0] / mean,
@@ -144,10 +219,11 @@ def compute(v: dict) -> dict:
         "per_call_threshold_s": per_call,
         "task_all_below_fraction": all_below, "task_any_above_fraction": 1 - all_below,
         "slowest_call_p50_s": dist.slowest_of(n, 0.5), "slowest_call_p99_s": dist.slowest_of(n, 0.99),
-        "per_call_level_for_task_p99": 0.99 ** (1 / n),
+        "per_call_level_for_task_p99": 0.99 ** (1 / n), "per_call_miss_for_task_p99": 1 - 0.99 ** (1 / n),
+        **intervals,
         "slo_attainment_per_call": per_call_slo, "slo_attainment_per_task": per_call_slo ** n,
         "derivation": _derivation(v, dist, q, mean, per_call, all_below),
         "series": _series(dist, n, v["percentile"]),
         "notes": ["Calls are treated as independent; shared causes (one overloaded replica, a "
-                  "long prefill ahead of all of them) make the task tail worse than shown."],
+                  "long prefill ahead of all of them) make the task tail worse than shown."] + ci_notes,
     }

@@ -7,7 +7,7 @@ outputs ~256, TTFT ≤ 500 ms, TPOT ≤ 50 ms, capacity ~21 requests/s.
 import pytest
 
 from calculators import run
-from calculators.calcs.goodput import SCHEMA, summarise
+from calculators.calcs.goodput import SCHEMA, max_num_seqs, summarise
 from calculators.calcs.goodput_sim import Workload, offered_load, simulate
 from calculators.calcs.memory import budget
 from calculators.calcs.steptime import StepModel, deployment
@@ -15,13 +15,14 @@ from calculators.schema import validate
 
 PART3 = dict(model="llama-3.1-8b", hardware="h100-sxm", input_tokens_mean=1024, output_tokens_mean=256,
              ttft_slo_s=0.5, tpot_slo_s=0.05)
-KNEE = (22, 25)   # within ~20% of capacity: only the verdict has to agree
+KNEE = (20, 22, 25)   # within ~10% of capacity (~22 at vLLM's 1,024 cap): only the verdict has to agree
 
 
 def _setup(inputs: dict):
     v = validate(SCHEMA["inputs"], inputs)
     pool = budget(dict(v, tensor_parallel=v["num_gpus"], context_tokens=1), v["num_gpus"])["tokens"]
-    return v, StepModel(deployment(v)), pool
+    dep = deployment(v)
+    return dict(v, max_batch_size=max_num_seqs(v, dep.accelerator)), StepModel(dep), pool
 
 
 def _long_run(rate: float, seed: int, n: int = 5000) -> dict:
@@ -44,7 +45,7 @@ def test_default_run_agrees_with_a_5000_request_run(rate):
 def test_part3_capacity_sits_between_20_and_22_requests_per_s():
     out = run("goodput", dict(PART3, request_rate_per_s=20))
     assert 20 < out["capacity_requests_per_s"] < 22.5
-    assert out["stable"] == 1 and out["max_rate_meeting_slo_requests_per_s"] == 20
+    assert out["stable"] and 18 < out["max_rate_meeting_slo_requests_per_s"] < out["capacity_requests_per_s"]
 
 
 def _saturated_rate(inputs: dict, n: int = 3000) -> tuple[float, float]:
@@ -59,15 +60,29 @@ def _saturated_rate(inputs: dict, n: int = 3000) -> tuple[float, float]:
     return (hi - lo) / (ends[hi] - ends[lo]), load.capacity()
 
 
-@pytest.mark.parametrize("inputs", [
+AT_256 = dict(max_seqs_rule="set", max_batch_size=256)   # the cap these cases were first checked at
+
+
+@pytest.mark.parametrize("inputs", [dict(AT_256, **case) for case in (
     {}, dict(input_tokens_mean=1024, output_tokens_mean=256), dict(input_tokens_mean=32, output_tokens_mean=256),
     dict(model="gpt-oss-120b", weight_dtype="bf16", expert_weight_dtype="mxfp4"), dict(model="qwen3-30b-a3b"),
     dict(model="gemma-3-27b", input_tokens_mean=4000), dict(input_distribution="fixed", output_distribution="fixed"),
-    dict(input_tokens_mean=1024, output_tokens_mean=256, max_batch_size=32),
+    dict(input_tokens_mean=1024, output_tokens_mean=256, max_batch_size=32))] + [
+    dict(input_tokens_mean=1024, output_tokens_mean=256),   # Part 3's example at vLLM's cap on an H100 (1,024)
 ])
 def test_capacity_estimate_matches_a_saturated_simulation(inputs):
     simulated, estimate = _saturated_rate(inputs)
     assert estimate == pytest.approx(simulated, rel=0.07)
+
+
+@pytest.mark.parametrize("inputs", [dict(input_tokens_mean=256, output_tokens_mean=256),
+                                    dict(input_tokens_mean=32, output_tokens_mean=256)])
+def test_capacity_estimate_errs_low_at_vllms_1024_sequence_cap(inputs):
+    """Known bias, measured when the cap became vLLM's default: past a few hundred sequences the
+    estimate is 10-16% below a saturated run, never above it; the edge of steady state (and any
+    goodput that sits on it) is therefore conservative there."""
+    simulated, estimate = _saturated_rate(inputs)
+    assert 0.8 * simulated <= estimate <= 1.02 * simulated
 
 
 def test_overload_is_reported_plainly():
@@ -80,12 +95,12 @@ def test_overload_is_reported_plainly():
 
 
 def test_overloaded_rates_share_one_schedule_and_ttft_grows_with_the_rate():
-    out = run("goodput", dict(PART3, request_rate_per_s=30))
-    series = out["series"]["latency_vs_rate"]
-    rates, ttft = series["x"]["values"], series["y"][0]["values"]
-    tpot = series["y"][1]["values"]
-    assert rates[3:] == [45.0, 60.0, 90.0] and ttft[3] < ttft[4] < ttft[5]
-    assert tpot[3] == tpot[4] == tpot[5]   # a full batch paces every overloaded rate alike
+    runs = [run("goodput", dict(PART3, request_rate_per_s=r)) for r in (30, 45, 60)]
+    assert all(not r["stable"] and r["slo_attainment"] == 0 for r in runs)
+    assert runs[0]["ttft_p90_s"] < runs[1]["ttft_p90_s"] < runs[2]["ttft_p90_s"]
+    assert runs[0]["tpot_p90_s"] == runs[1]["tpot_p90_s"] == runs[2]["tpot_p90_s"]   # a full batch paces them alike
+    plot = runs[0]["series"]["goodput_vs_rate"]
+    assert plot["y"][0]["values"][-1] == 0   # the one overloaded point on the plot
 
 
 def test_workload_prefix_does_not_depend_on_the_length_asked_for():

@@ -83,3 +83,48 @@ def test_bad_inputs_name_the_field(field, value):
     with pytest.raises(InputError) as exc:
         run("percentiles", {field: value})
     assert exc.value.field == field
+
+
+# --- Confidence in a measured percentile (review parts-1-3 (c) Part 3; exact binomial) ---------------------
+
+from fractions import Fraction  # noqa: E402
+from math import comb  # noqa: E402
+
+from calculators.calcs.percentiles import order_statistic_ci, requests_for_upper_bound  # noqa: E402
+from calculators.calcs.percentiles import SCHEMA  # noqa: E402
+from calculators.display import by_output_format  # noqa: E402
+
+
+def _exact_cdf(n, q, k):
+    """P(Binomial(n, q) ≤ k) in exact rational arithmetic."""
+    q = Fraction(str(q))
+    return float(sum(comb(n, j) * q ** j * (1 - q) ** (n - j) for j in range(0, k + 1))) if k >= 0 else 0.0
+
+
+@pytest.mark.parametrize("n, q", [(100, 0.9), (500, 0.99), (1000, 0.99), (1000, 0.999)])
+def test_order_statistic_interval_is_the_tightest_with_both_tails_within_alpha_over_2(n, q):
+    r, s, coverage = order_statistic_ci(n, q, 0.95)
+    assert _exact_cdf(n, q, r - 1) <= 0.025 < _exact_cdf(n, q, r)          # r as large as it may be
+    assert _exact_cdf(n, q, s - 1) >= 0.975 > _exact_cdf(n, q, s - 2)      # s as small as it may be
+    assert coverage == pytest.approx(_exact_cdf(n, q, s - 1) - _exact_cdf(n, q, r - 1), abs=1e-9)
+    assert coverage >= 0.95
+
+
+def test_requests_needed_before_the_slowest_bounds_the_tail():
+    assert requests_for_upper_bound(0.99, 0.95) == 368      # 0.99^368 ≤ 0.025 < 0.99^367
+    assert requests_for_upper_bound(0.999, 0.95) == 3688
+    assert order_statistic_ci(367, 0.99, 0.95)[1] == 368     # open: no request bounds it
+    assert order_statistic_ci(368, 0.99, 0.95)[1] <= 368
+
+
+def test_200_requests_cannot_bound_a_p99_and_say_so():
+    out = run("percentiles", {"sample_size": 200})
+    assert out["p99_ci_high_rank"] == 201 and any("p99 from above" in n for n in out["notes"])
+
+
+def test_fan_out_miss_share_is_shown_without_rounding_it_away():
+    """Review parts-1-3 row 20: the level 0.999498 was shown as '99.9%', doubling the allowed misses."""
+    out = run("percentiles", {"calls_per_task": 20})
+    assert by_output_format(out["per_call_miss_for_task_p99"], "percent") == "0.0502%"
+    shown = {o["key"] for o in SCHEMA["outputs"]}
+    assert "per_call_level_for_task_p99" not in shown and "per_call_miss_for_task_p99" in shown

@@ -1,0 +1,48 @@
+"""latency: a token budget per prefill step (review parts-1-3 row 22).
+
+vLLM V1's API server defaults max_num_batched_tokens to 8,192 on GPUs with at least 70 GiB other
+than A100 and 2,048 otherwise (vllm/engine/arg_utils.py at commit 99d7eb5d, EngineArgs._set_default_args), so Part 3's
+16 x 1,024-token batch takes two prefill steps on an H100, and the first half of the requests see
+about half the TTFT that one unbounded pass gives all of them.
+"""
+import pytest
+
+from calculators import run
+from calculators.calcs.latency import stream_pieces
+
+PART3 = dict(model="llama-3.1-8b", hardware="h100-sxm", batch_size=16, input_tokens=1024, output_tokens=256)
+
+
+def test_no_budget_is_one_pass_as_before():
+    out = run("latency", PART3)
+    assert out["prefill_steps"] == 1 and out["ttft_first_s"] == out["ttft_s"] == out["prefill_time_s"]
+
+
+def test_vllm_default_budget_on_an_h100_halves_the_first_requests_ttft():
+    one = run("latency", PART3)
+    out = run("latency", dict(PART3, prefill_budget_rule="vllm"))
+    assert out["prefill_steps"] == 2
+    assert out["ttft_first_s"] == pytest.approx(one["ttft_s"] / 2, rel=0.05)
+    assert out["ttft_s"] == pytest.approx(one["ttft_s"], rel=0.05)
+
+
+def test_a100_default_budget_is_2048_tokens():
+    out = run("latency", dict(PART3, hardware="a100-80gb", prefill_budget_rule="vllm"))
+    assert out["prefill_steps"] == 8
+
+
+def test_prompts_are_cut_into_pieces_at_step_boundaries():
+    assert stream_pieces(3, 1000, 0, 2048) == [1000, 1000, 48]
+    assert stream_pieces(3, 1000, 2048, 952) == [952]
+    assert stream_pieces(1, 5000, 2048, 2048) == [2048]
+
+
+def test_a_long_prompt_takes_several_steps_before_its_first_token():
+    out = run("latency", dict(PART3, batch_size=1, input_tokens=20000, prefill_budget_rule="vllm"))
+    assert out["prefill_steps"] == 3 and out["ttft_first_s"] == out["ttft_s"]
+
+
+def test_a_tiny_budget_on_a_huge_batch_is_computed_not_enumerated():
+    out = run("latency", dict(PART3, batch_size=100_000, input_tokens=10_000_000, prefill_budget_rule="set",
+                              max_num_batched_tokens=1))
+    assert out["prefill_steps"] == 10 ** 12
