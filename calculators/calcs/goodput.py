@@ -203,7 +203,9 @@ def _bisect(v: dict, sim: dict) -> tuple[float, float]:
     if not load.share:
         return 0.0, 0.0
     per_rho = 1 / (load.share * load.service_s())
-    edge = math.nextafter(STABLE_BELOW * per_rho, 0.0)   # just inside steady state
+    # A hair inside steady state: outputs are rounded to 12 significant digits, and a reported goodput
+    # typed back in as the rate must still count as steady (one ulp inside did not survive the rounding).
+    edge = STABLE_BELOW * per_rho * (1 - 1e-9)
     if _measure(v, sim, edge, True)["meets"]:
         return edge, edge
     guess = FIRST_GUESS * per_rho
