@@ -1,6 +1,8 @@
 """The data files: every preset present, every figure sourced, published figures reproduced."""
 import math
 
+from pathlib import Path
+
 import pytest
 
 from calculators.errors import InputError
@@ -218,13 +220,24 @@ def test_every_price_row_has_a_public_url_and_a_full_date(entry):
     assert FULL_DATE.match(entry["as_of"]), entry["as_of"]
 
 
-def test_no_data_file_cites_the_internal_research_notes():
-    # Review row 20: readers cannot open the project's internal notes, so no data file may cite them.
-    from importlib import resources
-    data = resources.files("calculators") / "data"
-    for f in data.iterdir():
-        if f.name.endswith(".toml"):
-            assert "numbers" + ".md" not in f.read_text(encoding="utf-8"), f.name
+NOT_SOURCES = {".git", ".venv", "node_modules", "site", "build", ".pytest_cache", ".hypothesis"}
+
+
+def _project_text_files():
+    root = Path(__file__).resolve().parents[2]
+    for path in root.rglob("*"):
+        parts = set(path.relative_to(root).parts)
+        if path.is_file() and not parts & NOT_SOURCES and path.suffix in {".py", ".md", ".toml", ".js", ".mjs",
+                                                                          ".html", ".css", ".yml", ".json"}:
+            yield root, path
+
+
+def test_nothing_cites_the_internal_research_notes():
+    # Review row 20 and the issue: readers cannot open the project's research notes, so no page, data
+    # file, module or test may cite them as a source; cite the primary source they name.
+    cited = [str(p.relative_to(root)) for root, p in _project_text_files()
+             if "numbers" + ".md" in p.read_text(encoding="utf-8", errors="replace")]
+    assert not cited
 
 
 def test_engines_are_dated_and_tgi_says_it_is_in_maintenance():

@@ -19,7 +19,7 @@ def test_inline_rejects_anything_but_literal_calls(text):
 
 
 def test_published_figure_through_the_inline_syntax():
-    # Llama 3.1 70B: 2 x 80 layers x 8 KV heads x 128 x 2 B = 327,680 B per token (numbers.md §2.2).
+    # Llama 3.1 70B: 2 x 80 layers x 8 KV heads x 128 x 2 B = 327,680 B per token (Llama 3.1 70B config.json).
     md = '{{ kv_cache(model="llama-3.1-70b").kv_bytes_per_token | int }} B'
     assert transform(md, calc_pages.inline_text, None) == "327,680 B"
 
