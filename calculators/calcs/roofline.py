@@ -120,7 +120,7 @@ def compute(v: dict) -> dict:
     fit = fit_in_memory(v)
     moe = dep.model.moe
     touched = (experts_touched(moe.num_experts, moe.experts_per_token, batch) if moe
-               else "not applicable (dense model)")
+               else "none: dense model")
     attainable = min(dep.peak_flops_per_s * dep.compute_efficiency, est.intensity * bw * dep.bandwidth_efficiency)
     steps = ([step("Ridge point", "peak FLOP/s ÷ bandwidth", f"{dep.peak_flops_per_s:.6g} ÷ {bw:.6g}", ridge,
                    "FLOP/B")] + decode_steps(tight, batch, context, dec))

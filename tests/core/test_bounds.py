@@ -183,7 +183,7 @@ def test_decode_limits_series_is_named_as_not_fitting_when_nothing_fits():
 
 def test_no_zero_sentinels():
     dense = run("roofline", {"model": "llama-3.1-8b"})
-    assert dense["moe_experts_touched_per_layer"] == "not applicable (dense model)"
+    assert dense["moe_experts_touched_per_layer"] == "none: dense model"
     assert _limits(model="llama-3.1-8b", context_tokens=4096)["batch_at_ridge"].startswith("never")
     assert isinstance(_limits(model="llama-3.1-8b", context_tokens=128)["batch_at_ridge"], int)
 
