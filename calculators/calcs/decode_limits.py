@@ -49,7 +49,7 @@ SCHEMA = {
         integer("context_tokens", "Context per sequence", 4096, 1, 10_000_000, "tokens"),
     ] + engine_fields(),
     "outputs": [
-        output("weight_bytes_all_experts", "Weight bytes (all experts)", "B", "bytes"),
+        output("weight_bytes_all_experts", "Weight bytes read per step (all experts)", "B", "bytes"),
         output("kv_bytes_per_sequence", "KV bytes per sequence at this context", "B", "bytes"),
         output("batch_kv_equals_weights", "Batch at which KV reads equal weight reads", "sequences", "number"),
         output("intensity_limit_flops_per_byte", "Decode intensity as the batch grows without limit",
@@ -111,7 +111,8 @@ def _derivation(dep, context, sm, weights, kv_seq, flops_seq, eff_ridge, at_ridg
              f"({dep.compute_efficiency} × {dep.peak_flops_per_s:.6g}) ÷ ({dep.bandwidth_efficiency} × "
              f"{dep.accelerator.memory_bandwidth_bytes_per_s:.6g})", eff_ridge, "FLOP/B"),
         step("Batch at the ridge", "smallest B with B × F_seq ÷ (W + N × B × KV_seq) > effective ridge",
-             "never" if not at_ridge else f"B = {at_ridge}", at_ridge, "sequences"),
+             "never" if not at_ridge else f"B = {at_ridge}",
+             at_ridge or f"never (none up to {SEARCH_MAX:,})", "sequences" if at_ridge else ""),
         step("Sequences that fit", "⌊KV budget ÷ KV per sequence per GPU⌋", "memory calculator's rule",
              max_batch, "sequences"),
         step("Decode step at that batch (bound)", "max(bytes per GPU ÷ BW, FLOPs per GPU ÷ peak)",

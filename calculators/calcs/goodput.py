@@ -70,8 +70,8 @@ SCHEMA = {
         integer("output_tokens_mean", "Mean output length", 128, 1, 100_000, "tokens"),
         number("output_tokens_cv", "Output length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
         choice("max_seqs_rule", "Cap on running sequences", "vllm", SEQ_RULES,
-               "vLLM V1 (vllm/engine/arg_utils.py at commit 99d7eb5d): max_num_seqs 1,024 on "
-               "GPUs with at least 70 GiB other than A100, 256 otherwise."),
+               "vLLM V1 (vllm/engine/arg_utils.py, v0.33.0): max_num_seqs 1,024 on GPUs with at "
+               "least 70 GiB other than A100, 256 otherwise."),
         integer("max_batch_size", "Max concurrent sequences (when set)", 256, 1, 100_000, "sequences"),
         number("ttft_slo_s", "TTFT target", 0.5, 0.001, 3600.0, "s",
                "DistServe's chatbot SLO for OPT-13B is 0.25 s TTFT, 0.1 s TPOT (arXiv v3, Table 1)."),

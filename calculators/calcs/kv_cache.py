@@ -89,14 +89,23 @@ def kv_replication(model: Model, tensor_parallel: int) -> int:
     return max(1, tensor_parallel // kv_heads)
 
 
+def decode_context_parallel_allowed(model: Model, tensor_parallel: int, dcp: int) -> bool:
+    """vLLM v0.33.0's rules: DCP divides TP (config/parallel.py) and is at most TP / H_kv, the replication
+    it removes (context_parallel_deployment.md: "[1, tp_size/H]"); for GQA/MQA the query heads per KV
+    head must divide by it too (config/model.py, verify_with_parallel_config)."""
+    if dcp < 1 or tensor_parallel % dcp or dcp > kv_replication(model, tensor_parallel):
+        return False
+    a = model.attention
+    return dcp == 1 or a.kind == "mla" or (a.num_heads // a.num_kv_heads) % dcp == 0
+
+
 def check_decode_context_parallel(model: Model, tensor_parallel: int, dcp: int,
                                   field: str = "decode_context_parallel") -> None:
-    """vLLM's rules: DCP divides TP (config/parallel.py) and is at most TP / H_kv, the
-    replication it removes (context_parallel_deployment.md: "[1, tp_size/H]")."""
-    top = kv_replication(model, tensor_parallel)
-    if dcp < 1 or tensor_parallel % dcp or dcp > top:
-        raise InputError(field, f"must divide the tensor-parallel size {tensor_parallel} and lie between 1 and "
-                                f"{top} (TP ÷ KV heads, the copies of each KV head it removes)")
+    if not decode_context_parallel_allowed(model, tensor_parallel, dcp):
+        top = kv_replication(model, tensor_parallel)
+        raise InputError(field, f"must divide the tensor-parallel size {tensor_parallel}, lie between 1 and {top} "
+                                f"(TP ÷ KV heads, the copies of each KV head it removes) and, for GQA, divide the "
+                                f"query heads per KV head")
 
 
 def kv_fraction_per_gpu(model: Model, tensor_parallel: int, decode_context_parallel: int = 1) -> float:
@@ -204,7 +213,8 @@ SCHEMA = {
         dtype_field("kv_dtype", "KV-cache format", "bf16"),
         integer("batch_size", "Concurrent sequences", 1, 1, 100_000, "sequences"),
         integer("block_size_tokens", "Block size", 16, 1, 4096, "tokens",
-                  "Tokens per paged block (vLLM default 16 for ordinary attention; 64 or 128 for MLA)."),
+                  "Tokens per paged block. vLLM v0.33.0 keeps 16 where the attention backend accepts it, else the backend's "
+                  "smallest size (FlashMLA 64, FlashInfer-MLA 32, CUTLASS MLA 128; see Part 5)."),
         state_dtype_field(),
     ],
     "outputs": [

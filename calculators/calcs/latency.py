@@ -80,8 +80,8 @@ SCHEMA = {
         integer("output_tokens", "Output length", 256, 1, 1_000_000, "tokens"),
         number("queueing_s", "Queueing delay", 0.0, 0.0, 86_400.0, "s"),
         choice("prefill_budget_rule", "Token budget per prefill step", "none", BUDGET_RULES,
-               "vLLM V1's max_num_batched_tokens (vllm/engine/arg_utils.py at commit 99d7eb5d): 8,192 for the API server on "
-               "GPUs with at least 70 GiB other than A100, 2,048 otherwise."),
+               "vLLM V1's max_num_batched_tokens for the API server (vllm/engine/arg_utils.py, v0.33.0): 16,384 on "
+               "GPUs with at least 160 GiB; 8,192 with at least 70 GiB other than A100; 2,048 otherwise."),
         integer("max_num_batched_tokens", "Token budget (when set)", 8192, 1, 10_000_000, "tokens"),
     ],
     "outputs": [

@@ -3,7 +3,8 @@ how many sequences of a given context fit.
 
 Engine rules (the reader picks one; reserves are explicit inputs):
   vLLM:   budget = gpu_memory_utilization × memory − weights − activation/graph reserve
-          (vLLM profiles the reserve with a dummy forward pass; default utilization 0.9)
+          (vLLM profiles the reserve with a dummy forward pass; default utilization 0.92 from
+          v0.20.0 through v0.33.0, 0.9 up to v0.19: vllm/config/cache.py at those tags)
   SGLang: budget = mem_fraction_static × memory − weights   (default mem_fraction_static 0.88 here;
           SGLang picks it from GPU size and TP when unset)
 Weights split evenly over TP ranks (replicated norms and embeddings ignored). KV heads split
@@ -24,8 +25,8 @@ from ..formats import bytes_per_element
 from ..params import weight_bytes
 from ..schema import (accelerator_field, choice, dtype_field, expert_dtype, expert_dtype_field, integer, model_field,
                       number, output, series, step)
-from .kv_cache import (check_decode_context_parallel, kv_bytes_per_sequence, kv_bytes_per_token_all_layers,
-                       kv_fraction_per_gpu, kv_replication, state_bytes_per_sequence, state_dtype_field,
+from .kv_cache import (check_decode_context_parallel, decode_context_parallel_allowed, kv_bytes_per_sequence,
+                       kv_bytes_per_token_all_layers, kv_fraction_per_gpu, state_bytes_per_sequence, state_dtype_field,
                        state_fraction_per_gpu)
 
 GIB = 2 ** 30
@@ -69,8 +70,9 @@ def kv_budget_bytes_per_gpu(v: dict) -> float:
 def engine_fields() -> list[dict]:
     return [
         choice("engine_rule", "Engine memory rule", "vllm", [("vllm", "vLLM"), ("sglang", "SGLang")]),
-        number("gpu_memory_utilization", "vLLM gpu_memory_utilization", 0.9, 0.05, 1.0, "",
-               "Fraction of GPU memory vLLM may use. vLLM's default: 0.9 up to v0.19, 0.92 from v0.20.0 (PR #38284).", 0.01),
+        number("gpu_memory_utilization", "vLLM gpu_memory_utilization", 0.92, 0.05, 1.0, "",
+               "Fraction of GPU memory vLLM may use. vLLM's default: 0.92 from v0.20.0 (still in v0.33.0), 0.9 up to "
+               "v0.19 (vllm/config/cache.py).", 0.01),
         number("activation_reserve_gib", "vLLM activation and CUDA-graph reserve", 2.0, 0.0, 1024.0, "GiB",
                "An assumption: vLLM measures this by profiling; a few GiB is typical."),
         number("mem_fraction_static", "SGLang mem_fraction_static", 0.88, 0.05, 1.0, "",
@@ -113,8 +115,7 @@ SCHEMA = {
 
 
 def _dcp_allows(v: dict, tensor_parallel: int) -> bool:
-    dcp = v.get("decode_context_parallel", 1)
-    return tensor_parallel % dcp == 0 and dcp <= kv_replication(v["model"], tensor_parallel)
+    return decode_context_parallel_allowed(v["model"], tensor_parallel, v.get("decode_context_parallel", 1))
 
 
 def compute(v: dict) -> dict:

@@ -5,7 +5,7 @@
 The "(lower bound)" / "(upper bound)" outputs are always taken at efficiencies 1.0 (steptime.bound_deployment),
 whatever the efficiency inputs; the "estimate" outputs apply them, so an estimate never beats its bound.
 Feasibility: the batch series marks the batches whose KV does not fit in memory under memory.py's rule at its
-defaults (vLLM: gpu_memory_utilization 0.9, 2 GiB activation reserve), an assumption named in the plot.
+defaults (vLLM: gpu_memory_utilization 0.92, 2 GiB activation reserve), an assumption named in the plot.
 """
 from __future__ import annotations
 
