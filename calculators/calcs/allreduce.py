@@ -121,7 +121,7 @@ SCHEMA = {
         output("allreduces_per_step", "All-reduces per forward pass (2 × layers + 1)", "", "integer"),
         output("link_bandwidth_bytes_per_s", "Bandwidth used, per direction, after the protocol's derating",
                "B/s", "rate"),
-        output("latency_per_hop_s", "Latency per step (average over the steps)", "s", "seconds"),
+        output("latency_per_hop_s", "Latency per ring step, base latency included (total latency ÷ steps)", "s", "seconds"),
         output("servers_spanned", "Servers the ring spans", "", "integer"),
         output("network_steps", "Ring steps that cross servers", "", "integer"),
         output("time_per_allreduce_s", "Time per all-reduce", "s", "seconds"),

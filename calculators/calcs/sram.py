@@ -42,10 +42,13 @@ SCHEMA = {
         output("chips_per_sequence_of_kv", "Chips of SRAM per sequence of KV", "chips", "number"),
         output("sram_chips_total", "Chips for weights and KV (lower bound)", "chips", "integer"),
         output("tokens_per_s_per_user_sram_bound",
-               "Per-user tokens/s if only SRAM bandwidth limited it (chip bandwidth ÷ bytes read per token; "
-               "0 = bandwidth not in the data)", "tokens/s", "rate"),
+               "Per-user tokens/s if only SRAM bandwidth limited it (chip bandwidth ÷ bytes read per token)",
+               "tokens/s", "rate"),
     ],
 }
+
+
+NO_BANDWIDTH = "not available (this part's SRAM bandwidth is not in the data)"
 
 
 def compute(v: dict) -> dict:
@@ -56,7 +59,7 @@ def compute(v: dict) -> dict:
     total = math.ceil((w + v["sequences"] * kv) / sram - 1e-9)
     bw = part.get("sram_bandwidth_bytes_per_s", 0.0)
     # a token passes through every chip in turn, each reading its share at its own bandwidth
-    per_user = bw / (w + kv) if bw else 0.0
+    per_user = bw / (w + kv) if bw else NO_BANDWIDTH
     return {
         "sram_bytes_per_chip": sram,
         "weight_bytes": w,
@@ -72,6 +75,7 @@ def compute(v: dict) -> dict:
             step("Chips in all", "⌈(W + sequences × KV) ÷ SRAM per chip⌉",
                  f"⌈({w:.6g} + {v['sequences']} × {kv:.6g}) ÷ {sram:.6g}⌉", total, "chips"),
             step("Per-user bound at SRAM bandwidth", "chip bandwidth ÷ (W + KV per sequence)",
-                 f"{bw:.6g} ÷ ({w:.6g} + {kv:.6g})" if bw else "bandwidth not in the data", per_user, "tokens/s"),
+                 f"{bw:.6g} ÷ ({w:.6g} + {kv:.6g})" if bw else "bandwidth not in the data", per_user,
+                 "tokens/s" if bw else ""),
         ],
     }
