@@ -20,7 +20,7 @@ import math
 from ..errors import InputError
 from ..schema import choice, integer, number, output, series, step
 from .goodput_sim import (ANALYSIS_REQUESTS, SIZE_CAP, Gaps, Workload, offered_load, simulate, warm_start,
-                          weighted_percentile)
+                          weighted_percentiles)
 from .engine_defaults import vllm_max_num_seqs
 from .memory import budget, engine_fields
 from .steptime import StepModel, deployment, deployment_fields, efficiency_steps
@@ -130,7 +130,7 @@ def summarise(result, ttft_slo: float, tpot_slo: float, gaps: Gaps | None = None
     for p in (50, 90, 99):
         out[f"ttft_p{p}"], out[f"tpot_p{p}"] = percentile(ttfts, p), percentile(tpots, p)
     pairs = gaps.pairs if gaps is not None else []
-    out["itl_p50"], out["itl_p99"] = weighted_percentile(pairs, 50), weighted_percentile(pairs, 99)
+    out["itl_p50"], out["itl_p99"] = weighted_percentiles(pairs, (50, 99))
     out["itl_max"] = max((g for g, w in pairs if w), default=0.0)
     return out
 

@@ -14,6 +14,8 @@ from calculators.schema import validate
 def test_fast_paths_equal_the_general_formulas_bit_for_bit(model):
     v = validate(SCHEMA["inputs"], {"model": model, "kv_dtype": "fp8"})
     sm = StepModel(deployment(v))
+    fresh = StepModel(deployment(v))   # the simulator's closures, starting with empty memos
+    decode_time, prefill_time = fresh.decode_timer(), fresh.prefill_timer()
     for context in (1, 100, 128, 129, 4096, 8193, 100_000):
         held = lambda cap, t=context: t if cap is None else min(t, cap)  # noqa: E731
         assert sm.per_sequence(context) == (2 * sm.active + attention_flops_per_token(sm.dep.model, held),
@@ -22,7 +24,9 @@ def test_fast_paths_equal_the_general_formulas_bit_for_bit(model):
         assert sm.per_prompt(context)[0] == 2 * sm.active * context + causal
         for batch in (1, 7, 256):
             assert sm.decode_time(batch, context) == sm.decode(batch, context).time_s
-    assert sm.prefill_time([512, 3000, 1]) == sm.prefill([512, 3000, 1]).time_s
+            assert decode_time(batch, context) == sm.decode(batch, context).time_s
+    for prompts in ([512, 3000, 1], [7], [100_000, 100_000]):
+        assert sm.prefill_time(prompts) == prefill_time(prompts) == sm.prefill(prompts).time_s
 
 
 def test_each_plot_has_one_unit_and_part_3s_series_id_stays():
