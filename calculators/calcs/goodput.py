@@ -19,8 +19,7 @@ import math
 
 from ..errors import InputError
 from ..schema import choice, integer, number, output, series, step
-from .goodput_sim import (ANALYSIS_REQUESTS, SIZE_CAP, Gaps, Workload, offered_load, simulate, warm_start,
-                          weighted_percentiles)
+from .goodput_sim import (ANALYSIS_REQUESTS, SIZE_CAP, Gaps, Workload, offered_load, simulate, warm_start)
 from .engine_defaults import vllm_max_num_seqs
 from .memory import budget, engine_fields
 from .steptime import StepModel, deployment, deployment_fields, efficiency_steps
@@ -129,9 +128,9 @@ def summarise(result, ttft_slo: float, tpot_slo: float, gaps: Gaps | None = None
            "queue_wait": sum(r[0] - r[2] for r in served) / len(served) if served else 0.0}
     for p in (50, 90, 99):
         out[f"ttft_p{p}"], out[f"tpot_p{p}"] = percentile(ttfts, p), percentile(tpots, p)
-    pairs = gaps.pairs if gaps is not None else []
-    out["itl_p50"], out["itl_p99"] = weighted_percentiles(pairs, (50, 99))
-    out["itl_max"] = max((g for g, w in pairs if w), default=0.0)
+    gaps = gaps or Gaps()
+    out["itl_p50"], out["itl_p99"] = gaps.percentiles((50, 99))
+    out["itl_max"] = gaps.longest()
     return out
 
 
@@ -187,7 +186,7 @@ def _overloaded(v: dict, sim: dict, rate: float, gaps: Gaps) -> list:
         sim["saturated_gaps"] = Gaps()
         sim["saturated"] = simulate(sim["steps"], queued, 1.0, sim["max_seqs"], sim["capacity"], warm, (0, n),
                                     sim["alone"], sim["saturated_gaps"])
-    gaps.pairs = sim["saturated_gaps"].pairs
+    gaps.values, gaps.weights = sim["saturated_gaps"].values, sim["saturated_gaps"].weights
     out, t = [], 0.0
     for r, (gap, _, _) in zip(sim["saturated"], sim["workload"].first(v["num_requests"])):
         t += gap / rate
@@ -232,12 +231,40 @@ def kingman_wait(rho: float, ca2: float, cs2: float, service_s: float) -> float:
     return rho / (1 - rho) * (ca2 + cs2) / 2 * service_s if rho < 1 else math.inf
 
 
+WORKLOAD_KEYS = ("seed", "burstiness", "input_distribution", "input_tokens_mean", "input_tokens_cv",
+                 "output_distribution", "output_tokens_mean", "output_tokens_cv")
+KEPT = 4   # workloads and step models kept between recomputes (a reader changes one input at a time)
+_workloads: dict = {}
+_step_models: dict = {}
+
+
+def _kept(store: dict, key, make):
+    """store[key], made on first use; the oldest entry goes past KEPT. Safe because what is kept is a
+    pure function of its key (a Workload's prefix does not depend on how far it was drawn before, a
+    StepModel only memoises), so a recompute gives the same result bit for bit, warm or cold."""
+    if key not in store:
+        if len(store) >= KEPT:
+            del store[next(iter(store))]
+        store[key] = make()
+    return store[key]
+
+
+def _workload(v: dict) -> Workload:
+    return _kept(_workloads, tuple(v[k] for k in WORKLOAD_KEYS), lambda: Workload(v))
+
+
+def _step_model(dep) -> tuple[StepModel, dict]:
+    """(StepModel, memo of one prompt's prefill time by length) for this deployment. The key is the
+    deployment's repr: every field, exactly (floats repr round-trip); Accelerator holds a dict."""
+    return _kept(_step_models, repr(dep), lambda: (StepModel(dep), {}))
+
+
 def compute(v: dict) -> dict:
-    dep, workload = deployment(v), Workload(v)
-    steps, cap = StepModel(dep), max_num_seqs(v, dep.accelerator)
+    dep, workload = deployment(v), _workload(v)
+    (steps, alone), cap = _step_model(dep), max_num_seqs(v, dep.accelerator)
     capacity = budget(dict(v, tensor_parallel=v["num_gpus"], context_tokens=1), v["num_gpus"])["tokens"]
     load = offered_load(steps, workload.first(ANALYSIS_REQUESTS), cap, capacity)
-    sim = {"load": load, "capacity": capacity, "workload": workload, "steps": steps, "alone": {}, "runs": {},
+    sim = {"load": load, "capacity": capacity, "workload": workload, "steps": steps, "alone": alone, "runs": {},
            "max_seqs": cap, "target": v["slo_target_percent"] / 100,
            "cs2": service_cv2(load, workload.first(ANALYSIS_REQUESTS))}
     rate = v["request_rate_per_s"]

@@ -10,8 +10,9 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
 
 from .steptime import StepModel
 
@@ -127,51 +128,57 @@ def warm_start(work, count: int, seed: int, kv_capacity: float) -> list[tuple[in
     return out
 
 
-def _preload(warm, running: list, ctx: list) -> tuple[list, list, float]:
-    """Put the warm-start sequences in the batch: (inputs, outputs, KV used); they are never measured."""
+def _preload(warm, running: list, ctx: list, m: int) -> tuple[list, list, float]:
+    """Put the warm-start sequences in the batch: (inputs, outputs, KV used); they are never measured.
+    Heap keys are finish step × m + index (m above every index), so the heap compares plain ints."""
     inp, out, kv_used = [], [], 0.0
     for i, (a, b, left) in enumerate(warm):
         inp.append(a)
         out.append(b)
         kv_used += a + b
-        running.append((left, i))              # finishes after `left` more decode steps
+        running.append(left * m + i)           # finishes after `left` more decode steps
         ctx[0] += a + 1 + (b - 1 - left)       # context now = prompt + first token + steps done
     heapq.heapify(running)
     return inp, out, kv_used
 
 
 class Gaps:
-    """Inter-token gaps of the measured requests, pooled, as (seconds, how many) pairs: every sequence
-    in the batch shares each decode step, so a run of k identical steps over m measured sequences is
-    one pair (step, (k − 1) × m), and the first step after a prefill is the stall plus the step for
-    the sequences that were waiting on it. Filled by simulate; pairs of weight 0 are left out (they
-    move no percentile)."""
+    """Inter-token gaps of the measured requests, pooled, as values with weights (how many): every
+    sequence in the batch shares each decode step, so a run of k identical steps over m measured
+    sequences is one value, the step, of weight (k − 1) × m, and the first step after a prefill is the
+    stall plus the step for the sequences that were waiting on it. Filled by simulate; weights are
+    never 0 (a gap nobody saw moves no percentile)."""
 
     def __init__(self):
-        self.pairs = []
+        self.values, self.weights = [], []
+
+    @property
+    def pairs(self) -> list[tuple[float, int]]:
+        return list(zip(self.values, self.weights))
+
+    def percentiles(self, pcts) -> list[float]:
+        """Nearest-rank percentiles: the smallest gap whose cumulative weight reaches ⌈pct% × total⌉
+        (at least 1); 0.0 for none. One sort (of floats, by index) and one running total for all."""
+        values, weights = self.values, self.weights
+        order = sorted(range(len(values)), key=values.__getitem__)
+        cumulative = list(accumulate([weights[i] for i in order]))
+        total = cumulative[-1] if cumulative else 0
+        if not total:
+            return [0.0 for _ in pcts]
+        return [values[order[bisect_left(cumulative, max(1, math.ceil(pct / 100 * total)))]] for pct in pcts]
+
+    def longest(self) -> float:
+        return max(self.values, default=0.0)
 
 
 def weighted_percentile(pairs: list, pct: float) -> float:
     """Nearest-rank percentile of (value, weight) pairs; 0.0 for none."""
-    return weighted_percentiles(pairs, (pct,))[0]
-
-
-def weighted_percentiles(pairs: list, pcts) -> list[float]:
-    """Nearest-rank percentiles of (value, weight) pairs, one sort for all of them; 0.0 for none."""
-    total = sum(w for _, w in pairs)
-    if not total:
-        return [0.0 for _ in pcts]
-    ordered, found = sorted(pairs), []
-    for pct in pcts:
-        rank, seen = max(1, math.ceil(pct / 100 * total)), 0
-        for value, w in ordered:
-            seen += w
-            if seen >= rank:
-                found.append(value)
-                break
-        else:
-            found.append(ordered[-1][0])
-    return found
+    gaps = Gaps()
+    for value, w in pairs:
+        if w:
+            gaps.values.append(value)
+            gaps.weights.append(w)
+    return gaps.percentiles((pct,))[0]
 
 
 def simulate(steps: StepModel, work, rate: float, max_batch: int, kv_capacity: float, warm=(), measured=(0, None),
@@ -187,7 +194,7 @@ def simulate(steps: StepModel, work, rate: float, max_batch: int, kv_capacity: f
     Returns (ttft_s, tpot_s, prefill_s) per measured request, None for one whose KV can never fit.
     """
     running, ctx = [], [0]
-    inp, out, kv_used = _preload(warm, running, ctx)
+    inp, out, kv_used = _preload(warm, running, ctx, len(warm) + len(work))
     p = len(inp)
     inp += [w[1] for w in work]
     out += [w[2] for w in work]
@@ -207,23 +214,27 @@ def _run(steps, arrivals, inp, out, state, max_batch, kv_capacity, measured, alo
     up to now join the queue; if there is room, FCFS admission (KV for prompt + output reserved) and
     one prefill of all admitted; otherwise decode steps up to the next finish, or, when the queue is
     empty, up to the step boundary that passes the next arrival, each step timed at the chunk's middle
-    context rounded to a token. Inter-token gaps go to `gaps` by cohort: `last`/`count` for the
-    measured sequences that decoded together last step, `new` for those prefilled since."""
+    context rounded to a token. `running` is a heap of finish step × m + index; every sequence the
+    chunk finishes finishes on its last step. Inter-token gaps go to `gaps` by cohort: `last`/`count`
+    for the measured sequences that decoded together last step, `new` for those prefilled since."""
     running, kv, ctx, head = state
     (lo, hi), n, nxt, now, g = measured, len(inp), head, 0.0, 0
     need, result, first_token, prefill_s = [a + b for a, b in zip(inp, out)], [None] * n, [0.0] * n, [0.0] * n
     decode_time, prefill_time, heappush, heappop, ceil = (steps.decode_timer(), steps.prefill_timer(),
                                                            heapq.heappush, heapq.heappop, math.ceil)
     ttft_max, tpot_max, allowed = stop if stop is not None else (0.0, 0.0, n)
-    pairs, last, count, new = (gaps.pairs if gaps is not None else None), 0.0, 0, []
-    left, misses = hi - lo, 0
+    record = gaps is not None
+    values, weights = (gaps.values, gaps.weights) if record else ([], [])
+    last, count, new, left, misses = 0.0, 0, [], hi - lo, 0
+    next_at = arrivals[nxt] if nxt < n else math.inf
     while left:
-        if nxt < n and arrivals[nxt] <= now:
+        if next_at <= now:
             nxt = bisect_right(arrivals, now, nxt)
+            next_at = arrivals[nxt] if nxt < n else math.inf
         if head == nxt and not running:
             if nxt == n:
                 break
-            now = arrivals[nxt]
+            now = next_at
             continue
         if head < nxt and len(running) < max_batch:
             room, admitted = max_batch - len(running), []
@@ -242,7 +253,9 @@ def _run(steps, arrivals, inp, out, state, max_batch, kv_capacity, measured, alo
             if admitted:   # one prefill for all of them; one prompt alone is memoised by length
                 if len(admitted) == 1:
                     t = inp[admitted[0]]
-                    took = alone[t] if t in alone else alone.setdefault(t, prefill_time([t]))
+                    took = alone.get(t)
+                    if took is None:
+                        took = alone[t] = prefill_time([t])
                 else:
                     took = prefill_time([inp[i] for i in admitted])
                 now += took
@@ -255,7 +268,7 @@ def _run(steps, arrivals, inp, out, state, max_batch, kv_capacity, measured, alo
                         if lo <= i < hi:
                             left, misses = left - 1, misses + (now - arrivals[i] > ttft_max)
                     else:   # it finishes after out − 1 more decode steps
-                        heappush(running, (g + out[i] - 1, i))
+                        heappush(running, (g + out[i] - 1) * n + i)
                         ctx += inp[i] + 1 - g
                         joined += lo <= i < hi
                 if joined:
@@ -267,31 +280,37 @@ def _run(steps, arrivals, inp, out, state, max_batch, kv_capacity, measured, alo
             break
         batch = len(running)
         context = (ctx + batch * g) / batch
-        k, start, step_s = running[0][0] - g, round(context), 0.0
+        k, start, step_s = running[0] // n - g, round(context), 0.0
         if head == nxt < n:
             step_s = decode_time(batch, start)
-            k = min(k, max(1, ceil((arrivals[nxt] - now) / step_s)))
+            k = min(k, max(1, ceil((next_at - now) / step_s)))
         middle = round(context + (k - 1) / 2)
         took = k * (step_s if middle == start and step_s else decode_time(batch, middle))
-        if pairs is not None:   # each cohort's first gap, then k − 1 steps shared by all
+        if record:   # each cohort's first gap, then k − 1 steps shared by all
             step_s = took / k
             if count:
-                pairs.append((now + step_s - last, count))
+                values.append(now + step_s - last)
+                weights.append(count)
             for t, c in new:
-                pairs.append((now + step_s - t, c))
+                values.append(now + step_s - t)
+                weights.append(c)
                 count += c
             if k > 1 and count:
-                pairs.append((step_s, (k - 1) * count))
+                values.append(step_s)
+                weights.append((k - 1) * count)
             new = []
         last = now = now + took
         g += k
-        while running and running[0][0] <= g:
-            finish_step, i = heappop(running)
-            r = result[i] = (first_token[i] - arrivals[i], (now - first_token[i]) / (out[i] - 1), prefill_s[i])
-            ctx -= inp[i] + 1 - (finish_step - out[i] + 1)
+        base = g * n
+        while running and running[0] < base + n:
+            i = heappop(running) - base
+            ttft = first_token[i] - arrivals[i]
+            tpot = (now - first_token[i]) / (out[i] - 1)
+            result[i] = (ttft, tpot, prefill_s[i])
+            ctx -= inp[i] + 1 - (g - out[i] + 1)
             kv -= need[i]
             if lo <= i < hi:
-                count, left, misses = count - 1, left - 1, misses + (r[0] > ttft_max or r[1] > tpot_max)
+                count, left, misses = count - 1, left - 1, misses + (ttft > ttft_max or tpot > tpot_max)
         if misses > allowed:
             return None
     return result[lo:hi]
