@@ -16,6 +16,7 @@ Checked against 5,000-request runs in tests/core/test_goodput_steady.py.
 from __future__ import annotations
 
 import math
+import operator
 
 from ..errors import InputError
 from ..schema import choice, integer, number, output, series, step
@@ -122,10 +123,11 @@ def percentile(sorted_values: list[float], pct: float) -> float:
 
 def summarise(result, ttft_slo: float, tpot_slo: float, gaps: Gaps | None = None) -> dict:
     served = [r for r in result if r is not None]
-    ttfts, tpots = sorted(r[0] for r in served), sorted(r[1] for r in served)
-    met = sum(1 for r in served if r[0] <= ttft_slo and r[1] <= tpot_slo)
+    ttft, tpot, prefill = zip(*served) if served else ((), (), ())
+    ttfts, tpots = sorted(ttft), sorted(tpot)
+    met = sum(1 for a, b in zip(ttft, tpot) if a <= ttft_slo and b <= tpot_slo)
     out = {"attainment": met / len(result), "dropped": len(result) - len(served),
-           "queue_wait": sum(r[0] - r[2] for r in served) / len(served) if served else 0.0}
+           "queue_wait": sum(map(operator.sub, ttft, prefill)) / len(served) if served else 0.0}
     for p in (50, 90, 99):
         out[f"ttft_p{p}"], out[f"tpot_p{p}"] = percentile(ttfts, p), percentile(tpots, p)
     gaps = gaps or Gaps()

@@ -231,12 +231,13 @@ def _run(steps, arrivals, inp, out, state, max_batch, kv_capacity, measured, alo
         if next_at <= now:
             nxt = bisect_right(arrivals, now, nxt)
             next_at = arrivals[nxt] if nxt < n else math.inf
-        if head == nxt and not running:
-            if nxt == n:
-                break
-            now = next_at
-            continue
-        if head < nxt and len(running) < max_batch:
+        if head == nxt:
+            if not running:
+                if nxt == n:
+                    break
+                now = next_at
+                continue
+        elif len(running) < max_batch:
             room, admitted = max_batch - len(running), []
             while room and head < nxt:
                 q = need[head]
@@ -281,10 +282,12 @@ def _run(steps, arrivals, inp, out, state, max_batch, kv_capacity, measured, alo
         batch = len(running)
         context = (ctx + batch * g) / batch
         k, start, step_s = running[0] // n - g, round(context), 0.0
-        if head == nxt < n:
+        if head == nxt < n:   # min(k, max(1, ⌈to arrival ÷ step⌉)), without the (slow) builtins
             step_s = decode_time(batch, start)
-            k = min(k, max(1, ceil((next_at - now) / step_s)))
-        middle = round(context + (k - 1) / 2)
+            to_arrival = ceil((next_at - now) / step_s)
+            if to_arrival < k:
+                k = to_arrival if to_arrival > 1 else 1
+        middle = start if k == 1 else round(context + (k - 1) / 2)
         took = k * (step_s if middle == start and step_s else decode_time(batch, middle))
         if record:   # each cohort's first gap, then k − 1 steps shared by all
             step_s = took / k
@@ -302,7 +305,8 @@ def _run(steps, arrivals, inp, out, state, max_batch, kv_capacity, measured, alo
         last = now = now + took
         g += k
         base = g * n
-        while running and running[0] < base + n:
+        limit = base + n
+        while running and running[0] < limit:
             i = heappop(running) - base
             ttft = first_token[i] - arrivals[i]
             tpot = (now - first_token[i]) / (out[i] - 1)
