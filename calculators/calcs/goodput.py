@@ -150,7 +150,7 @@ def _measure(v: dict, sim: dict, rate: float, probe: bool = False) -> dict:
     """One rate: start warm at the steady-state batch, let SETTLE × batch arrivals in, measure the next
     num_requests; later arrivals keep the server loaded until they finish. Overloaded: see _overloaded.
     A probe stops as soon as more requests have missed than the target allows ({"meets": False} only).
-    Memoised by rate in sim["runs"]."""
+    Memoised by rate in sim["runs"]; inter-token gaps are booked unless sim["itl"] is False."""
     if rate in sim["runs"] and (probe or "attainment" in sim["runs"][rate]):
         return sim["runs"][rate]
     load, capacity, workload, cap = sim["load"], sim["capacity"], sim["workload"], sim["max_seqs"]
@@ -160,7 +160,7 @@ def _measure(v: dict, sim: dict, rate: float, probe: bool = False) -> dict:
         out = dict(summarise(_overloaded(v, sim, rate, gaps), v["ttft_slo_s"], v["tpot_slo_s"], gaps),
                    attainment=0.0, utilisation=rho, stable=False, batch=min(SIZE_CAP, load.full_batch))
     else:
-        batch, gaps = min(SIZE_CAP, load.batch(rate)), Gaps()
+        batch, gaps = min(SIZE_CAP, load.batch(rate)), Gaps() if sim.get("itl", True) else None
         settle, n = math.ceil(SETTLE * batch), v["num_requests"]
         warm = warm_start(workload.first(ANALYSIS_REQUESTS), batch, v["seed"], capacity)
         stop = (v["ttft_slo_s"], v["tpot_slo_s"], math.floor(n * (1 - sim["target"]) + 1e-9)) if probe else None
@@ -312,7 +312,7 @@ def _queueing_series(v: dict, sim: dict, rates: list[float], sweep: list[dict]) 
     the runs already made, plus QUEUE_GRID utilisations run with QUEUE_SAMPLE requests (a mean needs
     fewer than a tail)."""
     per_rho = 1 / (sim["load"].share * sim["load"].service_s()) if sim["load"].share else 0.0
-    light, small = dict(sim, runs={}), dict(v, num_requests=QUEUE_SAMPLE)
+    light, small = dict(sim, runs={}, itl=False), dict(v, num_requests=QUEUE_SAMPLE)   # no gaps: only waits plotted
     extra = [_measure(small, light, u * per_rho) for u in QUEUE_GRID] if per_rho else []
     pairs = sorted((s["utilisation"], s["queue_wait"]) for s in sweep + extra if s["stable"])
     service, ca2 = sim["load"].service_s(), 1 / v["burstiness"]

@@ -27,8 +27,7 @@ from ..errors import InputError
 from ..formats import bytes_per_element, get_format
 from ..model import Accelerator, Model
 from ..params import active_params, embedding_params, expert_params, total_params
-from .kv_cache import (kv_fraction_per_gpu, kv_terms, layer_groups, state_bytes_per_sequence, state_fraction_per_gpu,
-                       tokens_held)
+from .kv_cache import kv_fraction_per_gpu, kv_terms, layer_groups, state_bytes_per_sequence, state_fraction_per_gpu
 
 STATE_ELEM_BYTES = 2.0   # hybrid models' recurrent state at BF16, the default of memory's state_dtype
 SAME_RATE = {"fp16": "bf16", "bf16": "fp16"}   # every listed chip runs FP16 and BF16 at one rate
@@ -221,9 +220,10 @@ class StepModel:
         """(FLOPs per generated token, KV bytes held) for one sequence at this context."""
         found = self._per_seq.get(context_tokens)
         if found is None:   # the same sums as attention_flops_per_token and kv_bytes_per_sequence
-            t = context_tokens
-            found = self._per_seq[t] = (2 * self.active + sum(c * tokens_held(cap, t) for c, cap in self._attention),
-                                        sum(c * tokens_held(cap, t) for c, cap in self._kv) + self._state_as_kv)
+            t = context_tokens   # tokens_held(cap, t) = min(t, cap), written out (a memo miss per new context)
+            found = self._per_seq[t] = (
+                2 * self.active + sum([c * (t if cap is None or not cap < t else cap) for c, cap in self._attention]),
+                sum([c * (t if cap is None or not cap < t else cap) for c, cap in self._kv]) + self._state_as_kv)
         return found
 
     def decode(self, batch: int, context_tokens: float, tokens_per_sequence: float = 1) -> StepCost:
