@@ -161,3 +161,32 @@ def test_a_batch_with_room_waits_far_less_than_a_single_server_queue():
     assert out["utilisation"] > 0.85 and out["simulated_wait_s"] < out["kingman_wait_s"] / 5
     plot = out["series"]["queueing_vs_utilisation"]
     assert plot["x"]["values"] == sorted(plot["x"]["values"]) and plot["x"]["values"][0] <= 25.0 + 1e-9
+
+
+# --- Speed without changing an answer (the perf slice: recompute within the browser's budget) -----------
+
+def test_a_recompute_gives_the_same_answer_warm_or_cold():
+    """Workloads and step models are kept between recomputes (goodput._kept); what is kept is a pure
+    function of its key, so the order of earlier recomputes cannot change a result, bit for bit."""
+    from calculators.calcs import goodput
+    cases = [dict(PART3, request_rate_per_s=20), dict(PART3, seed=1), dict(PART3, hardware="h200"),
+             {}, dict(PART3, input_tokens_mean=512), dict(PART3, request_rate_per_s=20)]
+    warm = [run("goodput", c) for c in cases]
+    cold = []
+    for c in cases:
+        goodput._workloads.clear()
+        goodput._step_models.clear()
+        cold.append(run("goodput", c))
+    assert warm == cold
+    assert len(goodput._workloads) <= goodput.KEPT and len(goodput._step_models) <= goodput.KEPT
+
+
+def test_the_queueing_grid_books_no_gaps_but_the_same_waits():
+    """The grid's four extra runs only feed the mean wait; skipping their inter-token gaps changes no wait."""
+    from calculators.calcs.goodput_sim import simulate
+    v = validate(SCHEMA["inputs"], dict(PART3))
+    steps = StepModel(deployment(v))
+    pool = budget(dict(v, tensor_parallel=1, context_tokens=1), 1)["tokens"]
+    work = Workload(v).first(400)
+    with_gaps = simulate(steps, work, 8.0, 1024, pool, (), (50, 350), None, Gaps())
+    assert simulate(steps, work, 8.0, 1024, pool, (), (50, 350), None, None) == with_gaps
