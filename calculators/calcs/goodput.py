@@ -180,17 +180,19 @@ def _overloaded(v: dict, sim: dict, rate: float, gaps: Gaps) -> list:
     """Past capacity the batch stays full and the queue never empties, so the schedule does not depend
     on the rate: simulate it once with every request queued at t = 0 (warm start at the full batch),
     then TTFT at this rate = first token − arrival, or the prefill alone if it arrived later."""
-    if "saturated" not in sim:
+    shared = sim["shared"]   # the schedule depends on neither rate nor objectives: kept between recomputes
+    if "saturated" not in shared:
         load, n, workload = sim["load"], v["num_requests"], sim["workload"]
         batch = min(SIZE_CAP, load.full_batch)
         queued = [(0.0, a, b) for _, a, b in workload.first(n + batch)]
         warm = warm_start(workload.first(ANALYSIS_REQUESTS), batch, v["seed"], sim["capacity"])
-        sim["saturated_gaps"] = Gaps()
-        sim["saturated"] = simulate(sim["steps"], queued, 1.0, sim["max_seqs"], sim["capacity"], warm, (0, n),
-                                    sim["alone"], sim["saturated_gaps"])
-    gaps.values, gaps.weights = sim["saturated_gaps"].values, sim["saturated_gaps"].weights
+        saturated_gaps = Gaps()
+        shared["saturated"] = simulate(sim["steps"], queued, 1.0, sim["max_seqs"], sim["capacity"], warm, (0, n),
+                                       sim["alone"], saturated_gaps)
+        shared["saturated_gaps"] = saturated_gaps
+    gaps.values, gaps.weights = shared["saturated_gaps"].values, shared["saturated_gaps"].weights   # never mutated
     out, t = [], 0.0
-    for r, (gap, _, _) in zip(sim["saturated"], sim["workload"].first(v["num_requests"])):
+    for r, (gap, _, _) in zip(shared["saturated"], sim["workload"].first(v["num_requests"])):
         t += gap / rate
         out.append(None if r is None else (max(r[0] - t, r[2]), r[1], r[2]))
     return out
@@ -238,6 +240,7 @@ WORKLOAD_KEYS = ("seed", "burstiness", "input_distribution", "input_tokens_mean"
 KEPT = 4   # workloads and step models kept between recomputes (a reader changes one input at a time)
 _workloads: dict = {}
 _step_models: dict = {}
+_setups: dict = {}   # per server and workload: the saturated schedule and the queueing grid (no rate, no SLO)
 
 
 def _kept(store: dict, key, make):
@@ -255,18 +258,23 @@ def _workload(v: dict) -> Workload:
     return _kept(_workloads, tuple(v[k] for k in WORKLOAD_KEYS), lambda: Workload(v))
 
 
-def _step_model(dep) -> tuple[StepModel, dict]:
+def _step_model(dep, key: str) -> tuple[StepModel, dict]:
     """(StepModel, memo of one prompt's prefill time by length) for this deployment. The key is the
     deployment's repr: every field, exactly (floats repr round-trip); Accelerator holds a dict."""
-    return _kept(_step_models, repr(dep), lambda: (StepModel(dep), {}))
+    return _kept(_step_models, key, lambda: (StepModel(dep), {}))
 
 
 def compute(v: dict) -> dict:
     dep, workload = deployment(v), _workload(v)
-    (steps, alone), cap = _step_model(dep), max_num_seqs(v, dep.accelerator)
+    key = repr(dep)
+    (steps, alone), cap = _step_model(dep, key), max_num_seqs(v, dep.accelerator)
     capacity = budget(dict(v, tensor_parallel=v["num_gpus"], context_tokens=1), v["num_gpus"])["tokens"]
     load = offered_load(steps, workload.first(ANALYSIS_REQUESTS), cap, capacity)
+    # Everything the saturated schedule and the queueing grid depend on (load, warm starts and batches
+    # follow from these); the objectives and the rate typed are not among them.
+    shared = _kept(_setups, (key, tuple(v[k] for k in WORKLOAD_KEYS), cap, capacity, v["num_requests"]), dict)
     sim = {"load": load, "capacity": capacity, "workload": workload, "steps": steps, "alone": alone, "runs": {},
+           "shared": shared,
            "max_seqs": cap, "target": v["slo_target_percent"] / 100,
            "cs2": service_cv2(load, workload.first(ANALYSIS_REQUESTS))}
     rate = v["request_rate_per_s"]
@@ -312,8 +320,11 @@ def _queueing_series(v: dict, sim: dict, rates: list[float], sweep: list[dict]) 
     the runs already made, plus QUEUE_GRID utilisations run with QUEUE_SAMPLE requests (a mean needs
     fewer than a tail)."""
     per_rho = 1 / (sim["load"].share * sim["load"].service_s()) if sim["load"].share else 0.0
-    light, small = dict(sim, runs={}, itl=False), dict(v, num_requests=QUEUE_SAMPLE)   # no gaps: only waits plotted
-    extra = [_measure(small, light, u * per_rho) for u in QUEUE_GRID] if per_rho else []
+    if "grid" not in sim["shared"]:   # depends on neither rate nor objectives: kept between recomputes
+        light, small = dict(sim, runs={}, itl=False), dict(v, num_requests=QUEUE_SAMPLE)   # no gaps: waits only
+        runs = [_measure(small, light, u * per_rho) for u in QUEUE_GRID] if per_rho else []
+        sim["shared"]["grid"] = [{k: s[k] for k in ("utilisation", "queue_wait", "stable")} for s in runs]
+    extra = sim["shared"]["grid"]
     pairs = sorted((s["utilisation"], s["queue_wait"]) for s in sweep + extra if s["stable"])
     service, ca2 = sim["load"].service_s(), 1 / v["burstiness"]
     return series("Mean wait before prefill vs utilisation: simulated and Kingman's formula", "Utilisation ρ", "",

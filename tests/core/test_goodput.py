@@ -166,19 +166,21 @@ def test_a_batch_with_room_waits_far_less_than_a_single_server_queue():
 # --- Speed without changing an answer (the perf slice: recompute within the browser's budget) -----------
 
 def test_a_recompute_gives_the_same_answer_warm_or_cold():
-    """Workloads and step models are kept between recomputes (goodput._kept); what is kept is a pure
-    function of its key, so the order of earlier recomputes cannot change a result, bit for bit."""
+    """Workloads, step models, the saturated schedule and the queueing grid are kept between recomputes
+    (goodput._kept); what is kept is a pure function of its key, so the order of earlier recomputes
+    cannot change a result, bit for bit (the cases change the rate, seed, GPU and lengths)."""
     from calculators.calcs import goodput
     cases = [dict(PART3, request_rate_per_s=20), dict(PART3, seed=1), dict(PART3, hardware="h200"),
-             {}, dict(PART3, input_tokens_mean=512), dict(PART3, request_rate_per_s=20)]
+             {}, dict(PART3, input_tokens_mean=512), dict(PART3, request_rate_per_s=40), dict(PART3, ttft_slo_s=0.1),
+             dict(PART3, num_requests=600), dict(PART3, request_rate_per_s=20)]
     warm = [run("goodput", c) for c in cases]
     cold = []
     for c in cases:
-        goodput._workloads.clear()
-        goodput._step_models.clear()
+        for store in (goodput._workloads, goodput._step_models, goodput._setups):
+            store.clear()
         cold.append(run("goodput", c))
     assert warm == cold
-    assert len(goodput._workloads) <= goodput.KEPT and len(goodput._step_models) <= goodput.KEPT
+    assert max(len(goodput._workloads), len(goodput._step_models), len(goodput._setups)) <= goodput.KEPT
 
 
 def test_the_queueing_grid_books_no_gaps_but_the_same_waits():
