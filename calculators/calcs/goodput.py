@@ -16,11 +16,11 @@ Checked against 5,000-request runs in tests/core/test_goodput_steady.py.
 from __future__ import annotations
 
 import math
+import operator
 
 from ..errors import InputError
 from ..schema import choice, integer, number, output, series, step
-from .goodput_sim import (ANALYSIS_REQUESTS, SIZE_CAP, Gaps, Workload, offered_load, simulate, warm_start,
-                          weighted_percentile)
+from .goodput_sim import (ANALYSIS_REQUESTS, SIZE_CAP, Gaps, Workload, offered_load, simulate, warm_start)
 from .engine_defaults import vllm_max_num_seqs
 from .memory import budget, engine_fields
 from .steptime import StepModel, deployment, deployment_fields, efficiency_steps
@@ -123,15 +123,16 @@ def percentile(sorted_values: list[float], pct: float) -> float:
 
 def summarise(result, ttft_slo: float, tpot_slo: float, gaps: Gaps | None = None) -> dict:
     served = [r for r in result if r is not None]
-    ttfts, tpots = sorted(r[0] for r in served), sorted(r[1] for r in served)
-    met = sum(1 for r in served if r[0] <= ttft_slo and r[1] <= tpot_slo)
+    ttft, tpot, prefill = zip(*served) if served else ((), (), ())
+    ttfts, tpots = sorted(ttft), sorted(tpot)
+    met = sum(1 for a, b in zip(ttft, tpot) if a <= ttft_slo and b <= tpot_slo)
     out = {"attainment": met / len(result), "dropped": len(result) - len(served),
-           "queue_wait": sum(r[0] - r[2] for r in served) / len(served) if served else 0.0}
+           "queue_wait": sum(map(operator.sub, ttft, prefill)) / len(served) if served else 0.0}
     for p in (50, 90, 99):
         out[f"ttft_p{p}"], out[f"tpot_p{p}"] = percentile(ttfts, p), percentile(tpots, p)
-    pairs = gaps.pairs if gaps is not None else []
-    out["itl_p50"], out["itl_p99"] = weighted_percentile(pairs, 50), weighted_percentile(pairs, 99)
-    out["itl_max"] = max((g for g, w in pairs if w), default=0.0)
+    gaps = gaps or Gaps()
+    out["itl_p50"], out["itl_p99"] = gaps.percentiles((50, 99))
+    out["itl_max"] = gaps.longest()
     return out
 
 
@@ -149,7 +150,7 @@ def _measure(v: dict, sim: dict, rate: float, probe: bool = False) -> dict:
     """One rate: start warm at the steady-state batch, let SETTLE × batch arrivals in, measure the next
     num_requests; later arrivals keep the server loaded until they finish. Overloaded: see _overloaded.
     A probe stops as soon as more requests have missed than the target allows ({"meets": False} only).
-    Memoised by rate in sim["runs"]."""
+    Memoised by rate in sim["runs"]; inter-token gaps are booked unless sim["itl"] is False."""
     if rate in sim["runs"] and (probe or "attainment" in sim["runs"][rate]):
         return sim["runs"][rate]
     load, capacity, workload, cap = sim["load"], sim["capacity"], sim["workload"], sim["max_seqs"]
@@ -159,7 +160,7 @@ def _measure(v: dict, sim: dict, rate: float, probe: bool = False) -> dict:
         out = dict(summarise(_overloaded(v, sim, rate, gaps), v["ttft_slo_s"], v["tpot_slo_s"], gaps),
                    attainment=0.0, utilisation=rho, stable=False, batch=min(SIZE_CAP, load.full_batch))
     else:
-        batch, gaps = min(SIZE_CAP, load.batch(rate)), Gaps()
+        batch, gaps = min(SIZE_CAP, load.batch(rate)), Gaps() if sim.get("itl", True) else None
         settle, n = math.ceil(SETTLE * batch), v["num_requests"]
         warm = warm_start(workload.first(ANALYSIS_REQUESTS), batch, v["seed"], capacity)
         stop = (v["ttft_slo_s"], v["tpot_slo_s"], math.floor(n * (1 - sim["target"]) + 1e-9)) if probe else None
@@ -179,17 +180,19 @@ def _overloaded(v: dict, sim: dict, rate: float, gaps: Gaps) -> list:
     """Past capacity the batch stays full and the queue never empties, so the schedule does not depend
     on the rate: simulate it once with every request queued at t = 0 (warm start at the full batch),
     then TTFT at this rate = first token − arrival, or the prefill alone if it arrived later."""
-    if "saturated" not in sim:
+    shared = sim["shared"]   # the schedule depends on neither rate nor objectives: kept between recomputes
+    if "saturated" not in shared:
         load, n, workload = sim["load"], v["num_requests"], sim["workload"]
         batch = min(SIZE_CAP, load.full_batch)
         queued = [(0.0, a, b) for _, a, b in workload.first(n + batch)]
         warm = warm_start(workload.first(ANALYSIS_REQUESTS), batch, v["seed"], sim["capacity"])
-        sim["saturated_gaps"] = Gaps()
-        sim["saturated"] = simulate(sim["steps"], queued, 1.0, sim["max_seqs"], sim["capacity"], warm, (0, n),
-                                    sim["alone"], sim["saturated_gaps"])
-    gaps.pairs = sim["saturated_gaps"].pairs
+        saturated_gaps = Gaps()
+        shared["saturated"] = simulate(sim["steps"], queued, 1.0, sim["max_seqs"], sim["capacity"], warm, (0, n),
+                                       sim["alone"], saturated_gaps)
+        shared["saturated_gaps"] = saturated_gaps
+    gaps.values, gaps.weights = shared["saturated_gaps"].values, shared["saturated_gaps"].weights   # never mutated
     out, t = [], 0.0
-    for r, (gap, _, _) in zip(sim["saturated"], sim["workload"].first(v["num_requests"])):
+    for r, (gap, _, _) in zip(shared["saturated"], sim["workload"].first(v["num_requests"])):
         t += gap / rate
         out.append(None if r is None else (max(r[0] - t, r[2]), r[1], r[2]))
     return out
@@ -232,12 +235,46 @@ def kingman_wait(rho: float, ca2: float, cs2: float, service_s: float) -> float:
     return rho / (1 - rho) * (ca2 + cs2) / 2 * service_s if rho < 1 else math.inf
 
 
+WORKLOAD_KEYS = ("seed", "burstiness", "input_distribution", "input_tokens_mean", "input_tokens_cv",
+                 "output_distribution", "output_tokens_mean", "output_tokens_cv")
+KEPT = 4   # workloads and step models kept between recomputes (a reader changes one input at a time)
+_workloads: dict = {}
+_step_models: dict = {}
+_setups: dict = {}   # per server and workload: the saturated schedule and the queueing grid (no rate, no SLO)
+
+
+def _kept(store: dict, key, make):
+    """store[key], made on first use; the oldest entry goes past KEPT. Safe because what is kept is a
+    pure function of its key (a Workload's prefix does not depend on how far it was drawn before, a
+    StepModel only memoises), so a recompute gives the same result bit for bit, warm or cold."""
+    if key not in store:
+        if len(store) >= KEPT:
+            del store[next(iter(store))]
+        store[key] = make()
+    return store[key]
+
+
+def _workload(v: dict) -> Workload:
+    return _kept(_workloads, tuple(v[k] for k in WORKLOAD_KEYS), lambda: Workload(v))
+
+
+def _step_model(dep, key: str) -> tuple[StepModel, dict]:
+    """(StepModel, memo of one prompt's prefill time by length) for this deployment. The key is the
+    deployment's repr: every field, exactly (floats repr round-trip); Accelerator holds a dict."""
+    return _kept(_step_models, key, lambda: (StepModel(dep), {}))
+
+
 def compute(v: dict) -> dict:
-    dep, workload = deployment(v), Workload(v)
-    steps, cap = StepModel(dep), max_num_seqs(v, dep.accelerator)
+    dep, workload = deployment(v), _workload(v)
+    key = repr(dep)
+    (steps, alone), cap = _step_model(dep, key), max_num_seqs(v, dep.accelerator)
     capacity = budget(dict(v, tensor_parallel=v["num_gpus"], context_tokens=1), v["num_gpus"])["tokens"]
     load = offered_load(steps, workload.first(ANALYSIS_REQUESTS), cap, capacity)
-    sim = {"load": load, "capacity": capacity, "workload": workload, "steps": steps, "alone": {}, "runs": {},
+    # Everything the saturated schedule and the queueing grid depend on (load, warm starts and batches
+    # follow from these); the objectives and the rate typed are not among them.
+    shared = _kept(_setups, (key, tuple(v[k] for k in WORKLOAD_KEYS), cap, capacity, v["num_requests"]), dict)
+    sim = {"load": load, "capacity": capacity, "workload": workload, "steps": steps, "alone": alone, "runs": {},
+           "shared": shared,
            "max_seqs": cap, "target": v["slo_target_percent"] / 100,
            "cs2": service_cv2(load, workload.first(ANALYSIS_REQUESTS))}
     rate = v["request_rate_per_s"]
@@ -283,8 +320,11 @@ def _queueing_series(v: dict, sim: dict, rates: list[float], sweep: list[dict]) 
     the runs already made, plus QUEUE_GRID utilisations run with QUEUE_SAMPLE requests (a mean needs
     fewer than a tail)."""
     per_rho = 1 / (sim["load"].share * sim["load"].service_s()) if sim["load"].share else 0.0
-    light, small = dict(sim, runs={}), dict(v, num_requests=QUEUE_SAMPLE)
-    extra = [_measure(small, light, u * per_rho) for u in QUEUE_GRID] if per_rho else []
+    if "grid" not in sim["shared"]:   # depends on neither rate nor objectives: kept between recomputes
+        light, small = dict(sim, runs={}, itl=False), dict(v, num_requests=QUEUE_SAMPLE)   # no gaps: waits only
+        runs = [_measure(small, light, u * per_rho) for u in QUEUE_GRID] if per_rho else []
+        sim["shared"]["grid"] = [{k: s[k] for k in ("utilisation", "queue_wait", "stable")} for s in runs]
+    extra = sim["shared"]["grid"]
     pairs = sorted((s["utilisation"], s["queue_wait"]) for s in sweep + extra if s["stable"])
     service, ca2 = sim["load"].service_s(), 1 / v["burstiness"]
     return series("Mean wait before prefill vs utilisation: simulated and Kingman's formula", "Utilisation ρ", "",

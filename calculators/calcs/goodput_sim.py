@@ -10,8 +10,9 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections import deque
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
 
 from .steptime import StepModel
 
@@ -127,71 +128,57 @@ def warm_start(work, count: int, seed: int, kv_capacity: float) -> list[tuple[in
     return out
 
 
-def _preload(warm, running: list, ctx: list) -> tuple[list, list, float]:
-    """Put the warm-start sequences in the batch: (inputs, outputs, KV used); they are never measured."""
+def _preload(warm, running: list, ctx: list, m: int) -> tuple[list, list, float]:
+    """Put the warm-start sequences in the batch: (inputs, outputs, KV used); they are never measured.
+    Heap keys are finish step × m + index (m above every index), so the heap compares plain ints."""
     inp, out, kv_used = [], [], 0.0
     for i, (a, b, left) in enumerate(warm):
         inp.append(a)
         out.append(b)
         kv_used += a + b
-        running.append((left, i))              # finishes after `left` more decode steps
+        running.append(left * m + i)           # finishes after `left` more decode steps
         ctx[0] += a + 1 + (b - 1 - left)       # context now = prompt + first token + steps done
     heapq.heapify(running)
     return inp, out, kv_used
 
 
-class NoGaps:
-    """Stands in for Gaps where the inter-token gaps are not wanted (it records nothing)."""
-
-    def joined(self, now: float, count: int):
-        pass
-
-    def steps(self, start: float, k: int, took: float):
-        pass
-
-    def left(self, count: int):
-        pass
-
-
 class Gaps:
-    """Inter-token gaps of the measured requests, pooled, as (seconds, how many) pairs: every sequence
-    in the batch shares each decode step, so a run of k identical steps over m measured sequences is
-    one pair (step, (k − 1) × m), and the first step after a prefill is the stall plus the step for
-    the sequences that were waiting on it. `cohorts` holds (time of last token, measured sequences)."""
+    """Inter-token gaps of the measured requests, pooled, as values with weights (how many): every
+    sequence in the batch shares each decode step, so a run of k identical steps over m measured
+    sequences is one value, the step, of weight (k − 1) × m, and the first step after a prefill is the
+    stall plus the step for the sequences that were waiting on it. Filled by simulate; weights are
+    never 0 (a gap nobody saw moves no percentile)."""
 
     def __init__(self):
-        self.pairs, self.cohorts, self.running = [], [], 0
+        self.values, self.weights = [], []
 
-    def joined(self, now: float, count: int):
-        if count:
-            self.cohorts.append((now, count))
-            self.running += count
+    @property
+    def pairs(self) -> list[tuple[float, int]]:
+        return list(zip(self.values, self.weights))
 
-    def steps(self, start: float, k: int, took: float):
-        step_s = took / k
-        for t, count in self.cohorts:
-            self.pairs.append((start + step_s - t, count))
-        if k > 1 and self.running:
-            self.pairs.append((step_s, (k - 1) * self.running))
-        self.cohorts = [(start + took, self.running)] if self.running else []
+    def percentiles(self, pcts) -> list[float]:
+        """Nearest-rank percentiles: the smallest gap whose cumulative weight reaches ⌈pct% × total⌉
+        (at least 1); 0.0 for none. One sort (of floats, by index) and one running total for all."""
+        values, weights = self.values, self.weights
+        order = sorted(range(len(values)), key=values.__getitem__)
+        cumulative = list(accumulate([weights[i] for i in order]))
+        total = cumulative[-1] if cumulative else 0
+        if not total:
+            return [0.0 for _ in pcts]
+        return [values[order[bisect_left(cumulative, max(1, math.ceil(pct / 100 * total)))]] for pct in pcts]
 
-    def left(self, count: int):
-        self.running -= count
-        if self.cohorts:
-            self.cohorts[0] = (self.cohorts[0][0], self.running)
+    def longest(self) -> float:
+        return max(self.values, default=0.0)
 
 
 def weighted_percentile(pairs: list, pct: float) -> float:
     """Nearest-rank percentile of (value, weight) pairs; 0.0 for none."""
-    total = sum(w for _, w in pairs)
-    if not total:
-        return 0.0
-    rank, seen = max(1, math.ceil(pct / 100 * total)), 0
-    for value, w in sorted(pairs):
-        seen += w
-        if seen >= rank:
-            return value
-    return max(pairs)[0]
+    gaps = Gaps()
+    for value, w in pairs:
+        if w:
+            gaps.values.append(value)
+            gaps.weights.append(w)
+    return gaps.percentiles((pct,))[0]
 
 
 def simulate(steps: StepModel, work, rate: float, max_batch: int, kv_capacity: float, warm=(), measured=(0, None),
@@ -207,7 +194,7 @@ def simulate(steps: StepModel, work, rate: float, max_batch: int, kv_capacity: f
     Returns (ttft_s, tpot_s, prefill_s) per measured request, None for one whose KV can never fit.
     """
     running, ctx = [], [0]
-    inp, out, kv_used = _preload(warm, running, ctx)
+    inp, out, kv_used = _preload(warm, running, ctx, len(warm) + len(work))
     p = len(inp)
     inp += [w[1] for w in work]
     out += [w[2] for w in work]
@@ -216,128 +203,118 @@ def simulate(steps: StepModel, work, rate: float, max_batch: int, kv_capacity: f
         t += w[0] / rate
         arrivals.append(t)
     lo, hi = p + measured[0], p + (len(work) if measured[1] is None else measured[1])
-    state = {"now": 0.0, "g": 0, "kv": kv_used, "ctx": ctx[0], "next": p, "misses": 0}
-    return _run(steps, arrivals, inp, out, running, state, max_batch, kv_capacity, lo, hi,
-                {} if alone is None else alone, gaps or NoGaps(), stop)
+    state = (running, kv_used, ctx[0], p)
+    return _run(steps, arrivals, inp, out, state, max_batch, kv_capacity, (lo, hi), {} if alone is None else alone,
+                gaps, stop)
 
 
-def _admit(waiting: deque, need: list, kv_used: float, kv_capacity: float, room: int, lo: int, hi: int):
-    """FCFS admission: (admitted, KV used, measured requests dropped because their KV can never fit)."""
-    admitted, dropped = [], 0
-    while room and waiting:
-        i = waiting[0]
-        if need[i] > kv_capacity:   # can never fit: dropped, counts as missing both SLOs
-            waiting.popleft()
-            dropped += lo <= i < hi
-        elif kv_used + need[i] > kv_capacity:
-            break
-        else:
-            kv_used += need[i]
-            admitted.append(waiting.popleft())
-            room -= 1
-    return admitted, kv_used, dropped
-
-
-def _chunk(decode_time, batch: int, context: float, to_finish: int, to_arrival_s: float | None):
-    """(k, seconds): decode steps up to the next finish, or to the step boundary that passes the next
-    arrival when one is due; each step timed at the chunk's middle context, rounded to a token."""
-    k, step_s, start = to_finish, 0.0, round(context)
-    if to_arrival_s is not None:
-        step_s = decode_time(batch, start)
-        k = min(k, max(1, math.ceil(to_arrival_s / step_s)))
-    middle = round(context + (k - 1) / 2)
-    return k, k * (step_s if middle == start and step_s else decode_time(batch, middle))
-
-
-def _prefill_time(prefill_time, alone: dict, prompts: list) -> float:
-    """StepModel.prefill_time, memoised by length for one prompt alone (the common case)."""
-    if len(prompts) > 1:
-        return prefill_time(prompts)
-    t = prompts[0]
-    return alone[t] if t in alone else alone.setdefault(t, prefill_time(prompts))
-
-
-def _missed(r, stop) -> bool:
-    return r is None or r[0] > stop[0] or r[1] > stop[1]
-
-
-def _prefill(st, admitted, inp, out, need, arrivals, result, first_token, prefill_s, running, took, lo, hi, gaps):
-    """Book one prefill of the admitted requests: first tokens now; one-token answers finish at once.
-    Returns the measured requests that finished."""
-    now, g, done, joined = st["now"], st["g"], [], 0
-    for i in admitted:
-        first_token[i], prefill_s[i] = now, took
-        if out[i] == 1:
-            result[i] = (now - arrivals[i], 0.0, took)
-            st["kv"] -= need[i]
-            if lo <= i < hi:
-                done.append(i)
-        else:   # it finishes after out − 1 more decode steps
-            heapq.heappush(running, (g + out[i] - 1, i))
-            st["ctx"] += inp[i] + 1 - g
-            joined += lo <= i < hi
-    gaps.joined(now, joined)
-    return done
-
-
-def _run(steps, arrivals, inp, out, running, st, max_batch, kv_capacity, lo, hi, alone, gaps, stop):
-    n, prefill_time = len(inp), steps.prefill_time
-    result, first_token, prefill_s, waiting = [None] * n, [0.0] * n, [0.0] * n, deque()
-    need, left = [a + b for a, b in zip(inp, out)], hi - lo
+def _run(steps, arrivals, inp, out, state, max_batch, kv_capacity, measured, alone, gaps, stop):
+    """The event loop, with its state in locals (it runs once per event, a few thousand times a run).
+    Requests queue in arrival order, so the queue is the index range [head, nxt). Each turn: arrivals
+    up to now join the queue; if there is room, FCFS admission (KV for prompt + output reserved) and
+    one prefill of all admitted; otherwise decode steps up to the next finish, or, when the queue is
+    empty, up to the step boundary that passes the next arrival, each step timed at the chunk's middle
+    context rounded to a token. `running` is a heap of finish step × m + index; every sequence the
+    chunk finishes finishes on its last step. Inter-token gaps go to `gaps` by cohort: `last`/`count`
+    for the measured sequences that decoded together last step, `new` for those prefilled since."""
+    running, kv, ctx, head = state
+    (lo, hi), n, nxt, now, g = measured, len(inp), head, 0.0, 0
+    need, result, first_token, prefill_s = [a + b for a, b in zip(inp, out)], [None] * n, [0.0] * n, [0.0] * n
+    decode_time, prefill_time, heappush, heappop, ceil = (steps.decode_timer(), steps.prefill_timer(),
+                                                           heapq.heappush, heapq.heappop, math.ceil)
+    ttft_max, tpot_max, allowed = stop if stop is not None else (0.0, 0.0, n)
+    record = gaps is not None
+    values, weights = (gaps.values, gaps.weights) if record else ([], [])
+    last, count, new, left, misses = 0.0, 0, [], hi - lo, 0
+    next_at = arrivals[nxt] if nxt < n else math.inf
     while left:
-        while st["next"] < n and arrivals[st["next"]] <= st["now"]:
-            waiting.append(st["next"])
-            st["next"] += 1
-        if not waiting and not running:
-            if st["next"] == n:
-                break
-            st["now"] = arrivals[st["next"]]
-            continue
-        if waiting and len(running) < max_batch:
-            admitted, st["kv"], dropped = _admit(waiting, need, st["kv"], kv_capacity, max_batch - len(running), lo, hi)
-            left -= dropped
-            st["misses"] += dropped
-            if admitted:   # one prefill for all of them
-                took = _prefill_time(prefill_time, alone, [inp[i] for i in admitted])
-                st["now"] += took
-                done = _prefill(st, admitted, inp, out, need, arrivals, result, first_token, prefill_s, running,
-                                took, lo, hi, gaps)
-                left -= len(done)
-                if _stopped(st, result, done, stop):
+        if next_at <= now:
+            nxt = bisect_right(arrivals, now, nxt)
+            next_at = arrivals[nxt] if nxt < n else math.inf
+        if head == nxt:
+            if not running:
+                if nxt == n:
+                    break
+                now = next_at
+                continue
+        elif len(running) < max_batch:
+            room, admitted = max_batch - len(running), []
+            while room and head < nxt:
+                q = need[head]
+                if q > kv_capacity:   # can never fit: dropped, counts as missing both SLOs
+                    if lo <= head < hi:
+                        left, misses = left - 1, misses + 1
+                elif kv + q > kv_capacity:
+                    break
+                else:
+                    kv += q
+                    admitted.append(head)
+                    room -= 1
+                head += 1
+            if admitted:   # one prefill for all of them; one prompt alone is memoised by length
+                if len(admitted) == 1:
+                    t = inp[admitted[0]]
+                    took = alone.get(t)
+                    if took is None:
+                        took = alone[t] = prefill_time([t])
+                else:
+                    took = prefill_time([inp[i] for i in admitted])
+                now += took
+                joined = 0
+                for i in admitted:
+                    first_token[i], prefill_s[i] = now, took
+                    if out[i] == 1:   # a one-token answer finishes at once
+                        result[i] = (now - arrivals[i], 0.0, took)
+                        kv -= need[i]
+                        if lo <= i < hi:
+                            left, misses = left - 1, misses + (now - arrivals[i] > ttft_max)
+                    else:   # it finishes after out − 1 more decode steps
+                        heappush(running, (g + out[i] - 1) * n + i)
+                        ctx += inp[i] + 1 - g
+                        joined += lo <= i < hi
+                if joined:
+                    new.append((now, joined))
+                if misses > allowed:
                     return None
                 continue
         if not running:     # head of the queue waits for memory nobody will free: impossible here
             break
-        done = _decode(st, steps.decode_time, running, waiting, arrivals, inp, out, need, result, first_token,
-                       prefill_s, lo, hi, gaps)
-        left -= len(done)
-        if _stopped(st, result, done, stop):
+        batch = len(running)
+        context = (ctx + batch * g) / batch
+        k, start, step_s = running[0] // n - g, round(context), 0.0
+        if head == nxt < n:   # min(k, max(1, ⌈to arrival ÷ step⌉)), without the (slow) builtins
+            step_s = decode_time(batch, start)
+            to_arrival = ceil((next_at - now) / step_s)
+            if to_arrival < k:
+                k = to_arrival if to_arrival > 1 else 1
+        middle = start if k == 1 else round(context + (k - 1) / 2)
+        took = k * (step_s if middle == start and step_s else decode_time(batch, middle))
+        if record:   # each cohort's first gap, then k − 1 steps shared by all
+            step_s = took / k
+            if count:
+                values.append(now + step_s - last)
+                weights.append(count)
+            for t, c in new:
+                values.append(now + step_s - t)
+                weights.append(c)
+                count += c
+            if k > 1 and count:
+                values.append(step_s)
+                weights.append((k - 1) * count)
+            new = []
+        last = now = now + took
+        g += k
+        base = g * n
+        limit = base + n
+        while running and running[0] < limit:
+            i = heappop(running) - base
+            ttft = first_token[i] - arrivals[i]
+            tpot = (now - first_token[i]) / (out[i] - 1)
+            result[i] = (ttft, tpot, prefill_s[i])
+            ctx -= inp[i] + 1 - (g - out[i] + 1)
+            kv -= need[i]
+            if lo <= i < hi:
+                count, left, misses = count - 1, left - 1, misses + (ttft > ttft_max or tpot > tpot_max)
+        if misses > allowed:
             return None
     return result[lo:hi]
-
-
-def _stopped(st, result, done, stop) -> bool:
-    if stop is None:
-        return False
-    st["misses"] += sum(_missed(result[i], stop) for i in done)
-    return st["misses"] > stop[2]
-
-
-def _decode(st, decode_time, running, waiting, arrivals, inp, out, need, result, first_token, prefill_s, lo, hi,
-            gaps) -> list:
-    """Run decode steps up to the next finish (or the next arrival); returns the measured requests done."""
-    batch, g, now, n = len(running), st["g"], st["now"], len(inp)
-    k, took = _chunk(decode_time, batch, (st["ctx"] + batch * g) / batch, running[0][0] - g,
-                     None if waiting or st["next"] == n else arrivals[st["next"]] - now)
-    gaps.steps(now, k, took)
-    st["now"], st["g"] = now + took, g + k
-    done = []
-    while running and running[0][0] <= st["g"]:
-        finish_step, i = heapq.heappop(running)
-        result[i] = (first_token[i] - arrivals[i], (st["now"] - first_token[i]) / (out[i] - 1), prefill_s[i])
-        st["ctx"] -= inp[i] + 1 - (finish_step - out[i] + 1)
-        st["kv"] -= need[i]
-        if lo <= i < hi:
-            done.append(i)
-    gaps.left(len(done))
-    return done

@@ -27,8 +27,7 @@ from ..errors import InputError
 from ..formats import bytes_per_element, get_format
 from ..model import Accelerator, Model
 from ..params import active_params, embedding_params, expert_params, total_params
-from .kv_cache import (kv_fraction_per_gpu, kv_terms, layer_groups, state_bytes_per_sequence, state_fraction_per_gpu,
-                       tokens_held)
+from .kv_cache import kv_fraction_per_gpu, kv_terms, layer_groups, state_bytes_per_sequence, state_fraction_per_gpu
 
 STATE_ELEM_BYTES = 2.0   # hybrid models' recurrent state at BF16, the default of memory's state_dtype
 SAME_RATE = {"fp16": "bf16", "bf16": "fp16"}   # every listed chip runs FP16 and BF16 at one rate
@@ -221,9 +220,10 @@ class StepModel:
         """(FLOPs per generated token, KV bytes held) for one sequence at this context."""
         found = self._per_seq.get(context_tokens)
         if found is None:   # the same sums as attention_flops_per_token and kv_bytes_per_sequence
-            t = context_tokens
-            found = self._per_seq[t] = (2 * self.active + sum(c * tokens_held(cap, t) for c, cap in self._attention),
-                                        sum(c * tokens_held(cap, t) for c, cap in self._kv) + self._state_as_kv)
+            t = context_tokens   # tokens_held(cap, t) = min(t, cap), written out (a memo miss per new context)
+            found = self._per_seq[t] = (
+                2 * self.active + sum([c * (t if cap is None or not cap < t else cap) for c, cap in self._attention]),
+                sum([c * (t if cap is None or not cap < t else cap) for c, cap in self._kv]) + self._state_as_kv)
         return found
 
     def decode(self, batch: int, context_tokens: float, tokens_per_sequence: float = 1) -> StepCost:
@@ -238,6 +238,20 @@ class StepModel:
         """decode(batch, context).time_s, bit for bit, without building a StepCost (simulator hot path)."""
         flops, kv = self._per_seq.get(context_tokens) or self.per_sequence(context_tokens)
         return max(self._times(batch * flops, self._weights.get(batch) or self.weight_bytes(batch), batch * kv))
+
+    def decode_timer(self):
+        """decode_time as a closure over this model's constants and memos, bit for bit: the same
+        operations in the same order as _times, without attribute look-ups (the simulator calls it
+        once or twice per event)."""
+        per_seq, weights, per_sequence, weight_bytes = self._per_seq, self._weights, self.per_sequence, self.weight_bytes
+        n, share, bandwidth, peak = self._n, self.kv_share, self._bandwidth, self._flops
+
+        def decode_time(batch: int, context_tokens: float) -> float:
+            flops, kv = per_seq.get(context_tokens) or per_sequence(context_tokens)
+            memory = ((weights.get(batch) or weight_bytes(batch)) / n + batch * kv * share) / bandwidth
+            compute = batch * flops / n / peak
+            return compute if compute > memory else memory   # max(memory, compute), ties to the first
+        return decode_time
 
     def per_prompt(self, prompt_tokens: int) -> tuple[float, float]:
         """(FLOPs, KV bytes written) to prefill one prompt under a causal mask."""
@@ -259,6 +273,21 @@ class StepModel:
     def prefill_time(self, prompt_lengths) -> float:
         """prefill(prompt_lengths).time_s without building a StepCost."""
         return max(self._times(*self._prefill_parts(prompt_lengths)))
+
+    def prefill_timer(self):
+        """prefill_time as a closure, bit for bit (the same sums in the same order as _prefill_parts,
+        then _times), for the simulator's hot path."""
+        per_prompt_memo, per_prompt, weights, weight_bytes = (self._per_prompt, self.per_prompt, self._weights,
+                                                              self.weight_bytes)
+        n, share, bandwidth, peak = self._n, self.kv_share, self._bandwidth, self._flops
+
+        def prefill_time(prompt_lengths) -> float:
+            costs = [per_prompt_memo.get(t) or per_prompt(t) for t in prompt_lengths]
+            tokens = sum(prompt_lengths)
+            memory = ((weights.get(tokens) or weight_bytes(tokens)) / n + sum([c[1] for c in costs]) * share) / bandwidth
+            compute = sum([c[0] for c in costs]) / n / peak
+            return compute if compute > memory else memory   # max(memory, compute), ties to the first
+        return prefill_time
 
 
 def decode_step(dep: Deployment, batch: int, context_tokens: float) -> StepCost:

@@ -14,6 +14,8 @@ from calculators.schema import validate
 def test_fast_paths_equal_the_general_formulas_bit_for_bit(model):
     v = validate(SCHEMA["inputs"], {"model": model, "kv_dtype": "fp8"})
     sm = StepModel(deployment(v))
+    fresh = StepModel(deployment(v))   # the simulator's closures, starting with empty memos
+    decode_time, prefill_time = fresh.decode_timer(), fresh.prefill_timer()
     for context in (1, 100, 128, 129, 4096, 8193, 100_000):
         held = lambda cap, t=context: t if cap is None else min(t, cap)  # noqa: E731
         assert sm.per_sequence(context) == (2 * sm.active + attention_flops_per_token(sm.dep.model, held),
@@ -22,7 +24,9 @@ def test_fast_paths_equal_the_general_formulas_bit_for_bit(model):
         assert sm.per_prompt(context)[0] == 2 * sm.active * context + causal
         for batch in (1, 7, 256):
             assert sm.decode_time(batch, context) == sm.decode(batch, context).time_s
-    assert sm.prefill_time([512, 3000, 1]) == sm.prefill([512, 3000, 1]).time_s
+            assert decode_time(batch, context) == sm.decode(batch, context).time_s
+    for prompts in ([512, 3000, 1], [7], [100_000, 100_000]):
+        assert sm.prefill_time(prompts) == prefill_time(prompts) == sm.prefill(prompts).time_s
 
 
 def test_each_plot_has_one_unit_and_part_3s_series_id_stays():
@@ -157,3 +161,34 @@ def test_a_batch_with_room_waits_far_less_than_a_single_server_queue():
     assert out["utilisation"] > 0.85 and out["simulated_wait_s"] < out["kingman_wait_s"] / 5
     plot = out["series"]["queueing_vs_utilisation"]
     assert plot["x"]["values"] == sorted(plot["x"]["values"]) and plot["x"]["values"][0] <= 25.0 + 1e-9
+
+
+# --- Speed without changing an answer (the perf slice: recompute within the browser's budget) -----------
+
+def test_a_recompute_gives_the_same_answer_warm_or_cold():
+    """Workloads, step models, the saturated schedule and the queueing grid are kept between recomputes
+    (goodput._kept); what is kept is a pure function of its key, so the order of earlier recomputes
+    cannot change a result, bit for bit (the cases change the rate, seed, GPU and lengths)."""
+    from calculators.calcs import goodput
+    cases = [dict(PART3, request_rate_per_s=20), dict(PART3, seed=1), dict(PART3, hardware="h200"),
+             {}, dict(PART3, input_tokens_mean=512), dict(PART3, request_rate_per_s=40), dict(PART3, ttft_slo_s=0.1),
+             dict(PART3, num_requests=600), dict(PART3, request_rate_per_s=20)]
+    warm = [run("goodput", c) for c in cases]
+    cold = []
+    for c in cases:
+        for store in (goodput._workloads, goodput._step_models, goodput._setups):
+            store.clear()
+        cold.append(run("goodput", c))
+    assert warm == cold
+    assert max(len(goodput._workloads), len(goodput._step_models), len(goodput._setups)) <= goodput.KEPT
+
+
+def test_the_queueing_grid_books_no_gaps_but_the_same_waits():
+    """The grid's four extra runs only feed the mean wait; skipping their inter-token gaps changes no wait."""
+    from calculators.calcs.goodput_sim import simulate
+    v = validate(SCHEMA["inputs"], dict(PART3))
+    steps = StepModel(deployment(v))
+    pool = budget(dict(v, tensor_parallel=1, context_tokens=1), 1)["tokens"]
+    work = Workload(v).first(400)
+    with_gaps = simulate(steps, work, 8.0, 1024, pool, (), (50, 350), None, Gaps())
+    assert simulate(steps, work, 8.0, 1024, pool, (), (50, 350), None, None) == with_gaps
