@@ -31,8 +31,9 @@ def _options(choices: list[tuple[str, str]], selected) -> str:
                    for v, label in choices)
 
 
-def _control(spec: dict, value, fid: str, presets: dict) -> str:
-    common = f'id="{fid}" name="{_attr(spec["key"])}" aria-describedby="{fid}-help {fid}-error"'
+def _control(spec: dict, value, fid: str, presets: dict, described: bool = True) -> str:
+    # The error message is made by the page's script on the first error (and added to aria-describedby).
+    common = f'id="{fid}" name="{_attr(spec["key"])}"' + (f' aria-describedby="{fid}-help"' if described else "")
     t = spec["type"]
     if t in ("model", "accelerator"):
         # Only the chosen preset: the page's script fills in the rest from the page config
@@ -56,9 +57,9 @@ def _field(spec: dict, value, root: str, presets: dict) -> str:
     help_text = " ".join(t for t in (spec.get("help", ""), range_text(spec)) if t)
     return (f'<div class="calc__field" data-field="{_attr(spec["key"])}">'
             f'<label for="{fid}">{escape(spec["label"])}{unit}</label>'
-            f'{_control(spec, value, fid, presets)}'
-            f'<p class="calc__help" id="{fid}-help">{escape(help_text)}</p>'
-            f'<p class="calc__error" id="{fid}-error" data-error hidden></p></div>')
+            f'{_control(spec, value, fid, presets, bool(help_text))}'
+            + (f'<p class="calc__help" id="{fid}-help">{escape(help_text)}</p>' if help_text else "")
+            + '</div>')
 
 
 def results_html(shown: dict) -> str:

@@ -100,7 +100,7 @@ class Calculator {
     const key = (field || "").split(".")[0];
     const target = this.fields().find((f) => f.dataset.field === key);
     if (!target) return this.say(`${STATUS.invalid} ${field ? field + ": " : ""}${message}`);
-    const error = target.querySelector("[data-error]");
+    const error = target.querySelector("[data-error]") || errorFor(target);
     error.textContent = field === key ? message : `${field.slice(key.length + 1)}: ${message}`;
     error.hidden = false;
     target.querySelector("input, select").setAttribute("aria-invalid", "true");
@@ -109,7 +109,8 @@ class Calculator {
 
   clearErrors() {
     for (const field of this.fields()) {
-      field.querySelector("[data-error]").hidden = true;
+      const error = field.querySelector("[data-error]");
+      if (error) error.hidden = true;
       field.querySelector("input, select").removeAttribute("aria-invalid");
     }
   }
@@ -169,6 +170,18 @@ class Calculator {
     this.status.append(box);
     box.select();
   }
+}
+
+// A field's error message, made on its first error (the build leaves it out to keep pages light)
+// and named in the control's aria-describedby so that screen readers read it with the field.
+function errorFor(field) {
+  const control = field.querySelector("input, select");
+  const error = Object.assign(document.createElement("p"), { className: "calc__error", id: `${control.id}-error` });
+  error.dataset.error = "";
+  field.append(error);
+  const described = control.getAttribute("aria-describedby");
+  control.setAttribute("aria-describedby", described ? `${described} ${error.id}` : error.id);
+  return error;
 }
 
 function li(text) {
