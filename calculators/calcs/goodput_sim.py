@@ -220,7 +220,7 @@ def _run(steps, arrivals, inp, out, state, max_batch, kv_capacity, measured, alo
     running, kv, ctx, head = state
     (lo, hi), n, nxt, now, g = measured, len(inp), head, 0.0, 0
     need, result, first_token, prefill_s = [a + b for a, b in zip(inp, out)], [None] * n, [0.0] * n, [0.0] * n
-    decode_time, prefill_time, heappush, heappop, ceil = (steps.decode_timer(), steps.prefill_timer(),
+    decode_time, prefill_time, heappush, heappop, ceil = (steps.decode_time, steps.prefill_time,
                                                            heapq.heappush, heapq.heappop, math.ceil)
     ttft_max, tpot_max, allowed = stop if stop is not None else (0.0, 0.0, n)
     record = gaps is not None

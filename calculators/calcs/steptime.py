@@ -202,6 +202,9 @@ class StepModel:
         # memory.py's default).
         state = state_bytes_per_sequence(dep.model, STATE_ELEM_BYTES)
         self._state_as_kv = state * state_fraction_per_gpu(dep.model, dep.num_gpus) / self.kv_share if state else 0.0
+        # decode(...).time_s and prefill(...).time_s, bit for bit, for the simulator's hot path
+        self.decode_time = self._decode_timer()
+        self.prefill_time = self._prefill_timer()
 
     def _times(self, flops: float, weight_bytes: float, kv_bytes: float) -> tuple[float, float]:
         """(memory time, compute time): (W ÷ N + KV × share) ÷ (BW × η_bw), FLOPs ÷ (N × peak × η_compute)."""
@@ -234,15 +237,10 @@ class StepModel:
         tokens = batch * tokens_per_sequence
         return self._cost(tokens * flops, self.weight_bytes(tokens), batch * kv)
 
-    def decode_time(self, batch: int, context_tokens: float) -> float:
-        """decode(batch, context).time_s, bit for bit, without building a StepCost (simulator hot path)."""
-        flops, kv = self._per_seq.get(context_tokens) or self.per_sequence(context_tokens)
-        return max(self._times(batch * flops, self._weights.get(batch) or self.weight_bytes(batch), batch * kv))
-
-    def decode_timer(self):
-        """decode_time as a closure over this model's constants and memos, bit for bit: the same
-        operations in the same order as _times, without attribute look-ups (the simulator calls it
-        once or twice per event)."""
+    def _decode_timer(self):
+        """decode(batch, context).time_s as a closure over this model's constants and memos, bit for bit:
+        the same operations in the same order as _times, without attribute look-ups or a StepCost (the
+        simulator calls it once or twice per event)."""
         per_seq, weights, per_sequence, weight_bytes = self._per_seq, self._weights, self.per_sequence, self.weight_bytes
         n, share, bandwidth, peak = self._n, self.kv_share, self._bandwidth, self._flops
 
@@ -270,13 +268,9 @@ class StepModel:
         """One prefill of the given prompts together: weights read once, KV written once."""
         return self._cost(*self._prefill_parts(prompt_lengths))
 
-    def prefill_time(self, prompt_lengths) -> float:
-        """prefill(prompt_lengths).time_s without building a StepCost."""
-        return max(self._times(*self._prefill_parts(prompt_lengths)))
-
-    def prefill_timer(self):
-        """prefill_time as a closure, bit for bit (the same sums in the same order as _prefill_parts,
-        then _times), for the simulator's hot path."""
+    def _prefill_timer(self):
+        """prefill(prompt_lengths).time_s as a closure, bit for bit (the same sums in the same order as
+        _prefill_parts, then _times), for the simulator's hot path."""
         per_prompt_memo, per_prompt, weights, weight_bytes = (self._per_prompt, self.per_prompt, self._weights,
                                                               self.weight_bytes)
         n, share, bandwidth, peak = self._n, self.kv_share, self._bandwidth, self._flops

@@ -15,7 +15,7 @@ def test_fast_paths_equal_the_general_formulas_bit_for_bit(model):
     v = validate(SCHEMA["inputs"], {"model": model, "kv_dtype": "fp8"})
     sm = StepModel(deployment(v))
     fresh = StepModel(deployment(v))   # the simulator's closures, starting with empty memos
-    decode_time, prefill_time = fresh.decode_timer(), fresh.prefill_timer()
+    decode_time, prefill_time = fresh.decode_time, fresh.prefill_time
     for context in (1, 100, 128, 129, 4096, 8193, 100_000):
         held = lambda cap, t=context: t if cap is None else min(t, cap)  # noqa: E731
         assert sm.per_sequence(context) == (2 * sm.active + attention_flops_per_token(sm.dep.model, held),
