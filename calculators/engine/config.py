@@ -1,0 +1,54 @@
+"""What the simulator is given: requests, and the engine's settings (named after vLLM's where one exists)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BATCHING = ("continuous", "static")
+POLICIES = ("fcfs", "priority", "sjf")
+PREEMPTION = ("recompute", "swap")
+
+
+@dataclass(frozen=True)
+class Request:
+    arrival_s: float
+    prompt_tokens: int
+    output_tokens: int
+    priority: int = 0                   # lower is served first under "priority", as vLLM's priority policy
+    predicted_output_tokens: int = 0    # a length predictor's guess, for "sjf"; 0 means the true length
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """One replica's scheduler and KV pool.
+
+    kv_blocks × block_size_tokens is the KV pool in tokens (per replica, after the memory budget);
+    max_num_batched_tokens is the token budget per step and max_num_seqs the running-sequence cap, as
+    vLLM V1 names them; "static" batching admits a batch only when the engine is idle and runs it until
+    its longest member finishes (the pre-Orca baseline). ageing_s is the starvation guard: a request
+    that has waited ageing_s seconds ranks as one priority level (or one predicted token, under sjf)
+    better. max_waiting > 0 sheds load: an arrival that finds that many requests waiting is rejected
+    (an HTTP 429). step_overhead_s is the fixed CPU and launch time of every step (CUDA graphs shrink it).
+    swap_bytes_per_s and kv_bytes_per_block price a swap preemption over the host link."""
+    kv_blocks: int
+    block_size_tokens: int = 16
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 8192
+    chunked_prefill: bool = True
+    batching: str = "continuous"
+    policy: str = "fcfs"
+    preemption: str = "recompute"
+    step_overhead_s: float = 0.0
+    swap_bytes_per_s: float = 0.0
+    kv_bytes_per_block: float = 0.0
+    ageing_s: float = 0.0
+    max_waiting: int = 0
+    trace_steps: int = 0
+
+    def __post_init__(self):
+        for name, allowed in (("batching", BATCHING), ("policy", POLICIES), ("preemption", PREEMPTION)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
+        if min(self.kv_blocks, self.block_size_tokens, self.max_num_seqs, self.max_num_batched_tokens) < 1:
+            raise ValueError("kv_blocks, block_size_tokens, max_num_seqs and max_num_batched_tokens must be ≥ 1")
+        if self.preemption == "swap" and not (self.swap_bytes_per_s > 0 and self.kv_bytes_per_block > 0):
+            raise ValueError("swap preemption needs swap_bytes_per_s and kv_bytes_per_block")

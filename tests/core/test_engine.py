@@ -1,0 +1,167 @@
+"""The engine simulator on hand-computable cases, and against queueing theory.
+
+A stub step time (prefill 50 ms a step, decode 10 ms) makes every timestamp checkable by hand; the
+queueing tests use the core's real step model.
+"""
+from __future__ import annotations
+
+import random
+import statistics
+
+import pytest
+
+from calculators.calcs import goodput
+from calculators.calcs.steptime import StepModel, deployment
+from calculators.engine.config import EngineConfig, Request
+from calculators.engine.run import simulate
+from calculators.engine.steps import StepTimes
+from calculators.schema import validate
+
+
+class Stub:
+    """Decode-only steps take 10 ms; any step with a prefill chunk 50 ms."""
+    def decode(self, batch, context_sum):
+        return 0.010
+
+    def mixed(self, decodes, context_sum, chunks):
+        return 0.050
+
+
+def cfg(**kw):
+    return EngineConfig(**{"kv_blocks": 1000, "block_size_tokens": 16, **kw})
+
+
+def test_two_requests_prefill_together_then_decode():
+    r = simulate(Stub(), [Request(0.0, 10, 3), Request(0.0, 10, 3)], cfg())
+    assert r.ttft_s == pytest.approx((0.05, 0.05))
+    assert r.tpot_s == pytest.approx((0.01, 0.01))
+    assert r.e2e_s == pytest.approx((0.07, 0.07))
+    assert r.steps == 3 and r.preemptions == (0, 0)
+
+
+def test_chunked_prefill_splits_a_prompt_over_the_token_budget():
+    r = simulate(Stub(), [Request(0.0, 10, 2)], cfg(max_num_batched_tokens=8))
+    assert r.ttft_s == pytest.approx((0.10,))   # chunks of 8 and 2 tokens; the first token ends the second
+    assert r.e2e_s == pytest.approx((0.11,))
+
+
+def test_without_chunking_a_prompt_waits_for_a_step_with_room():
+    # 0 runs a 6-token prefill; 1's 6 tokens do not fit the 8 left in that step's budget of 8 − 6 = 2
+    reqs = [Request(0.0, 6, 2), Request(0.0, 6, 2)]
+    r = simulate(Stub(), reqs, cfg(max_num_batched_tokens=8, chunked_prefill=False))
+    assert r.ttft_s == pytest.approx((0.05, 0.10))   # 1 prefills in step 2 beside 0's decode
+
+
+def test_one_block_too_few_preempts_the_last_admitted_and_recomputes():
+    # blocks of 4 tokens, a pool of 5; each request grows to 4 + 6 − 1 = 9 tokens of KV (3 blocks). At
+    # t = 0.09 request 0 takes the last free block and 1 has none: 1 is preempted (it is the last admitted),
+    # 0 finishes at 0.10, then 1 prefills its 9 tokens again (50 ms) and emits its last token at 0.15.
+    reqs = [Request(0.0, 4, 6), Request(0.0, 4, 6)]
+    r = simulate(Stub(), reqs, cfg(kv_blocks=5, block_size_tokens=4))
+    assert r.preemptions == (0, 1)
+    assert r.e2e_s == pytest.approx((0.10, 0.15))
+    assert r.ttft_s == pytest.approx((0.05, 0.05))   # the first token was out before the preemption
+    assert max(v for v, w in zip(r.gap_values_s, r.gap_weights)) == pytest.approx(0.06)   # 0.09 → 0.15
+
+
+def test_swap_keeps_the_kv_and_pays_the_host_link_each_way():
+    # the same case with swap: 2 blocks × 10 kB ÷ 10 MB/s = 2 ms out (added to the step at 0.09) and 2 ms
+    # back in (added to 1's next step, a 10 ms decode instead of a 50 ms re-prefill)
+    reqs = [Request(0.0, 4, 6), Request(0.0, 4, 6)]
+    swap = cfg(kv_blocks=5, block_size_tokens=4, preemption="swap", swap_bytes_per_s=1e7, kv_bytes_per_block=1e4)
+    r = simulate(Stub(), reqs, swap)
+    assert r.preemptions == (0, 1)
+    assert r.e2e_s == pytest.approx((0.102, 0.114))
+
+
+def test_static_batching_admits_nothing_until_the_batch_drains():
+    reqs = [Request(0.0, 10, 5), Request(0.001, 10, 2)]
+    static = simulate(Stub(), reqs, cfg(batching="static"))
+    continuous = simulate(Stub(), reqs, cfg())
+    assert static.queue_s[1] == pytest.approx(0.05 + 4 * 0.01 - 0.001)   # waits for request 0's last token
+    assert continuous.queue_s[1] == pytest.approx(0.05 - 0.001)          # joins at the next step
+
+
+@pytest.mark.parametrize("policy, order", [("fcfs", [0, 1, 2]), ("priority", [1, 2, 0]), ("sjf", [2, 0, 1])])
+def test_policies_order_the_queue(policy, order):
+    reqs = [Request(0.0, 8, 5, priority=2), Request(0.0, 8, 9, priority=0), Request(0.0, 8, 2, priority=1)]
+    r = simulate(Stub(), reqs, cfg(max_num_seqs=1, policy=policy))
+    assert sorted(range(3), key=lambda i: r.queue_s[i]) == order
+
+
+def test_ageing_lets_an_old_low_priority_request_go_first():
+    # request 0 (priority 1) arrived 2 s before request 1 (priority 0); ageing 1 s per level: 0 ranks first
+    reqs = [Request(0.0, 8, 400, priority=0), Request(0.5, 8, 3, priority=1), Request(2.5, 8, 3, priority=0)]
+    plain = simulate(Stub(), reqs, cfg(max_num_seqs=1, policy="priority"))
+    aged = simulate(Stub(), reqs, cfg(max_num_seqs=1, policy="priority", ageing_s=1.0))
+    assert plain.queue_s[1] > plain.queue_s[2] - 2.0   # without ageing the later, higher class goes first
+    assert aged.e2e_s[1] + 0.5 < aged.e2e_s[2] + 2.5   # with it the older request finishes first
+
+
+def test_load_shedding_rejects_arrivals_beyond_the_queue_limit():
+    reqs = [Request(0.0, 8, 5)] + [Request(0.01, 8, 5)] * 3   # 0 runs; 1 and 2 wait; 3 is turned away
+    r = simulate(Stub(), reqs, cfg(max_num_seqs=1, max_waiting=2))
+    assert r.rejected == 1 and len(r.e2e_s) == 3
+
+
+def test_a_request_that_can_never_fit_is_rejected():
+    r = simulate(Stub(), [Request(0.0, 100, 100)], cfg(kv_blocks=4, block_size_tokens=16))
+    assert r.rejected == 1 and r.e2e_s == ()
+
+
+def _real_times(model="llama-3.1-8b", hardware="h100-sxm"):
+    dep = deployment(validate(goodput.SCHEMA["inputs"], {"model": model, "hardware": hardware, "num_gpus": 1}))
+    return StepTimes(StepModel(dep)), StepModel(dep)
+
+
+def _poisson(rate, n, prompt, output, seed=1):
+    rng, t, out = random.Random(seed), 0.0, []
+    for _ in range(n):
+        t += rng.expovariate(rate)
+        out.append(Request(t, prompt, max(2, round(rng.expovariate(1 / output)))))
+    return out
+
+
+def test_a_decode_step_costs_what_the_step_model_says():
+    times, model = _real_times()
+    r = simulate(times, [Request(0.0, 512, 3)], cfg(trace_steps=10))
+    decode_step = r.trace[1][1]
+    assert decode_step == pytest.approx(model.decode(1, 513).time_s, rel=1e-12)
+    prefill_step = r.trace[0][1]
+    assert prefill_step == pytest.approx(model.prefill([512]).time_s, rel=1e-9)
+
+
+def test_stretches_match_step_by_step():
+    times, _ = _real_times()
+    reqs = _poisson(20.0, 200, 512, 128)
+    fast = simulate(times, reqs, cfg(kv_blocks=20000))
+    slow = simulate(times, reqs, cfg(kv_blocks=20000, trace_steps=10 ** 9))
+    assert fast.steps == slow.steps
+    for a, b in ((fast.e2e_s, slow.e2e_s), (fast.ttft_s, slow.ttft_s)):
+        assert statistics.mean(a) == pytest.approx(statistics.mean(b), rel=0.005)
+
+
+def test_littles_law_holds():
+    """L = λW: the time-averaged number of requests in the system equals rate × mean time in it."""
+    times, _ = _real_times()
+    rate, reqs = 25.0, _poisson(25.0, 3000, 512, 128)
+    r = simulate(times, reqs, cfg(kv_blocks=20000))
+    occ = r.occupancy
+    area = sum((b[0] - a[0]) * (a[1] + a[2]) for a, b in zip(occ, occ[1:]))
+    span = occ[-1][0] - occ[0][0]
+    assert area / span == pytest.approx(rate * statistics.mean(r.e2e_s), rel=0.05)
+
+
+def test_one_sequence_at_a_time_is_an_m_g_1_queue():
+    """max_num_seqs = 1 makes the engine a single server: Pollaczek–Khinchine's mean wait,
+    λ E[S²] ÷ (2 (1 − ρ)), holds for Poisson arrivals (within 8% over 20,000 requests at ρ ≈ 0.6)."""
+    times, _ = _real_times()
+    probe = simulate(times, [Request(0.0, 256, 64)], cfg())
+    rate = 0.6 / probe.e2e_s[0]
+    reqs = _poisson(rate, 20000, 256, 64, seed=3)
+    r = simulate(times, reqs, cfg(max_num_seqs=1, kv_blocks=20000))
+    service = [e - q for e, q in zip(r.e2e_s, r.queue_s)]
+    es, es2 = statistics.mean(service), statistics.mean(s * s for s in service)
+    rho = rate * es
+    assert 0.5 < rho < 0.7
+    assert statistics.mean(r.queue_s) == pytest.approx(rate * es2 / (2 * (1 - rho)), rel=0.08)
