@@ -15,7 +15,9 @@ member's whole length, and admits nothing until the last member finishes.
 
 Speed: a stretch of decode-only steps with no admission possible (the same batch, every sequence
 decoding) runs as one chunk up to the next finish, the next arrival that could be admitted, or the
-last step the free blocks cover; each step of the chunk is priced at the chunk's middle context.
+last step the free blocks cover; each step of the chunk is priced at the chunk's middle context. When
+every running sequence decodes and the pool has the blocks, the plan is made in one pass (the common
+step); inter-token gaps are pooled by value as they are booked.
 """
 from __future__ import annotations
 
@@ -30,11 +32,15 @@ RUNNING, WAITING, FINISHED, REJECTED = "running", "waiting", "finished", "reject
 
 
 class Engine:
-    """State of one simulated replica; run() advances it until the measured requests are done."""
+    """State of one simulated replica; run() advances it until the measured requests are done.
+    Per request i: tokens[i] = prompt + generated, done[i] = tokens whose KV is computed and held,
+    blocks[i] = KV blocks held (blocks_for(done[i]) between steps, except under static batching);
+    `prefilling` holds running sequences that have tokens to compute before their next token."""
 
     __slots__ = ("cfg", "times", "n", "arrival", "prompt", "out", "tokens", "done", "gen", "blocks", "first",
-                 "last", "started", "finished", "preemptions", "state", "swapped", "free", "running", "waiting",
-                 "now", "next", "lo", "hi", "left", "gaps", "extra_s", "steps", "trace", "occupancy", "static_left")
+                 "last", "started", "finished", "preemptions", "state", "swapped", "measured", "free", "running",
+                 "prefilling", "waiting", "now", "next", "lo", "hi", "left", "gaps", "extra_s", "steps", "trace",
+                 "occupancy")
 
     def __init__(self, times: StepTimes, requests: list[Request], cfg: EngineConfig, measured: tuple[int, int]):
         n = self.n = len(requests)
@@ -47,11 +53,12 @@ class Engine:
         self.tokens, self.done, self.gen, self.blocks = list(self.prompt), [0] * n, [0] * n, [0] * n
         self.first, self.last, self.started, self.finished = [-1.0] * n, [0.0] * n, [-1.0] * n, [-1.0] * n
         self.preemptions, self.state, self.swapped = [0] * n, [None] * n, [False] * n
-        self.free, self.running = cfg.kv_blocks, []
+        self.lo, self.hi = measured
+        self.measured = [self.lo <= i < self.hi for i in range(n)]
+        self.free, self.running, self.prefilling = cfg.kv_blocks, [], set()
         self.waiting = WaitingQueue(cfg.policy, cfg.ageing_s, self.arrival, rank)
-        self.now, self.next, (self.lo, self.hi) = 0.0, 0, measured
-        self.left, self.gaps, self.extra_s, self.steps = self.hi - self.lo, Gaps(), 0.0, 0
-        self.trace, self.occupancy, self.static_left = [], [], 0
+        self.now, self.next, self.left, self.gaps = 0.0, 0, self.hi - self.lo, Gaps()
+        self.extra_s, self.steps, self.trace, self.occupancy = 0.0, 0, [], []
 
     # ---- blocks ---------------------------------------------------------------------------------------
     def blocks_for(self, tokens: int) -> int:
@@ -87,12 +94,12 @@ class Engine:
         if state == FINISHED:
             self.finished[i] = self.now
             self._release(i)
-            self.running.remove(i)
-        if self.lo <= i < self.hi:
+        if self.measured[i]:
             self.left -= 1
 
     def _preempt(self, i: int) -> None:
         self.running.remove(i)
+        self.prefilling.discard(i)
         held = self._release(i)
         self.preemptions[i] += 1
         self.state[i] = WAITING
@@ -101,6 +108,7 @@ class Engine:
             self.extra_s += held * self.cfg.kv_bytes_per_block / self.cfg.swap_bytes_per_s
         else:
             self.done[i] = 0
+            self.prefilling.add(i)
         self.waiting.push_preempted(i)
 
     def _victim(self) -> int:
@@ -111,12 +119,26 @@ class Engine:
         return max(self.running, key=lambda j: (rank[j], arrival[j]))
 
     # ---- scheduling -----------------------------------------------------------------------------------
-    def _schedule_running(self, budget: int) -> tuple[dict, int, bool]:
+    def _decode_all(self, budget: int) -> dict | None:
+        """The common step in one pass: every running sequence decodes and the pool has the blocks
+        (a sequence needs a new block when its held tokens fill its last one); None otherwise."""
+        running, done, bs = self.running, self.done, self.cfg.block_size_tokens
+        if self.prefilling or len(running) > budget:
+            return None
+        growing = [i for i in running if done[i] % bs == 0]
+        if len(growing) > self.free:
+            return None
+        for i in growing:
+            self.blocks[i] += 1
+        self.free -= len(growing)
+        return dict.fromkeys(running, 1)
+
+    def _schedule_running(self, budget: int) -> tuple[dict, bool]:
         """Running sequences in order, each its uncomputed tokens cut to the budget; blocks run out:
         preempt (a victim already planned this step gives its tokens back) until they fit."""
         plan, preempted = {}, False
         for i in list(self.running):
-            if not budget:
+            if budget <= 0:
                 break
             if self.state[i] != RUNNING:   # preempted earlier in this loop
                 continue
@@ -130,11 +152,12 @@ class Engine:
             else:
                 self._allocate(i, self.done[i] + new)
                 plan[i], budget = new, budget - new
-        return plan, budget, preempted
+        return plan, preempted
 
-    def _admit(self, plan: dict, budget: int) -> None:
+    def _admit(self, plan: dict) -> None:
         cfg, waiting = self.cfg, self.waiting
-        while budget and len(waiting) and len(self.running) < cfg.max_num_seqs:
+        budget = cfg.max_num_batched_tokens - sum(plan.values())
+        while budget > 0 and len(waiting) and len(self.running) < cfg.max_num_seqs:
             i = waiting.peek()
             remaining = self.tokens[i] - self.done[i]
             if not cfg.chunked_prefill and remaining > budget:
@@ -150,116 +173,140 @@ class Engine:
         if self.swapped[i]:   # its KV comes back from host memory first
             self.swapped[i] = False
             self.extra_s += self.blocks_for(self.done[i]) * self.cfg.kv_bytes_per_block / self.cfg.swap_bytes_per_s
+        elif self.gen[i] == 0 or self.done[i] < self.tokens[i] - 1:
+            self.prefilling.add(i)
         self._allocate(i, tokens)
         self.running.append(i)
         self.state[i] = RUNNING
         if self.started[i] < 0:
             self.started[i] = self.now
 
-    def _schedule_static(self) -> list:
+    def _schedule_static(self) -> dict:
         """Idle: admit a batch (whole lengths reserved) and prefill it; busy: decode every member."""
         if self.running:
-            return [(i, 1) for i in self.running]
-        plan, waiting = [], self.waiting
+            return dict.fromkeys(self.running, 1)
+        plan, waiting = {}, self.waiting
         while len(waiting) and len(plan) < self.cfg.max_num_seqs:
             i = waiting.peek()
             if self.blocks_for(self.prompt[i] + self.out[i]) > self.free:
                 break
             waiting.pop()
             self._start(i, self.prompt[i] + self.out[i])
-            plan.append((i, self.tokens[i]))
+            plan[i] = self.tokens[i]
         return plan
 
-    def schedule(self) -> tuple[list, bool]:
+    def schedule(self) -> tuple[dict, bool]:
         if self.cfg.batching == "static":
             return self._schedule_static(), False
-        plan, budget, preempted = self._schedule_running(self.cfg.max_num_batched_tokens)
+        budget = self.cfg.max_num_batched_tokens
+        plan = self._decode_all(budget)
+        preempted = False
+        if plan is None:
+            plan, preempted = self._schedule_running(budget)
         if not preempted:
-            self._admit(plan, budget)
-        return list(plan.items()), preempted
+            self._admit(plan)
+        return plan, preempted
 
     # ---- running a step -------------------------------------------------------------------------------
-    def _is_decode(self, i: int, new: int) -> bool:
-        return new == 1 and self.gen[i] > 0 and self.done[i] == self.tokens[i] - 1
-
-    def _step_time(self, plan: list) -> float:
-        decodes = [i for i, new in plan if self._is_decode(i, new)]
-        context = sum(self.done[i] + 1 for i in decodes)
+    def _step_time(self, plan: dict) -> float:
+        prefilling, done = self.prefilling, self.done
+        decodes = [i for i in plan if i not in prefilling]
+        context = sum([done[i] for i in decodes]) + len(decodes)
         if len(decodes) == len(plan):
             return self.times.decode(len(decodes), context)
-        chunks = [(self.done[i], new) for i, new in plan if not self._is_decode(i, new)]
+        chunks = [(done[i], new) for i, new in plan.items() if i in prefilling]
         return self.times.mixed(len(decodes), context, chunks)
 
-    def _emit(self, i: int, step_s: float, count: int = 1) -> None:
-        """`count` tokens of sequence i, the last at self.now, `step_s` apart."""
-        measured = self.lo <= i < self.hi
-        if self.gen[i] == 0:
-            self.first[i] = self.now - (count - 1) * step_s
-        elif measured:
-            self.gaps.values.append(self.now - (count - 1) * step_s - self.last[i])
-            self.gaps.weights.append(1)
-        if measured and count > 1:
-            self.gaps.values.append(step_s)
-            self.gaps.weights.append(count - 1)
-        self.gen[i] += count
-        self.tokens[i] += count
-        self.last[i] = self.now
-        if self.gen[i] >= self.out[i]:
-            self._end(i, FINISHED)
+    def _emit(self, ids, step_s: float, count: int = 1) -> None:
+        """`count` tokens of each sequence in ids, the last at self.now, `step_s` apart; gaps pooled."""
+        gen, tokens, last, first, out, measured = self.gen, self.tokens, self.last, self.first, self.out, self.measured
+        first_at, pooled, finished, booked = self.now - (count - 1) * step_s, {}, [], 0
+        for i in ids:
+            if gen[i] == 0:
+                first[i] = first_at
+            elif measured[i]:
+                gap = first_at - last[i]
+                pooled[gap] = pooled.get(gap, 0) + 1
+            booked += measured[i]
+            gen[i] += count
+            tokens[i] += count
+            last[i] = self.now
+            if gen[i] >= out[i]:
+                finished.append(i)
+        self.prefilling.difference_update(ids)
+        self._book(pooled, step_s, booked * (count - 1))
+        self._finish(finished)
 
-    def _run_step(self, plan: list) -> None:
+    def _book(self, pooled: dict, step_s: float, repeats: int) -> None:
+        values, weights = self.gaps.values, self.gaps.weights
+        values.extend(pooled)
+        weights.extend(pooled.values())
+        if repeats:
+            values.append(step_s)
+            weights.append(repeats)
+
+    def _finish(self, finished: list) -> None:
+        if finished:
+            for i in finished:
+                self._end(i, FINISHED)
+            gone = set(finished)
+            self.running = [i for i in self.running if i not in gone]
+
+    def _run_step(self, plan: dict) -> None:
         start = self.now
         took = self._step_time(plan) + self.extra_s
         self.now, self.extra_s = start + took, 0.0
         self._record(start, took, plan)
-        for i, new in plan:
-            self.done[i] += new
-            if self.done[i] == self.tokens[i] and self.state[i] == RUNNING:
-                self._emit(i, took)
+        done, tokens = self.done, self.tokens
+        for i, new in plan.items():
+            done[i] += new
+        self._emit([i for i in plan if done[i] == tokens[i]], took)
         self.steps += 1
 
-    def _stretch(self, plan: list) -> int:
+    def _stretch(self, plan: dict) -> int:
         """How many identical decode-only steps may run as one (1 when the next step differs)."""
         cfg, running = self.cfg, self.running
-        if self.extra_s or self.steps < cfg.trace_steps or len(plan) != len(running):
-            return 1
-        if not all(self._is_decode(i, new) for i, new in plan):
+        if self.extra_s or self.prefilling or self.steps < cfg.trace_steps or len(plan) != len(running):
             return 1
         # A request still waiting now waits for blocks or budget, neither of which a decode step frees;
         # only an arrival (under priority or sjf it may rank first and fit) can change the next plan.
-        admissible = len(running) < cfg.max_num_seqs and cfg.batching == "continuous"
-        k = min(self.out[i] - self.gen[i] for i in running)
-        if admissible and self.next < self.n:
-            step_s = self.times.decode(len(running), sum(self.done[i] + 1 for i in running))
+        gen, out = self.gen, self.out
+        k = min([out[i] - gen[i] for i in running])
+        if len(running) < cfg.max_num_seqs and cfg.batching == "continuous" and self.next < self.n:
+            step_s = self.times.decode(len(running), sum([self.done[i] for i in running]) + len(running))
             k = min(k, max(1, math.ceil((self.arrival[self.next] - self.now) / step_s)))
         return self._blocks_allow(k)
 
     def _blocks_allow(self, k: int) -> int:
         """The most steps ≤ k whose new blocks the free pool covers (blocks for one step are held)."""
-        def need(steps: int) -> int:
-            return sum(self.blocks_for(self.done[i] + steps) - self.blocks[i] for i in self.running)
-        lo, hi = 1, k
+        done, blocks, blocks_for, running = self.done, self.blocks, self.blocks_for, self.running
+
+        def fits(steps: int) -> bool:
+            return sum([blocks_for(done[i] + steps) - blocks[i] for i in running]) <= self.free
+        if k == 1 or fits(k):
+            return k
+        lo, hi = 1, k - 1
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if need(mid) <= self.free else (lo, mid - 1)
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
         return lo
 
     def _run_stretch(self, k: int) -> None:
-        running = list(self.running)
-        context = sum(self.done[i] + 1 for i in running) + len(running) * (k - 1) / 2
+        running, done = list(self.running), self.done
+        context = sum([done[i] for i in running]) + len(running) * (1 + (k - 1) / 2)
         step_s = self.times.decode(len(running), context)
         start, self.now = self.now, self.now + k * step_s
-        self._record(start, k * step_s, [(i, 1) for i in running])
+        self._record(start, k * step_s, dict.fromkeys(running, 1))
         for i in running:
-            self._allocate(i, self.done[i] + k)
-            self.done[i] += k
-            self._emit(i, step_s, k)
+            self._allocate(i, done[i] + k)
+            done[i] += k
+        self._emit(running, step_s, k)
         self.steps += k
 
-    def _record(self, start: float, took: float, plan: list) -> None:
+    def _record(self, start: float, took: float, plan: dict) -> None:
         self.occupancy.append((start, len(self.running), len(self.waiting), self.cfg.kv_blocks - self.free))
         if self.steps < self.cfg.trace_steps:
-            self.trace.append((start, took, tuple(plan), tuple(i for _, _, i in self.waiting.heap)))
+            self.trace.append((start, took, tuple(plan.items()), tuple(i for _, _, i in self.waiting.heap)))
 
     def run(self) -> None:
         while self.left:
