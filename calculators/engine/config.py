@@ -15,6 +15,17 @@ class Request:
     output_tokens: int
     priority: int = 0                   # lower is served first under "priority", as vLLM's priority policy
     predicted_output_tokens: int = 0    # a length predictor's guess, for "sjf"; 0 means the true length
+    prefix: tuple = ()                  # ((stream, start, length), ...): shared pieces the prompt opens with
+    output_stream: tuple | None = None  # (stream, start): the output continues a shared stream (a later turn)
+    after: int = -1                     # ≥ 0: arrives think_s after request `after` ends (its arrival_s unused)
+    think_s: float = 0.0
+
+    def pieces(self) -> list:
+        """The whole sequence as pieces (stream, start, length); stream None = the request's own."""
+        shared = sum(length for _, _, length in self.prefix)
+        own = [(None, 0, self.prompt_tokens - shared)] if self.prompt_tokens > shared else []
+        tail = [(*self.output_stream, self.output_tokens)] if self.output_stream else [(None, 0, self.output_tokens)]
+        return [*self.prefix, *own, *tail]
 
 
 @dataclass(frozen=True)
@@ -28,7 +39,9 @@ class EngineConfig:
     that has waited ageing_s seconds ranks as one priority level (or one predicted token, under sjf)
     better. max_waiting > 0 sheds load: an arrival that finds that many requests waiting is rejected
     (an HTTP 429). step_overhead_s is the fixed CPU and launch time of every step (CUDA graphs shrink it).
-    swap_bytes_per_s and kv_bytes_per_block price a swap preemption over the host link."""
+    swap_bytes_per_s and kv_bytes_per_block price a swap preemption over the host link. prefix_caching
+    reuses cached blocks of shared prefixes (see prefix.py); host_cache_blocks > 0 adds a host tier whose
+    hits are copied back at host_cache_bytes_per_s."""
     kv_blocks: int
     block_size_tokens: int = 16
     max_num_seqs: int = 256
@@ -43,6 +56,9 @@ class EngineConfig:
     ageing_s: float = 0.0
     max_waiting: int = 0
     trace_steps: int = 0
+    prefix_caching: bool = False
+    host_cache_blocks: int = 0
+    host_cache_bytes_per_s: float = 0.0
 
     def __post_init__(self):
         for name, allowed in (("batching", BATCHING), ("policy", POLICIES), ("preemption", PREEMPTION)):
@@ -52,3 +68,8 @@ class EngineConfig:
             raise ValueError("kv_blocks, block_size_tokens, max_num_seqs and max_num_batched_tokens must be ≥ 1")
         if self.preemption == "swap" and not (self.swap_bytes_per_s > 0 and self.kv_bytes_per_block > 0):
             raise ValueError("swap preemption needs swap_bytes_per_s and kv_bytes_per_block")
+        if self.prefix_caching and self.batching != "continuous":
+            raise ValueError("prefix caching is modelled for continuous batching only")
+        if self.host_cache_blocks and not (self.prefix_caching and self.host_cache_bytes_per_s > 0
+                                           and self.kv_bytes_per_block > 0):
+            raise ValueError("a host cache tier needs prefix_caching, host_cache_bytes_per_s and kv_bytes_per_block")

@@ -21,10 +21,12 @@ step); inter-token gaps are pooled by value as they are booked.
 """
 from __future__ import annotations
 
+import heapq
 import math
 
 from ..calcs.goodput_sim import Gaps
 from .config import EngineConfig, Request
+from .prefix import BlockNames, PrefixCache
 from .queue import WaitingQueue
 from .steps import StepTimes
 
@@ -35,12 +37,14 @@ class Engine:
     """State of one simulated replica; run() advances it until the measured requests are done.
     Per request i: tokens[i] = prompt + generated, done[i] = tokens whose KV is computed and held,
     blocks[i] = KV blocks held (blocks_for(done[i]) between steps, except under static batching);
-    `prefilling` holds running sequences that have tokens to compute before their next token."""
+    `prefilling` holds running sequences that have tokens to compute before their next token. With
+    prefix caching, held[i] lists the cached blocks i holds (shared, counted once in the pool) and
+    blocks[i] counts only its own; names[i] names the blocks of its whole sequence."""
 
     __slots__ = ("cfg", "times", "n", "arrival", "prompt", "out", "tokens", "done", "gen", "blocks", "first",
                  "last", "started", "finished", "preemptions", "state", "swapped", "measured", "free", "running",
-                 "prefilling", "waiting", "now", "next", "lo", "hi", "left", "gaps", "extra_s", "steps", "trace",
-                 "occupancy")
+                 "prefilling", "waiting", "now", "pending", "followers", "lo", "hi", "left", "gaps", "extra_s", "steps", "trace",
+                 "occupancy", "requests", "cache", "block_names", "names", "held", "hit_gpu", "hit_host")
 
     def __init__(self, times: StepTimes, requests: list[Request], cfg: EngineConfig, measured: tuple[int, int]):
         n = self.n = len(requests)
@@ -57,29 +61,76 @@ class Engine:
         self.measured = [self.lo <= i < self.hi for i in range(n)]
         self.free, self.running, self.prefilling = cfg.kv_blocks, [], set()
         self.waiting = WaitingQueue(cfg.policy, cfg.ageing_s, self.arrival, rank)
-        self.now, self.next, self.left, self.gaps = 0.0, 0, self.hi - self.lo, Gaps()
+        self.now, self.left, self.gaps = 0.0, self.hi - self.lo, Gaps()
+        # Arrivals to come, (time, index); a request that follows another (closed loop, agent turns)
+        # joins when its predecessor ends, think_s later.
+        self.pending = [(r.arrival_s, i) for i, r in enumerate(requests) if r.after < 0]
+        heapq.heapify(self.pending)
+        self.followers: dict[int, list[int]] = {}
+        for i, r in enumerate(requests):
+            if r.after >= 0:
+                self.followers.setdefault(r.after, []).append(i)
         self.extra_s, self.steps, self.trace, self.occupancy = 0.0, 0, [], []
+        self.requests, self.names, self.hit_gpu, self.hit_host = requests, [()] * n, [0] * n, [0] * n
+        self.cache = PrefixCache(cfg.host_cache_blocks) if cfg.prefix_caching else None
+        self.block_names = BlockNames()
+        self.held = [[] for _ in range(n)] if self.cache else [()] * n
 
     # ---- blocks ---------------------------------------------------------------------------------------
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.cfg.block_size_tokens)
 
     def _allocate(self, i: int, tokens: int) -> None:
-        need = self.blocks_for(tokens) - self.blocks[i]
+        need = self.blocks_for(tokens) - self.blocks[i] - len(self.held[i])
         if need > 0:
+            self._take(need)
             self.blocks[i] += need
-            self.free -= need
+
+    def _take(self, count: int) -> None:
+        """Take blocks from the free pool; cached blocks nobody holds are evicted when no empty one is left."""
+        if self.cache is not None:
+            short = count - (self.free - len(self.cache.evictable))
+            if short > 0:
+                self.cache.evict(short)
+        self.free -= count
 
     def _release(self, i: int) -> int:
-        held, self.blocks[i] = self.blocks[i], 0
-        self.free += held
-        return held
+        """Give back i's blocks (its own to the pool, its cached ones to the cache); returns how many it held."""
+        own, shared, self.blocks[i] = self.blocks[i], self.held[i], 0
+        self.free += own + (self.cache.release(shared) if shared else 0)
+        if shared:
+            self.held[i] = []
+        return own + len(shared)
+
+    def _register(self, ids) -> None:
+        """Blocks i has filled with tokens that have a shared name become cached (and stay held by i)."""
+        bs, cache, done, names, held, blocks = self.cfg.block_size_tokens, self.cache, self.done, self.names, \
+            self.held, self.blocks
+        for i in ids:
+            h, full = held[i], min(done[i] // bs, len(names[i]))
+            while len(h) < full:
+                if not cache.add(names[i][len(h)]):   # computed twice at once: this copy stays i's own
+                    names[i] = names[i][:len(h)]
+                    break
+                h.append(names[i][len(h)])
+                blocks[i] -= 1
+
+    def _hits(self, i: int) -> tuple[int, int, int]:
+        """(GPU hits, host hits, evictable GPU hits) in blocks for i's next admission: never its whole
+        sequence (the last token is computed to give the next one), and none for a swapped-out request."""
+        if self.cache is None or self.done[i]:
+            return 0, 0, 0
+        names = self.names[i][:(self.tokens[i] - 1) // self.cfg.block_size_tokens]
+        gpu, host = self.cache.match(names)
+        refs = self.cache.refs
+        return gpu, host, sum(1 for name in names[:gpu] if refs[name] == 0)
 
     # ---- arrivals and departures ----------------------------------------------------------------------
     def _arrive(self) -> None:
         cfg, arrival = self.cfg, self.arrival
-        while self.next < self.n and arrival[self.next] <= self.now:
-            i, self.next = self.next, self.next + 1
+        while self.pending and self.pending[0][0] <= self.now:
+            t, i = heapq.heappop(self.pending)
+            arrival[i] = t
             whole = self.prompt[i] + self.out[i]   # never fits the pool, or (no chunking) never the budget
             too_long = self.blocks_for(whole) > cfg.kv_blocks or (not cfg.chunked_prefill
                                                                    and whole > cfg.max_num_batched_tokens)
@@ -88,6 +139,10 @@ class Engine:
             else:
                 self.state[i] = WAITING
                 self.waiting.push(i)
+                if self.cache is not None:
+                    whole_blocks = (self.prompt[i] + self.out[i]) // cfg.block_size_tokens
+                    self.names[i] = self.block_names.chain(self.requests[i].pieces(), cfg.block_size_tokens,
+                                                           whole_blocks)
 
     def _end(self, i: int, state: str) -> None:
         self.state[i] = state
@@ -96,6 +151,8 @@ class Engine:
             self._release(i)
         if self.measured[i]:
             self.left -= 1
+        for j in self.followers.get(i, ()):
+            heapq.heappush(self.pending, (self.now + self.requests[j].think_s, j))
 
     def _preempt(self, i: int) -> None:
         self.running.remove(i)
@@ -130,7 +187,7 @@ class Engine:
             return None
         for i in growing:
             self.blocks[i] += 1
-        self.free -= len(growing)
+        self._take(len(growing))
         return dict.fromkeys(running, 1)
 
     def _schedule_running(self, budget: int) -> tuple[dict, bool]:
@@ -157,17 +214,37 @@ class Engine:
     def _admit(self, plan: dict) -> None:
         cfg, waiting = self.cfg, self.waiting
         budget = cfg.max_num_batched_tokens - sum(plan.values())
+        bs = cfg.block_size_tokens
         while budget > 0 and len(waiting) and len(self.running) < cfg.max_num_seqs:
             i = waiting.peek()
-            remaining = self.tokens[i] - self.done[i]
+            gpu, host, evictable = self._hits(i)
+            start = self.done[i] or (gpu + host) * bs
+            remaining = self.tokens[i] - start
             if not cfg.chunked_prefill and remaining > budget:
                 return
             new = min(remaining, budget)
-            if self.blocks_for(self.done[i] + new) > self.free:
+            if self.blocks_for(start + new) - gpu + evictable > self.free:
                 return
             waiting.pop()
-            self._start(i, self.done[i] + new)
+            self._reuse(i, gpu, host)
+            self._start(i, start + new)
             plan[i], budget = new, budget - new
+
+    def _reuse(self, i: int, gpu: int, host: int) -> None:
+        """Hold i's cached leading blocks, copying host-tier ones back (at the host link's speed)."""
+        if not gpu + host:
+            return
+        cache, names, cfg = self.cache, self.names[i], self.cfg
+        self.free -= cache.acquire(names[:gpu])
+        for name in names[gpu:gpu + host]:
+            self._take(1)
+            cache.add(name)
+        self.held[i] = list(names[:gpu + host])
+        if host:
+            self.extra_s += host * cfg.kv_bytes_per_block / cfg.host_cache_bytes_per_s
+        self.done[i] = (gpu + host) * cfg.block_size_tokens
+        if self.started[i] < 0:
+            self.hit_gpu[i], self.hit_host[i] = gpu * cfg.block_size_tokens, host * cfg.block_size_tokens
 
     def _start(self, i: int, tokens: int) -> None:
         if self.swapped[i]:   # its KV comes back from host memory first
@@ -260,6 +337,8 @@ class Engine:
         done, tokens = self.done, self.tokens
         for i, new in plan.items():
             done[i] += new
+        if self.cache is not None:
+            self._register(plan)
         self._emit([i for i in plan if done[i] == tokens[i]], took)
         self.steps += 1
 
@@ -272,17 +351,17 @@ class Engine:
         # only an arrival (under priority or sjf it may rank first and fit) can change the next plan.
         gen, out = self.gen, self.out
         k = min([out[i] - gen[i] for i in running])
-        if len(running) < cfg.max_num_seqs and cfg.batching == "continuous" and self.next < self.n:
+        if len(running) < cfg.max_num_seqs and cfg.batching == "continuous" and self.pending:
             step_s = self.times.decode(len(running), sum([self.done[i] for i in running]) + len(running))
-            k = min(k, max(1, math.ceil((self.arrival[self.next] - self.now) / step_s)))
+            k = min(k, max(1, math.ceil((self.pending[0][0] - self.now) / step_s)))
         return self._blocks_allow(k)
 
     def _blocks_allow(self, k: int) -> int:
         """The most steps ≤ k whose new blocks the free pool covers (blocks for one step are held)."""
-        done, blocks, blocks_for, running = self.done, self.blocks, self.blocks_for, self.running
+        done, blocks, held, blocks_for, running = self.done, self.blocks, self.held, self.blocks_for, self.running
 
         def fits(steps: int) -> bool:
-            return sum([blocks_for(done[i] + steps) - blocks[i] for i in running]) <= self.free
+            return sum([blocks_for(done[i] + steps) - blocks[i] - len(held[i]) for i in running]) <= self.free
         if k == 1 or fits(k):
             return k
         lo, hi = 1, k - 1
@@ -300,6 +379,8 @@ class Engine:
         for i in running:
             self._allocate(i, done[i] + k)
             done[i] += k
+        if self.cache is not None:
+            self._register(running)
         self._emit(running, step_s, k)
         self.steps += k
 
@@ -312,15 +393,15 @@ class Engine:
         while self.left:
             self._arrive()
             if not self.running and not len(self.waiting):
-                if self.next == self.n:
+                if not self.pending:
                     return
-                self.now = self.arrival[self.next]
+                self.now = self.pending[0][0]
                 continue
             plan, preempted = self.schedule()
             if plan:
                 k = 1 if preempted else self._stretch(plan)
                 self._run_stretch(k) if k > 1 else self._run_step(plan)
             elif not preempted:   # nothing can run (a safety net: requests that never fit are rejected)
-                if self.next == self.n:
+                if not self.pending:
                     return
-                self.now = max(self.now, self.arrival[self.next])
+                self.now = max(self.now, self.pending[0][0])

@@ -9,9 +9,10 @@ from .steps import StepTimes
 
 def simulate(times: StepTimes, requests: list[Request], config: EngineConfig,
              measured: tuple[int, int] | None = None) -> EngineResult:
-    """Run the engine over requests (sorted by arrival) until requests[lo:hi] are done or rejected."""
-    if any(b.arrival_s < a.arrival_s for a, b in zip(requests, requests[1:])):
-        raise ValueError("requests must be sorted by arrival time")
+    """Run the engine over requests until requests[lo:hi] are done or rejected. A request with
+    after = j arrives think_s after request j ends (closed-loop clients, agent turns); j must come first."""
+    if any(not -1 <= r.after < i for i, r in enumerate(requests)):
+        raise ValueError("a request can only follow one listed before it")
     engine = Engine(times, requests, config, measured or (0, len(requests)))
     engine.run()
     return summarise(engine)

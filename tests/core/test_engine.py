@@ -165,3 +165,88 @@ def test_one_sequence_at_a_time_is_an_m_g_1_queue():
     rho = rate * es
     assert 0.5 < rho < 0.7
     assert statistics.mean(r.queue_s) == pytest.approx(rate * es2 / (2 * (1 - rho)), rel=0.08)
+
+
+# ---- prefix caching -----------------------------------------------------------------------------------
+
+SYSTEM = ("system", 0, 64)   # a 64-token system prompt: 4 blocks of 16
+
+
+def cached(**kw):
+    return cfg(prefix_caching=True, trace_steps=10 ** 6, **kw)
+
+
+def test_a_shared_system_prompt_is_prefilled_once():
+    reqs = [Request(0.0, 100, 3, prefix=(SYSTEM,)), Request(1.0, 100, 3, prefix=(SYSTEM,))]
+    r = simulate(Stub(), reqs, cached())
+    assert (r.prompt_tokens, r.hit_tokens_gpu, r.hit_tokens_host) == (200, 64, 0)
+    second_prefill = next(t for t in r.trace if t[0] >= 1.0)
+    assert second_prefill[2] == ((1, 36),)   # only its own 36 tokens are computed
+
+
+def test_a_whole_prompt_hit_still_computes_the_last_token():
+    # two identical 64-token prompts: 3 of the 4 blocks hit, so the last token gives the first output
+    reqs = [Request(0.0, 64, 3, prefix=(SYSTEM,)), Request(1.0, 64, 3, prefix=(SYSTEM,))]
+    r = simulate(Stub(), reqs, cached())
+    assert r.hit_tokens_gpu == 48
+
+
+def test_without_caching_nothing_hits():
+    reqs = [Request(0.0, 100, 3, prefix=(SYSTEM,)), Request(1.0, 100, 3, prefix=(SYSTEM,))]
+    r = simulate(Stub(), reqs, cfg())
+    assert r.hit_tokens_gpu == 0 and r.steps == 6
+
+
+def _evicting(host_blocks=0):
+    """A's 4 system blocks are released at its end; B (no shared prefix, 8 blocks) needs the whole pool of
+    8, so they are evicted (to the host tier when there is one); C then asks for the system prompt."""
+    reqs = [Request(0.0, 64, 2, prefix=(SYSTEM,)), Request(1.0, 120, 8), Request(2.0, 100, 2, prefix=(SYSTEM,))]
+    extra = {"host_cache_blocks": host_blocks, "host_cache_bytes_per_s": 1e6, "kv_bytes_per_block": 1e4}
+    return simulate(Stub(), reqs, cached(kv_blocks=8, **(extra if host_blocks else {})))
+
+
+def test_released_blocks_stay_cached_until_the_pool_needs_them():
+    r = _evicting()
+    assert (r.hit_tokens_gpu, r.hit_tokens_host) == (0, 0)   # evicted by B: C misses
+
+
+def test_an_evicted_block_is_found_on_the_host_tier_and_copied_back():
+    r = _evicting(host_blocks=16)
+    assert (r.hit_tokens_gpu, r.hit_tokens_host) == (0, 64)
+    c_prefill = next(t for t in r.trace if t[0] >= 2.0)
+    assert c_prefill[1] == pytest.approx(0.05 + 4 * 1e4 / 1e6)   # a 50 ms step plus 4 blocks × 10 ms
+
+
+def test_a_second_turn_hits_the_first_turns_prompt_and_answer():
+    # turn 1: system prompt + a 36-token message, answered with 28 tokens that continue the conversation
+    # stream; it ends with 127 tokens of KV (the last token is never fed back), so 7 full blocks. Turn 2
+    # re-reads system + the 64 conversation tokens and adds 20 more: its first 7 blocks (112 tokens) hit,
+    # including block 6, which holds the end of the message and the start of the answer.
+    turn1 = Request(0.0, 100, 28, prefix=(SYSTEM, ("chat", 0, 36)), output_stream=("chat", 36))
+    turn2 = Request(5.0, 148, 4, prefix=(SYSTEM, ("chat", 0, 84)))
+    r = simulate(Stub(), [turn1, turn2], cached())
+    assert r.hit_tokens_gpu == 112
+
+
+def test_a_closed_loop_client_sends_its_next_request_after_thinking():
+    # one client, three requests, 1 s of thinking between an answer and the next question
+    reqs = [Request(0.0, 10, 3), Request(0.0, 10, 3, after=0, think_s=1.0), Request(0.0, 10, 3, after=1, think_s=1.0)]
+    r = simulate(Stub(), reqs, cfg())
+    assert r.e2e_s == pytest.approx((0.07, 0.07, 0.07))
+    assert r.queue_s == pytest.approx((0.0, 0.0, 0.0))
+    assert r.occupancy[-1][0] == pytest.approx(2 * (0.07 + 1.0) + 0.05 + 0.0, abs=0.011)
+
+
+def test_closed_loop_throughput_is_clients_over_cycle_time():
+    """The interactive response time law (Denning and Buzen 1978): X = N ÷ (R + Z) for N clients that
+    think Z between an answer and the next question; 8 clients × 60 requests, Z = 2 s, within 2%."""
+    times, _ = _real_times()
+    reqs = []
+    for c in range(8):
+        reqs.append(Request(0.1 * c, 512, 64))
+        reqs += [Request(0.0, 512, 64, after=len(reqs) + k - 1, think_s=2.0) for k in range(59)]
+    r = simulate(times, reqs, cfg(kv_blocks=20000))
+    assert len(r.e2e_s) == 480
+    finish = [a + e for a, e in zip(r.arrival_s, r.e2e_s)]
+    throughput = len(finish) / (max(finish) - min(r.arrival_s))
+    assert throughput == pytest.approx(8 / (statistics.mean(r.e2e_s) + 2.0), rel=0.02)
