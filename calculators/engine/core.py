@@ -26,7 +26,7 @@ import math
 
 from ..calcs.goodput_sim import Gaps
 from .config import EngineConfig, Request
-from .prefix import BlockNames, PrefixCache
+from .pool import KvPool
 from .queue import WaitingQueue
 from .steps import StepTimes
 
@@ -41,10 +41,10 @@ class Engine:
     prefix caching, held[i] lists the cached blocks i holds (shared, counted once in the pool) and
     blocks[i] counts only its own; names[i] names the blocks of its whole sequence."""
 
-    __slots__ = ("cfg", "times", "n", "arrival", "prompt", "out", "tokens", "done", "gen", "blocks", "first",
-                 "last", "started", "finished", "preemptions", "state", "swapped", "measured", "free", "running",
+    __slots__ = ("cfg", "times", "n", "arrival", "prompt", "out", "tokens", "done", "gen", "first",
+                 "last", "started", "finished", "preemptions", "state", "swapped", "measured", "running",
                  "prefilling", "waiting", "now", "pending", "followers", "lo", "hi", "left", "gaps", "extra_s", "steps", "trace",
-                 "occupancy", "requests", "cache", "block_names", "names", "held", "hit_gpu", "hit_host")
+                 "occupancy", "requests", "pool", "hit_gpu", "hit_host")
 
     def __init__(self, times: StepTimes, requests: list[Request], cfg: EngineConfig, measured: tuple[int, int]):
         n = self.n = len(requests)
@@ -54,12 +54,12 @@ class Engine:
         self.out = [r.output_tokens for r in requests]
         rank = [r.priority if cfg.policy == "priority" else (r.predicted_output_tokens or r.output_tokens)
                 for r in requests]
-        self.tokens, self.done, self.gen, self.blocks = list(self.prompt), [0] * n, [0] * n, [0] * n
+        self.tokens, self.done, self.gen = list(self.prompt), [0] * n, [0] * n
         self.first, self.last, self.started, self.finished = [-1.0] * n, [0.0] * n, [-1.0] * n, [-1.0] * n
         self.preemptions, self.state, self.swapped = [0] * n, [None] * n, [False] * n
         self.lo, self.hi = measured
         self.measured = [self.lo <= i < self.hi for i in range(n)]
-        self.free, self.running, self.prefilling = cfg.kv_blocks, [], set()
+        self.running, self.prefilling = [], set()
         self.waiting = WaitingQueue(cfg.policy, cfg.ageing_s, self.arrival, rank)
         self.now, self.left, self.gaps = 0.0, self.hi - self.lo, Gaps()
         # Arrivals to come, (time, index); a request that follows another (closed loop, agent turns)
@@ -71,59 +71,7 @@ class Engine:
             if r.after >= 0:
                 self.followers.setdefault(r.after, []).append(i)
         self.extra_s, self.steps, self.trace, self.occupancy = 0.0, 0, [], []
-        self.requests, self.names, self.hit_gpu, self.hit_host = requests, [()] * n, [0] * n, [0] * n
-        self.cache = PrefixCache(cfg.host_cache_blocks) if cfg.prefix_caching else None
-        self.block_names = BlockNames()
-        self.held = [[] for _ in range(n)] if self.cache else [()] * n
-
-    # ---- blocks ---------------------------------------------------------------------------------------
-    def blocks_for(self, tokens: int) -> int:
-        return -(-tokens // self.cfg.block_size_tokens)
-
-    def _allocate(self, i: int, tokens: int) -> None:
-        need = self.blocks_for(tokens) - self.blocks[i] - len(self.held[i])
-        if need > 0:
-            self._take(need)
-            self.blocks[i] += need
-
-    def _take(self, count: int) -> None:
-        """Take blocks from the free pool; cached blocks nobody holds are evicted when no empty one is left."""
-        if self.cache is not None:
-            short = count - (self.free - len(self.cache.evictable))
-            if short > 0:
-                self.cache.evict(short)
-        self.free -= count
-
-    def _release(self, i: int) -> int:
-        """Give back i's blocks (its own to the pool, its cached ones to the cache); returns how many it held."""
-        own, shared, self.blocks[i] = self.blocks[i], self.held[i], 0
-        self.free += own + (self.cache.release(shared) if shared else 0)
-        if shared:
-            self.held[i] = []
-        return own + len(shared)
-
-    def _register(self, ids) -> None:
-        """Blocks i has filled with tokens that have a shared name become cached (and stay held by i)."""
-        bs, cache, done, names, held, blocks = self.cfg.block_size_tokens, self.cache, self.done, self.names, \
-            self.held, self.blocks
-        for i in ids:
-            h, full = held[i], min(done[i] // bs, len(names[i]))
-            while len(h) < full:
-                if not cache.add(names[i][len(h)]):   # computed twice at once: this copy stays i's own
-                    names[i] = names[i][:len(h)]
-                    break
-                h.append(names[i][len(h)])
-                blocks[i] -= 1
-
-    def _hits(self, i: int) -> tuple[int, int, int]:
-        """(GPU hits, host hits, evictable GPU hits) in blocks for i's next admission: never its whole
-        sequence (the last token is computed to give the next one), and none for a swapped-out request."""
-        if self.cache is None or self.done[i]:
-            return 0, 0, 0
-        names = self.names[i][:(self.tokens[i] - 1) // self.cfg.block_size_tokens]
-        gpu, host = self.cache.match(names)
-        refs = self.cache.refs
-        return gpu, host, sum(1 for name in names[:gpu] if refs[name] == 0)
+        self.requests, self.hit_gpu, self.hit_host, self.pool = requests, [0] * n, [0] * n, KvPool(cfg, n)
 
     # ---- arrivals and departures ----------------------------------------------------------------------
     def _arrive(self) -> None:
@@ -132,23 +80,21 @@ class Engine:
             t, i = heapq.heappop(self.pending)
             arrival[i] = t
             whole = self.prompt[i] + self.out[i]   # never fits the pool, or (no chunking) never the budget
-            too_long = self.blocks_for(whole) > cfg.kv_blocks or (not cfg.chunked_prefill
+            too_long = self.pool.blocks_for(whole) > cfg.kv_blocks or (not cfg.chunked_prefill
                                                                    and whole > cfg.max_num_batched_tokens)
             if too_long or (cfg.max_waiting and len(self.waiting) >= cfg.max_waiting):
                 self._end(i, REJECTED)
             else:
                 self.state[i] = WAITING
                 self.waiting.push(i)
-                if self.cache is not None:
-                    whole_blocks = (self.prompt[i] + self.out[i]) // cfg.block_size_tokens
-                    self.names[i] = self.block_names.chain(self.requests[i].pieces(), cfg.block_size_tokens,
-                                                           whole_blocks)
+                if self.pool.cache is not None:
+                    self.pool.name(i, self.requests[i])
 
     def _end(self, i: int, state: str) -> None:
         self.state[i] = state
         if state == FINISHED:
             self.finished[i] = self.now
-            self._release(i)
+            self.pool.release(i)
         if self.measured[i]:
             self.left -= 1
         for j in self.followers.get(i, ()):
@@ -157,7 +103,7 @@ class Engine:
     def _preempt(self, i: int) -> None:
         self.running.remove(i)
         self.prefilling.discard(i)
-        held = self._release(i)
+        held = self.pool.release(i)
         self.preemptions[i] += 1
         self.state[i] = WAITING
         if self.cfg.preemption == "swap":
@@ -183,11 +129,11 @@ class Engine:
         if self.prefilling or len(running) > budget:
             return None
         growing = [i for i in running if done[i] % bs == 0]
-        if len(growing) > self.free:
+        if len(growing) > self.pool.free:
             return None
         for i in growing:
-            self.blocks[i] += 1
-        self._take(len(growing))
+            self.pool.blocks[i] += 1
+        self.pool.take(len(growing))
         return dict.fromkeys(running, 1)
 
     def _schedule_running(self, budget: int) -> tuple[dict, bool]:
@@ -200,14 +146,14 @@ class Engine:
             if self.state[i] != RUNNING:   # preempted earlier in this loop
                 continue
             new = min(self.tokens[i] - self.done[i], budget)
-            while self.blocks_for(self.done[i] + new) - self.blocks[i] > self.free:
+            while self.pool.blocks_for(self.done[i] + new) - self.pool.blocks[i] > self.pool.free:
                 victim = self._victim()
                 self._preempt(victim)
                 preempted, budget = True, budget + plan.pop(victim, 0)
                 if victim == i:
                     break
             else:
-                self._allocate(i, self.done[i] + new)
+                self.pool.allocate(i, self.done[i] + new)
                 plan[i], budget = new, budget - new
         return plan, preempted
 
@@ -217,13 +163,13 @@ class Engine:
         bs = cfg.block_size_tokens
         while budget > 0 and len(waiting) and len(self.running) < cfg.max_num_seqs:
             i = waiting.peek()
-            gpu, host, evictable = self._hits(i)
+            gpu, host, evictable = self.pool.hits(i, self.done[i], self.tokens[i])
             start = self.done[i] or (gpu + host) * bs
             remaining = self.tokens[i] - start
             if not cfg.chunked_prefill and remaining > budget:
                 return
             new = min(remaining, budget)
-            if self.blocks_for(start + new) - gpu + evictable > self.free:
+            if self.pool.blocks_for(start + new) - gpu + evictable > self.pool.free:
                 return
             waiting.pop()
             self._reuse(i, gpu, host)
@@ -231,28 +177,22 @@ class Engine:
             plan[i], budget = new, budget - new
 
     def _reuse(self, i: int, gpu: int, host: int) -> None:
-        """Hold i's cached leading blocks, copying host-tier ones back (at the host link's speed)."""
+        """Start i from its cached leading blocks (host-tier ones copied back, the copy added to the step)."""
         if not gpu + host:
             return
-        cache, names, cfg = self.cache, self.names[i], self.cfg
-        self.free -= cache.acquire(names[:gpu])
-        for name in names[gpu:gpu + host]:
-            self._take(1)
-            cache.add(name)
-        self.held[i] = list(names[:gpu + host])
-        if host:
-            self.extra_s += host * cfg.kv_bytes_per_block / cfg.host_cache_bytes_per_s
-        self.done[i] = (gpu + host) * cfg.block_size_tokens
+        bs = self.cfg.block_size_tokens
+        self.extra_s += self.pool.reuse(i, gpu, host)
+        self.done[i] = (gpu + host) * bs
         if self.started[i] < 0:
-            self.hit_gpu[i], self.hit_host[i] = gpu * cfg.block_size_tokens, host * cfg.block_size_tokens
+            self.hit_gpu[i], self.hit_host[i] = gpu * bs, host * bs
 
     def _start(self, i: int, tokens: int) -> None:
         if self.swapped[i]:   # its KV comes back from host memory first
             self.swapped[i] = False
-            self.extra_s += self.blocks_for(self.done[i]) * self.cfg.kv_bytes_per_block / self.cfg.swap_bytes_per_s
+            self.extra_s += self.pool.blocks_for(self.done[i]) * self.cfg.kv_bytes_per_block / self.cfg.swap_bytes_per_s
         elif self.gen[i] == 0 or self.done[i] < self.tokens[i] - 1:
             self.prefilling.add(i)
-        self._allocate(i, tokens)
+        self.pool.allocate(i, tokens)
         self.running.append(i)
         self.state[i] = RUNNING
         if self.started[i] < 0:
@@ -265,7 +205,7 @@ class Engine:
         plan, waiting = {}, self.waiting
         while len(waiting) and len(plan) < self.cfg.max_num_seqs:
             i = waiting.peek()
-            if self.blocks_for(self.prompt[i] + self.out[i]) > self.free:
+            if self.pool.blocks_for(self.prompt[i] + self.out[i]) > self.pool.free:
                 break
             waiting.pop()
             self._start(i, self.prompt[i] + self.out[i])
@@ -337,8 +277,8 @@ class Engine:
         done, tokens = self.done, self.tokens
         for i, new in plan.items():
             done[i] += new
-        if self.cache is not None:
-            self._register(plan)
+        if self.pool.cache is not None:
+            self.pool.register(plan, done)
         self._emit([i for i in plan if done[i] == tokens[i]], took)
         self.steps += 1
 
@@ -358,10 +298,11 @@ class Engine:
 
     def _blocks_allow(self, k: int) -> int:
         """The most steps ≤ k whose new blocks the free pool covers (blocks for one step are held)."""
-        done, blocks, held, blocks_for, running = self.done, self.blocks, self.held, self.blocks_for, self.running
+        pool, done, running = self.pool, self.done, self.running
+        blocks, held, blocks_for = pool.blocks, pool.held, pool.blocks_for
 
         def fits(steps: int) -> bool:
-            return sum([blocks_for(done[i] + steps) - blocks[i] - len(held[i]) for i in running]) <= self.free
+            return sum([blocks_for(done[i] + steps) - blocks[i] - len(held[i]) for i in running]) <= pool.free
         if k == 1 or fits(k):
             return k
         lo, hi = 1, k - 1
@@ -377,15 +318,15 @@ class Engine:
         start, self.now = self.now, self.now + k * step_s
         self._record(start, k * step_s, dict.fromkeys(running, 1))
         for i in running:
-            self._allocate(i, done[i] + k)
+            self.pool.allocate(i, done[i] + k)
             done[i] += k
-        if self.cache is not None:
-            self._register(running)
+        if self.pool.cache is not None:
+            self.pool.register(running, done)
         self._emit(running, step_s, k)
         self.steps += k
 
     def _record(self, start: float, took: float, plan: dict) -> None:
-        self.occupancy.append((start, len(self.running), len(self.waiting), self.cfg.kv_blocks - self.free))
+        self.occupancy.append((start, len(self.running), len(self.waiting), self.cfg.kv_blocks - self.pool.free))
         if self.steps < self.cfg.trace_steps:
             self.trace.append((start, took, tuple(plan.items()), tuple(i for _, _, i in self.waiting.heap)))
 
