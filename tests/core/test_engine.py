@@ -12,9 +12,11 @@ import pytest
 
 from calculators.calcs import goodput
 from calculators.calcs.steptime import StepModel, deployment
+from calculators.engine import workload
 from calculators.engine.config import EngineConfig, Request
 from calculators.engine.run import simulate
 from calculators.engine.steps import StepTimes
+from calculators.errors import InputError
 from calculators.schema import validate
 
 
@@ -250,3 +252,40 @@ def test_closed_loop_throughput_is_clients_over_cycle_time():
     finish = [a + e for a, e in zip(r.arrival_s, r.e2e_s)]
     throughput = len(finish) / (max(finish) - min(r.arrival_s))
     assert throughput == pytest.approx(8 / (statistics.mean(r.e2e_s) + 2.0), rel=0.02)
+
+
+# ---- workloads ----------------------------------------------------------------------------------------
+
+
+
+def test_a_pasted_trace_becomes_requests_sharing_named_prefixes():
+    reqs = workload.parse_trace("# t, in, out, prefix, tokens\n0.0, 100, 5, sys, 64\n0.5, 80, 3\n\n1.0, 90, 4, sys, 64\n")
+    assert [r.prompt_tokens for r in reqs] == [100, 80, 90]
+    assert reqs[0].prefix == reqs[2].prefix and reqs[1].prefix == ()
+    r = simulate(Stub(), reqs, cached())
+    assert r.hit_tokens_gpu == 64
+
+
+@pytest.mark.parametrize("text, says", [("", "no requests"), ("0, 10", "line 1: expected"),
+                                        ("0, 10, x", "whole numbers"), ("1, 10, 2\n0.5, 10, 2", "line 2: arrivals"),
+                                        ("0, 10, 2, p, 11", "prefix tokens")])
+def test_a_bad_trace_names_the_line_and_the_rule(text, says):
+    with pytest.raises(InputError, match=says) as err:
+        workload.parse_trace(text)
+    assert err.value.field == "trace"
+
+
+def test_conversations_reuse_every_earlier_turn():
+    draws = [(1.0, 50, 30)] * 3   # three chats, 50-token messages, 30-token answers
+    reqs = workload.conversations(draws, 1.0, turns=4, think_s=5.0, system_tokens=64)
+    assert [r.prompt_tokens for r in reqs[:4]] == [114, 194, 274, 354]
+    r = simulate(Stub(), reqs, cached())
+    assert len(r.e2e_s) == 12
+    # turn 2..4 of each chat find the earlier turns cached; only the first turns miss (but share the system)
+    assert r.hit_tokens_gpu > 0.6 * r.prompt_tokens
+
+
+def test_open_loop_cuts_a_shared_prefix_to_short_prompts():
+    reqs = workload.open_loop([(1.0, 10, 2), (1.0, 100, 2)], 2.0, prefix=(("system", 0, 64),))
+    assert [r.arrival_s for r in reqs] == [0.5, 1.0]
+    assert reqs[0].prefix == (("system", 0, 10),) and reqs[1].prefix == (("system", 0, 64),)
