@@ -41,7 +41,11 @@ class EngineConfig:
     (an HTTP 429). step_overhead_s is the fixed CPU and launch time of every step (CUDA graphs shrink it).
     swap_bytes_per_s and kv_bytes_per_block price a swap preemption over the host link. prefix_caching
     reuses cached blocks of shared prefixes (see prefix.py); host_cache_blocks > 0 adds a host tier whose
-    hits are copied back at host_cache_bytes_per_s."""
+    hits are copied back at host_cache_bytes_per_s. mixed_batches False is vLLM V0's default scheduler
+    (v0.6.3, vllm/core/scheduler.py `_schedule_default`: "Don't schedule decodes if prefills are
+    scheduled"; chunked prefill off): a step that prefills admitted requests runs no decodes, which stall
+    meanwhile. reserve_full_length reserves KV for prompt + output on admission, so nothing is ever
+    preempted (the policy the goodput calculator models)."""
     kv_blocks: int
     block_size_tokens: int = 16
     max_num_seqs: int = 256
@@ -57,6 +61,8 @@ class EngineConfig:
     max_waiting: int = 0
     trace_steps: int = 0
     prefix_caching: bool = False
+    mixed_batches: bool = True
+    reserve_full_length: bool = False
     host_cache_blocks: int = 0
     host_cache_bytes_per_s: float = 0.0
 
@@ -68,6 +74,8 @@ class EngineConfig:
             raise ValueError("kv_blocks, block_size_tokens, max_num_seqs and max_num_batched_tokens must be ≥ 1")
         if self.preemption == "swap" and not (self.swap_bytes_per_s > 0 and self.kv_bytes_per_block > 0):
             raise ValueError("swap preemption needs swap_bytes_per_s and kv_bytes_per_block")
+        if not self.mixed_batches and self.chunked_prefill:
+            raise ValueError("prefill-only steps (mixed_batches False) are modelled without chunked prefill, as vLLM V0")
         if self.prefix_caching and self.batching != "continuous":
             raise ValueError("prefix caching is modelled for continuous batching only")
         if self.host_cache_blocks and not (self.prefix_caching and self.host_cache_bytes_per_s > 0

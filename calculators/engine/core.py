@@ -128,6 +128,8 @@ class Engine:
         running, done, bs = self.running, self.done, self.cfg.block_size_tokens
         if self.prefilling or len(running) > budget:
             return None
+        if self.cfg.reserve_full_length:
+            return dict.fromkeys(running, 1)
         growing = [i for i in running if done[i] % bs == 0]
         if len(growing) > self.pool.free:
             return None
@@ -169,11 +171,12 @@ class Engine:
             if not cfg.chunked_prefill and remaining > budget:
                 return
             new = min(remaining, budget)
-            if self.pool.blocks_for(start + new) - gpu + evictable > self.pool.free:
+            reserve = self.prompt[i] + self.out[i] if cfg.reserve_full_length else start + new
+            if self.pool.blocks_for(reserve) - gpu + evictable > self.pool.free:
                 return
             waiting.pop()
             self._reuse(i, gpu, host)
-            self._start(i, start + new)
+            self._start(i, reserve)
             plan[i], budget = new, budget - new
 
     def _reuse(self, i: int, gpu: int, host: int) -> None:
@@ -216,11 +219,16 @@ class Engine:
         if self.cfg.batching == "static":
             return self._schedule_static(), False
         budget = self.cfg.max_num_batched_tokens
+        if not self.cfg.mixed_batches:   # vLLM V0: admitted prompts are prefilled alone, decodes wait
+            prefills: dict = {}
+            self._admit(prefills)
+            if prefills:
+                return prefills, False
         plan = self._decode_all(budget)
         preempted = False
         if plan is None:
             plan, preempted = self._schedule_running(budget)
-        if not preempted:
+        if not preempted and self.cfg.mixed_batches:
             self._admit(plan)
         return plan, preempted
 

@@ -6,6 +6,10 @@ engine and today's goodput calculator see the same requests for the same seed.
 """
 from __future__ import annotations
 
+import math
+import random
+from dataclasses import replace
+
 from ..errors import InputError
 from .config import Request
 
@@ -82,3 +86,14 @@ def _trace_line(line: str, number: int, previous_s: float) -> Request:
                                       f"between 0 and the input tokens")
     prefix = ((("trace", cells[3]), 0, shared),) if shared else ()
     return Request(arrival, prompt, output, prefix=prefix)
+
+
+def with_predictions(requests: list[Request], error_cv: float, seed: int = 0) -> list[Request]:
+    """The same requests with a length predictor's guesses for shortest-job-first: predicted = true
+    output × a log-normal factor of median 1 whose spread (std ÷ mean) is error_cv; 0 is a perfect
+    predictor."""
+    if error_cv <= 0:
+        return [replace(r, predicted_output_tokens=r.output_tokens) for r in requests]
+    rng, sigma = random.Random(f"predictor {seed}"), math.sqrt(math.log1p(error_cv * error_cv))
+    return [replace(r, predicted_output_tokens=max(1, round(r.output_tokens * rng.lognormvariate(0.0, sigma))))
+            for r in requests]

@@ -289,3 +289,39 @@ def test_open_loop_cuts_a_shared_prefix_to_short_prompts():
     reqs = workload.open_loop([(1.0, 10, 2), (1.0, 100, 2)], 2.0, prefix=(("system", 0, 64),))
     assert [r.arrival_s for r in reqs] == [0.5, 1.0]
     assert reqs[0].prefix == (("system", 0, 10),) and reqs[1].prefix == (("system", 0, 64),)
+
+
+def test_vllm_v0_prefills_alone_and_decodes_stall():
+    # request 1 arrives while 0 decodes: V0 runs 1's prefill as a step of its own (0 gets no token in
+    # it); V1 (mixed) runs 0's decode in the same step as 1's prefill
+    reqs = [Request(0.0, 10, 5), Request(0.055, 10, 2)]
+    v0 = simulate(Stub(), reqs, cfg(mixed_batches=False, chunked_prefill=False, trace_steps=100))
+    v1 = simulate(Stub(), reqs, cfg(chunked_prefill=False, trace_steps=100))
+    assert v0.trace[2][2] == ((1, 10),) and v1.trace[2][2] == ((0, 1), (1, 10))
+    assert v0.e2e_s[0] == pytest.approx(v1.e2e_s[0] + 0.01)   # one step longer for request 0
+
+
+def test_reserving_the_whole_length_never_preempts():
+    reqs = [Request(0.0, 4, 6), Request(0.0, 4, 6)]
+    r = simulate(Stub(), reqs, cfg(kv_blocks=5, block_size_tokens=4, reserve_full_length=True))
+    assert r.preemptions == (0, 0)
+    assert r.queue_s[1] == pytest.approx(0.05 + 5 * 0.01)   # waits for request 0's 3 blocks to come back
+
+
+def test_a_noisy_length_predictor_costs_shortest_job_first_its_edge():
+    times, _ = _real_times()
+    reqs = [Request(r.arrival_s, 256, r.output_tokens) for r in _poisson(9.0, 600, 256, 256, seed=5)]
+    mean_e2e = {}
+    for label, cv in (("exact", 0.0), ("noisy", 2.0)):
+        guessed = workload.with_predictions(reqs, cv, seed=1)
+        mean_e2e[label] = statistics.mean(simulate(times, guessed, cfg(max_num_seqs=4, policy="sjf")).e2e_s)
+    fcfs = statistics.mean(simulate(times, reqs, cfg(max_num_seqs=4)).e2e_s)
+    assert mean_e2e["exact"] < mean_e2e["noisy"] < fcfs * 1.05
+
+
+def test_percentiles_carry_an_order_statistic_interval():
+    from calculators.engine.metrics import percentile_with_ci
+    values = [float(i) for i in range(1, 1001)]
+    p99, lo, hi = percentile_with_ci(values, 99)
+    assert p99 == 990.0 and lo < 990.0 < hi <= 1000.0
+    assert percentile_with_ci(values[:50], 99)[2] == float("inf")   # 50 requests cannot bound a p99

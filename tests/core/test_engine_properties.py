@@ -24,7 +24,8 @@ config = st.fixed_dictionaries({
     "max_num_seqs": st.integers(1, 8), "max_num_batched_tokens": st.integers(8, 200),
     "chunked_prefill": st.booleans(), "policy": st.sampled_from(["fcfs", "priority", "sjf"]),
     "preemption": st.sampled_from(["recompute", "swap"]), "ageing_s": st.sampled_from([0.0, 0.5]),
-    "max_waiting": st.sampled_from([0, 3]), "prefix_caching": st.booleans()})
+    "max_waiting": st.sampled_from([0, 3]), "prefix_caching": st.booleans(), "mixed_batches": st.booleans(),
+    "reserve_full_length": st.booleans()})
 
 
 def _requests(rows):
@@ -42,6 +43,8 @@ def test_every_request_ends_and_the_pool_balances(rows, settings_, static):
     extra = {"swap_bytes_per_s": 1e9, "kv_bytes_per_block": 1e5} if settings_["preemption"] == "swap" else {}
     if static:
         settings_ = dict(settings_, prefix_caching=False)
+    if not settings_["mixed_batches"]:
+        settings_ = dict(settings_, chunked_prefill=False)
     cfg = EngineConfig(batching="static" if static else "continuous", **settings_, **extra)
     reqs = _requests(rows)
     engine = Engine(Stub(), reqs, cfg, (0, len(reqs)))
