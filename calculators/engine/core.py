@@ -311,7 +311,7 @@ class Engine:
 
         def fits(steps: int) -> bool:
             return sum([blocks_for(done[i] + steps) - blocks[i] - len(held[i]) for i in running]) <= pool.free
-        if k == 1 or fits(k):
+        if k == 1 or self.cfg.reserve_full_length or fits(k):
             return k
         lo, hi = 1, k - 1
         while lo < hi:
@@ -325,9 +325,13 @@ class Engine:
         step_s = self.times.decode(len(running), context)
         start, self.now = self.now, self.now + k * step_s
         self._record(start, k * step_s, dict.fromkeys(running, 1))
-        for i in running:
-            self.pool.allocate(i, done[i] + k)
-            done[i] += k
+        if self.cfg.reserve_full_length:   # reserved on admission
+            for i in running:
+                done[i] += k
+        else:
+            for i in running:
+                self.pool.allocate(i, done[i] + k)
+                done[i] += k
         if self.pool.cache is not None:
             self.pool.register(running, done)
         self._emit(running, step_s, k)
