@@ -6,9 +6,9 @@ text decoder in ``text_config``; the vision tower is not modelled.
 """
 from __future__ import annotations
 
+from .checks import model_from_dict
 from .errors import InputError
 from .model import Model
-from .resolve import model_from_dict
 
 # model_type -> family. Architectures map through _ARCH_PREFIX when model_type is absent.
 FAMILIES = {

@@ -5,11 +5,15 @@ each change, so both show identical text. Raw results ride along for exports and
 """
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 
 from . import display
-from .api import dumps, run, schema
+from .api import calculator_names, dumps, run, schema
+from .catalog import load_every_data_file
 from .errors import InputError
+from .resolve import accelerator_to_json, model_to_json, resolve_accelerator, resolve_model
 
 
 def _outputs(spec: dict, result: dict) -> list[dict]:
@@ -69,7 +73,6 @@ def present_json(name: str, inputs_json: str) -> str:
 
 def describe(kind: str, value) -> dict:
     """A reader's model or accelerator, checked and normalised to the project's JSON shape."""
-    from .resolve import accelerator_to_json, model_to_json, resolve_accelerator, resolve_model
     if kind == "model":
         return {"definition": model_to_json(resolve_model(value, "definition"))}
     if kind == "accelerator":
@@ -91,17 +94,11 @@ def warm_up() -> list[str]:
     calculator once. A memory snapshot taken after this answers any request without the
     file system or the import system: the browser's worker starts from one. Returns the
     names of the modules imported, for tests."""
-    import importlib
-    import pkgutil
-
-    from . import presets
-    from .api import calculator_names
-
     package = __name__.rpartition(".")[0]
     names = [m.name for m in pkgutil.walk_packages(importlib.import_module(package).__path__, package + ".")]
     for name in names:
         importlib.import_module(name)
-    presets.load_every_data_file()
+    load_every_data_file()
     for name in calculator_names():
         present(name, {})
     return names

@@ -9,7 +9,9 @@ from __future__ import annotations
 import math
 
 from .errors import InputError
+from .model import Accelerator, Model
 from .numfmt import group
+from .resolve import resolve_accelerator, resolve_model
 
 OUTPUT_FORMATS = ("bytes", "number", "integer", "percent", "seconds", "usd", "flops", "rate")
 
@@ -132,14 +134,10 @@ def _check_boolean(spec, value):
 
 
 def _check_model(spec, value):
-    from .model import Model
-    from .resolve import resolve_model
     return value if isinstance(value, Model) else _resolved(resolve_model, spec, value)
 
 
 def _check_accelerator(spec, value):
-    from .model import Accelerator
-    from .resolve import resolve_accelerator
     return value if isinstance(value, Accelerator) else _resolved(resolve_accelerator, spec, value)
 
 

@@ -21,7 +21,7 @@ def test_shared_layers_store_nothing():
 
 
 def test_shared_layers_still_compute_attention():
-    from calculators.resolve import model_from_dict
+    from calculators.checks import model_from_dict
     shared = model_from_dict(dict(LLAMA, kv_shared_layers=16))
     assert attention_terms(shared) == attention_terms(model_presets()["llama-3.1-8b"])
 

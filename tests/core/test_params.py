@@ -2,7 +2,7 @@
 import pytest
 
 from calculators.params import active_params, moe_layer_count, total_params, weight_bytes
-from calculators.presets import model_info, model_presets
+from calculators.catalog import model_info, model_presets
 
 PRESETS = model_presets()
 # Publishers who give an activated count only as the rounded figure in the model's name, which no
