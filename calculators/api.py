@@ -1,19 +1,44 @@
-"""The one entry point: run(name, inputs) -> outputs, for tests, hooks, browser and CLI."""
+"""The one entry point: run(name, inputs) -> outputs, for tests, hooks, browser and CLI.
+
+A calculator is any module under calcs/ that defines SCHEMA (and compute); the registry finds them
+all, so a new one cannot be left out by forgetting a list. Modules there without SCHEMA are helpers.
+"""
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
+from functools import lru_cache
 
+from . import calcs
 from .errors import InputError
 from .numfmt import clean
 from .schema import validate
 
+# The order the workbench and the CLI list calculators in (the order they were added). A calculator
+# not named here is still registered: it comes after these, alphabetically.
+ORDER = ("kv_cache", "memory", "roofline", "latency", "goodput", "cost", "percentiles", "decode_limits",
+         "allreduce", "sram", "paging", "preemption")
 
+
+def _calculator_modules() -> list:
+    """Every module under calcs/ that defines SCHEMA, imported."""
+    names = (f"{calcs.__name__}.{m.name}" for m in pkgutil.iter_modules(calcs.__path__))
+    return [module for module in map(importlib.import_module, names) if hasattr(module, "SCHEMA")]
+
+
+@lru_cache(maxsize=None)
 def _registry() -> dict:
-    # Imported here so that `import calculators` stays cheap and cycle-free.
-    from .calcs import allreduce, cost, decode_limits, goodput, kv_cache, latency, memory, percentiles, roofline
-    from .calcs import paging, preemption, sram
-    return {m.SCHEMA["name"]: m for m in (kv_cache, memory, roofline, latency, goodput, cost, percentiles, decode_limits,
-                                          allreduce, sram, paging, preemption)}
+    """Calculator name -> module. Found on first use, so `import calculators` stays cheap; cached, so a
+    memory snapshot taken after the first call (page.warm_up) answers without the package's files."""
+    found = {}
+    for module in _calculator_modules():
+        name = module.SCHEMA["name"]
+        if name in found:
+            raise RuntimeError(f"{module.__name__} and {found[name].__name__} both define calculator {name!r}")
+        found[name] = module
+    rank = {name: i for i, name in enumerate(ORDER)}
+    return {name: found[name] for name in sorted(found, key=lambda n: (rank.get(n, len(rank)), n))}
 
 
 def calculator_names() -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -18,6 +19,23 @@ HF = Path(__file__).parent / "fixtures" / "hf"
 
 def test_all_six_calculators_are_registered():
     assert {"kv_cache", "memory", "roofline", "latency", "goodput", "cost"} <= set(NAMES)
+
+
+def test_calculators_are_listed_in_order_and_the_order_names_no_stale_one():
+    assert NAMES[:len(calculators.api.ORDER)] == list(calculators.api.ORDER)
+
+
+def test_two_calculators_with_one_name_are_refused(monkeypatch):
+    from calculators.calcs import cost
+    twin = SimpleNamespace(__name__="calculators.calcs.cost_twin", SCHEMA=cost.SCHEMA)
+    monkeypatch.setattr(calculators.api, "_calculator_modules", lambda: [cost, twin])
+    calculators.api._registry.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match="cost_twin and calculators.calcs.cost both define calculator 'cost'"):
+            calculators.api._registry()
+    finally:
+        monkeypatch.undo()
+        calculators.api._registry.cache_clear()
 
 
 @pytest.mark.parametrize("name", NAMES)
