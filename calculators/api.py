@@ -73,15 +73,29 @@ def dumps(result) -> str:
     return json.dumps(result, sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
-def run_json(name: str, inputs_json: str) -> str:
-    """The browser's entry: JSON in, JSON out; errors come back as {"error": {...}}."""
+def decode(text: str | None, field: str = "inputs"):
+    """The value a JSON text holds; empty text (None or "") holds none (None)."""
+    if text in (None, ""):
+        return None
     try:
-        try:
-            inputs = json.loads(inputs_json) if inputs_json not in (None, "") else {}
-        except (TypeError, ValueError):
-            raise InputError("inputs", "is not valid JSON") from None
-        return dumps(run(name, inputs))
+        return json.loads(text)
+    except (TypeError, ValueError):
+        raise InputError(field, "is not valid JSON") from None
+
+
+def envelope(fn, *args, field: str = "inputs") -> str:
+    """`fn(*args)` with its last argument decoded from JSON text (`decode`; bad JSON is an error on
+    `field`), returned as JSON text. Never raises: an InputError comes back as {"error": {"field",
+    "message"}}, anything else as {"error": {"field": null, "message": "internal error: …"}}."""
+    *head, text = args
+    try:
+        return dumps(fn(*head, decode(text, field)))
     except InputError as exc:
         return dumps({"error": exc.to_json()})
     except Exception as exc:  # never raise into the browser; say it is our bug
         return dumps({"error": {"field": None, "message": f"internal error: {type(exc).__name__}: {exc}"}})
+
+
+def run_json(name: str, inputs_json: str | None) -> str:
+    """run() with JSON in and out, in the browser's envelope (for scripts and tests)."""
+    return envelope(run, name, inputs_json)
