@@ -9,18 +9,28 @@ data file names the file, the entry and the field.
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from importlib import resources
 
 from .checks import accelerator_from_dict, flag, model_from_dict
 from .model import Accelerator, Format, Model
 
-# Keys a models.toml entry may carry beyond the Model fields: facts about the
-# published parameter counts, kept for tests and tables (see model_info()).
-MODEL_INFO_KEYS = (
-    "params_source", "params_note", "params_loose", "official_extra_params",
-    "official_extra_params_source", "official_active_excludes_embedding",
-)
+
+@dataclass(frozen=True)
+class PublishedParams:
+    """What a models.toml entry says about its publisher's parameter counts beyond the Model's
+    official_total_params / official_active_params, for the tests that compare them with ours."""
+    params_source: str = ""                 # where the official counts come from
+    params_note: str = ""                   # why our count differs, where it does
+    params_loose: tuple[str, ...] = ()      # "total", "active": published too roughly for a 1 % check
+    official_extra_params: float = 0        # in the official total, not in this text decoder (a vision tower)
+    official_extra_params_source: str = ""
+    official_active_excludes_embedding: bool = False   # the official active count leaves the embedding out
+
+
+# Keys a models.toml entry may carry beyond the Model fields (see model_info()).
+MODEL_INFO_KEYS = tuple(f.name for f in fields(PublishedParams))
 # `hidden = true` marks a real model the prose needs that readers should not be offered in a select.
 HIDDEN_KEY = "hidden"
 
@@ -68,11 +78,12 @@ def model_presets(include_hidden: bool = True) -> dict[str, Model]:
 
 
 @lru_cache(maxsize=None)
-def model_info(model_id: str) -> dict:
-    """The extra facts about a preset's published parameter counts (may be empty)."""
+def model_info(model_id: str) -> PublishedParams:
+    """The extra facts about a preset's published parameter counts (defaults where the entry has none)."""
     for entry in entries("models.toml", "model"):
         if entry["id"] == model_id:
-            return {k: entry[k] for k in MODEL_INFO_KEYS if k in entry}
+            facts = {k: entry[k] for k in MODEL_INFO_KEYS if k in entry}
+            return PublishedParams(**dict(facts, params_loose=tuple(facts.get("params_loose", ()))))
     raise KeyError(model_id)
 
 
