@@ -1,4 +1,5 @@
-"""What a calculator on a page shows: outputs, the worked derivation and plot tables, as text.
+"""What a calculator on a page shows: outputs, the worked derivation and plot tables, as text;
+and the browser's two entries, `present_json` and `describe_json`, in the JSON envelope.
 
 `present` is called at build time (to write the HTML) and by the browser's worker after
 each change, so both show identical text. Raw results ride along for exports and tests.

@@ -22,7 +22,8 @@ DTYPE_CHOICES = (
 )
 
 
-def _field(key, label, type_, default, unit="", min=None, max=None, help="", step=None, choices=None):
+def _field(key, label, type_, default, *, unit="", min=None, max=None, help="", step=None, choices=None):
+    """One input's spec; the builders below name every optional part."""
     spec = {"key": key, "label": label, "type": type_, "unit": unit, "default": default,
             "min": min, "max": max, "help": help}
     if step is not None:
@@ -33,11 +34,11 @@ def _field(key, label, type_, default, unit="", min=None, max=None, help="", ste
 
 
 def number(key, label, default, min, max, unit="", help="", step=None):
-    return _field(key, label, "number", default, unit, min, max, help, step)
+    return _field(key, label, "number", default, unit=unit, min=min, max=max, help=help, step=step)
 
 
 def integer(key, label, default, min, max, unit="", help="", step=None):
-    return _field(key, label, "integer", default, unit, min, max, help, step)
+    return _field(key, label, "integer", default, unit=unit, min=min, max=max, help=help, step=step)
 
 
 def choice(key, label, default, choices, help=""):
