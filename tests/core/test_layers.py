@@ -166,6 +166,30 @@ def test_loading_sits_below_validation_and_resolution():
     assert {"calculators.catalog", "calculators.checks", "calculators.hf_import"} <= edges["calculators.resolve"]
 
 
+FILE_READERS = {"tomllib", "importlib.resources", "pathlib", "io", "open()"}
+
+
+def _absolute_names(tree: ast.AST) -> set[str]:
+    """What a module takes from outside the core: `import a.b` is a.b, `from a import b` is a and a.b;
+    a call of the builtin open() is open()."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "open":
+            names.add("open()")
+    return names
+
+
+def test_only_the_catalog_reads_files():
+    # the browser's memory snapshot has no files: what the catalog has read by then is all there is
+    readers = {m: sorted(_absolute_names(ast.parse(p.read_text(encoding="utf-8"))) & FILE_READERS)
+               for m, p in MODULES.items()}
+    assert {m: r for m, r in readers.items() if r} == {"calculators.catalog": ["importlib.resources", "tomllib"]}
+
+
 def test_every_calculator_module_is_registered():
     names = calculators.calculator_names()
     assert len(CALCULATOR_MODULES) == len(names)
