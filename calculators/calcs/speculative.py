@@ -38,6 +38,7 @@ from .steptime import StepCost, StepModel
 
 MAX_DRAFT_TOKENS = 63   # k + 1 ≤ 64, the ceiling of roofline's accepted_tokens_per_step input
 MAX_BATCH = 100_000     # roofline's batch_size ceiling
+MAX_TREE_TOKENS = 1023  # k + 1 ≤ 1,024 tokens verified per sequence: far above the trees in use (EAGLE-3: 60)
 
 # Input specs a Part 11 calculator can put in its SCHEMA; the functions below check their arguments against them.
 ACCEPTANCE_RATE = number("acceptance_rate", "Acceptance rate α", 0.8, 0.0, 1.0, "",
@@ -49,6 +50,15 @@ DRAFT_COST_RATIO = number("draft_cost_ratio", "Draft cost ratio c", 0.0, 0.0, 1.
                           "One draft token's time ÷ one plain target decode step (0 for n-gram lookup). Above 1 "
                           "speculation can never pay: E[tokens] ≤ k + 1 ≤ k·c + 1.", 0.005)
 BATCH_SIZE = integer("batch_size", "Decode batch", 32, 1, MAX_BATCH, "sequences")
+DRAFT_DEPTH = integer("draft_depth", "Draft tree depth", 8, 1, MAX_DRAFT_TOKENS, "levels",
+                      "Draft steps per verification for a tree (EAGLE-3: 8, arXiv 2503.01840 Appendix A).")
+
+
+def acceptance_length_field(most: int) -> dict:
+    """A measured mean acceptance length, between 1 and `most` tokens (k + 1 for a chain of k)."""
+    return number("accepted_tokens_per_step", "Mean acceptance length", 1.0, 1.0, float(most), "tokens",
+                  "Tokens each sequence keeps per verification step, the target's own included (EAGLE's τ, vLLM's "
+                  "mean acceptance length).", 0.01)
 
 
 def _checked(spec: dict, value):
@@ -73,8 +83,7 @@ def acceptance_rate(tokens_per_step: float, k: int) -> float:
     """The i.i.d. α that gives this mean acceptance length with k drafted tokens (the inverse of
     expected_tokens_per_step). E rises strictly with α, from 1 at α = 0 to k + 1 at α = 1, so bisection finds it."""
     k = _checked(DRAFT_TOKENS, k)
-    spec = number("accepted_tokens_per_step", "Mean acceptance length", 1.0, 1.0, float(k + 1), "tokens")
-    target = _checked(spec, tokens_per_step)
+    target = _checked(acceptance_length_field(k + 1), tokens_per_step)
     lo, hi, mid = 0.0, 1.0, 0.5
     while lo < mid < hi:   # halve until the bracket cannot shrink (about 54 halvings in binary64)
         lo, hi = (mid, hi) if _tokens_per_step(mid, k) < target else (lo, mid)
@@ -132,12 +141,13 @@ def draft_model(steps: StepModel) -> Drafter:
 
 @dataclass(frozen=True)
 class SpeculativeStep:
-    """One speculative step for a batch: k drafts per sequence, then one verification of k + 1 tokens each."""
+    """One speculative step for a batch: k draft steps per sequence, then one verification of every drafted token
+    plus the target's own (k + 1 for a chain, the tree's tokens + 1 for a tree)."""
     batch: int
-    draft_tokens: int          # k
+    draft_steps: int           # k for a chain; the tree's depth for a tree
     tokens_per_step: float     # E[tokens kept per sequence]
     draft_time_s: float
-    verify: StepCost           # the target's step of k + 1 tokens per sequence
+    verify: StepCost           # the target's step of every drafted token + 1 per sequence
     plain: StepCost            # the target's step of 1 token per sequence, same batch and context
     num_gpus: int              # the target's GPUs, which the drafter shares
 
@@ -163,18 +173,24 @@ class SpeculativeStep:
         return self.speedup > 1.0
 
 
-def draft_time(drafter: Drafter, target: StepModel, batch: int, context_tokens: float, k: int) -> float:
-    """Seconds to draft k tokens for every sequence: k draft-model steps, or k × c plain target steps."""
+def draft_time(drafter: Drafter, target: StepModel, batch: int, context_tokens: float, steps: int) -> float:
+    """Seconds of `steps` draft steps for every sequence: a draft model's decode steps, or c plain target steps
+    each (a tree's level is priced as one step: its few nodes per sequence ride on the same weight read)."""
     if drafter.model is not None:
-        return k * drafter.model.decode(batch, context_tokens).time_s
-    return k * drafter.cost_ratio * target.decode(batch, context_tokens).time_s
+        return steps * drafter.model.decode(batch, context_tokens).time_s
+    return steps * drafter.cost_ratio * target.decode(batch, context_tokens).time_s
+
+
+def _priced(target: StepModel, drafter: Drafter, batch: int, context_tokens: float, tokens_per_step: float,
+            steps: int, verified: int) -> SpeculativeStep:
+    return SpeculativeStep(batch, steps, tokens_per_step, draft_time(drafter, target, batch, context_tokens, steps),
+                           target.decode(batch, context_tokens, verified), target.decode(batch, context_tokens),
+                           target.dep.num_gpus)
 
 
 def _step(target: StepModel, drafter: Drafter, batch: int, context_tokens: float, alpha: float,
           k: int) -> SpeculativeStep:
-    return SpeculativeStep(batch, k, _tokens_per_step(alpha, k), draft_time(drafter, target, batch, context_tokens, k),
-                           target.decode(batch, context_tokens, k + 1), target.decode(batch, context_tokens),
-                           target.dep.num_gpus)
+    return _priced(target, drafter, batch, context_tokens, _tokens_per_step(alpha, k), k, k + 1)
 
 
 def _checked_step_inputs(batch: int, alpha: float, k: int) -> tuple[int, float, int]:
@@ -186,6 +202,18 @@ def speculative_step(target: StepModel, drafter: Drafter, batch: int, context_to
     """A speculative step of `batch` sequences at `context_tokens` of context on the target's deployment."""
     batch, alpha, k = _checked_step_inputs(batch, alpha, k)
     return _step(target, drafter, batch, context_tokens, alpha, k)
+
+
+def tree_step(target: StepModel, drafter: Drafter, batch: int, context_tokens: float, tokens_per_step: float,
+              depth: int, tree_tokens: int) -> SpeculativeStep:
+    """A step that drafts a tree (EAGLE-2/3, Medusa): `depth` draft steps, then one verification of the tree's
+    `tree_tokens` drafted tokens plus the target's own per sequence under tree attention, keeping a measured mean
+    acceptance length `tokens_per_step` (at most depth + 1: one token per level, plus the target's)."""
+    batch, depth = _checked(BATCH_SIZE, batch), _checked(DRAFT_DEPTH, depth)
+    tree_tokens = _checked(integer("tree_tokens", "Draft tokens in the tree", depth, depth, MAX_TREE_TOKENS,
+                                   "tokens"), tree_tokens)
+    kept = _checked(acceptance_length_field(depth + 1), tokens_per_step)
+    return _priced(target, drafter, batch, context_tokens, kept, depth, tree_tokens + 1)
 
 
 def best_draft_tokens(target: StepModel, drafter: Drafter, batch: int, context_tokens: float, alpha: float,

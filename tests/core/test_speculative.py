@@ -12,6 +12,7 @@ from calculators import run, schema
 from calculators.calcs import speculative as spec
 from calculators.calcs.steptime import StepModel, deployment
 from calculators.errors import InputError
+from calculators.params import embedding_params, lm_head_params, total_params
 from calculators.presets import accelerator_presets, model_presets
 from calculators.schema import validate
 
@@ -122,6 +123,49 @@ def test_moe_speculation_pays_little_at_batch_one():
     step = spec.speculative_step(steps(**DEEPSEEK_H200), spec.draft_heads(1 / 61), 1, 4096, 0.85, 1)
     assert step.verify.weight_bytes > 1.4 * step.plain.weight_bytes
     assert step.speedup < 1.3
+
+
+# ---- EAGLE-3, arXiv 2503.01840v3 (read in a stored copy of the paper's text) -------------------------------------
+
+def test_eagle_3_acceptance_length_as_alpha_and_back():
+    # Table 1, LLaMA-Instruct 3.1 8B, MT-bench, temperature 0: speedup 4.40x at τ = 6.13, drafted as a dynamic tree
+    # of depth 8 (Appendix A: "increase the draft tree depth from 6 to 8"). A chain of 8 drafts would need an i.i.d.
+    # α of 0.900 (to 0.0005) to keep 6.13 tokens per step; the inverse must give τ back to rounding, and a chain of 5
+    # cannot keep 6.13 at all.
+    alpha = spec.acceptance_rate(6.13, 8)
+    assert alpha == pytest.approx(0.900, abs=0.0005)
+    assert spec.expected_tokens_per_step(alpha, 8) == pytest.approx(6.13, rel=1e-12)
+    with pytest.raises(InputError):
+        spec.acceptance_rate(6.13, 5)
+
+
+@pytest.mark.parametrize("hardware", ["h100-sxm", "a100-80gb", "l40s"])
+def test_eagle_3_tree_verification_is_nearly_free_at_batch_one(hardware):
+    # Table 1's 4.40x at τ = 6.13 is at batch 1 (§1: "a 1.4x latency speedup over EAGLE-2 at batch size 1"); the
+    # GPU is not named, so three are tried, at 1,024 tokens of context (not given; at batch 1 the KV hardly matters).
+    # Appendix A: 60 draft tokens in the 8B's tree. The core must price the 61-token tree verification at batch 1
+    # as a plain step (memory-bound, within 0.1%); the published speedup then leaves τ ÷ 4.40 − 1 = 0.393 of a plain
+    # step for 8 draft levels, c ≈ 0.049 a level, which must lie between one decoder layer's share of the 8B's
+    # weights and that plus the LM head's (§3.2: "The core of the draft model in EAGLE-3 is a Transformer decoder
+    # layer"; §3.1: its output goes "into the LM head").
+    target = steps(model="llama-3.1-8b", hardware=hardware)
+    free = spec.tree_step(target, spec.NGRAM, 1, 1024, 6.13, 8, 60)
+    assert not free.verify.compute_bound
+    assert free.verify.time_s == pytest.approx(free.plain.time_s, rel=1e-3)
+    c = (6.13 / 4.40 - free.verify.time_s / free.plain.time_s) / 8
+    m = target.dep.model
+    weights = total_params(m) - embedding_params(m)            # what a batch-1 step reads, less one embedding row
+    layer = (weights - lm_head_params(m)) / m.num_layers
+    assert layer / weights < c < (layer + lm_head_params(m)) / weights
+    assert spec.tree_step(target, spec.draft_heads(c), 1, 1024, 6.13, 8, 60).speedup == pytest.approx(4.40, rel=1e-3)
+
+
+def test_tree_step_verifies_every_drafted_token():
+    target = steps(model="llama-3.1-8b", hardware="h100-sxm")
+    tree = spec.tree_step(target, spec.draft_heads(0.05), 32, 1024, 4.0, 6, 48)
+    assert tree.verify == target.decode(32, 1024, 49)
+    assert tree.draft_time_s == 6 * 0.05 * target.decode(32, 1024).time_s
+    assert tree.tokens_per_step == 4.0 and tree.draft_steps == 6
 
 
 # ---- the model on deployments ----------------------------------------------------------------------------------
@@ -269,6 +313,9 @@ def test_acceptance_limits():
     (lambda: spec.acceptance_rate(0.9, 3), "accepted_tokens_per_step", "between 1 and 4"),
     (lambda: spec.acceptance_rate(4.5, 3), "accepted_tokens_per_step", "between 1 and 4"),
     (lambda: spec.speculative_step(steps(), spec.NGRAM, 0, 1024, 0.8, 3), "batch_size", "between 1 and 100,000"),
+    (lambda: spec.tree_step(steps(), spec.NGRAM, 1, 1024, 9.5, 8, 60), "accepted_tokens_per_step", "between 1 and 9"),
+    (lambda: spec.tree_step(steps(), spec.NGRAM, 1, 1024, 3.0, 8, 7), "tree_tokens", "between 8 and 1,023"),
+    (lambda: spec.tree_step(steps(), spec.NGRAM, 1, 1024, 1.0, 0, 7), "draft_depth", "between 1 and 63"),
 ])
 def test_bad_inputs_raise_input_error(call, field, allowed):
     with pytest.raises(InputError) as error:
