@@ -12,7 +12,8 @@ such as EAGLE, Medusa or MTP, or nothing for n-gram / prompt lookup) plus one ta
 tokens per sequence, StepModel.decode(B, T, k + 1): each sequence's KV read once, weights once, FLOPs and the
 experts touched growing with the tokens. While that step is memory-bound the extra tokens are nearly free; once it
 is compute-bound they cost k + 1 times a plain step, and the speedup falls to E ÷ (k·c + k + 1) ≤ 1 (c here the
-draft's time per token ÷ a plain target step; 1 only at α = 1 with a free draft).
+draft's time per token ÷ a plain target step; 1 only at α = 1 with a free draft). A tree draft (EAGLE-2/3, Medusa;
+tree_step) is priced the same way: depth draft steps, one verification of the tree's tokens + 1 per sequence.
 "Acceptance length" is E[tokens] with the target's own token counted, as EAGLE's τ and vLLM v0.33.0's "Mean
 acceptance length" (v1/spec_decode/metrics.py: 1 + accepted ÷ drafts) count it. vLLM's "draft acceptance rate"
 (accepted ÷ drafted) is (E − 1) ÷ k, not α.
@@ -38,7 +39,7 @@ from .steptime import StepCost, StepModel
 
 MAX_DRAFT_TOKENS = 63   # k + 1 ≤ 64, the ceiling of roofline's accepted_tokens_per_step input
 MAX_BATCH = 100_000     # roofline's batch_size ceiling
-MAX_TREE_TOKENS = 1023  # k + 1 ≤ 1,024 tokens verified per sequence: far above the trees in use (EAGLE-3: 60)
+MAX_TREE_TOKENS = 1023  # tree + 1 ≤ 1,024 tokens verified per sequence, far above the trees in use (EAGLE-3: 60)
 
 # Input specs a Part 11 calculator can put in its SCHEMA; the functions below check their arguments against them.
 ACCEPTANCE_RATE = number("acceptance_rate", "Acceptance rate α", 0.8, 0.0, 1.0, "",
@@ -239,7 +240,7 @@ def paying_range(target: StepModel, drafter: Drafter, context_tokens: float, alp
     k + 1 tokens per sequence touch up to k + 1 times the experts until the batch touches them all. Found on a
     doubling grid of batches, then by bisection at each edge; this assumes the paying batches form one range, as
     they do in this model (the tests check it against a scan of every batch)."""
-    _, alpha, k = _checked_step_inputs(1, alpha, k)
+    alpha, k = _checked(ACCEPTANCE_RATE, alpha), _checked(DRAFT_TOKENS, k)
     max_batch = _checked(BATCH_SIZE, max_batch)
 
     def pays(batch: int) -> bool:
