@@ -12,12 +12,8 @@ from pathlib import Path
 
 import pytest
 
-import calc_html
-import calc_markup
-import calc_pages
-import series
-import svgplot
 from calculators import page
+from sitegen import blocks, hub, markup, pages, series, svgplot
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
@@ -59,8 +55,8 @@ def _fake_href(src: str, anchor: str) -> str:
 
 @pytest.mark.parametrize("name", sorted(BLOCKS))
 def test_calculator_block(name):
-    block = calc_markup.parse_block(BLOCKS[name])
-    check(name, calc_pages.block_html(block, f"calc-{name}", "parts/x/", None))
+    block = markup.parse_block(BLOCKS[name])
+    check(name, pages.block_html(block, f"calc-{name}"))
 
 
 @pytest.mark.parametrize("name", sorted(CHARTS))
@@ -70,20 +66,20 @@ def test_svg_chart(name):
 
 
 def test_page_config():
-    check("page-config", calc_html.page_config_html(RUNTIME, calc_pages.preset_choices()))
+    check("page-config", blocks.page_config_html(RUNTIME, pages.preset_choices()))
 
 
 def test_hub():
     s, written = series.load_series(), frozenset({1, 2, 3, 4, 5})
     check("hub", "\n".join(f(s, written, _fake_href)
-                           for f in (series.render_diagram, series.render_part_list, series.render_routes)))
+                           for f in (hub.render_diagram, hub.render_part_list, hub.render_routes)))
 
 
 def test_a_changed_template_fails(monkeypatch):
     """The check itself bites: one changed word in the results table fails it (never rewrites the file)."""
-    original = calc_html.results_html
-    monkeypatch.setattr(calc_html, "results_html", lambda shown: original(shown).replace("Results", "Outputs"))
-    block = calc_markup.parse_block(BLOCKS["block-cost-defaults"])
-    html = calc_pages.block_html(block, "calc-block-cost-defaults", "parts/x/", None)
+    original = blocks.results_html
+    monkeypatch.setattr(blocks, "results_html", lambda shown: original(shown).replace("Results", "Outputs"))
+    block = markup.parse_block(BLOCKS["block-cost-defaults"])
+    html = pages.block_html(block, "calc-block-cost-defaults")
     with pytest.raises(pytest.fail.Exception, match="differs from the golden file"):
         check("block-cost-defaults", html, update=False)

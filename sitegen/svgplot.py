@@ -129,9 +129,10 @@ def _line_series(plot: dict, i: int, y: dict, fx, fy, log: bool) -> str:
         return marks + _legend(plot, i, row, _marker(i, W - RIGHT + 10, row))
     dash = DASHES[i % len(DASHES)]
     coords = " ".join(f"{fx(x):.1f},{fy(v):.1f}" for x, v in pts)
-    out = f'<polyline class="s{i % 6}" points="{coords}" fill="none"' + (f' stroke-dasharray="{dash}"/>' if dash else "/>")
-    lx, ly = fx(pts[-1][0]), fy(pts[-1][1])
-    return out + f'<text class="label s{i % 6}" x="{lx + 4:.1f}" y="{ly + 4:.1f}">{escape(series_label(plot, y))}</text>'
+    dashed = f' stroke-dasharray="{dash}"' if dash else ""
+    out = f'<polyline class="s{i % 6}" points="{coords}" fill="none"{dashed}/>'
+    lx, ly = fx(pts[-1][0]) + 4, fy(pts[-1][1]) + 4
+    return out + f'<text class="label s{i % 6}" x="{lx:.1f}" y="{ly:.1f}">{escape(series_label(plot, y))}</text>'
 
 
 def _xy_chart(plot: dict) -> list[str]:

@@ -1,9 +1,9 @@
 """The Markdown syntax for numbers and calculators: parsing and substitution (no browser)."""
 import pytest
 
-from calc_markup import MarkupError, parse_inline, transform
-import calc_pages
 from calculators import display
+from sitegen import pages
+from sitegen.markup import MarkupError, parse_inline, transform
 
 
 def test_inline_parses_calls_paths_and_formats():
@@ -21,7 +21,7 @@ def test_inline_rejects_anything_but_literal_calls(text):
 def test_published_figure_through_the_inline_syntax():
     # Llama 3.1 70B: 2 x 80 layers x 8 KV heads x 128 x 2 B = 327,680 B per token (Llama 3.1 70B config.json).
     md = '{{ kv_cache(model="llama-3.1-70b").kv_bytes_per_token | int }} B'
-    assert transform(md, calc_pages.inline_text, None) == "327,680 B"
+    assert transform(md, pages.inline_text, None) == "327,680 B"
 
 
 def test_code_is_left_alone():
@@ -31,7 +31,7 @@ def test_code_is_left_alone():
 
 def test_unknown_output_names_the_alternatives():
     with pytest.raises(MarkupError, match="kv_bytes_per_token"):
-        transform('{{ kv_cache().nope }}', calc_pages.inline_text, None)
+        transform('{{ kv_cache().nope }}', pages.inline_text, None)
 
 
 @pytest.mark.parametrize("value, spec, text", [
