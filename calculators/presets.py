@@ -13,10 +13,11 @@ from .formats import Format, _normalise
 from .model import Accelerator, Model
 
 # Keys a models.toml entry may carry beyond the Model fields: facts about the
-# published parameter counts, kept for tests and tables (see model_info()).
+# published parameter counts, kept for tests and tables (see model_info()), and `hidden`
+# (a model the prose needs but no select offers: a counterfactual or a historical reference).
 MODEL_INFO_KEYS = (
     "params_source", "params_note", "params_loose", "official_extra_params",
-    "official_extra_params_source", "official_active_excludes_embedding",
+    "official_extra_params_source", "official_active_excludes_embedding", "hidden",
 )
 
 

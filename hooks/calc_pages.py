@@ -20,6 +20,6 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
         return assets.runtime_urls(page.url, get_relative_url)
 
     try:
-        return pages.render_page(markdown, runtime)
+        return pages.render_page(markdown, runtime, page.meta)
     except (markup.MarkupError, calculators.InputError, assets.AssetError) as exc:
         raise PluginError(f"{page.file.src_uri}: {exc}") from None

@@ -2,6 +2,11 @@
 
 Inline number, evaluated at build time:
     {{ kv_cache(model="llama-3.1-70b", context_tokens=4096).kv_bytes_per_token | GiB:2 }}
+A preset's field (a factor of a formula, typed nowhere):
+    {{ preset("llama-3.1-70b").attention.num_kv_heads }}
+A named scenario from the page's front matter, as it is or with inputs changed:
+    scenarios: {ll70: {memory: {model: llama-3.1-70b, hardware: h100-sxm, tensor_parallel: 4}}}
+    {{ ll70.max_concurrent_sequences | int }} · {{ ll70(kv_dtype="fp8").max_concurrent_sequences | int }}
 Calculator block (a fenced block whose body is YAML):
     ```calculator
     name: kv_cache
@@ -29,11 +34,14 @@ class MarkupError(ValueError):
     """A malformed inline expression or calculator block; the message quotes it."""
 
 
+PRESET = "preset"   # `preset("llama-3.1-70b").num_layers`: a field of a preset, not a calculator output
+
+
 @dataclass(frozen=True)
 class InlineRef:
-    calculator: str
-    inputs: dict
-    path: tuple[str, ...]
+    calculator: str          # a calculator's name, or PRESET
+    inputs: dict             # the calculator's inputs; for PRESET, {"id": the preset's id}
+    path: tuple[str, ...]    # output key (dotted for nested values) or the preset's field path
     format: str | None
 
 
@@ -46,8 +54,15 @@ class CalculatorBlock:
     id: str | None = None
 
 
-def parse_inline(text: str) -> InlineRef:
-    """`calc(k=v, ...).output.path | format` -> InlineRef; literals only, nothing is executed."""
+def _literal(node: ast.expr, text: str):
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise MarkupError(f"inputs must be literals in {{{{{text}}}}}") from None
+
+
+def _split_path(text: str) -> tuple[ast.expr, list[str], str | None]:
+    """`head.a.b | fmt` -> (head node, ["a", "b"], "fmt"); a path of at least one name is required."""
     expr, _, fmt = text.partition("|")
     try:
         node = ast.parse(expr.strip(), mode="eval").body
@@ -57,13 +72,67 @@ def parse_inline(text: str) -> InlineRef:
     while isinstance(node, ast.Attribute):
         path.insert(0, node.attr)
         node = node.value
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args and path):
+    if not path:
         raise MarkupError(f"expected calc(key=value, ...).output in {{{{{text}}}}}")
-    try:
-        inputs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
-    except ValueError:
-        raise MarkupError(f"inputs must be literals in {{{{{text}}}}}") from None
-    return InlineRef(node.func.id, inputs, tuple(path), fmt.strip() or None)
+    return node, path, fmt.strip() or None
+
+
+def _from_scenario(name: str, overrides: dict, scenarios: dict, text: str) -> tuple[str, dict]:
+    calculator, inputs = scenarios[name]
+    if calculator == PRESET and overrides:
+        raise MarkupError(f"scenario {name!r} names a preset: it takes no inputs, in {{{{{text}}}}}")
+    return calculator, {**inputs, **overrides}
+
+
+def parse_inline(text: str, scenarios: dict | None = None) -> InlineRef:
+    """An inline expression -> InlineRef; literals only, nothing is executed.
+
+    `calc(k=v, ...).output.path`, `preset("id").field.path`, or a front-matter scenario used as it is
+    (`name.output`) or with inputs changed (`name(k=v).output`); then optionally `| format`.
+    """
+    scenarios = scenarios or {}
+    node, path, fmt = _split_path(text)
+    call = isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    if call and node.func.id == PRESET and len(node.args) == 1 and not node.keywords:
+        preset_id = _literal(node.args[0], text)
+        if not isinstance(preset_id, str):
+            raise MarkupError(f"preset() takes a preset id in quotes, in {{{{{text}}}}}")
+        return InlineRef(PRESET, {"id": preset_id}, tuple(path), fmt)
+    if isinstance(node, ast.Name):
+        if node.id not in scenarios:
+            known = ", ".join(sorted(scenarios)) or "none"
+            raise MarkupError(f"no scenario {node.id!r} on this page (scenarios: {known}) in {{{{{text}}}}}")
+        return InlineRef(*_from_scenario(node.id, {}, scenarios, text), tuple(path), fmt)
+    if not (call and not node.args):
+        raise MarkupError(f"expected calc(key=value, ...).output in {{{{{text}}}}}")
+    inputs = {k.arg: _literal(k.value, text) for k in node.keywords}
+    if node.func.id in scenarios:
+        return InlineRef(*_from_scenario(node.func.id, inputs, scenarios, text), tuple(path), fmt)
+    return InlineRef(node.func.id, inputs, tuple(path), fmt)
+
+
+def parse_scenarios(data, reserved: frozenset[str] = frozenset()) -> dict[str, tuple[str, dict]]:
+    """A page's front-matter `scenarios:` -> {name: (calculator or PRESET, inputs)}.
+
+    Each entry names one calculator and its inputs (`ll70: {memory: {model: llama-3.1-70b, …}}`) or one
+    preset (`ll70m: {preset: llama-3.1-70b}`). A name may not shadow a calculator (`reserved`).
+    """
+    if not isinstance(data, dict):
+        raise MarkupError("front matter `scenarios:` must be a mapping of names to scenarios")
+    out = {}
+    for name, entry in data.items():
+        if not (isinstance(name, str) and name.isidentifier()) or name in reserved or name == PRESET:
+            raise MarkupError(f"scenario name {name!r} must be an identifier and not a calculator's name")
+        if not (isinstance(entry, dict) and len(entry) == 1):
+            raise MarkupError(f"scenario {name!r} must name one calculator (or `preset`) and its inputs")
+        (kind, value), = entry.items()
+        if kind == PRESET and isinstance(value, str):
+            out[name] = (PRESET, {"id": value})
+        elif kind != PRESET and isinstance(value, dict):
+            out[name] = (str(kind), dict(value))
+        else:
+            raise MarkupError(f"scenario {name!r}: expected `preset: id` or `calculator: {{inputs}}`")
+    return out
 
 
 def parse_block(body: str) -> CalculatorBlock:
@@ -93,16 +162,17 @@ def _replace_outside_code_spans(line: str, replace) -> str:
     return "".join(out)
 
 
-def transform(markdown: str, on_inline, on_block) -> str:
+def transform(markdown: str, on_inline, on_block, scenarios: dict | None = None) -> str:
     """Replace inline expressions (outside code) and calculator blocks, line by line.
 
-    on_inline(InlineRef) -> str; on_block(CalculatorBlock, indent) -> str (raw HTML).
+    on_inline(InlineRef) -> str; on_block(CalculatorBlock, indent) -> str (raw HTML);
+    scenarios: the page's, from `parse_scenarios`.
     """
     lines, out, i = markdown.split("\n"), [], 0
     while i < len(lines):
         m = FENCE.match(lines[i])
         if not m:
-            out.append(_replace_outside_code_spans(lines[i], lambda t: on_inline(parse_inline(t))))
+            out.append(_replace_outside_code_spans(lines[i], lambda t: on_inline(parse_inline(t, scenarios))))
             i += 1
             continue
         end = _fence_end(lines, i, m.group("fence"))

@@ -6,6 +6,7 @@ Parsing lives in `markup`, HTML in `blocks`, charts in `svgplot`, and every numb
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from functools import lru_cache
@@ -29,8 +30,37 @@ def present(name: str, inputs: dict) -> dict:
     return _present(name, json.dumps(inputs, sort_keys=True))
 
 
+def preset_record(preset_id: str):
+    """The model, accelerator or number format with this id, as the core loaded it."""
+    for table in (presets.model_presets(), presets.accelerator_presets(), presets.formats()):
+        if preset_id in table:
+            return table[preset_id]
+    raise markup.MarkupError(f"no preset {preset_id!r}; `python -m calculators list` lists them")
+
+
+def _fields(record) -> list[str]:
+    """What a path may name on a record: its fields and its public properties (`bytes_per_element`)."""
+    if isinstance(record, dict):
+        return sorted(record)
+    props = [n for n, v in vars(type(record)).items() if isinstance(v, property) and not n.startswith("_")]
+    return sorted([f.name for f in dataclasses.fields(record)] + props) if dataclasses.is_dataclass(record) else []
+
+
+def _preset_field(ref: markup.InlineRef):
+    value = preset_record(ref.inputs["id"])
+    for i, key in enumerate(ref.path):
+        names = _fields(value)
+        if key not in names:
+            where = ".".join((f'preset("{ref.inputs["id"]}")', *ref.path[:i]))
+            raise markup.MarkupError(f"{where} has no field {key!r}; fields: {', '.join(names) or 'none'}")
+        value = value[key] if isinstance(value, dict) else getattr(value, key)
+    return value
+
+
 def inline_value(ref: markup.InlineRef):
     """The raw value an inline expression names (a number, a string), before formatting."""
+    if ref.calculator == markup.PRESET:
+        return _preset_field(ref)
     value = present(ref.calculator, ref.inputs)["result"]
     for i, key in enumerate(ref.path):
         if not isinstance(value, dict) or key not in value:
@@ -47,7 +77,9 @@ def inline_text(ref: markup.InlineRef) -> str:
 
 @lru_cache(maxsize=1)
 def preset_choices() -> dict:
-    return {"model": [(k, m.name) for k, m in presets.model_presets().items()],
+    """The selects' choices; hidden models (counterfactuals the prose uses) are no reader's choice."""
+    models = presets.model_presets().items()
+    return {"model": [(k, m.name) for k, m in models if not presets.model_info(k).get("hidden")],
             "accelerator": [(k, a.name) for k, a in presets.accelerator_presets().items()]}
 
 
@@ -75,11 +107,17 @@ def workbench_markdown() -> str:
     return "\n".join(parts)
 
 
-def render_page(markdown: str, runtime: Callable[[], dict]) -> str:
+def scenarios(front_matter: dict) -> dict:
+    """The page's named scenarios (`scenarios:` in its front matter), checked; {} when it has none."""
+    data = front_matter.get("scenarios")
+    return {} if data is None else markup.parse_scenarios(data, frozenset(calculators.calculator_names()))
+
+
+def render_page(markdown: str, runtime: Callable[[], dict], front_matter: dict | None = None) -> str:
     """Markdown with every inline number and calculator block written in.
 
     `runtime()` gives this page's runtime URLs; it is called once, for the page config that goes
-    before the page's first calculator.
+    before the page's first calculator. `front_matter` may name scenarios for the inline syntax.
     """
     counter = itertools.count(1)
     markdown = markdown.replace(WORKBENCH_MARKER, workbench_markdown())
@@ -90,4 +128,4 @@ def render_page(markdown: str, runtime: Callable[[], dict]) -> str:
         shared = blocks.page_config_html(runtime(), preset_choices()) if n == 1 else ""
         return f"\n{indent}{shared}{block_html(block, root)}\n"
 
-    return markup.transform(markdown, inline_text, on_block)
+    return markup.transform(markdown, inline_text, on_block, scenarios(front_matter or {}))

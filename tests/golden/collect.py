@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mkdocs.utils.meta import get_data  # the front matter, split off as MkDocs does
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 HERE = Path(__file__).resolve().parent
@@ -50,8 +52,9 @@ def _page(markdown: str) -> tuple[dict, dict]:
         texts["blocks"].append(t)
         return ""
 
+    markdown, meta = get_data(markdown)
     markdown = markdown.replace(pages.WORKBENCH_MARKER, pages.workbench_markdown())
-    markup.transform(markdown, on_inline, on_block)
+    markup.transform(markdown, on_inline, on_block, pages.scenarios(meta))
     return numbers, texts
 
 

@@ -122,7 +122,8 @@ def test_engines_and_prices_are_sourced_and_dated():
 
 
 def test_number_formatting():
-    assert [G.fig(x) for x in (3.35, 989.4, 70272, 0.5, None, 1979)] == ["3.35", "989.4", "70,272", "0.5", "—", "1,979"]
+    figures = [G.fig(x) for x in (3.35, 989.4, 70272, 0.5, None, 1979)]
+    assert figures == ["3.35", "989.4", "70,272", "0.5", "—", "1,979"]
     # One formatter: the glossary's own num() gave "12,346" here, display.sig (every result) "12,350".
     assert G.fig(12345.678) == display.sig(12345.678) == "12,350"
     assert G.fig(3.35e12, scale=1e12) == "3.35"
