@@ -6,6 +6,7 @@ import json
 import sys
 
 from .api import calculator_names, dumps, run, schema
+from .catalog import accelerator_presets, model_presets
 from .errors import InputError
 
 
@@ -46,7 +47,6 @@ def table(name: str, result: dict) -> str:
 
 
 def listing() -> str:
-    from .presets import accelerator_presets, model_presets
     lines = ["Calculators:"] + [f"  {n:<16} {schema(n)['title']}" for n in calculator_names()]
     lines += ["", "Models:"] + [f"  {k:<20} {m.name}" for k, m in model_presets().items()]
     lines += ["", "Accelerators:"] + [f"  {k:<20} {a.name}" for k, a in accelerator_presets().items()]

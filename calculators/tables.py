@@ -8,11 +8,11 @@ never disagree with a calculator. Turning the numbers into text is the reader's 
 """
 from __future__ import annotations
 
+from . import catalog
 from .api import run
+from .checks import FLOPS_KEYS
 from .errors import InputError
 from .params import active_params, total_params
-from .presets import _load, accelerator_presets, formats as format_presets, model_info, model_presets
-from .resolve import FLOPS_KEYS
 
 ENGINE_FEATURES = ("paged_kv", "prefix_caching", "chunked_prefill", "speculative_decoding", "disaggregation",
                    "expert_parallelism", "structured_output", "multi_lora")
@@ -29,12 +29,12 @@ def _ridge(acc_id: str, dtype: str) -> float | None:
 
 def flops_keys() -> list[str]:
     """The precisions at least one preset accelerator has a dense figure for, in the core's order."""
-    return [k for k in FLOPS_KEYS if any(k in a.dense_flops_per_s for a in accelerator_presets().values())]
+    return [k for k in FLOPS_KEYS if any(k in a.dense_flops_per_s for a in catalog.accelerator_presets().values())]
 
 
 def accelerators() -> list[dict]:
     rows = []
-    for a in accelerator_presets().values():
+    for a in catalog.accelerator_presets().values():
         rows.append({
             "id": a.id, "name": a.name, "memory_bytes": a.memory_bytes,
             "memory_basis": a.memory_note.split(":", 1)[0].strip(),   # "reported" or "vendor"
@@ -68,9 +68,7 @@ def _experts(m) -> dict:
 def models() -> list[dict]:
     """Every preset model but the hidden ones (counterfactuals the prose uses, not the reader's choices)."""
     rows = []
-    for m in model_presets().values():
-        if model_info(m.id).get("hidden"):
-            continue
+    for m in catalog.model_presets(include_hidden=False).values():
         kv = run("kv_cache", {"model": m.id, "kv_dtype": "bf16"})
         rows.append({"id": m.id, "name": m.name, "num_layers": m.num_layers, **_attention(m), **_experts(m),
                      "total_params": total_params(m), "official_total_params": m.official_total_params,
@@ -85,12 +83,12 @@ def formats() -> list[dict]:
     return [{"id": f.id, "name": f.name, "bits_per_element": f.bits_per_element,
              "block_size_elements": f.block_size or None, "scale_bits": f.scale_bits if f.block_size else None,
              "effective_bits": f.effective_bits, "source": f.source, "as_of": f.as_of}
-            for f in format_presets().values()]
+            for f in catalog.formats().values()]
 
 
 def engines(data: dict | None = None) -> list[dict]:
     """engines.toml's rows, checked: every feature is one of FEATURE_VALUES (raises ValueError)."""
-    rows = (data if data is not None else _load("engines.toml"))["engine"]
+    rows = list(catalog.engines().values()) if data is None else data["engine"]
     for e in rows:
         for key in ENGINE_FEATURES:
             if e["features"][key] not in FEATURE_VALUES:
@@ -99,4 +97,4 @@ def engines(data: dict | None = None) -> list[dict]:
 
 
 def prices() -> list[dict]:
-    return _load("prices.toml")["price"]
+    return catalog.prices()

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Callable
 
 import calculators
-from calculators import display, page as calc_page, presets
+from calculators import catalog, display, page as calc_page
 
 from . import blocks, markup, svgplot
 
@@ -32,7 +32,7 @@ def present(name: str, inputs: dict) -> dict:
 
 def preset_record(preset_id: str):
     """The model, accelerator or number format with this id, as the core loaded it."""
-    for table in (presets.model_presets(), presets.accelerator_presets(), presets.formats()):
+    for table in (catalog.model_presets(), catalog.accelerator_presets(), catalog.formats()):
         if preset_id in table:
             return table[preset_id]
     raise markup.MarkupError(f"no preset {preset_id!r}; `python -m calculators list` lists them")
@@ -78,9 +78,8 @@ def inline_text(ref: markup.InlineRef) -> str:
 @lru_cache(maxsize=1)
 def preset_choices() -> dict:
     """The selects' choices; hidden models (counterfactuals the prose uses) are no reader's choice."""
-    models = presets.model_presets().items()
-    return {"model": [(k, m.name) for k, m in models if not presets.model_info(k).get("hidden")],
-            "accelerator": [(k, a.name) for k, a in presets.accelerator_presets().items()]}
+    return {"model": [(k, m.name) for k, m in catalog.model_presets(include_hidden=False).items()],
+            "accelerator": [(k, a.name) for k, a in catalog.accelerator_presets().items()]}
 
 
 def block_html(block: markup.CalculatorBlock, root: str) -> str:
