@@ -7,6 +7,8 @@ A preset's field (a factor of a formula, typed nowhere):
 A named scenario from the page's front matter, as it is or with inputs changed:
     scenarios: {ll70: {memory: {model: llama-3.1-70b, hardware: h100-sxm, tensor_parallel: 4}}}
     {{ ll70.max_concurrent_sequences | int }} · {{ ll70(kv_dtype="fp8").max_concurrent_sequences | int }}
+An input of a call or scenario, as it was used (given, or the schema's default):
+    {{ ll70.inputs.tensor_parallel }}
 Calculator block (a fenced block whose body is YAML):
     ```calculator
     name: kv_cache
@@ -35,6 +37,7 @@ class MarkupError(ValueError):
 
 
 PRESET = "preset"   # `preset("llama-3.1-70b").num_layers`: a field of a preset, not a calculator output
+INPUTS = "inputs"   # `lat(...).inputs.batch_size`: an input of the call (given or default), not an output
 
 
 @dataclass(frozen=True)

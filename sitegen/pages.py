@@ -57,10 +57,20 @@ def _preset_field(ref: markup.InlineRef):
     return value
 
 
+def _input_value(ref: markup.InlineRef):
+    """`calc(...).inputs.KEY`: the input as the calculation used it, given or the schema's default."""
+    values = {s["key"]: ref.inputs.get(s["key"], s["default"]) for s in calculators.schema(ref.calculator)["inputs"]}
+    if len(ref.path) != 2 or ref.path[1] not in values:
+        raise markup.MarkupError(f"{ref.calculator}.inputs names one input; inputs: {', '.join(values)}")
+    return values[ref.path[1]]
+
+
 def inline_value(ref: markup.InlineRef):
     """The raw value an inline expression names (a number, a string), before formatting."""
     if ref.calculator == markup.PRESET:
         return _preset_field(ref)
+    if ref.path[0] == markup.INPUTS:
+        return _input_value(ref)
     value = present(ref.calculator, ref.inputs)["result"]
     for i, key in enumerate(ref.path):
         if not isinstance(value, dict) or key not in value:

@@ -1,6 +1,7 @@
 """The Markdown syntax for numbers and calculators: parsing and substitution (no browser)."""
 import pytest
 
+import calculators
 from calculators import display
 from sitegen import pages
 from sitegen.markup import MarkupError, parse_inline, transform
@@ -115,3 +116,13 @@ def test_hidden_models_are_named_by_id_but_offered_nowhere():
         assert m.official_total_params is None and m.notes.startswith("Hidden:") and m.source, k
     # Falcon-7B (tiiuae/falcon-7b config.json): 2 × 32 layers × 1 KV head × 64 × 2 B = 8,192 B per token.
     assert transform('{{ kv_cache(model="falcon-7b").kv_bytes_per_token | int }}', pages.inline_text, None) == "8,192"
+
+
+def test_an_input_reads_as_the_call_used_it_given_or_default():
+    scenarios = pages.scenarios({"scenarios": SCENARIOS})
+    assert transform("{{ ll70.inputs.tensor_parallel }} × {{ ll70(tensor_parallel=8).inputs.tensor_parallel }}",
+                     pages.inline_text, None, scenarios) == "4 × 8"
+    default = next(s["default"] for s in calculators.schema("memory")["inputs"] if s["key"] == "kv_dtype")
+    assert transform("{{ ll70.inputs.kv_dtype }}", pages.inline_text, None, scenarios) == default
+    with pytest.raises(MarkupError, match="inputs: model, hardware"):
+        transform("{{ ll70.inputs.tensor_paralel }}", pages.inline_text, None, scenarios)
