@@ -1,379 +1,47 @@
-"""MkDocs hook: the series (twenty parts) from one data file, hooks/series.toml.
+"""MkDocs hook: the series (twenty parts) from sitegen/data/series.toml (`sitegen.series`, `sitegen.hub`).
 
 When it runs:
-- on_config: builds `nav` from the data: Home, the written parts, the glossary, the
-  workbench if present, then any other entries mkdocs.yml already lists.
-- on_page_markdown: on the home page, replaces the markers `<!-- series:diagram -->`,
-  `<!-- series:parts -->` and `<!-- series:routes -->` with generated HTML; on a part
-  page, adds the "Part N of 20" label and previous/next links.
-
-A part is written when docs/parts/<slug>.md exists. Parts that are not written are listed
-and marked as such, never linked. Everything here is a plain function of the data, the
-set of written parts and a `href(src_path, anchor)` callable, so tests need no MkDocs.
+- on_config, once per build: `nav` from the data (Home, the written parts, the glossary, the
+  workbench if present, then any other entries mkdocs.yml already lists).
+- on_page_markdown, every page: on the home page, the hub's markers become the diagram, the part
+  list and the routes; on a part page, the "Part N of 20" label and previous/next links are added.
 """
 from __future__ import annotations
 
-import html
-import tomllib
-from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
-HERE = Path(__file__).resolve().parent
-DATA = HERE / "series.toml"
-HOME = "index.md"
-GLOSSARY = "glossary.md"
-WORKBENCH = "workbench.md"
-MARKERS = ("diagram", "parts", "routes")
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
+from mkdocs.utils import get_relative_url
 
-Href = Callable[[str, str], str]   # (src_path relative to docs/, anchor) -> URL from the current page
+from sitegen import hub
+from sitegen.series import HOME, build_nav, load_series, part_for_src, written_parts
 
 
-# ---- data --------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Part:
-    number: int
-    slug: str
-    title: str
-    short: str
-    promise: str
-    stages: tuple[str, ...] = ()
-
-    @property
-    def src(self) -> str:
-        return f"parts/{self.slug}.md"
-
-    @property
-    def hub_anchor(self) -> str:
-        return f"part-{self.number}"
-
-
-@dataclass(frozen=True)
-class Stage:
-    id: str
-    lane: str
-    name: str
-    parts: tuple[int, ...]
-    fact: str
-    fact_source: str = ""
-    kind: str = "stage"      # "stage" or "link" (a connector in lane A)
-
-
-@dataclass(frozen=True)
-class Lane:
-    id: str
-    label: str
-    summary: str
-    flow: bool = False
-
-
-@dataclass(frozen=True)
-class Route:
-    condition: str
-    to: tuple[int, ...]
-    then: bool = False
-
-
-@dataclass(frozen=True)
-class Series:
-    total: int
-    parts: tuple[Part, ...]
-    lanes: tuple[Lane, ...]
-    stages: tuple[Stage, ...]
-    routes: tuple[Route, ...]
-    by_number: dict = field(default_factory=dict, compare=False, repr=False)
-
-    def part(self, number: int) -> Part:
-        return self.by_number[number]
-
-    def lane_stages(self, lane_id: str) -> list[Stage]:
-        return [s for s in self.stages if s.lane == lane_id]
-
-
-def parse_series(data: dict) -> Series:
-    """The series from parsed TOML, checked: numbers 1..total, known stages and parts."""
-    parts = tuple(Part(p["number"], p["slug"], p["title"], p.get("short", p["title"]), p["promise"],
-                       tuple(p.get("stages", ()))) for p in data["part"])
-    total = data.get("total", len(parts))
-    numbers = [p.number for p in parts]
-    if numbers != list(range(1, total + 1)):
-        raise ValueError(f"series.toml: parts must be numbered 1..{total} in order, got {numbers}")
-    for p in parts:
-        if not p.slug.startswith(f"{p.number:02d}-"):
-            raise ValueError(f"series.toml: part {p.number} slug {p.slug!r} must start with {p.number:02d}-")
-    lanes = tuple(Lane(l["id"], l["label"], l.get("summary", ""), l.get("flow", False)) for l in data["lane"])
-    lane_ids = {l.id for l in lanes}
-    stages = tuple(Stage(s["id"], s["lane"], s["name"], tuple(s["parts"]), s["fact"],
-                         s.get("fact_source", ""), s.get("kind", "stage")) for s in data["stage"])
-    stage_ids = {s.id for s in stages}
-    for s in stages:
-        if s.lane not in lane_ids:
-            raise ValueError(f"series.toml: stage {s.id} names unknown lane {s.lane!r}")
-        if not s.parts or any(n not in numbers for n in s.parts):
-            raise ValueError(f"series.toml: stage {s.id} names unknown parts {s.parts}")
-    for p in parts:
-        unknown = set(p.stages) - stage_ids
-        if unknown:
-            raise ValueError(f"series.toml: part {p.number} names unknown stages {sorted(unknown)}")
-    routes = tuple(Route(r["if"], tuple(r["to"]), r.get("then", False)) for r in data.get("route", ()))
-    for r in routes:
-        if any(n not in numbers for n in r.to):
-            raise ValueError(f"series.toml: route {r.condition!r} names unknown parts {r.to}")
-    return Series(total, parts, lanes, stages, routes, {p.number: p for p in parts})
-
-
-@lru_cache(maxsize=None)
-def load_series(path: Path = DATA) -> Series:
-    return parse_series(tomllib.loads(Path(path).read_text(encoding="utf-8")))
-
-
-def written_parts(series: Series, docs_dir: Path) -> frozenset[int]:
-    """Numbers of the parts whose Markdown file exists."""
-    return frozenset(p.number for p in series.parts if (Path(docs_dir) / p.src).is_file())
-
-
-# ---- navigation --------------------------------------------------------------------------
-
-def _nav_srcs(entry) -> list[str]:
-    """Every Markdown path an mkdocs nav entry points at."""
-    if isinstance(entry, str):
-        return [entry]
-    if isinstance(entry, dict):
-        return [s for v in entry.values() for s in _nav_srcs(v)]
-    if isinstance(entry, list):
-        return [s for v in entry for s in _nav_srcs(v)]
-    return []
-
-
-def build_nav(series: Series, written: frozenset[int], docs_dir: Path, existing=None) -> list:
-    """Home, the written parts, the glossary, the workbench; then what else mkdocs.yml listed."""
-    docs_dir = Path(docs_dir)
-    nav: list = [{"Home": HOME}]
-    parts = [{f"{p.number} · {p.short}": p.src} for p in series.parts if p.number in written]
-    if parts:
-        nav.append({"Parts": parts})
-    if (docs_dir / GLOSSARY).is_file():
-        nav.append({"Glossary & numbers": GLOSSARY})
-    if (docs_dir / WORKBENCH).is_file():
-        nav.append({"Workbench": WORKBENCH})
-    ours = set(_nav_srcs(nav)) | {p.src for p in series.parts}
-    for entry in existing or []:
-        srcs = _nav_srcs(entry)
-        if srcs and not set(srcs) & ours:
-            nav.append(entry)
-    return nav
-
-
-# ---- HTML helpers ------------------------------------------------------------------------
-
-def _e(text: str) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _parts_label(numbers) -> str:
-    numbers = list(numbers)
-    return ("Part " if len(numbers) == 1 else "Parts ") + ", ".join(str(n) for n in numbers)
-
-
-def stage_target(series: Series, stage: Stage, written: frozenset[int], href: Href) -> tuple[str, bool]:
-    """(URL, written?) for a stage: its first written part, else that part's entry on the hub."""
-    for n in stage.parts:
-        if n in written:
-            return href(series.part(n).src, ""), True
-    return href(HOME, series.part(stage.parts[0]).hub_anchor), False
-
-
-ARROW = ('<svg class="hub-arrow" viewBox="0 0 24 24" aria-hidden="true" focusable="false">'
-         '<path d="M3 12h16M13 6l6 6-6 6"/></svg>')
-DOUBLE_ARROW = ('<svg class="hub-arrow hub-arrow--kv" viewBox="0 0 24 24" aria-hidden="true" focusable="false">'
-                '<path d="M3 9h16M15 5l4 4-4 4"/><path class="hub-dash" d="M3 15h16M15 11l4 4-4 4"/></svg>')
-LOOP = ('<svg class="hub-loop" viewBox="0 0 200 24" preserveAspectRatio="none" aria-hidden="true" '
-        'focusable="false"><path vector-effect="non-scaling-stroke" d="M196 2v10H4"/>'
-        '<path vector-effect="non-scaling-stroke" d="M12 6l-8 6 8 6"/></svg>')
-
-
-def _stage_box(series: Series, stage: Stage, written: frozenset[int], href: Href) -> str:
-    url, is_written = stage_target(series, stage, written, href)
-    status = "" if is_written else '<span class="hub-stage__status">not yet written</span>'
-    title = f' title="Source: {_e(stage.fact_source)}"' if stage.fact_source else ""
-    cls = "hub-stage" + ("" if is_written else " hub-stage--unwritten") + (
-        " hub-stage--link" if stage.kind == "link" else "")
-    return (f'<a class="{cls}" href="{_e(url)}" data-stage="{_e(stage.id)}"{title}>'
-            f'<span class="hub-stage__name">{_e(stage.name)}</span>'
-            f'<span class="hub-stage__parts">{_parts_label(stage.parts)}</span>'
-            f'<span class="hub-stage__fact">{_e(stage.fact)}</span>{status}</a>')
-
-
-def _flow_lane(series: Series, lane: Lane, written, href) -> str:
-    """Lane A: stages left to right with arrows; connectors (kind=link) sit between them,
-    and a trailing connector becomes the loop back under the row."""
-    stages = series.lane_stages(lane.id)
-    loop = stages[-1] if stages and stages[-1].kind == "link" else None
-    row = stages[:-1] if loop else stages
-    items = []
-    for i, s in enumerate(row):
-        if s.kind == "link":
-            items.append(f'<li class="hub-flow__connector">{DOUBLE_ARROW}{_stage_box(series, s, written, href)}</li>')
-            continue
-        if i and row[i - 1].kind != "link":
-            items.append(f'<li class="hub-flow__arrow" aria-hidden="true">{ARROW}</li>')
-        items.append(f'<li class="hub-flow__item">{_stage_box(series, s, written, href)}</li>')
-    out = f'<ol class="hub-flow">{"".join(items)}</ol>'
-    if loop:
-        out += (f'<div class="hub-flow__loop">{LOOP}'
-                f'{_stage_box(series, loop, written, href)}</div>')
-    return out
-
-
-def _grid_lane(series: Series, lane: Lane, written, href) -> str:
-    cells = "".join(f'<li>{_stage_box(series, s, written, href)}</li>' for s in series.lane_stages(lane.id))
-    return f'<ul class="hub-grid">{cells}</ul>'
-
-
-def _text_alternative(series: Series, written, href) -> str:
-    lanes = []
-    for lane in series.lanes:
-        items = []
-        for s in series.lane_stages(lane.id):
-            url, is_written = stage_target(series, s, written, href)
-            note = "" if is_written else " (not yet written)"
-            source = f" Source: {_e(s.fact_source)}." if s.fact_source else ""
-            items.append(f'<li><a href="{_e(url)}">{_e(s.name)}</a>: {_parts_label(s.parts)}{note}. '
-                         f'{_e(s.fact[:1].upper() + s.fact[1:])}.{source}</li>')
-        lanes.append(f'<li>{_e(lane.label)}: {_e(lane.summary)}<ul>{"".join(items)}</ul></li>')
-    return ('<details class="hub-alt"><summary>The diagram as a list</summary>'
-            f'<ul>{"".join(lanes)}</ul></details>')
-
-
-def render_diagram(series: Series, written: frozenset[int], href: Href) -> str:
-    """The life of a request: one section per lane, HTML boxes joined by inline SVG connectors."""
-    lanes = []
-    for lane in series.lanes:
-        body = _flow_lane(series, lane, written, href) if lane.flow else _grid_lane(series, lane, written, href)
-        lanes.append(f'<section class="hub-lane hub-lane--{_e(lane.id)}" aria-labelledby="hub-lane-{_e(lane.id)}">'
-                     f'<h3 class="hub-lane__title" id="hub-lane-{_e(lane.id)}">{_e(lane.label)}</h3>'
-                     f'<p class="hub-lane__summary">{_e(lane.summary)}</p>{body}</section>')
-    return (f'<div class="hub-diagram" role="group" aria-label="The life of a request">{"".join(lanes)}</div>\n'
-            + _text_alternative(series, written, href))
-
-
-def render_part_list(series: Series, written: frozenset[int], href: Href) -> str:
-    items = []
-    for p in series.parts:
-        if p.number in written:
-            title = f'<a href="{_e(href(p.src, ""))}">{_e(p.title)}</a>'
-            status = ""
-        else:
-            title = _e(p.title)
-            status = '<span class="hub-part__status">not yet written</span>'
-        items.append(f'<li class="hub-part" id="{p.hub_anchor}">'
-                     f'<span class="hub-part__number">Part {p.number} of {series.total}</span>'
-                     f'<span class="hub-part__title">{title}</span>{status}'
-                     f'<span class="hub-part__promise">{_e(p.promise)}</span></li>')
-    items.append('<li class="hub-part hub-part--reference"><span class="hub-part__number">Reference</span>'
-                 f'<span class="hub-part__title"><a href="{_e(href(GLOSSARY, ""))}">Glossary &amp; numbers to know</a>'
-                 '</span><span class="hub-part__promise">Every term in the series linked back to where it is '
-                 'introduced, plus the accelerator, model, number-format, engine and price tables.</span></li>')
-    return f'<ol class="hub-parts">{"".join(items)}</ol>'
-
-
-def _route_target(series: Series, n: int, written, href) -> str:
-    p = series.part(n)
-    label = f"Part {n} — {_e(p.short)}"
-    if n in written:
-        return f'<a href="{_e(href(p.src, ""))}">{label}</a>'
-    return f'<a href="{_e(href(HOME, p.hub_anchor))}">{label}</a> <span class="hub-part__status">not yet written</span>'
-
-
-def render_routes(series: Series, written: frozenset[int], href: Href) -> str:
-    rows = []
-    for r in series.routes:
-        targets = [_route_target(series, n, written, href) for n in r.to]
-        if len(targets) == 1:
-            cell = targets[0]
-        elif r.then:
-            cell = targets[0] + ", then " + " and ".join(targets[1:])
-        else:
-            cell = " and ".join(targets)
-        rows.append(f"<tr><td>{_e(r.condition)}</td><td>{cell}</td></tr>")
-    return ('<table class="hub-routes"><thead><tr><th scope="col">If you…</th><th scope="col">Start at</th>'
-            f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
-
-
-def render_home(markdown: str, series: Series, written: frozenset[int], href: Href) -> str:
-    renderers = {"diagram": render_diagram, "parts": render_part_list, "routes": render_routes}
-    for name in MARKERS:
-        marker = f"<!-- series:{name} -->"
-        if marker in markdown:
-            markdown = markdown.replace(marker, "\n" + renderers[name](series, written, href) + "\n")
-    return markdown
-
-
-# ---- part pages --------------------------------------------------------------------------
-
-def part_for_src(series: Series, src: str) -> Part | None:
-    for p in series.parts:
-        if p.src == src:
-            return p
-    return None
-
-
-def _pager_link(series: Series, n: int, rel: str, written, href) -> str:
-    p = series.part(n)
-    arrow_label = "Previous" if rel == "prev" else "Next"
-    label = f'<span class="series-pager__dir">{arrow_label}: Part {n}</span> {_e(p.title)}'
-    if n in written:
-        return f'<a class="series-pager__{rel}" rel="{rel}" href="{_e(href(p.src, ""))}">{label}</a>'
-    return (f'<span class="series-pager__{rel} series-pager--unwritten">{label} '
-            '<span class="hub-part__status">not yet written</span></span>')
-
-
-def part_header(series: Series, part: Part) -> str:
-    return f'<p class="series-part-label">Part {part.number} of {series.total}</p>\n\n'
-
-
-def part_footer(series: Series, part: Part, written: frozenset[int], href: Href) -> str:
-    links = []
-    if part.number > 1:
-        links.append(_pager_link(series, part.number - 1, "prev", written, href))
-    if part.number < series.total:
-        links.append(_pager_link(series, part.number + 1, "next", written, href))
-    links.append(f'<a class="series-pager__home" href="{_e(href(HOME, "all-twenty-parts"))}">All parts</a>')
-    return f'\n\n<nav class="series-pager" aria-label="Previous and next parts">{"".join(links)}</nav>\n'
-
-
-# ---- MkDocs events -----------------------------------------------------------------------
-
-def _href_factory(page, files) -> Href:
-    from mkdocs.utils import get_relative_url
-
+def _href_factory(page: Page, files: Files) -> hub.Href:
     def href(src: str, anchor: str) -> str:
         target = files.get_file_from_path(src)
         if target is None:
             raise KeyError(f"series: no page {src} in the site")
-        url = get_relative_url(target.url, page.file.url)
-        if target.src_uri == page.file.src_uri:
-            url = ""
+        url = "" if target.src_uri == page.file.src_uri else get_relative_url(target.url, page.file.url)
         return url + (f"#{anchor}" if anchor else "") if (url or anchor) else "./"
     return href
 
 
-def on_config(config):
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
     series = load_series()
-    written = written_parts(series, Path(config.docs_dir))
-    config.nav = build_nav(series, written, Path(config.docs_dir), config.nav)
+    config.nav = build_nav(series, written_parts(series, Path(config.docs_dir)), Path(config.docs_dir), config.nav)
     return config
 
 
-def on_page_markdown(markdown, *, page, config, files):
+def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     series = load_series()
     written = written_parts(series, Path(config.docs_dir))
-    src = page.file.src_uri
-    if src == HOME:
-        return render_home(markdown, series, written, _href_factory(page, files))
-    part = part_for_src(series, src)
-    if part is not None:
-        return part_header(series, part) + markdown + part_footer(series, part, written, _href_factory(page, files))
-    return markdown
+    if page.file.src_uri == HOME:
+        return hub.render_home(markdown, series, written, _href_factory(page, files))
+    part = part_for_src(series, page.file.src_uri)
+    if part is None:
+        return markdown
+    footer = hub.part_footer(series, part, written, _href_factory(page, files))
+    return hub.part_header(series, part) + markdown + footer

@@ -10,12 +10,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from calculators import describe_json, present_json
+from sitegen.assets import npm_version
+from sitegen.snapshot import snapshot_bytes
+from sitegen.wheel import build_wheel
 
 from parity_cases import cases  # tests/core is on sys.path (rootdir-relative imports)
 
@@ -24,22 +26,14 @@ PYODIDE = ROOT / "node_modules" / "pyodide"
 SCRIPT = Path(__file__).with_name("pyodide_parity.mjs")
 
 
-def _hook(name: str):
-    sys.path.insert(0, str(ROOT / "hooks"))
-    try:
-        return __import__(name)
-    finally:
-        sys.path.remove(str(ROOT / "hooks"))
-
-
 def _core(kind: str, out_dir: Path) -> Path:
     """The wheel, or the snapshot made from it (cached like the site build's)."""
-    wheel = _hook("wheel").build_wheel(out_dir)
+    wheel = build_wheel(out_dir)
     if kind == "wheel":
         return wheel
-    version = _hook("offline_assets").npm_version("pyodide")
+    version = npm_version("pyodide")
     path = out_dir / "calculators.bin.gz"
-    path.write_bytes(_hook("snapshot").snapshot_bytes(wheel.read_bytes(), version))
+    path.write_bytes(snapshot_bytes(wheel.read_bytes(), version))
     return path
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mkdocs.utils.meta import get_data  # the front matter, split off as MkDocs does
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 HERE = Path(__file__).resolve().parent
@@ -36,12 +38,11 @@ def _block_record(name: str, inputs: dict) -> tuple[dict, list]:
 
 
 def _page(markdown: str) -> tuple[dict, dict]:
-    import calc_markup
-    import calc_pages
+    from sitegen import markup, pages
     numbers, texts = {"inline": [], "blocks": []}, {"blocks": []}
 
     def on_inline(ref):
-        text = calc_pages.inline_text(ref)
+        text = pages.inline_text(ref)
         numbers["inline"].append([ref.calculator, ref.inputs, list(ref.path), ref.format, text])
         return text
 
@@ -51,13 +52,14 @@ def _page(markdown: str) -> tuple[dict, dict]:
         texts["blocks"].append(t)
         return ""
 
-    markdown = markdown.replace(calc_pages.WORKBENCH_MARKER, calc_pages.workbench_markdown())
-    calc_markup.transform(markdown, on_inline, on_block)
+    markdown, meta = get_data(markdown)
+    markdown = markdown.replace(pages.WORKBENCH_MARKER, pages.workbench_markdown())
+    markup.transform(markdown, on_inline, on_block, pages.scenarios(meta))
     return numbers, texts
 
 
 def _glossary_tables() -> dict:
-    import glossary
+    from sitegen import glossary
     return {"accelerators": glossary.render_accelerators(), "models": glossary.render_models(),
             "formats": glossary.render_formats(), "engines": glossary.render_engines(),
             "prices": glossary.render_prices()}

@@ -1,6 +1,6 @@
 // Makes the memory snapshot the browser's worker starts from: Pyodide with the core imported,
 // every data file read and every calculator run once, gzip-compressed.
-// Usage: node hooks/snapshot.mjs <wheel path> <output .gz path>
+// Usage: node sitegen/node/snapshot.mjs <wheel path> <output .gz path>
 //
 // Why: a plain start runs Python's start-up and compiles the stdlib's and the core's sources
 // in WebAssembly (4.5 s on the 2-core build machine); restoring this heap takes about 0.5 s.

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "hooks" / "snapshot.mjs"
+SCRIPT = Path(__file__).resolve().parent / "node" / "snapshot.mjs"
 CACHE = ROOT / "build" / "snapshots"
 KEEP = 4   # snapshots kept for recent versions of the core (switching branches stays fast)
 

@@ -1,5 +1,5 @@
 // Renders TeX to MathML with KaTeX (browsers draw MathML Core natively: no CSS, no fonts), one JSON request per line on stdin, one reply per line.
-// Kept alive for a whole build so Node starts once.  Request: {"tex": "...", "display": bool}
+// Started by sitegen/katex.py and kept alive for a whole build, so Node starts once. Request: {"tex": "...", "display": bool}
 import { createInterface } from "node:readline";
 import katex from "katex";
 

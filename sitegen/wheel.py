@@ -43,7 +43,7 @@ def _dist_info() -> dict[str, bytes]:
     info = f"{DIST}-{VERSION}.dist-info"
     return {
         f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {DIST}\nVersion: {VERSION}\n".encode(),
-        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: hooks/wheel.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: sitegen/wheel.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
         f"{info}/top_level.txt": f"{PACKAGE}\n".encode(),
     }
 
