@@ -55,11 +55,11 @@
   function save() {
     var o = copy(settings);
     o.v = rs.V;
-    try { window.localStorage.setItem(rs.KEY, JSON.stringify(o)); } catch (e) { /* storage off: session only */ }
+    try { window.localStorage.setItem(rs.KEY, JSON.stringify(o)); } catch { /* storage off: session only */ }
   }
 
   function forget() {
-    try { window.localStorage.removeItem(rs.KEY); } catch (e) { /* nothing stored then */ }
+    try { window.localStorage.removeItem(rs.KEY); } catch { /* nothing stored then */ }
   }
 
   /* Like Material's own palette switch: no transitions while the colours change. */
@@ -178,7 +178,7 @@
       var mq = window.matchMedia(query);
       var fn = function () { update(true); };
       if (mq.addEventListener) mq.addEventListener("change", fn); else mq.addListener(fn);
-    } catch (e) { /* no matchMedia: settings still work */ }
+    } catch { /* no matchMedia: settings still work */ }
   }
   watch("(prefers-color-scheme: dark)");
   watch("(prefers-reduced-motion: reduce)");
