@@ -11,10 +11,6 @@ export default [
     languageOptions: { ecmaVersion: 2022, sourceType: "module", globals: { ...globals.browser, ...globals.worker } },
   },
   {
-    files: ["docs/assets/reader-settings.js"],
-    languageOptions: { sourceType: "script" },
-  },
-  {
     files: ["**/*.mjs"],
     languageOptions: { ecmaVersion: 2022, sourceType: "module", globals: globals.node },
   },

@@ -77,9 +77,9 @@ def test_each_select_offers_every_preset_and_keeps_the_chosen_one(browser, serve
 @pytest.fixture
 def workbench(open_page):
     page, log = open_page(WORKBENCH)
-    page.wait_for_function("() => window.llmsiCalculators")
-    page.evaluate("() => window.llmsiCalculators.runtime.start()")
-    page.wait_for_function("() => window.llmsiCalculators.runtime.state === 'ready'", timeout=120_000)
+    page.wait_for_function("() => window.llmsi && window.llmsi.runtime")
+    page.evaluate("() => window.llmsi.runtime.start()")
+    page.wait_for_function("() => window.llmsi.runtime.state === 'ready'", timeout=120_000)
     return page, log
 
 
@@ -115,7 +115,7 @@ def test_browser_equals_cpython_exactly(workbench):
     page, log = workbench
     for name in calculators.calculator_names():
         for inputs in sample_inputs(name):
-            got = page.evaluate("([n, i]) => window.llmsiCalculators.runtime.call({op: 'present', name: n, inputs: i})",
+            got = page.evaluate("([n, i]) => window.llmsi.runtime.call({op: 'present', name: n, inputs: i})",
                                 [name, inputs])
             assert got == calc_page.present_json(name, json.dumps(inputs)), (name, inputs)
     assert log.errors == [] and log.foreign() == []
@@ -171,7 +171,7 @@ def test_shared_link_restores_the_same_results(workbench, browser):
     wait_for = {"model": "qwen3-32b", "context_tokens": 65536}
     wait_for_outputs(page, root, expected_outputs("kv_cache", wait_for))
     page.click(f"#{root} [data-action='link']")
-    link = page.evaluate("id => window.llmsiCalculators.calcs.find(c => c.root.id === id) && "
+    link = page.evaluate("id => window.llmsi.calcs.find(c => c.id === id) && "
                          "new URL(location.href).origin + '/workbench/?' + new URLSearchParams({calc: id, model: 'qwen3-32b', "
                          "context_tokens: '65536', bogus: '<img src=x onerror=alert(1)>'}).toString()", root)
     fresh = browser.new_context()
@@ -228,14 +228,14 @@ def test_a_broken_config_json_is_explained(workbench, definition, field_word):
 def test_a_hung_worker_is_replaced_and_the_reader_told(workbench):
     page, log = workbench
     root = "workbench-cost"
-    page.evaluate("""() => { const rt = window.llmsiCalculators.runtime; rt.callTimeoutMs = 1000;
+    page.evaluate("""() => { const rt = window.llmsi.runtime; rt.callTimeoutMs = 1000;
                              rt.worker.postMessage = () => {}; }""")   # the worker stops answering
     set_field(page, root, "num_gpus", 16)
     page.wait_for_function(f"() => document.querySelector('#{root} [data-calc-status]').textContent.includes('restarted')"
                            f" || document.querySelector('#{root} [data-calc-status]').textContent.startsWith('Live')",
                            timeout=30_000)
     wait_live(page, root)
-    assert page.evaluate("() => window.llmsiCalculators.runtime.state") == "ready"
+    assert page.evaluate("() => window.llmsi.runtime.state") == "ready"
 
 
 def test_python_loads_only_when_a_calculator_comes_into_view(open_page):
@@ -252,7 +252,7 @@ def test_python_loads_only_when_a_calculator_comes_into_view(open_page):
 
 
 def boot_marks(page) -> dict:
-    return calculator_worker(page).evaluate("() => self.bootMarks()")
+    return calculator_worker(page).evaluate("() => self.llmsi.bootMarks()")
 
 
 def test_python_starts_from_the_build_snapshot_without_the_wheel(workbench):
@@ -290,7 +290,7 @@ def test_without_a_usable_snapshot_python_starts_from_the_wheel(browser, server,
 def test_axe_with_calculators_live_and_unfolded(open_page, scheme):
     page, log = open_page(WORKBENCH, scheme=scheme)
     page.evaluate("() => document.querySelectorAll('.calc details').forEach(d => d.open = true)")
-    page.evaluate("() => window.llmsiCalculators.runtime.start()")
+    page.evaluate("() => window.llmsi.runtime.start()")
     wait_live(page, "workbench-kv-cache")
     assert run_axe(page) == []
     assert log.errors == [] and log.foreign() == []
