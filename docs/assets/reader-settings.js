@@ -20,11 +20,13 @@
  *     }
  *   window.llmsi.settings.state() returns the same object at any time.
  *
- * Storage: one localStorage key ("reader-settings:v1", JSON with v: 1), validated on every read
- * by window.llmsi.settings (defined by the inline script in overrides/partials/reader-settings.html);
- * anything invalid falls back to the defaults. Every storage access is in try/catch.
+ * Storage: one localStorage key ("reader-settings:v1", JSON with v: 1, scoped by site path through
+ * window.llmsi.store as Material scopes its own), validated on every read by window.llmsi.settings
+ * (both defined by the inline script in overrides/partials/reader-settings.html); anything invalid
+ * falls back to the defaults. Every storage access is in try/catch.
  */
 const rs = window.llmsi?.settings;
+const store = window.llmsi?.store;
 const NAMES = { system: "System", light: "Light", dark: "Dark", compact: "Compact", comfortable: "Comfortable",
                 spacious: "Spacious", reduced: "Reduced", full: "Full" };
 const CYCLE = ["system", "light", "dark"];
@@ -47,12 +49,12 @@ function state() {
 
 function save() {
   try {
-    localStorage.setItem(rs.KEY, JSON.stringify({ ...settings, v: rs.V }));
+    store.write(rs.KEY, JSON.stringify({ ...settings, v: rs.V }));
   } catch { /* storage off: session only */ }
 }
 
 function forget() {
-  try { localStorage.removeItem(rs.KEY); } catch { /* nothing stored then */ }
+  try { store.remove(rs.KEY); } catch { /* nothing stored then */ }
 }
 
 // Like Material's own palette switch: no transitions while the colours change.
@@ -159,7 +161,7 @@ function watchOutside() {
     } catch { /* no matchMedia: settings still work */ }
   }
   window.addEventListener("storage", (ev) => {
-    if (ev.key !== null && ev.key !== rs.KEY) return;
+    if (ev.key !== null && ev.key !== store.key(rs.KEY)) return;
     settings = rs.read();
     update(true);
   });

@@ -200,6 +200,8 @@ def test_a_custom_accelerator_appears_on_another_page(workbench):
     page.click("dialog [data-do='save']")
     page.wait_for_function("() => !document.querySelector('dialog.calc-define').open")
     assert page.input_value(f"#{root}-hardware") == "custom:test-chip-5-tb-s"
+    # Kept under the site-path-scoped key, as Material keeps its own ("<site path>.<key>").
+    assert "Test chip 5 TB/s" in page.evaluate("() => localStorage.getItem('/.llmsi-custom:v1')")
     wait_live(page, root)
     again = page.context.new_page()
     again.goto(page.url.split("?")[0])

@@ -14,7 +14,10 @@ import pytest
 from conftest import run_axe
 from harness import ROOT, SITE, sitemap_paths
 
-KEY = "reader-settings:v1"
+# Scoped by site path as Material scopes its own keys ("<site path>.<key>"); the test server serves
+# the site at "/". OLD_KEY is the unscoped key used before issue #12.
+OLD_KEY = "reader-settings:v1"
+KEY = "/." + OLD_KEY
 DEFAULTS = {"appearance": "system", "text": 100, "width": 70, "leading": 1.6,
             "density": "comfortable", "motion": "system"}
 WIDE = {"text": 200, "leading": 2.2, "density": "spacious", "width": 90}
@@ -353,6 +356,23 @@ def test_storage_that_throws_is_harmless(open_page):
     open_panel(page)
     page.click("[data-rs-reset]")
     assert html_data(page)["rsAppearance"] == "system"
+    assert log.errors == []
+
+
+def test_settings_under_the_old_unscoped_key_move_once(open_page):
+    old = json.dumps({"v": 1, "appearance": "dark", "text": 150})
+    page, log = open_page("/", scheme="no-preference", storage={OLD_KEY: old})
+    assert html_data(page)["rsAppearance"] == "dark" and page.evaluate(PROBE)["rootFont"] == 30
+    assert stored(page) == old
+    assert page.evaluate("k => localStorage.getItem(k)", OLD_KEY) is None, "the old key stays behind"
+    assert log.errors == []
+
+
+def test_the_scoped_key_wins_over_an_old_unscoped_one(open_page):
+    page, log = open_page("/", scheme="no-preference", storage={
+        OLD_KEY: json.dumps({"v": 1, "appearance": "dark"}), KEY: json.dumps({"v": 1, "appearance": "light"})})
+    assert html_data(page)["rsAppearance"] == "light"
+    assert page.evaluate("k => localStorage.getItem(k)", OLD_KEY) is not None, "only a missing scoped key migrates"
     assert log.errors == []
 
 

@@ -28,18 +28,21 @@ function merge(into, from, idFor = (id) => id) {
   return count;
 }
 
+// Through the site's scoped storage (window.llmsi.store, set up by the page's head script).
+const storage = () => window.llmsi.store;
+
 function load() {
   const data = empty();
   // Storage may be disabled, full or hold a foreign value: any of those means "none yet".
   try {
-    const stored = JSON.parse(localStorage.getItem(KEY));
+    const stored = JSON.parse(storage().read(KEY));
     if (stored?.v === 1) merge(data, stored);
   } catch { /* none yet */ }
   return data;
 }
 
 function save(data) {
-  try { localStorage.setItem(KEY, JSON.stringify(data)); return true; } catch { return false; }
+  try { storage().write(KEY, JSON.stringify(data)); return true; } catch { return false; }
 }
 
 // What a model or accelerator select's value stands for when it is not a preset: the reader's own
@@ -93,7 +96,7 @@ export function setupSelects(lists) {
   presets = lists;
   refreshSelects();
   window.addEventListener("storage", (event) => {
-    if (event.key === KEY || event.key === null) refreshSelects();
+    if (event.key === storage().key(KEY) || event.key === null) refreshSelects();
   });
 }
 
