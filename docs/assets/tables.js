@@ -3,7 +3,7 @@
 // - A live calculator's results, notes, worked steps and plot data, rewritten from a present() result.
 // - The glossary's tables (`.data-table` wrappers): each header cell gets a sort button (aria-sort
 //   on the <th>); each table gets a labelled filter.
-const element = (tag, props = {}, ...children) => {
+export const element = (tag, props = {}, ...children) => {
   const el = Object.assign(document.createElement(tag), props);
   el.append(...children);
   return el;
@@ -27,18 +27,20 @@ function dataTable(table) {
   return el;
 }
 
-// Writes a present() result into a calculator's block, as the build wrote the first one.
-export function showResult(root, shown) {
+// Writes a present() result into a calculator's block, as the build wrote the first one. `dom`: the
+// block's data-* names (calculators/figures.js).
+export function showResult(root, shown, dom) {
   for (const o of shown.outputs) {
-    const cell = root.querySelector(`tr[data-out="${CSS.escape(o.key)}"] td`);
+    const cell = root.querySelector(`tr${dom.sel("out", o.key)} td`);
     if (cell) cell.textContent = o.text;
   }
-  const notes = root.querySelector("[data-calc-notes]");
+  const notes = root.querySelector(dom.sel("calc-notes"));
   notes.replaceChildren(...shown.notes.map((n) => element("li", { textContent: n })));
   notes.hidden = shown.notes.length === 0;
-  root.querySelector("[data-calc-work]").replaceChildren(...shown.work.map(workItem));
-  const figure = root.querySelector("[data-plot]");
-  if (figure) figure.querySelector("[data-plot-table]").replaceChildren(dataTable(shown.tables[figure.dataset.plot]));
+  root.querySelector(dom.sel("calc-work")).replaceChildren(...shown.work.map(workItem));
+  const figure = root.querySelector(dom.sel("plot"));
+  const table = figure && shown.tables[dom.get(figure, "plot")];
+  if (table) figure.querySelector(dom.sel("plot-table")).replaceChildren(dataTable(table));
 }
 
 // ---- the glossary's tables: sorting --------------------------------------------------------

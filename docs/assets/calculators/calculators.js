@@ -1,8 +1,8 @@
 // Live calculators. The build wrote each calculator's form and results into the page; this
 // module makes them recompute in the tab's Python worker as the reader types.
 import { Runtime } from "./worker.js";
-import { clearFieldErrors, controlOf, draw, exportAs, offerLink, showFieldError } from "./figures.js";
-import { showResult } from "../tables.js";
+import { clearFieldErrors, controlOf, dom, draw, exportAs, offerLink, pageConfig, showFieldError } from "./figures.js";
+import { element, showResult } from "../tables.js";
 import { applyLink, definitionOf, linkFor, openDefine, setupSelects } from "./yours.js";
 
 const DEBOUNCE_MS = 150;
@@ -16,20 +16,20 @@ const STATUS = {
   restarted: "The Python worker stopped responding and was restarted.",
 };
 
-const element = (tag, props) => Object.assign(document.createElement(tag), props);
-
 // One calculator block. Others use it through inputs(), setInput(key, value) and recompute().
 class Calculator {
   constructor(root, runtime, urls) {
     this.root = root;
     this.id = root.id;
-    this.name = root.dataset.calc;
+    this.name = dom.get(root, "calc");
     this.runtime = runtime;
     this.plotlyUrl = urls.plotly;
     this.form = root.querySelector("form");
-    this.fields = new Map([...this.form.querySelectorAll("[data-field]")].map((f) => [f.dataset.field, f]));
-    this.status = root.querySelector("[data-calc-status]");
-    this.figure = root.querySelector("[data-plot]");
+    this.fields = new Map([...this.form.querySelectorAll(dom.sel("field"))].map((f) => [dom.get(f, "field"), f]));
+    this.status = root.querySelector(dom.sel("calc-status"));
+    this.figure = root.querySelector(dom.sel("plot"));
+    this.chart = this.figure?.querySelector(".calc__chart");
+    this.plotId = this.figure && dom.get(this.figure, "plot");
     this.latest = 0;          // the newest request: older replies are stale
     this.timer = null;        // the debounce
     this.started = false;     // has asked Python at least once
@@ -59,7 +59,8 @@ class Calculator {
     for (const [key, field] of this.fields) {
       const control = controlOf(field);
       const value = control.type === "checkbox" ? control.checked : control.value;
-      out[key] = (control.dataset.kind && definitionOf(control.dataset.kind, value, this.shared)) || value;
+      const kind = dom.get(control, "kind");
+      out[key] = (kind && definitionOf(kind, value, this.shared)) || value;
     }
     return out;
   }
@@ -75,7 +76,7 @@ class Calculator {
     else if (typeof value === "string") {
       if (![...control.options].some((o) => o.value === value)) return false;
       control.value = value;
-    } else if (control.dataset.kind && value && typeof value === "object" && !Array.isArray(value)) {
+    } else if (dom.get(control, "kind") && value && typeof value === "object" && !Array.isArray(value)) {
       this.shared[key] = value;
       const name = typeof value.name === "string" ? value.name : "from the link";
       control.append(new Option(`Shared: ${name}`, `shared:${key}`));
@@ -118,7 +119,7 @@ class Calculator {
     if (shown.error) return this.showError(shown.error);
     clearFieldErrors(this.fields.values());
     Object.assign(this, { shown, shownInputs: inputs });
-    showResult(this.root, shown);
+    showResult(this.root, shown, dom);
     if (this.plotVisible) this.drawPlot();
     this.say(STATUS.live);
     window.llmsi.releaseSearch?.();   // the first live result is up: Material may build its search index now
@@ -142,20 +143,21 @@ class Calculator {
   // Called when the figure comes on screen, then after every result while it has been.
   drawPlot(visible = this.plotVisible) {
     this.plotVisible = visible;
-    const plot = this.shown?.result.series[this.figure.dataset.plot];
-    if (plot) draw(this.figure.querySelector(".calc__chart"), plot, this.plotlyUrl).catch(() => {});
+    const plot = this.shown?.result.series[this.plotId];
+    if (plot) draw(this.chart, plot, this.plotlyUrl).catch(() => {});
   }
 
   async onClick(event) {
-    const define = event.target.closest("[data-define]");
+    const define = event.target.closest(dom.sel("define"));
     if (define) return openDefine(this, this.runtime, define);
-    const action = event.target.closest("[data-action]")?.dataset.action;
+    const button = event.target.closest(dom.sel("action"));
+    const action = button && dom.get(button, "action");
     if (action === "link") return this.copyLink();
     if (!action) return;
     if (!this.shown) await this.recompute();
     if (!this.shown) return;
-    const { id: base, name, shownInputs: inputs, shown, figure, plotlyUrl } = this;
-    await exportAs(action, { base, name, inputs, shown, figure, plotlyUrl });
+    const { id: base, name, shownInputs: inputs, shown, chart, plotlyUrl } = this;
+    await exportAs(action, { base, name, inputs, shown, chart, plot: shown.result.series?.[this.plotId], plotlyUrl });
   }
 
   async copyLink() {
@@ -171,9 +173,9 @@ function nearView(el) {
 }
 
 function init() {
-  const roots = [...document.querySelectorAll(".calc[data-calc]")];
-  if (!roots.length) return;
-  const config = JSON.parse(document.getElementById("calc-page-config").textContent);
+  const config = pageConfig();   // written once, before a page's first calculator
+  if (!config) return;
+  const roots = [...document.querySelectorAll(`.calc${dom.sel("calc")}`)];
   setupSelects(config.presets);
   const runtime = new Runtime(config.runtime);
   const calcs = roots.map((root) => new Calculator(root, runtime, config.runtime));

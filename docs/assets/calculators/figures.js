@@ -1,12 +1,39 @@
 // What a calculator shows beside its results and hands out: errors next to the fields they are
 // about; Plotly charts (loaded only when a figure is on screen, coloured from the theme's CSS
 // variables, redrawn when the theme changes, never animated); CSV, JSON and PNG files; its link.
+// Also the page's contract with the build: its calculator config and the blocks' data-* names.
+import { element } from "../tables.js";
+
 let plotly = null;
 const DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"];
 const SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"];
 const drawn = new Map();   // chart element -> last plot spec, for theme redraws
 
-const element = (tag, props) => Object.assign(document.createElement(tag), props);
+// ---- the page's contract with the build ----------------------------------------------------
+// until the build emits config.dom (issue #12)
+const DOM_UNTIL_BUILD = {
+  "calc": "data-calc", "inputs": "data-inputs", "field": "data-field", "out": "data-out",
+  "calc-results": "data-calc-results", "calc-notes": "data-calc-notes", "calc-work": "data-calc-work",
+  "calc-status": "data-calc-status", "plot": "data-plot", "plot-table": "data-plot-table", "error": "data-error",
+  "kind": "data-kind", "define": "data-define", "action": "data-action", "search-exclude": "data-search-exclude",
+};
+let config;
+
+// The page's calculator config (#calc-page-config, once per page that has calculators), or null.
+export function pageConfig() {
+  const script = document.getElementById("calc-page-config");
+  config ??= script && JSON.parse(script.textContent);
+  return config;
+}
+
+// The data-* names the build writes into a calculator block (hooks/calc_html.py), declared once, in
+// Python: the page config's "dom" maps each role to its attribute, the role with "data-" before it.
+const attr = (role) => (pageConfig()?.dom ?? DOM_UNTIL_BUILD)[role];
+export const dom = {
+  sel: (role, value) => (value === undefined ? `[${attr(role)}]` : `[${attr(role)}="${CSS.escape(value)}"]`),
+  get: (el, role) => el.getAttribute(attr(role)),
+  mark: (el, role) => el.setAttribute(attr(role), ""),
+};
 
 // ---- field errors ----------------------------------------------------------------------------
 export const controlOf = (field) => field.querySelector("input, select");
@@ -16,7 +43,7 @@ export const controlOf = (field) => field.querySelector("input, select");
 function errorFor(field) {
   const control = controlOf(field);
   const error = element("p", { className: "calc__error", id: `${control.id}-error` });
-  error.dataset.error = "";
+  dom.mark(error, "error");
   field.append(error);
   const described = control.getAttribute("aria-describedby");
   control.setAttribute("aria-describedby", described ? `${described} ${error.id}` : error.id);
@@ -24,7 +51,7 @@ function errorFor(field) {
 }
 
 export function showFieldError(field, message) {
-  const error = field.querySelector("[data-error]") || errorFor(field);
+  const error = field.querySelector(dom.sel("error")) || errorFor(field);
   error.textContent = message;
   error.hidden = false;
   controlOf(field).setAttribute("aria-invalid", "true");
@@ -32,7 +59,7 @@ export function showFieldError(field, message) {
 
 export function clearFieldErrors(fields) {
   for (const field of fields) {
-    const error = field.querySelector("[data-error]");
+    const error = field.querySelector(dom.sel("error"));
     if (error) error.hidden = true;
     controlOf(field).removeAttribute("aria-invalid");
   }
@@ -143,16 +170,15 @@ export function download(filename, text, type) {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
-// `action` is a calculator button's data-action: csv, json or png. `shown` is the result on screen.
-export async function exportAs(action, { base, name, inputs, shown, figure, plotlyUrl }) {
+// `action` is a calculator button's action: csv, json or png. `shown` is the result on screen.
+export async function exportAs(action, { base, name, inputs, shown, chart, plot, plotlyUrl }) {
   if (action === "csv") download(`${base}.csv`, toCsv(inputs, shown), "text/csv");
   if (action === "json") {
     const text = JSON.stringify({ calculator: name, inputs, result: shown.result }, null, 2) + "\n";
     download(`${base}.json`, text, "application/json");
   }
   if (action !== "png") return;
-  const chart = figure.querySelector(".calc__chart");
-  if (!drawn.has(chart)) await draw(chart, shown.result.series[figure.dataset.plot], plotlyUrl);
+  if (!drawn.has(chart)) await draw(chart, plot, plotlyUrl);
   await window.Plotly.downloadImage(chart, { format: "png", filename: base, width: 960, height: 480 });
 }
 

@@ -4,7 +4,7 @@
 // offered in every calculator on every page. Links are ?calc=<id>&<input>=<value>…#<id>; their
 // values only ever go into form controls (never into markup), and Python validates them like typed
 // input. A calculator is used only through inputs(), setInput(key, value) and recompute().
-import { download } from "./figures.js";
+import { dom, download } from "./figures.js";
 
 const KEY = "llmsi-custom:v1";
 const KINDS = ["model", "accelerator"];
@@ -69,7 +69,7 @@ let presets = { model: [], accelerator: [] };
 
 // Fills the "Presets" group and rebuilds the "Yours" group of one select, keeping the selection.
 function populate(select, mine) {
-  const kind = select.dataset.kind;
+  const kind = dom.get(select, "kind");
   const keep = select.value;
   const group = select.querySelector("optgroup:not([data-custom])");
   if (group && group.children.length < presets[kind].length) {
@@ -88,7 +88,7 @@ function populate(select, mine) {
 
 function refreshSelects() {
   const mine = load();
-  document.querySelectorAll(".calc select[data-kind]").forEach((select) => populate(select, mine));
+  document.querySelectorAll(`.calc select${dom.sel("kind")}`).forEach((select) => populate(select, mine));
 }
 
 // Once per page: every select offers every preset and the reader's own, also after another tab adds one.
@@ -150,8 +150,8 @@ async function importFile(input) {
 
 export function openDefine(calc, runtime, button) {
   dialog = dialog || build();
-  const kind = button.dataset.define;
-  const job = { calc, runtime, kind, key: button.closest("[data-field]").dataset.field };
+  const kind = dom.get(button, "define");
+  const job = { calc, runtime, kind, key: dom.get(button.closest(dom.sel("field")), "field") };
   for (const part of ["#calc-define-title", "#calc-define-hint"]) $(part).textContent = $(part).dataset[kind];
   tell("");
   const run = (fn) => fn().catch((err) => tell(err.message));
