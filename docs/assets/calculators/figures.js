@@ -4,11 +4,6 @@
 // Also the page's contract with the build: its calculator config and the blocks' data-* names.
 import { element } from "../tables.js";
 
-let plotly = null;
-const DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"];
-const SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"];
-const drawn = new Map();   // chart element -> last plot spec, for theme redraws
-
 // ---- the page's contract with the build ----------------------------------------------------
 // until the build emits config.dom (issue #12)
 const DOM_UNTIL_BUILD = {
@@ -66,6 +61,11 @@ export function clearFieldErrors(fields) {
 }
 
 // ---- charts ----------------------------------------------------------------------------------
+let plotly = null;
+const DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"];
+const SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"];
+const drawn = new Map();   // chart element -> last plot spec, for theme redraws
+
 function loadPlotly(url) {
   plotly = plotly || new Promise((resolve, reject) => {
     const script = document.createElement("script");
