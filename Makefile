@@ -8,7 +8,7 @@ PORT ?= 8000
 export NO_MKDOCS_2_WARNING := 1
 export DISABLE_MKDOCS_2_WARNING := true
 
-.PHONY: setup build serve dev test bench chromium clean
+.PHONY: setup build serve dev lint test bench chromium clean
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -44,7 +44,10 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core fonts-liberation; \
 	else echo "Chromium is missing: run 'sudo apt-get install chromium fonts-dejavu-core fonts-liberation'"; exit 1; fi
 
-test: setup chromium build
+lint: setup
+	npm run --silent lint
+
+test: setup chromium lint build
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup chromium build

@@ -87,7 +87,7 @@ def first_live(pw, server, profile: str) -> tuple[float, dict]:
     page.goto(server.origin + CALC_PAGE, wait_until="commit")
     page.wait_for_function(LIVE, timeout=120_000, polling=20)
     elapsed = time.perf_counter() - t
-    marks = calculator_worker(page).evaluate("() => self.bootMarks()")
+    marks = calculator_worker(page).evaluate("() => self.llmsi.bootMarks()")
     context.close()
     return elapsed, marks
 
@@ -107,9 +107,9 @@ def live_times(pw, server) -> dict:
 # `changed`: each call sets the calculator's first decimal input (an efficiency, a utilisation…) to a
 # value not used before (0.1% lower each time), so nothing a calculator keeps between calls is reused.
 RECOMPUTE = """async ([n, changed]) => {
-  const rt = window.llmsiCalculators.runtime; await rt.start();
+  const rt = window.llmsi.runtime; await rt.start();
   const out = {};
-  for (const c of window.llmsiCalculators.calcs) {
+  for (const c of window.llmsi.calcs) {
     const times = [];
     const base = c.inputs();
     const key = Object.keys(base).find((k) => /^[0-9]*[.][0-9]+$/.test(String(base[k])));
@@ -153,11 +153,11 @@ def recompute_and_memory(browser, server) -> dict:
         context = browser.new_context()
         page = context.new_page()
         page.goto(server.origin + CALC_PAGE)
-        page.wait_for_function("() => window.llmsiCalculators")
+        page.wait_for_function("() => window.llmsi && window.llmsi.runtime")
         first.append(_summary(page.evaluate(RECOMPUTE, [20, False])))
         steady.append(_summary(page.evaluate(RECOMPUTE, [20, False])))
         changed.append(_summary(page.evaluate(RECOMPUTE, [20, True])))
-        heaps.append(calculator_worker(page).evaluate("() => self.wasmHeapBytes()"))
+        heaps.append(calculator_worker(page).evaluate("() => self.llmsi.wasmHeapBytes()"))
         context.close()
     return {"recompute_ms": _median_summary(steady), "recompute_ms_first_pass_after_start": _median_summary(first),
             "recompute_ms_input_changed_each_call": _median_summary(changed),

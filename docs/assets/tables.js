@@ -1,7 +1,49 @@
-// Sorting and filtering for the build-time tables in `.data-table` wrappers (glossary).
-// Progressive: without JavaScript the plain HTML tables stay as they are.
-// Each header cell gets a button (aria-sort on the <th>); each table gets a labelled filter.
+// The build-time tables that scripts fill in or enhance. Progressive: without JavaScript the plain
+// HTML the build wrote stays as it is.
+// - A live calculator's results, notes, worked steps and plot data, rewritten from a present() result.
+// - The glossary's tables (`.data-table` wrappers): each header cell gets a sort button (aria-sort
+//   on the <th>); each table gets a labelled filter.
+export const element = (tag, props = {}, ...children) => {
+  const el = Object.assign(document.createElement(tag), props);
+  el.append(...children);
+  return el;
+};
 
+// ---- a calculator's results ------------------------------------------------------------------
+function workItem(w) {
+  const code = (text) => element("code", { textContent: text });
+  return element("li", {}, element("span", { className: "calc__step", textContent: w.label }), " ",
+    code(w.formula), " = ", code(String(w.substituted)), " = ", element("strong", { textContent: w.text }));
+}
+
+function dataTable(table) {
+  const el = document.createElement("table");
+  el.createTHead().insertRow().append(...table.head.map((h) => element("th", { scope: "col", textContent: h })));
+  const body = el.createTBody();
+  for (const row of table.rows) {
+    const tr = body.insertRow();
+    for (const cell of row) tr.insertCell().textContent = cell;
+  }
+  return el;
+}
+
+// Writes a present() result into a calculator's block, as the build wrote the first one. `dom`: the
+// block's data-* names (calculators/figures.js).
+export function showResult(root, shown, dom) {
+  for (const o of shown.outputs) {
+    const cell = root.querySelector(`tr${dom.sel("out", o.key)} td`);
+    if (cell) cell.textContent = o.text;
+  }
+  const notes = root.querySelector(dom.sel("calc-notes"));
+  notes.replaceChildren(...shown.notes.map((n) => element("li", { textContent: n })));
+  notes.hidden = shown.notes.length === 0;
+  root.querySelector(dom.sel("calc-work")).replaceChildren(...shown.work.map(workItem));
+  const figure = root.querySelector(dom.sel("plot"));
+  const table = figure && shown.tables[dom.get(figure, "plot")];
+  if (table) figure.querySelector(dom.sel("plot-table")).replaceChildren(dataTable(table));
+}
+
+// ---- the glossary's tables: sorting --------------------------------------------------------
 const numeric = (text) => {
   const t = text.replace(/[,\s]/g, "").replace(/[–—]/g, "");
   if (t === "") return null;
@@ -9,46 +51,31 @@ const numeric = (text) => {
   return Number.isFinite(n) ? n : null;
 };
 
+// Numbers in numeric order with blanks last in both directions; text in natural order. `sign`: 1 ascending, -1 not.
+function compare(x, y, allNumeric, sign) {
+  if (!allNumeric) return sign * x.localeCompare(y, undefined, { numeric: true, sensitivity: "base" });
+  const nx = numeric(x), ny = numeric(y);
+  if (nx === null || ny === null) return nx === ny ? 0 : nx === null ? 1 : -1;
+  return sign * (nx - ny);
+}
+
 function sortBy(table, index, direction) {
   const body = table.tBodies[0];
   const rows = Array.from(body.rows);
   const key = (row) => (row.cells[index] ? row.cells[index].textContent.trim() : "");
   const allNumeric = rows.every((r) => key(r) === "" || key(r) === "—" || numeric(key(r)) !== null);
-  rows.sort((a, b) => {
-    const x = key(a), y = key(b);
-    let order;
-    if (allNumeric) {
-      const nx = numeric(x), ny = numeric(y);
-      if (nx === null && ny === null) order = 0;
-      else if (nx === null) return 1;            // blanks last in both directions
-      else if (ny === null) return -1;
-      else order = nx - ny;
-    } else {
-      order = x.localeCompare(y, undefined, { numeric: true, sensitivity: "base" });
-    }
-    return direction === "ascending" ? order : -order;
-  });
+  const sign = direction === "ascending" ? 1 : -1;
+  rows.sort((a, b) => compare(key(a), key(b), allNumeric, sign));
   rows.forEach((r) => body.appendChild(r));
 }
 
-let counter = 0;
-
-function enhance(wrapper) {
-  const table = wrapper.querySelector("table");
-  if (!table || wrapper.dataset.enhanced || !table.tHead || !table.tBodies[0]) return;
-  wrapper.dataset.enhanced = "true";
-  const caption = wrapper.dataset.caption || "table";
-  const id = `data-table-${++counter}`;
-
+function sortButtons(table) {
   const headers = Array.from(table.tHead.rows[0].cells);
   headers.forEach((th, index) => {
     th.setAttribute("scope", "col");
-    const button = document.createElement("button");
-    button.type = "button";
-    button.textContent = th.textContent.trim();
+    const button = element("button", { type: "button", textContent: th.textContent.trim() });
     button.setAttribute("aria-label", `${button.textContent}: sort`);
-    th.textContent = "";
-    th.appendChild(button);
+    th.replaceChildren(button);
     button.addEventListener("click", () => {
       const next = th.getAttribute("aria-sort") === "ascending" ? "descending" : "ascending";
       headers.forEach((h) => h.removeAttribute("aria-sort"));
@@ -60,36 +87,37 @@ function enhance(wrapper) {
       if (event.key.length === 1) event.stopPropagation();
     });
   });
+}
 
-  const bar = document.createElement("div");
-  bar.className = "data-table__filter";
-  const label = document.createElement("label");
-  label.htmlFor = `${id}-filter`;
-  label.textContent = `Filter ${caption.toLowerCase()}`;
-  const input = document.createElement("input");
-  input.type = "search";
-  input.id = `${id}-filter`;
-  input.autocomplete = "off";
-  const count = document.createElement("span");
-  count.className = "data-table__count";
-  count.id = `${id}-count`;
+// ---- the glossary's tables: filtering ------------------------------------------------------
+let counter = 0;
+
+function filterBar(wrapper, rows) {
+  const id = `data-table-${++counter}`;
+  const caption = wrapper.dataset.caption || "table";
+  const label = element("label", { htmlFor: `${id}-filter`, textContent: `Filter ${caption.toLowerCase()}` });
+  const input = element("input", { type: "search", id: `${id}-filter`, autocomplete: "off" });
+  const count = element("span", { className: "data-table__count", id: `${id}-count` });
   count.setAttribute("aria-live", "polite");
   input.setAttribute("aria-describedby", count.id);
-  bar.append(label, input, count);
-  wrapper.insertBefore(bar, wrapper.firstChild);
-
-  const rows = Array.from(table.tBodies[0].rows);
-  const update = () => {
+  input.addEventListener("input", () => {
     const q = input.value.trim().toLowerCase();
     let shown = 0;
     rows.forEach((r) => {
-      const hit = !q || r.textContent.toLowerCase().includes(q);
-      r.hidden = !hit;
-      if (hit) shown += 1;
+      r.hidden = Boolean(q) && !r.textContent.toLowerCase().includes(q);
+      if (!r.hidden) shown += 1;
     });
     count.textContent = q ? `${shown} of ${rows.length} rows` : "";
-  };
-  input.addEventListener("input", update);
+  });
+  wrapper.insertBefore(element("div", { className: "data-table__filter" }, label, input, count), wrapper.firstChild);
+}
+
+function enhance(wrapper) {
+  const table = wrapper.querySelector("table");
+  if (!table || wrapper.dataset.enhanced || !table.tHead || !table.tBodies[0]) return;
+  wrapper.dataset.enhanced = "true";
+  sortButtons(table);
+  filterBar(wrapper, Array.from(table.tBodies[0].rows));
 }
 
 function init() {

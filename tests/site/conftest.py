@@ -57,7 +57,7 @@ def watch(context, page, origin) -> PageLog:
 
 # Material's scheme attribute on <body> for each reader-facing scheme.
 BODY_SCHEME = {"light": "default", "dark": "slate"}
-READER_SETTINGS_KEY = "reader-settings:v1"
+READER_SETTINGS_KEY = "/.reader-settings:v1"   # scoped by site path, as Material scopes its keys
 
 
 @pytest.fixture

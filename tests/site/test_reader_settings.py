@@ -14,7 +14,10 @@ import pytest
 from conftest import run_axe
 from harness import ROOT, SITE, sitemap_paths
 
-KEY = "reader-settings:v1"
+# Scoped by site path as Material scopes its own keys ("<site path>.<key>"); the test server serves
+# the site at "/". OLD_KEY is the unscoped key used before issue #12.
+OLD_KEY = "reader-settings:v1"
+KEY = "/." + OLD_KEY
 DEFAULTS = {"appearance": "system", "text": 100, "width": 70, "leading": 1.6,
             "density": "comfortable", "motion": "system"}
 WIDE = {"text": 200, "leading": 2.2, "density": "spacious", "width": 90}
@@ -137,7 +140,7 @@ def test_seeded_settings_apply_before_first_paint(browser, server):
         assert dcl["leading"] == "1.9" and dcl["measure"] == "55ch"
         assert dcl["headerTransition"] == "0s"
         assert page.evaluate("window.__atHeader") == "slate"
-        assert page.evaluate("typeof window.readerSettings") == "undefined", "the JS file was meant to be blocked"
+        assert page.evaluate("typeof window.llmsi.settings.state") == "undefined", "the JS file was meant to be blocked"
     finally:
         context.close()
 
@@ -146,7 +149,7 @@ def test_prepaint_scripts_are_classic_and_early(open_page):
     page, _ = open_page("/")
     info = page.evaluate("""() => {
       const head = [...document.head.querySelectorAll('script')];
-      const mine = head.findIndex(s => s.textContent.includes('window.__rs'));
+      const mine = head.findIndex(s => s.textContent.includes('llmsi.settings = {'));
       const firstBody = document.body.querySelector('script');
       return {mine, type: mine >= 0 ? head[mine].type : null, module: head[mine] && head[mine].type === 'module',
               headerAfter: firstBody.compareDocumentPosition(document.querySelector('header')) & Node.DOCUMENT_POSITION_FOLLOWING,
@@ -328,7 +331,7 @@ CORRUPT = [
 @pytest.mark.parametrize("raw", CORRUPT)
 def test_corrupt_storage_falls_back_to_defaults(open_page, raw):
     page, log = open_page("/", storage={KEY: raw})
-    assert page.evaluate("window.readerSettings.state()") == {
+    assert page.evaluate("window.llmsi.settings.state()") == {
         **{k: v for k, v in DEFAULTS.items() if k not in ("motion",)},
         "motionSetting": "system", "scheme": "light", "motion": "full", "textScale": 1.0}
     assert page.evaluate(PROBE)["rootFont"] == 20 and body_scheme(page) == "default"
@@ -353,6 +356,23 @@ def test_storage_that_throws_is_harmless(open_page):
     open_panel(page)
     page.click("[data-rs-reset]")
     assert html_data(page)["rsAppearance"] == "system"
+    assert log.errors == []
+
+
+def test_settings_under_the_old_unscoped_key_move_once(open_page):
+    old = json.dumps({"v": 1, "appearance": "dark", "text": 150})
+    page, log = open_page("/", scheme="no-preference", storage={OLD_KEY: old})
+    assert html_data(page)["rsAppearance"] == "dark" and page.evaluate(PROBE)["rootFont"] == 30
+    assert stored(page) == old
+    assert page.evaluate("k => localStorage.getItem(k)", OLD_KEY) is None, "the old key stays behind"
+    assert log.errors == []
+
+
+def test_the_scoped_key_wins_over_an_old_unscoped_one(open_page):
+    page, log = open_page("/", scheme="no-preference", storage={
+        OLD_KEY: json.dumps({"v": 1, "appearance": "dark"}), KEY: json.dumps({"v": 1, "appearance": "light"})})
+    assert html_data(page)["rsAppearance"] == "light"
+    assert page.evaluate("k => localStorage.getItem(k)", OLD_KEY) is not None, "only a missing scoped key migrates"
     assert log.errors == []
 
 
@@ -443,14 +463,14 @@ def test_every_control_is_labelled(open_page):
 
 def test_control_ranges_match_the_validator(open_page):
     page, _ = open_page("/")
-    r = page.evaluate("""() => Object.entries(window.__rs.ranges).map(([k, [lo, hi, step]]) => {
+    r = page.evaluate("""() => Object.entries(window.llmsi.settings.ranges).map(([k, [lo, hi, step]]) => {
         const i = document.querySelector('#rs-panel input[name="' + k + '"]');
-        return [k, +i.min === lo, +i.max === hi, +i.step === step, +i.defaultValue === window.__rs.defaults[k]]; })""")
+        return [k, +i.min === lo, +i.max === hi, +i.step === step, +i.defaultValue === window.llmsi.settings.defaults[k]]; })""")
     assert all(all(x[1:]) for x in r), r
-    e = page.evaluate("""() => Object.entries(window.__rs.enums).map(([k, vals]) =>
+    e = page.evaluate("""() => Object.entries(window.llmsi.settings.enums).map(([k, vals]) =>
         [k, JSON.stringify([...document.querySelectorAll('#rs-panel input[name="' + k + '"]')].map(i => i.value)) === JSON.stringify(vals)])""")
     assert all(x[1] for x in e), e
-    assert page.evaluate("window.__rs.defaults") == DEFAULTS
+    assert page.evaluate("window.llmsi.settings.defaults") == DEFAULTS
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

@@ -8,6 +8,9 @@ each page load. The build marks those parts `data-search-exclude`.
 from __future__ import annotations
 
 import json
+import re
+from importlib.metadata import version
+from pathlib import Path
 
 from calculators import schema
 from conftest import watch
@@ -36,6 +39,20 @@ def test_calculator_titles_and_descriptions_stay_findable(built_site):
 
 
 # ---- Material's index is built after Python has started (overrides/partials/search-later.html) ----
+
+def test_search_deferral_matches_pinned_material():
+    """The hack in search-later.html holds Material's search worker by its URL in #__config and its
+    index by the setup message's type, 0: both must still be so in the installed Material."""
+    assert version("mkdocs-material") == "9.8.2", "Material changed: re-check overrides/partials/search-later.html"
+    import material
+    templates = Path(material.__file__).parent / "templates"
+    assert re.search(r'"search": "assets/javascripts/workers/search\.\w+\.min\.js" \| url',
+                     (templates / "base.html").read_text()), "the search worker's URL left #__config"
+    bundle = next((templates / "assets" / "javascripts").glob("bundle.*.min.js")).read_text()
+    assert re.search(r"\w+\(\w+\.search,\w+\)", bundle), "mountSearch: setupSearchWorker(config.search, index$)"
+    assert re.search(r"function \w+\(\w+,\w+=new Worker\(\w+\)\)", bundle), "watchWorker(url, new Worker(url))"
+    assert ".next({type:0,data:{config:" in bundle, "the index is no longer sent as {type: 0 (SETUP), data}"
+
 
 # Logs when the index reaches Material's search worker (its "setup" message, type 0).
 LOG_SETUP = """const post = Worker.prototype.postMessage;
@@ -76,6 +93,8 @@ def test_search_index_waits_for_python_then_works(browser, server):
     page.wait_for_function("() => [...document.querySelectorAll('[data-calc-status]')]"
                            ".some(s => s.textContent.startsWith('Live'))", timeout=120_000)
     page.wait_for_function("() => window.__indexPostedAt !== undefined", timeout=10_000)
+    assert page.evaluate("Object.getPrototypeOf(window.llmsi.runtime.worker) === Worker.prototype"), \
+        "the calculators' worker went through the search worker's patch"
     _search_finds(page, "paged attention", "PagedAttention")
     assert errors == []
     context.close()

@@ -1,18 +1,114 @@
-// The tab's one Python runtime: Pyodide in a module worker running the numeric core.
+// The tab's one Python runtime, both ends of it: `Runtime` is the page's handle on the worker
+// (started lazily, shared by every calculator, replaced with the reader told if it crashes or
+// stops answering); the rest runs only when this module is the worker: Pyodide and the core.
 // Messages (JSON-safe both ways):
 //   page → worker  {id, op: "boot", pyodide, wheel, snapshot}   absolute URLs
 //                  {id, op: "present", name, inputs}     → value: JSON string from calculators.page
 //                  {id, op: "describe", kind, value}     → value: JSON string (a definition, checked)
 //   worker → page  {id, ok: true, value} | {id, ok: false, message}
-//
+const BOOT_TIMEOUT_MS = 60000;
+const CALL_TIMEOUT_MS = 15000;
+
+const absolute = (urls) =>
+  Object.fromEntries(Object.entries(urls).map(([k, v]) => [k, new URL(v, document.baseURI).href]));
+
+// Emits "state" events: loading | ready | failed | restarted.
+export class Runtime extends EventTarget {
+  constructor(urls) {
+    super();
+    this.urls = absolute(urls);
+    this.worker = null;
+    this.booting = null;
+    this.pending = new Map();
+    this.seq = 0;
+    this.state = "idle";
+    this.callTimeoutMs = CALL_TIMEOUT_MS;   // tests shorten this to exercise the hung-worker path
+  }
+
+  setState(state, detail = {}) {
+    this.state = state;
+    this.dispatchEvent(new CustomEvent("state", { detail: { state, ...detail } }));
+  }
+
+  start() {
+    this.booting = this.booting || this.spawn();
+    return this.booting;
+  }
+
+  async spawn() {
+    this.setState("loading");
+    this.worker = new Worker(this.urls.worker, { type: "module" });
+    this.worker.onmessage = (event) => this.reply(event.data);
+    this.worker.onerror = (event) => { event.preventDefault(); this.restart("The Python worker crashed"); };
+    try {
+      const { pyodide, wheel, snapshot } = this.urls;
+      await this.post({ op: "boot", pyodide, wheel, snapshot }, BOOT_TIMEOUT_MS);
+      this.setState("ready");
+    } catch (err) {
+      this.teardown(err.message);
+      this.booting = null;
+      this.setState("failed", { message: err.message });
+      throw err;
+    }
+  }
+
+  async call(message) {
+    await this.start();
+    return this.post(message, this.callTimeoutMs);
+  }
+
+  // A model or accelerator definition, checked by Python; throws naming the field when it is wrong.
+  async describe(kind, value) {
+    const reply = JSON.parse(await this.call({ op: "describe", kind, value }));
+    if (reply.error) throw new Error(`${reply.error.field}: ${reply.error.message}`);
+    return reply.definition;
+  }
+
+  post(message, timeoutMs) {
+    const id = ++this.seq;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => this.restart("The Python worker stopped responding"), timeoutMs);
+      this.pending.set(id, { resolve, reject, timer });
+      this.worker.postMessage({ ...message, id });
+    });
+  }
+
+  reply({ id, ok, value, message }) {
+    const waiting = this.pending.get(id);
+    if (!waiting) return;
+    clearTimeout(waiting.timer);
+    this.pending.delete(id);
+    if (ok) waiting.resolve(value);
+    else waiting.reject(new Error(message));
+  }
+
+  restart(reason) {
+    const wasReady = this.state === "ready";
+    this.teardown(reason);
+    this.booting = null;
+    this.setState(wasReady ? "restarted" : "failed", { message: reason });
+  }
+
+  teardown(reason) {
+    this.worker?.terminate();
+    this.worker = null;
+    for (const waiting of this.pending.values()) {
+      clearTimeout(waiting.timer);
+      waiting.reject(Object.assign(new Error(reason), { lost: true }));
+    }
+    this.pending.clear();
+  }
+}
+
+// ---- inside the worker ----------------------------------------------------------------------
 // Python starts from a memory snapshot made at build time (hooks/snapshot.mjs): the core is
 // already imported and warm, so start-up skips Python's own (seconds in WebAssembly). If the
 // snapshot cannot be used, it starts the plain way and loads the core's wheel.
 let booted = null;
 const py = {};
-
 const marks = {};   // boot phases in ms since the worker started, for `make bench` and tests
 const mark = (name) => { marks[name] = Math.round(performance.now()); };
+const messageOf = (err) => String(err?.message || err);
 
 async function inflate(url) {
   const response = await fetch(url);
@@ -33,7 +129,7 @@ async function start(loadPyodide, options, wheel, snapshot) {
       marks.via = "snapshot";
       return found;
     } catch (err) {
-      marks.snapshotError = String((err && err.message) || err);
+      marks.snapshotError = messageOf(err);
     }
   }
   const pyodide = await loadPyodide(options);
@@ -55,9 +151,8 @@ async function boot(pyodideDir, wheel, snapshotUrl) {
   const { present, describe, pyodide } = await start(loadPyodide, options, wheel, snapshot);
   mark("ready");
   Object.assign(py, { present, describe });
-  // For `make bench`: the WebAssembly heap, where Python's objects live.
-  self.wasmHeapBytes = () => pyodide._module.HEAP8.buffer.byteLength;
-  self.bootMarks = () => marks;
+  // For `make bench` and tests: the WebAssembly heap, where Python's objects live, and the marks.
+  self.llmsi = { wasmHeapBytes: () => pyodide._module.HEAP8.buffer.byteLength, bootMarks: () => marks };
 }
 
 async function handle(data) {
@@ -73,10 +168,12 @@ async function handle(data) {
   throw new Error(`unknown op ${data.op}`);
 }
 
-self.onmessage = async ({ data }) => {
-  try {
-    self.postMessage({ id: data.id, ok: true, value: await handle(data) });
-  } catch (err) {
-    self.postMessage({ id: data.id, ok: false, message: String((err && err.message) || err) });
-  }
-};
+if (typeof WorkerGlobalScope !== "undefined" && self instanceof WorkerGlobalScope) {
+  self.onmessage = async ({ data }) => {
+    try {
+      self.postMessage({ id: data.id, ok: true, value: await handle(data) });
+    } catch (err) {
+      self.postMessage({ id: data.id, ok: false, message: messageOf(err) });
+    }
+  };
+}
