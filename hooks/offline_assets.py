@@ -1,15 +1,18 @@
 """MkDocs hook: every runtime asset into the site (`sitegen.assets`), from pinned local sources.
 
-When it runs: on_files, once per build, before any page is read. Files are added with
-``File.generated`` so the privacy plugin audits them like any other page asset.
+When it runs: on_files, once per build, before any page is read (files are added with
+``File.generated`` so the privacy plugin audits them like any other page asset); on_post_build,
+once the site is written, to minify the site's own scripts (`sitegen.minify`).
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
-from sitegen import assets
+from sitegen import assets, minify
 
 
 def on_files(files: Files, *, config: MkDocsConfig) -> Files:
@@ -22,3 +25,10 @@ def on_files(files: Files, *, config: MkDocsConfig) -> Files:
     for uri, data in core.values():
         files.append(File.generated(config, uri, content=data))
     return files
+
+
+def on_post_build(*, config: MkDocsConfig) -> None:
+    try:
+        minify.minify(Path(config["site_dir"]))
+    except assets.AssetError as exc:
+        raise PluginError(str(exc)) from None

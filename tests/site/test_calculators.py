@@ -8,6 +8,7 @@ import calculators
 from calculators import catalog, page as calc_page
 from conftest import run_axe
 from harness import ROOT, calculator_worker
+from sitegen import dom
 
 WORKBENCH = "/workbench/"
 LIVE = "el => el.textContent.startsWith('Live')"
@@ -41,22 +42,20 @@ def roots(page):
     return page.eval_on_selector_all(".calc[data-calc]", "els => els.map(e => [e.id, e.dataset.calc, JSON.parse(e.dataset.inputs)])")
 
 
-# The DOM contract between hooks/calc_html.py and the scripts, by role (attribute without "data-").
-DOM_ROLES = ("calc", "inputs", "field", "out", "calc-results", "calc-notes", "calc-work", "calc-status", "plot",
-             "plot-table", "error", "kind", "define", "action", "search-exclude")
-STOPGAP = re.compile(r"// until the build emits config\.dom \(issue #12\)\nconst DOM_UNTIL_BUILD = \{.*?\n\};\n", re.S)
+# The DOM contract between sitegen/blocks.py and the scripts, by role (attribute without "data-").
+DOM_ROLES = dom.NAMES
 
 
 def test_the_scripts_spell_no_dom_name_of_their_own():
     """The scripts read the contract's data-* names from the page config ("dom"), declared once, in
-    Python; none spells one, as an attribute or a dataset key, outside the one marked stopgap."""
+    Python; none spells one, as an attribute or a dataset key."""
     longest_first = sorted(DOM_ROLES, key=len, reverse=True)
     camel = [re.sub(r"-(\w)", lambda m: m.group(1).upper(), r) for r in longest_first]
     spelt = re.compile(r"data-(%s)(?![-\w])|dataset\.(%s)\b" % ("|".join(longest_first), "|".join(camel)))
     scripts = sorted((ROOT / "docs" / "assets").rglob("*.js"))
     assert len(scripts) >= 6
     for path in scripts:
-        found = spelt.findall(STOPGAP.sub("", path.read_text()))
+        found = spelt.findall(path.read_text())
         assert not found, f"{path.relative_to(ROOT)} spells {found}"
 
 

@@ -5,13 +5,6 @@
 import { element } from "../tables.js";
 
 // ---- the page's contract with the build ----------------------------------------------------
-// until the build emits config.dom (issue #12)
-const DOM_UNTIL_BUILD = {
-  "calc": "data-calc", "inputs": "data-inputs", "field": "data-field", "out": "data-out",
-  "calc-results": "data-calc-results", "calc-notes": "data-calc-notes", "calc-work": "data-calc-work",
-  "calc-status": "data-calc-status", "plot": "data-plot", "plot-table": "data-plot-table", "error": "data-error",
-  "kind": "data-kind", "define": "data-define", "action": "data-action", "search-exclude": "data-search-exclude",
-};
 let config;
 
 // The page's calculator config (#calc-page-config, once per page that has calculators), or null.
@@ -23,7 +16,7 @@ export function pageConfig() {
 
 // The data-* names the build writes into a calculator block (hooks/calc_html.py), declared once, in
 // Python: the page config's "dom" maps each role to its attribute, the role with "data-" before it.
-const attr = (role) => (pageConfig()?.dom ?? DOM_UNTIL_BUILD)[role];
+const attr = (role) => pageConfig().dom[role];
 export const dom = {
   sel: (role, value) => (value === undefined ? `[${attr(role)}]` : `[${attr(role)}="${CSS.escape(value)}"]`),
   get: (el, role) => el.getAttribute(attr(role)),
