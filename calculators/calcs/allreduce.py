@@ -51,7 +51,8 @@ from ..schema import choice, dtype_field, integer, number, output, series, step
 from .direct import ALGORITHMS, direct_time
 from .ring import (LINKS, PROTOCOL_NAMES, PROTOCOLS, _check_domain, bus_bandwidth, ring_allreduce_time,  # noqa: F401
                    ring_bandwidth, ring_time, scale_up_ring)
-from .steptime import decode_step, deployment, deployment_fields
+from .deployment import deployment_fields
+from .steptime import decode_step, deployment
 
 PLOT_DEGREES = (2, 4, 8, 16, 32, 64, 72)
 ALGORITHM_NAMES = {"ring": "Ring (NCCL)", "one-shot": "One-shot (custom all-reduce)",
@@ -59,13 +60,10 @@ ALGORITHM_NAMES = {"ring": "Ring (NCCL)", "one-shot": "One-shot (custom all-redu
 
 
 def _fields() -> list[dict]:
-    fields = deployment_fields(1.0, 1.0)
-    for f in fields:
-        if f["key"] == "model":
-            f["default"] = "llama-3.1-70b"
-        if f["key"] == "num_gpus":
-            f.update(label="Tensor-parallel degree n", default=8,
-                     help="GPUs the weights are split across; each layer all-reduces across all of them.")
+    fields = deployment_fields(1.0, 1.0, {
+        "model": {"default": "llama-3.1-70b"},
+        "num_gpus": {"label": "Tensor-parallel degree n", "default": 8,
+                     "help": "GPUs the weights are split across; each layer all-reduces across all of them."}})
     links = ([("accelerator", "The accelerator's own scale-up link")] + [(k, e["name"]) for k, e in LINKS.items()]
              + [("custom", "Custom (the bandwidth field below)")])
     return fields + [

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from ..schema import integer, output, series, step
 from .memory import budget, engine_fields
-from .steptime import (StepModel, bound_deployment, deployment, deployment_fields, effective_ridge, ridge_point,
-                       weight_bytes_touched)
+from .deployment import deployment_fields
+from .steptime import StepModel, bound_deployment, deployment, effective_ridge, ridge_point, weight_bytes_touched
 
 SEARCH_MAX = 10_000_000
 

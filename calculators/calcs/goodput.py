@@ -23,7 +23,8 @@ from ..schema import choice, integer, number, output, series, step
 from .goodput_sim import (ANALYSIS_REQUESTS, SIZE_CAP, Gaps, Workload, offered_load, simulate, warm_start)
 from .engine_defaults import vllm_max_num_seqs
 from .memory import budget, engine_fields
-from .steptime import StepModel, deployment, deployment_fields, efficiency_steps
+from .deployment import deployment_fields, efficiency_steps
+from .steptime import StepModel, deployment
 
 DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
 SEQ_RULES = [("vllm", "vLLM V1 default for this accelerator"), ("set", "The value below")]

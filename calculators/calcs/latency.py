@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from ..schema import choice, integer, number, output, series, step
 from .engine_defaults import vllm_max_num_batched_tokens
-from .steptime import decode_step, deployment, deployment_fields, efficiency_steps, prefill_step
+from .deployment import deployment_fields, efficiency_steps
+from .steptime import decode_step, deployment, prefill_step
 
 BATCHES = tuple(2 ** k for k in range(11))
 BUDGET_RULES = [("none", "None: every prompt in one pass"),

@@ -30,19 +30,18 @@ from __future__ import annotations
 from ..presets import _load
 from ..schema import choice, integer, number, output, series, step
 from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu
-from .steptime import StepModel, deployment, deployment_fields
+from .deployment import deployment_fields
+from .steptime import StepModel, deployment
 
 HOST_LINKS = {e["id"]: e for e in _load("host_links.toml")["host_link"]}
 MAX_SEARCH_TOKENS = 10_000_000
 
 
 def _fields() -> list[dict]:
-    fields = deployment_fields(1.0, 0.5)
-    for f in fields:
-        if f["key"] == "compute_efficiency":
-            f.update(label="Prefill efficiency (fraction of dense peak)",
-                     help="An assumption: FlashAttention-3 reaches 0.75 of H100 peak in its attention "
-                          "kernel (arXiv 2407.08608); whole prefills usually do less.")
+    fields = deployment_fields(1.0, 0.5, {"compute_efficiency": {
+        "label": "Prefill efficiency (fraction of dense peak)",
+        "help": "An assumption: FlashAttention-3 reaches 0.75 of H100 peak in its attention "
+                "kernel (arXiv 2407.08608); whole prefills usually do less."}})
     links = [(k, e["name"]) for k, e in HOST_LINKS.items()] + [("custom", "Custom (the field below)")]
     return fields + [
         integer("context_tokens", "Context of the preempted sequence", 8192, 1, MAX_SEARCH_TOKENS, "tokens",

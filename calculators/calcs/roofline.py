@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from ..schema import integer, number, output, series, step
 from .memory import budget, engine_fields
+from .deployment import decode_steps, deployment_fields, efficiency_steps
 from .steptime import (Deployment, StepModel, bound_deployment, compute_ceiling_tokens_per_s_per_gpu, decode_step,
-                       decode_steps, deployment, deployment_fields, efficiency_steps, experts_touched,
-                       prefill_step, ridge_point)
+                       deployment, experts_touched, prefill_step, ridge_point)
 
 ENGINE_DEFAULTS = {f["key"]: f["default"] for f in engine_fields()}
 FIT_RULE = (f"vLLM rule at gpu_memory_utilization {ENGINE_DEFAULTS['gpu_memory_utilization']} and a "

@@ -1,19 +1,24 @@
-"""Inputs and "show the work" steps shared by the calculators built on steptime.py
-(roofline, latency, goodput, decode_limits, allreduce, preemption)."""
+"""The fields and derivation steps of a deployment, shared by the calculators built on steptime.py
+(roofline, latency, goodput, decode_limits, allreduce, preemption). steptime.py is the physics and
+knows nothing of forms or derivations; this module is where they meet."""
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from ..schema import (DTYPE_CHOICES, accelerator_field, dtype_field, expert_dtype_field, integer, model_field,
                       number, step)
-
-if TYPE_CHECKING:
-    from .steptime import Deployment, StepCost
+from .steptime import Deployment, StepCost
 
 COMPUTE_DTYPES = tuple(c for c in DTYPE_CHOICES if c[0] != "int4")   # int4 has no native matmul rate
 
 
-def deployment_fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict]:
+def deployment_fields(bandwidth_efficiency: float, compute_efficiency: float,
+                      overrides: dict[str, dict] | None = None) -> list[dict]:
+    """The deployment's inputs at these default efficiencies; `overrides` maps a field's key to the
+    parts of its spec a calculator words or defaults differently (label, default, help, ...)."""
+    changes = overrides or {}
+    return [dict(f, **changes.get(f["key"], {})) for f in _fields(bandwidth_efficiency, compute_efficiency)]
+
+
+def _fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict]:
     return [
         model_field(default="llama-3.1-8b"),
         accelerator_field(),
