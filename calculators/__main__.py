@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 
+from . import display
 from .api import calculator_names, dumps, run, schema
 from .errors import InputError
 
@@ -27,18 +28,8 @@ def _parse_sets(pairs: list[str]) -> dict:
     return inputs
 
 
-def _show(value) -> str:
-    if isinstance(value, float):
-        if 1e6 <= abs(value) < 1e15:
-            return f"{value:,.0f}"
-        return f"{value:,.6g}" if abs(value) < 1e15 else f"{value:.6g}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    return str(value)
-
-
 def table(name: str, result: dict) -> str:
-    rows = [(o["label"], _show(result[o["key"]]), o["unit"]) for o in schema(name)["outputs"]]
+    rows = [(o["label"], display.plain(result[o["key"]]), o["unit"]) for o in schema(name)["outputs"]]
     w0, w1 = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
     lines = [f"{label:<{w0}}  {value:>{w1}}  {unit}".rstrip() for label, value, unit in rows]
     lines += [f"note: {n}" for n in result.get("notes", [])]

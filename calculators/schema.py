@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from .errors import InputError
-from .numfmt import group
+from .display import plain
 
 OUTPUT_FORMATS = ("bytes", "number", "integer", "percent", "seconds", "usd", "flops", "rate")
 
@@ -81,7 +81,7 @@ def output(key, label, unit, format):
 # ---- validation ---------------------------------------------------------------------
 
 def _range_text(spec, kind):
-    return f"must be {kind} between {group(spec['min'])} and {group(spec['max'])}"
+    return f"must be {kind} between {plain(spec['min'])} and {plain(spec['max'])}"
 
 
 def _as_float(spec, value, kind):
