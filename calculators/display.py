@@ -111,7 +111,7 @@ def by_output_format(value, fmt: str, unit: str = "") -> str:
 # Units whose plain form would read as a wall of digits ("3,350,000,000,000 B/s") get scaled prefixes;
 # every other unit reads as 4 significant digits and the unit.
 UNIT_FORMATS = {"B": auto_bytes, "s": auto_seconds, "FLOP/s": auto_flops, "B/s": auto_byte_rate,
-                "FLOP": auto_flop_count}
+                "FLOP": auto_flop_count, "%": lambda x: f"{sig(x)}%"}
 
 
 def by_unit(value, unit: str = "") -> str:
@@ -119,7 +119,7 @@ def by_unit(value, unit: str = "") -> str:
     name, "never") pass through unchanged."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return str(value)
-    if unit in UNIT_FORMATS:
+    if unit in UNIT_FORMATS and value != 0:   # a zero reads in the base unit: "0 s", not "0 ns"
         return UNIT_FORMATS[unit](value)
     return sig(value) + (f" {unit}" if unit else "")
 

@@ -18,8 +18,13 @@ def _outputs(spec: dict, result: dict) -> list[dict]:
             for o in spec["outputs"]]
 
 
+def _substituted(step: dict) -> str:
+    """The formula with the reader's numbers in it: each term by the rules of the results."""
+    return step["template"].format(*(display.by_unit(value, unit) for value, unit in step["terms"]))
+
+
 def _work(result: dict) -> list[dict]:
-    return [{"label": s["label"], "formula": s["formula"], "substituted": s["substituted"],
+    return [{"label": s["label"], "formula": s["formula"], "substituted": _substituted(s),
              "text": display.by_unit(s["value"], s.get("unit", ""))}
             for s in result.get("derivation", [])]
 

@@ -228,41 +228,40 @@ def _ar_step(v, n, msg, r, ar) -> dict:
     algo = v["algorithm"]
     if algo == "ring":
         proto = PROTOCOL_NAMES[ar["protocol"]] + (" (fastest)" if v["protocol"] == "auto" else "")
+        terms = [(ar["latency"], "s"), n - 1, n, (msg, "B"), (ar["bw"], "B/s")]
         if r["nodes"] > 1:
+            tree = ", Tree network latency: one GPU per server" if r.get("ppn1") else ""
             return step(f"Time per all-reduce, ring {proto}",
                         "t_base + 2(N − 1) × α_net + [2(n − 1) − 2(N − 1)] × max(α, α_ovh) + 2(n − 1)/n × M ÷ B",
-                        f"{ar['latency']:.6g} + 2 × {n - 1}/{n} × {msg:.6g} ÷ {ar['bw']:.6g} "
-                        f"({r['nodes']} servers, {r['net_steps']} network steps"
-                        f"{', Tree network latency: one GPU per server' if r.get('ppn1') else ''})",
-                        ar["time"], "s")
+                        "{} + 2 × {}/{} × {} ÷ {} ({} servers, {} network steps" + tree + ")",
+                        terms + [r["nodes"], r["net_steps"]], ar["time"], "s")
         return step(f"Time per all-reduce, ring {proto}", "t_base + 2(n − 1) × α + 2(n − 1)/n × M ÷ B",
-                    f"{ar['latency']:.6g} + 2 × {n - 1}/{n} × {msg:.6g} ÷ {ar['bw']:.6g}", ar["time"], "s")
+                    "{} + 2 × {}/{} × {} ÷ {}", terms, ar["time"], "s")
     formula = {"one-shot": "t0 + α + (n − 1) × M ÷ B", "two-shot": "t0 + 2α + 2(n − 1)/n × M ÷ B",
                "nvls": "t_NVLS + M ÷ (η × B)"}[algo]
-    return step(f"Time per all-reduce, {ALGORITHM_NAMES[algo]}", formula,
-                f"{ar['latency']:.6g} + {ar['volume']:.6g} ÷ {ar['bw']:.6g}", ar["time"], "s")
+    return step(f"Time per all-reduce, {ALGORITHM_NAMES[algo]}", formula, "{} + {} ÷ {}",
+                [(ar["latency"], "s"), (ar["volume"], "B"), (ar["bw"], "B/s")], ar["time"], "s")
 
 
 def _steps(v, n, layers, hidden, b_act, msg, r, ar, gather, per_step, dec, tax):
-    dec_t = dec.time_s
-    out = [step("Message per all-reduce", "M = tokens × hidden × b", f"{v['batch_size']} × {hidden} × {b_act:g}",
+    dec_t, comm = dec.time_s, (per_step, "s")
+    out = [step("Message per all-reduce", "M = tokens × hidden × b", "{} × {} × {}", [v["batch_size"], hidden, b_act],
                 msg, "B")]
+    # names (the chip, the protocol) stay text terms: they say which rule the number follows
     if r["rule"]:
-        out.append(step("Ring bandwidth on the chip's links", r["rule"],
-                        f"{v['hardware'].name}, n = {n}, × efficiency {v['link_efficiency']:g}",
-                        r["intra_bw"] * v["link_efficiency"], "B/s"))
+        out.append(step("Ring bandwidth on the chip's links", r["rule"], "{}, n = {}, × efficiency {}",
+                        [v["hardware"].name, n, v["link_efficiency"]], r["intra_bw"] * v["link_efficiency"], "B/s"))
     out.append(step("Bandwidth after the protocol", "LL: min(llMaxBw, 0.5 B); LL128: 0.92 B; Simple: B; "
-                    "NVLS: η B" if v["algorithm"] in ("ring", "nvls") else "B",
-                    PROTOCOL_NAMES.get(ar["protocol"], ALGORITHM_NAMES[v["algorithm"]]), ar["bw"], "B/s"))
+                    "NVLS: η B" if v["algorithm"] in ("ring", "nvls") else "B", "{}",
+                    [PROTOCOL_NAMES.get(ar["protocol"], ALGORITHM_NAMES[v["algorithm"]])], ar["bw"], "B/s"))
     return out + [
         _ar_step(v, n, msg, r, ar),
-        step("Logits gather", "ring all-gather of rows × vocab × b", f"vocab {v['model'].vocab_size}", gather, "s"),
-        step("TP communication per step", "(2 × L + 1) × t + t_gather",
-             f"(2 × {layers} + 1) × {ar['time']:.6g} + {gather:.6g}", per_step, "s"),
-        step("Step without communication", "max(bytes ÷ (n × HBM BW), FLOPs ÷ (n × peak))",
-             f"max({dec.memory_time_s:.6g}, {dec.compute_time_s:.6g})", dec_t, "s"),
-        step("All-reduce tax", "t_comm ÷ (t_step + t_comm)", f"{per_step:.6g} ÷ ({dec_t:.6g} + {per_step:.6g})",
-             tax, ""),
+        step("Logits gather", "ring all-gather of rows × vocab × b", "vocab {}", [v["model"].vocab_size], gather, "s"),
+        step("TP communication per step", "(2 × L + 1) × t + t_gather", "(2 × {} + 1) × {} + {}",
+             [layers, (ar["time"], "s"), (gather, "s")], per_step, "s"),
+        step("Step without communication", "max(bytes ÷ (n × HBM BW), FLOPs ÷ (n × peak))", "max({}, {})",
+             [(dec.memory_time_s, "s"), (dec.compute_time_s, "s")], dec_t, "s"),
+        step("All-reduce tax", "t_comm ÷ (t_step + t_comm)", "{} ÷ ({} + {})", [comm, (dec_t, "s"), comm], tax, ""),
     ]
 
 

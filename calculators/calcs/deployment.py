@@ -38,30 +38,33 @@ def _fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict
     ]
 
 
+def _effective(dep: Deployment) -> tuple[float, float]:
+    """(bandwidth × η_bw, peak × η_compute) per GPU: the rates the step times divide by."""
+    return (dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency,
+            dep.peak_flops_per_s * dep.compute_efficiency)
+
+
 def efficiency_steps(dep: Deployment) -> list[dict]:
-    acc = dep.accelerator
+    bandwidth, flops = _effective(dep)
     return [
-        step("Effective bandwidth per GPU", "BW × η_bw",
-               f"{acc.memory_bandwidth_bytes_per_s:.4g} × {dep.bandwidth_efficiency}",
-               acc.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency, "B/s"),
-        step("Effective FLOP/s per GPU", "peak × η_compute",
-               f"{dep.peak_flops_per_s:.4g} × {dep.compute_efficiency}",
-               dep.peak_flops_per_s * dep.compute_efficiency, "FLOP/s"),
+        step("Effective bandwidth per GPU", "BW × η_bw", "{} × {}",
+             [(dep.accelerator.memory_bandwidth_bytes_per_s, "B/s"), dep.bandwidth_efficiency], bandwidth, "B/s"),
+        step("Effective FLOP/s per GPU", "peak × η_compute", "{} × {}",
+             [(dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency], flops, "FLOP/s"),
     ]
 
 
 def decode_steps(dep: Deployment, batch: int, context: int, cost: StepCost) -> list[dict]:
-    n = dep.num_gpus
+    n, (bandwidth, flops) = dep.num_gpus, _effective(dep)
     return [
-        step("Weight bytes read per step", "params touched × b_w (input embedding: one row per token)",
-               f"{cost.weight_bytes:.6g}", cost.weight_bytes, "B"),
-        step("KV bytes read per step per GPU", "B × KV per sequence(T) × share of KV on one GPU",
-               f"{batch} × KV({context}) × {cost.kv_share:.4g}", cost.kv_bytes_per_gpu, "B"),
-        step("Memory time", "(weights ÷ N_gpu + KV per GPU) ÷ (BW × η_bw)",
-               f"({cost.weight_bytes:.6g} ÷ {n} + {cost.kv_bytes_per_gpu:.6g}) ÷ effective BW",
-               cost.memory_time_s, "s"),
-        step("Compute time", "B × (2 × P_active + attention FLOPs) ÷ (N_gpu × peak × η_compute)",
-               f"{cost.flops:.6g} ÷ ({n} × effective FLOP/s)", cost.compute_time_s, "s"),
-        step("Decode step time", "max(memory time, compute time)",
-               f"max({cost.memory_time_s:.6g}, {cost.compute_time_s:.6g})", cost.time_s, "s"),
+        step("Weight bytes read per step", "params touched × b_w (input embedding: one row per token)", "{}",
+             [(cost.weight_bytes, "B")], cost.weight_bytes, "B"),
+        step("KV bytes read per step per GPU", "B × KV per sequence(T) × share of KV on one GPU", "{} × KV({}) × {}",
+             [batch, (context, "tokens"), cost.kv_share], cost.kv_bytes_per_gpu, "B"),
+        step("Memory time", "(weights ÷ N_gpu + KV per GPU) ÷ (BW × η_bw)", "({} ÷ {} + {}) ÷ {}",
+             [(cost.weight_bytes, "B"), n, (cost.kv_bytes_per_gpu, "B"), (bandwidth, "B/s")], cost.memory_time_s, "s"),
+        step("Compute time", "B × (2 × P_active + attention FLOPs) ÷ (N_gpu × peak × η_compute)", "{} ÷ ({} × {})",
+             [(cost.flops, "FLOP"), n, (flops, "FLOP/s")], cost.compute_time_s, "s"),
+        step("Decode step time", "max(memory time, compute time)", "max({}, {})",
+             [(cost.memory_time_s, "s"), (cost.compute_time_s, "s")], cost.time_s, "s"),
     ]

@@ -334,37 +334,51 @@ def _queueing_series(v: dict, sim: dict, rates: list[float], sweep: list[dict]) 
                    ("Kingman (G/G/1)", "s", [kingman_wait(u, ca2, sim["cs2"], service) for u, _ in pairs])])
 
 
-def _steps(v: dict, sim: dict, here: dict, best: float, edge: float) -> list[dict]:
-    load, capacity, rate, service = sim["load"], sim["capacity"], v["request_rate_per_s"], sim["load"].service_s()
-    probes = sorted(r for r in sim["runs"] if r <= edge)
+def _capacity_steps(v: dict, sim: dict) -> list[dict]:
+    load, capacity, cap, service = sim["load"], sim["capacity"], sim["max_seqs"], sim["load"].service_s()
     return [
         step("Cap on running sequences", "vLLM V1 max_num_seqs default: 1,024 if memory ≥ 70 GiB and not A100, "
-             "else 256" if v["max_seqs_rule"] == "vllm" else "set by you", f"{sim['max_seqs']}", sim["max_seqs"],
-             "sequences"),
-        step("KV pool", "engine budget ÷ KV per token (all layers)", f"{capacity} tokens", capacity, "tokens"),
+             "else 256" if v["max_seqs_rule"] == "vllm" else "set by you", "{}", [cap], cap, "sequences"),
+        step("KV pool", "engine budget ÷ KV per token (all layers)", "{}", [(capacity, "tokens")], capacity, "tokens"),
         step("Batch when saturated", "min(max sequences, KV pool ÷ KV reserved per sequence)",
-             f"min({sim['max_seqs']}, pool ÷ mean(prompt + output), weighted by time decoding)",
-             load.full_batch, "sequences"),
+             "min({}, pool ÷ mean(prompt + output), weighted by time decoding)", [cap], load.full_batch, "sequences"),
         step("Server time per request, saturated",
              "prefill (shared with prompts admitted alongside) + (output − 1) × decode step(B) ÷ B",
-             f"{load.prefill_s:.4g} + {load.decode_steps:.4g} × step({load.full_batch}, {load.context}) ÷ "
-             f"{load.full_batch}", service, "s"),
-        step("Capacity", "1 ÷ server time per request", f"1 ÷ {service:.4g}", load.capacity(), "requests/s"),
-        step("Utilisation ρ at the chosen rate", "rate × share of requests that fit × server time per request",
-             f"{rate} × {load.share:.4g} × {service:.4g}", here["utilisation"], ""),
-        step("SLO attainment at the chosen rate", "measured requests with TTFT ≤ target and TPOT ≤ target ÷ measured",
-             f"TTFT ≤ {v['ttft_slo_s']} s, TPOT ≤ {v['tpot_slo_s']} s over {v['num_requests']} requests after a "
-             f"warm start at {here['batch']} sequences" + ("" if here["stable"] else f"; 0 as ρ ≥ {STABLE_BELOW}"),
-             here["attainment"], ""),
-        step("Per-run request goodput (vLLM)", "rate × attainment", f"{rate} × {here['attainment']:.4g}",
-             rate * here["attainment"], "requests/s"),
-        step("Edge of steady state", f"{STABLE_BELOW} × capacity", f"{STABLE_BELOW} × {load.capacity():.4g}",
-             edge, "requests/s"),
-        step("Goodput (DistServe)", f"highest rate with attainment ≥ {v['slo_target_percent']:g}% and ITL p99 ≤ "
-             f"{v['itl_p99_slo_s']:g} s; bisection from [{FIRST_GUESS} × capacity, edge] or [0, {FIRST_GUESS} × "
-             f"capacity] to {RESOLUTION:.0%} of capacity",
-             "simulated at " + ", ".join(f"{r:.4g}" for r in probes), best, "requests/s"),
+             "{} + {} × step({}, {}) ÷ {}",
+             [(load.prefill_s, "s"), load.decode_steps, load.full_batch, load.context, load.full_batch], service, "s"),
+        step("Capacity", "1 ÷ server time per request", "1 ÷ {}", [(service, "s")], load.capacity(), "requests/s"),
     ]
+
+
+def _rate_steps(v: dict, sim: dict, here: dict) -> list[dict]:
+    load, rate = sim["load"], (v["request_rate_per_s"], "requests/s")
+    overloaded = "" if here["stable"] else "; 0 as ρ ≥ {}"
+    return [
+        step("Utilisation ρ at the chosen rate", "rate × share of requests that fit × server time per request",
+             "{} × {} × {}", [rate, load.share, (load.service_s(), "s")], here["utilisation"], ""),
+        step("SLO attainment at the chosen rate", "measured requests with TTFT ≤ target and TPOT ≤ target ÷ measured",
+             "TTFT ≤ {}, TPOT ≤ {} over {} requests after a warm start at {} sequences" + overloaded,
+             [(v["ttft_slo_s"], "s"), (v["tpot_slo_s"], "s"), v["num_requests"], here["batch"]]
+             + ([] if here["stable"] else [STABLE_BELOW]), here["attainment"], ""),
+        step("Per-run request goodput (vLLM)", "rate × attainment", "{} × {}", [rate, here["attainment"]],
+             v["request_rate_per_s"] * here["attainment"], "requests/s"),
+    ]
+
+
+def _search_steps(v: dict, sim: dict, best: float, edge: float) -> list[dict]:
+    probes = sorted(r for r in sim["runs"] if r <= edge)
+    return [
+        step("Edge of steady state", f"{STABLE_BELOW} × capacity", "{} × {}",
+             [STABLE_BELOW, (sim["load"].capacity(), "requests/s")], edge, "requests/s"),
+        step("Goodput (DistServe)", f"highest rate with attainment ≥ target and ITL p99 ≤ target; bisection from "
+             f"[{FIRST_GUESS} × capacity, edge] or [0, {FIRST_GUESS} × capacity] to {RESOLUTION:.0%} of capacity",
+             "attainment ≥ {}, ITL p99 ≤ {}; simulated at " + ", ".join("{}" for _ in probes),
+             [(v["slo_target_percent"], "%"), (v["itl_p99_slo_s"], "s")] + probes, best, "requests/s"),
+    ]
+
+
+def _steps(v: dict, sim: dict, here: dict, best: float, edge: float) -> list[dict]:
+    return _capacity_steps(v, sim) + _rate_steps(v, sim, here) + _search_steps(v, sim, best, edge)
 
 
 def _sweep_series(rates: list[float], sweep: list[dict]) -> dict:

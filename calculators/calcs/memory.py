@@ -40,11 +40,19 @@ def usable_bytes_per_gpu(v: dict) -> float:
     return v["mem_fraction_static"] * total
 
 
-def _usable_substituted(v: dict) -> str:
-    memory = f"{v['hardware'].memory_bytes:.6g} B"
+# Each engine's rule, as the derivation writes it: the memory it may use, and what that leaves for KV.
+USABLE_RULE = {"vllm": "gpu_memory_utilization × memory − reserve", "sglang": "mem_fraction_static × memory"}
+BUDGET_RULE = {"vllm": "gpu_memory_utilization × memory − weights − reserve",
+               "sglang": "mem_fraction_static × memory − weights"}
+
+
+def _usable_step(v: dict, usable: float) -> dict:
+    memory = (v["hardware"].memory_bytes, "B")
     if v["engine_rule"] == "vllm":
-        return f"{v['gpu_memory_utilization']} × {memory} − {v['activation_reserve_gib']} GiB"
-    return f"{v['mem_fraction_static']} × {memory}"
+        template, terms = "{} × {} − {}", [v["gpu_memory_utilization"], memory, (v["activation_reserve_gib"] * GIB, "B")]
+    else:
+        template, terms = "{} × {}", [v["mem_fraction_static"], memory]
+    return step("Usable memory per GPU", USABLE_RULE[v["engine_rule"]], template, terms, usable, "B")
 
 
 def budget(v: dict, tensor_parallel: int) -> dict:
@@ -118,6 +126,21 @@ def _dcp_allows(v: dict, tensor_parallel: int) -> bool:
     return decode_context_parallel_allowed(v["model"], tensor_parallel, v.get("decode_context_parallel", 1))
 
 
+def _derivation(v: dict, b: dict, usable: float) -> list[dict]:
+    tp = v["tensor_parallel"]
+    share = kv_fraction_per_gpu(v["model"], tp, v["decode_context_parallel"])
+    return [
+        step("Weights per GPU", "params × b_w ÷ TP", "{} ÷ {}", [(b["weights"] * tp, "B"), tp], b["weights"], "B"),
+        _usable_step(v, usable),
+        step("KV budget per GPU", BUDGET_RULE[v["engine_rule"]], "max(0, {} − {})", [(usable, "B"), (b["weights"], "B")],
+             b["kv_budget"], "B"),
+        step("KV per sequence per GPU", "KV(T) × share of KV heads on one rank ÷ DCP (+ state ÷ TP)", "KV({}) × {}",
+             [(v["context_tokens"], "tokens"), share], b["per_seq"], "B"),
+        step("Sequences that fit", "⌊KV budget ÷ KV per sequence⌋", "⌊{} ÷ {}⌋",
+             [(b["kv_budget"], "B"), (b["per_seq"], "B")], b["sequences"], "sequences"),
+    ]
+
+
 def compute(v: dict) -> dict:
     tp = v["tensor_parallel"]
     b = budget(v, tp)
@@ -127,8 +150,6 @@ def compute(v: dict) -> dict:
                    if _dcp_allows(v, t) and budget(v, t)["sequences"] >= 1), 0)
     notes = [] if fits else [f"does not fit: {b['weights'] / GIB:.1f} GiB of weights per GPU leave room for "
                              f"{b['sequences']} sequences of {v['context_tokens']:,} tokens"]
-    rule = ("gpu_memory_utilization × memory − weights − reserve" if v["engine_rule"] == "vllm"
-            else "mem_fraction_static × memory − weights")
     tps = sorted(t for t in set(TP_SERIES) | {tp} if _dcp_allows(v, t))
     rows = [budget(v, t) for t in tps]
     return {
@@ -142,16 +163,7 @@ def compute(v: dict) -> dict:
         "kv_tokens_capacity": b["tokens"],
         "min_tensor_parallel_to_fit": min_tp,
         "notes": notes,
-        "derivation": [
-            step("Weights per GPU", "params × b_w ÷ TP", f"{b['weights'] * tp:.6g} ÷ {tp}", b["weights"], "B"),
-            step("Usable memory per GPU", rule.replace(" − weights", ""), _usable_substituted(v), usable, "B"),
-            step("KV budget per GPU", rule, f"max(0, {usable:.6g} − {b['weights']:.6g})", b["kv_budget"], "B"),
-            step("KV per sequence per GPU", "KV(T) × share of KV heads on one rank ÷ DCP (+ state ÷ TP)",
-                 f"KV({v['context_tokens']}) × {kv_fraction_per_gpu(v['model'], tp, v['decode_context_parallel']):.4g}",
-                 b["per_seq"], "B"),
-            step("Sequences that fit", "⌊KV budget ÷ KV per sequence⌋",
-                 f"⌊{b['kv_budget']:.6g} ÷ {b['per_seq']:.6g}⌋", b["sequences"], "sequences"),
-        ],
+        "derivation": _derivation(v, b, usable),
         "series": {"by_tensor_parallel": series(
             "Capacity by tensor-parallel degree", "Tensor-parallel GPUs", "GPUs", tps,
             [("sequences that fit", "sequences", [r["sequences"] for r in rows]),
