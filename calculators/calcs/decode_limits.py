@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..schema import integer, output, series, step
 from .deployment import deployment_fields
-from .memory import budget, engine_fields
+from .memory import engine_budget, engine_fields
 from .steptime import (Deployment, StepCost, StepModel, bound_deployment, deployment, effective_ridge, ridge_point,
                        weight_bytes_touched)
 
@@ -131,7 +131,7 @@ def limits(v: dict) -> Limits:
     sm = StepModel(dep)
     flops_seq, kv_logical = sm.per_sequence(context)
     return Limits(dep, context, sm, StepModel(bound_deployment(dep)), weight_bytes_touched(dep, 1, all_experts=True),
-                  flops_seq, kv_logical * sm.kv_share, batch_at_ridge(sm, context), budget(v, dep.num_gpus)["sequences"])
+                  flops_seq, kv_logical * sm.kv_share, batch_at_ridge(sm, context), engine_budget(v, dep.num_gpus).sequences)
 
 
 def _ridge_steps(dep: Deployment) -> list[dict]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..schema import integer, number, output, series, step
-from .memory import budget, engine_fields
+from .memory import engine_budget, engine_fields
 from .deployment import decode_steps, deployment_fields, efficiency_steps
 from .steptime import (Deployment, StepCost, StepModel, bound_deployment, compute_ceiling_tokens_per_s_per_gpu,
                        decode_step, deployment, experts_touched, prefill_step, ridge_point)
@@ -79,7 +79,7 @@ def _roofline_series(dep: Deployment, points: dict) -> dict:
 
 def fit_in_memory(v: dict) -> int:
     """Sequences of this context whose KV fits beside the weights, under memory.py's rule at its defaults."""
-    return budget({**v, **ENGINE_DEFAULTS}, v["num_gpus"])["sequences"]
+    return engine_budget({**v, **ENGINE_DEFAULTS}, v["num_gpus"]).sequences
 
 
 def _batch_series(dep: Deployment, context: int, batch: int, fit: int) -> dict:
