@@ -296,7 +296,8 @@ def _steps(v: dict, c: Communication) -> list[dict]:
     return [step("Message per all-reduce", "M = tokens × hidden × b", "{} × {} × {}",
                  [c.tokens, v["model"].hidden_size, c.b_act], c.msg, "B")] + _bandwidth_steps(v, c) + [
         _ar_step(v, c),
-        step("Logits gather", "ring all-gather of rows × vocab × b", "vocab {}", [v["model"].vocab_size], c.gather, "s"),
+        step("Logits gather", "ring all-gather of rows × vocab × b", "vocab {}", [v["model"].vocab_size], c.gather,
+             "s"),
         step("TP communication per step", "(2 × L + 1) × t + t_gather", "(2 × {} + 1) × {} + {}",
              [c.layers, (c.ar.time, "s"), (c.gather, "s")], c.per_step, "s"),
         step("Step without communication", "max(bytes ÷ (n × HBM BW), FLOPs ÷ (n × peak))", "max({}, {})",

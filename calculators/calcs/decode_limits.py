@@ -131,7 +131,8 @@ def limits(v: dict) -> Limits:
     sm = StepModel(dep)
     flops_seq, kv_logical = sm.per_sequence(context)
     return Limits(dep, context, sm, StepModel(bound_deployment(dep)), weight_bytes_touched(dep, 1, all_experts=True),
-                  flops_seq, kv_logical * sm.kv_share, batch_at_ridge(sm, context), engine_budget(v, dep.num_gpus).sequences)
+                  flops_seq, kv_logical * sm.kv_share, batch_at_ridge(sm, context),
+                  engine_budget(v, dep.num_gpus).sequences)
 
 
 def _ridge_steps(dep: Deployment) -> list[dict]:

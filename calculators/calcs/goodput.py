@@ -19,7 +19,6 @@ import math
 import operator
 from dataclasses import dataclass, field, replace
 
-from ..errors import InputError
 from ..schema import choice, integer, number, output, series, step
 from .goodput_sim import ANALYSIS_REQUESTS, SIZE_CAP, Gaps, Load, Workload, offered_load, simulate, warm_start
 from .engine_defaults import vllm_max_num_seqs

@@ -265,13 +265,16 @@ def _blocks(elements: int) -> int:
 def _per_layer_step(a: Attention, elem_bytes: float) -> dict:
     """Bytes one token adds to one layer, by attention kind; b (bytes per element) is a plain factor."""
     if a.index_head_dim and elem_bytes == 1:
-        formula, template = "r_kv + 4⌈r_kv/128⌉ + 2 d_rope + d_index + 4⌈d_index/128⌉", "{} + 4 × {} + 2 × {} + {} + 4 × {}"
-        terms = [a.kv_lora_rank, _blocks(a.kv_lora_rank), a.qk_rope_head_dim, a.index_head_dim, _blocks(a.index_head_dim)]
+        formula = "r_kv + 4⌈r_kv/128⌉ + 2 d_rope + d_index + 4⌈d_index/128⌉"
+        template = "{} + 4 × {} + 2 × {} + {} + 4 × {}"
+        terms = [a.kv_lora_rank, _blocks(a.kv_lora_rank), a.qk_rope_head_dim, a.index_head_dim,
+                 _blocks(a.index_head_dim)]
     elif a.index_head_dim:
         formula, template = "(r_kv + d_rope) × b + d_index + 4⌈d_index/128⌉", "({} + {}) × {} + {} + 4 × {}"
         terms = [a.kv_lora_rank, a.qk_rope_head_dim, elem_bytes, a.index_head_dim, _blocks(a.index_head_dim)]
     elif a.kind == "mla":
-        formula, template, terms = "(r_kv + d_rope) × b", "({} + {}) × {}", [a.kv_lora_rank, a.qk_rope_head_dim, elem_bytes]
+        formula, template = "(r_kv + d_rope) × b", "({} + {}) × {}"
+        terms = [a.kv_lora_rank, a.qk_rope_head_dim, elem_bytes]
     else:
         formula, template = "H_kv × (d_head + d_v) × b", "{} × ({} + {}) × {}"
         terms = [a.num_kv_heads, a.head_dim, a.v_head_dim or a.head_dim, elem_bytes]

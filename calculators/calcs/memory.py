@@ -21,13 +21,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..errors import InputError
 from ..formats import bytes_per_element
 from ..model import Model
 from ..params import weight_bytes
 from ..schema import (accelerator_field, choice, dtype_field, expert_dtype, expert_dtype_field, integer, model_field,
                       number, output, series, step)
-from .kv_cache import (check_decode_context_parallel, decode_context_parallel_allowed, kv_bytes_per_sequence,
+from .kv_cache import (decode_context_parallel_allowed, kv_bytes_per_sequence,
                        kv_bytes_per_token_all_layers, kv_fraction_per_gpu, state_bytes_per_sequence, state_dtype_field,
                        state_fraction_per_gpu)
 
@@ -51,7 +50,8 @@ BUDGET_RULE = {"vllm": "gpu_memory_utilization × memory − weights − reserve
 def _usable_step(v: dict, usable: float) -> dict:
     memory = (v["hardware"].memory_bytes, "B")
     if v["engine_rule"] == "vllm":
-        template, terms = "{} × {} − {}", [v["gpu_memory_utilization"], memory, (v["activation_reserve_gib"] * GIB, "B")]
+        reserve = (v["activation_reserve_gib"] * GIB, "B")
+        template, terms = "{} × {} − {}", [v["gpu_memory_utilization"], memory, reserve]
     else:
         template, terms = "{} × {}", [v["mem_fraction_static"], memory]
     return step("Usable memory per GPU", USABLE_RULE[v["engine_rule"]], template, terms, usable, "B")

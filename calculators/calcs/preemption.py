@@ -200,7 +200,8 @@ def _recompute_step(c: Costs, t: int, rec: float) -> dict:
         return step("Recompute", "max(bytes ÷ (N × BW), FLOPs ÷ (N × peak × η))", "max({}, {})",
                     [(cost.memory_time_s, "s"), (cost.compute_time_s, "s")], rec, "s")
     return step("Recompute", "FLOPs ÷ (N × peak × η_prefill)", "{} ÷ ({} × {} × {})",
-                [(cost.flops, "FLOP"), dep.num_gpus, (dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency], rec, "s")
+                [(cost.flops, "FLOP"), dep.num_gpus, (dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency], rec,
+                "s")
 
 
 def _derivation(c: Costs, t: int, swap: float, rec: float, even: int) -> list[dict]:

@@ -24,7 +24,7 @@ TOPOLOGY_RULE = {"switched": "switched: the chip's whole bandwidth", "mesh": "me
 class Ring:
     """The ring NCCL's cost model sees: the links its steps cross, and how many steps leave a server.
     Bandwidths are per direction per GPU, before the link efficiency."""
-    name: str                        # what the reader sees: "NVIDIA H100 SXM5 80GB scale-up", "... between servers of 8"
+    name: str                        # what the reader sees: "<chip> scale-up", "<link> between servers of 8"
     intra_bw: float | None           # the steps inside a server; None with one GPU per server
     domain: int | None = None        # most GPUs the link joins; None = no limit
     hw: str = "nvlink"               # NCCL's hardware class of the in-server steps: nvlink or pci

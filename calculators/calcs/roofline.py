@@ -130,7 +130,8 @@ class Bounds:
 def bounds(v: dict) -> Bounds:
     dep = deployment(v)
     tight = bound_deployment(dep)
-    batch, context, prompt, tau = v["batch_size"], v["context_tokens"], v["prefill_tokens"], v["accepted_tokens_per_step"]
+    batch, context, prompt = v["batch_size"], v["context_tokens"], v["prefill_tokens"]
+    tau = v["accepted_tokens_per_step"]
     return Bounds(dep, tight, batch, context, prompt, tau, decode_step(tight, batch, context),
                   prefill_step(tight, [prompt]), decode_step(dep, batch, context),
                   StepModel(tight).decode(batch, context, tau))
