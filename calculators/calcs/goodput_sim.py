@@ -16,6 +16,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from itertools import accumulate
 
+from .lengths import lognormal_mu_sigma, uniform_half_width
 from .steptime import StepModel
 
 ANALYSIS_REQUESTS = 300    # sample that the offered-load estimate averages over
@@ -28,12 +29,11 @@ def length_sampler(kind: str, mean: float, cv: float):
     if kind == "fixed" or cv == 0:
         fixed = max(1, round(mean))
         return lambda rng: fixed
-    if kind == "uniform":   # a uniform of half-width a has cv = a ÷ (mean × √3)
-        half = min(cv * math.sqrt(3), 1.0) * mean
+    if kind == "uniform":   # no wider than the mean: lengths stay positive
+        half = uniform_half_width(mean, cv, 1.0)
         lo, hi = mean - half, mean + half
         return lambda rng: max(1, round(rng.uniform(lo, hi)))
-    sigma2 = math.log1p(cv * cv)
-    mu, sigma = math.log(mean) - sigma2 / 2, math.sqrt(sigma2)
+    mu, sigma = lognormal_mu_sigma(mean, cv)
     return lambda rng: max(1, round(rng.lognormvariate(mu, sigma)))
 
 

@@ -25,6 +25,7 @@ from ..errors import InputError
 from ..formats import bytes_per_element
 from ..schema import choice, dtype_field, integer, model_field, number, output, series, step
 from .kv_cache import kv_bytes_per_token_all_layers
+from .lengths import lognormal_mu_sigma, uniform_half_width
 
 QUANTILES = 256          # deterministic sample: the midpoints of 256 equal-probability bins
 PLOT_BLOCKS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -40,10 +41,9 @@ def total_lengths(mean: float, cv: float, shape: str, n: int = QUANTILES) -> lis
         if cv > UNIFORM_MAX_CV + 1e-12:
             raise InputError("length_cv", f"must be at most {UNIFORM_MAX_CV:.3f} for a uniform distribution "
                                           "(wider would need negative lengths)")
-        half = cv * math.sqrt(3) * mean
+        half = uniform_half_width(mean, cv)
         return [mean - half + 2 * half * q for q in probs]
-    sigma = math.sqrt(math.log1p(cv * cv))           # lognormal with mean m and CV c
-    mu = math.log(mean) - sigma * sigma / 2
+    mu, sigma = lognormal_mu_sigma(mean, cv)
     z = NormalDist()
     return [math.exp(mu + sigma * z.inv_cdf(q)) for q in probs]
 
