@@ -29,9 +29,12 @@ def _parse_sets(pairs: list[str]) -> dict:
 
 
 def table(name: str, result: dict) -> str:
-    rows = [(o["label"], display.plain(result[o["key"]]), o["unit"]) for o in schema(name)["outputs"]]
-    w0, w1 = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
-    lines = [f"{label:<{w0}}  {value:>{w1}}  {unit}".rstrip() for label, value, unit in rows]
+    """Each output as the page shows it (display.by_output_format), then its exact value and unit, the
+    figure to check a derivation or an inline expression against."""
+    rows = [(o["label"], display.by_output_format(result[o["key"]], o["format"], o["unit"]),
+             display.plain(result[o["key"]]), o["unit"]) for o in schema(name)["outputs"]]
+    w0, w1, w2 = (max(len(r[i]) for r in rows) for i in range(3))
+    lines = [f"{label:<{w0}}  {text:>{w1}}  {value:>{w2}}  {unit}".rstrip() for label, text, value, unit in rows]
     lines += [f"note: {n}" for n in result.get("notes", [])]
     return "\n".join(lines)
 
