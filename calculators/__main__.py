@@ -7,6 +7,7 @@ import sys
 
 from . import display
 from .api import calculator_names, dumps, run, schema
+from .catalog import accelerator_presets, model_presets
 from .errors import InputError
 
 
@@ -40,7 +41,6 @@ def table(name: str, result: dict) -> str:
 
 
 def listing() -> str:
-    from .presets import accelerator_presets, model_presets
     lines = ["Calculators:"] + [f"  {n:<16} {schema(n)['title']}" for n in calculator_names()]
     lines += ["", "Models:"] + [f"  {k:<20} {m.name}" for k, m in model_presets().items()]
     lines += ["", "Accelerators:"] + [f"  {k:<20} {a.name}" for k, a in accelerator_presets().items()]

@@ -1,14 +1,14 @@
 """Read a Hugging Face ``config.json`` (as published) into a Model.
 
 Families: Llama 1-4, Mistral, Mixtral, Qwen2/2.5, Qwen3 (+MoE), Qwen3-Next, DeepSeek V2/V3/V3.2,
-Kimi K2, gpt-oss, Gemma 2/3, Falcon, GPT-2, OPT, Jamba, Nemotron-H (dense). Multimodal configs (Gemma 3, Llama 4) keep the
-text decoder in ``text_config``; the vision tower is not modelled.
+Kimi K2, gpt-oss, Gemma 2/3, Falcon, GPT-2, OPT, Jamba, Nemotron-H (dense). Multimodal configs
+(Gemma 3, Llama 4) keep the text decoder in ``text_config``; the vision tower is not modelled.
 """
 from __future__ import annotations
 
+from .checks import model_from_dict
 from .errors import InputError
 from .model import Model
-from .resolve import model_from_dict
 
 # model_type -> family. Architectures map through _ARCH_PREFIX when model_type is absent.
 FAMILIES = {
@@ -22,7 +22,8 @@ FAMILIES = {
 }
 _ARCH_PREFIX = {
     "Llama4": "llama4", "Llama": "llama", "Mistral": "mistral", "Mixtral": "mixtral",
-    "Qwen3Next": "qwen3_next", "Jamba": "jamba", "NemotronH": "nemotron_h", "Qwen2Moe": "qwen_moe", "Qwen3Moe": "qwen_moe",
+    "Qwen3Next": "qwen3_next", "Jamba": "jamba", "NemotronH": "nemotron_h", "Qwen2Moe": "qwen_moe",
+    "Qwen3Moe": "qwen_moe",
     "Qwen2": "qwen2", "Qwen3": "qwen3",
     "DeepseekV": "deepseek", "GptOss": "gpt_oss", "Gemma3": "gemma3", "Gemma2": "gemma2",
     "Gemma": "gemma", "Falcon": "falcon", "RW": "falcon", "GPT2": "gpt2", "OPT": "opt",
@@ -44,7 +45,8 @@ def _family(cfg: dict, field: str) -> str:
                 return fam
     if mt or cfg.get("architectures"):
         supported = ", ".join(sorted(FAMILIES))
-        raise InputError(f"{field}.model_type", f"unsupported architecture {mt or cfg['architectures']!r}; supported: {supported}")
+        raise InputError(f"{field}.model_type",
+                         f"unsupported architecture {mt or cfg['architectures']!r}; supported: {supported}")
     raise InputError(f"{field}.model_type", "is required (or architectures) to read a Hugging Face config")
 
 
@@ -140,7 +142,8 @@ def _hybrid_kinds(cfg: dict, fam: str, n: int, field: str) -> list[str] | None:
         every = _int(cfg, field, "full_attention_interval", default=4)
         return ["full" if (i + 1) % every == 0 else "linear" for i in range(n)]
     if fam == "jamba":
-        period, offset = _int(cfg, field, "attn_layer_period", default=8), _int(cfg, field, "attn_layer_offset", default=4)
+        period = _int(cfg, field, "attn_layer_period", default=8)
+        offset = _int(cfg, field, "attn_layer_offset", default=4)
         return ["full" if i % period == offset else "linear" for i in range(n)]
     return None
 
@@ -203,9 +206,11 @@ def _moe(cfg: dict, fam: str, field: str) -> dict | None:
     elif fam == "llama4":
         moe.update(num_shared_experts=1, layer_interval=_int(cfg, field, "interleave_moe_layer_step", default=1))
     elif fam == "jamba":   # MoE on layers offset, offset + period, ...: expressible when offset = period - 1
-        period, offset = _int(cfg, field, "expert_layer_period", default=2), _int(cfg, field, "expert_layer_offset", default=1)
+        period = _int(cfg, field, "expert_layer_period", default=2)
+        offset = _int(cfg, field, "expert_layer_offset", default=1)
         if offset != period - 1:
-            raise InputError(f"{field}.expert_layer_offset", f"only period - 1 ({period - 1}) is supported, got {offset}")
+            raise InputError(f"{field}.expert_layer_offset",
+                             f"only period - 1 ({period - 1}) is supported, got {offset}")
         moe.update(layer_interval=period)
     elif cfg.get("shared_expert_intermediate_size"):  # Qwen2-MoE: one shared expert of its own width
         moe.update(num_shared_experts=1, shared_intermediate_size=_int(cfg, field, "shared_expert_intermediate_size"),

@@ -1,4 +1,4 @@
-"""What the core knows about a model and an accelerator.
+"""What the core knows about a model, an accelerator and a number format.
 
 These frozen dataclasses are the contract between the data files, the Hugging Face
 importer and the calculators. Every size is in the unit its name says; counts are
@@ -133,3 +133,32 @@ class Accelerator:
     notes: str = ""
     memory_note: str = ""                   # where memory_bytes comes from: "reported" or "vendor", and the source
     url: str = ""                           # a public page for the row's figures (presets always have one)
+
+
+@dataclass(frozen=True)
+class Format:
+    """A number format: how many bits one stored element really costs.
+
+    Block-scaled formats (MXFP4, NVFP4, group-wise INT4) store one scale per block, so the
+    effective width is ``bits + scale_bits / block_size``.
+    """
+    id: str
+    name: str
+    bits_per_element: int
+    block_size: int = 0        # elements sharing one scale; 0 = no per-block scale
+    scale_bits: int = 0        # width of that shared scale
+    flops_key: str = ""        # key into Accelerator.dense_flops_per_s; "" = no native matmul rate
+    aliases: tuple[str, ...] = ()
+    notes: str = ""
+    source: str = ""
+    as_of: str = ""
+
+    @property
+    def effective_bits(self) -> float:
+        if self.block_size:
+            return self.bits_per_element + self.scale_bits / self.block_size
+        return float(self.bits_per_element)
+
+    @property
+    def bytes_per_element(self) -> float:
+        return self.effective_bits / 8

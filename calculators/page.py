@@ -1,15 +1,19 @@
-"""What a calculator on a page shows: outputs, the worked derivation and plot tables, as text.
+"""What a calculator on a page shows: outputs, the worked derivation and plot tables, as text;
+and the browser's two entries, `present_json` and `describe_json`, in the JSON envelope.
 
 `present` is called at build time (to write the HTML) and by the browser's worker after
 each change, so both show identical text. Raw results ride along for exports and tests.
 """
 from __future__ import annotations
 
-import json
+import importlib
+import pkgutil
 
 from . import display
-from .api import dumps, run, schema
+from .api import calculator_names, envelope, run, schema
+from .catalog import load_every_data_file
 from .errors import InputError
+from .resolve import accelerator_to_json, model_to_json, resolve_accelerator, resolve_model
 
 
 def _outputs(spec: dict, result: dict) -> list[dict]:
@@ -42,29 +46,19 @@ def _table(plot: dict) -> dict:
 def present(name: str, inputs: dict | None = None) -> dict:
     """Everything a calculator block displays for these inputs (raises InputError)."""
     spec = schema(name)
-    result = run(name, inputs or {})
+    result = run(name, inputs)
     return {"name": name, "result": result, "outputs": _outputs(spec, result), "work": _work(result),
             "notes": result.get("notes", []),
             "tables": {sid: _table(p) for sid, p in result.get("series", {}).items()}}
 
 
-def present_json(name: str, inputs_json: str) -> str:
-    """The worker's entry: never raises; errors come back as {"error": {...}}."""
-    try:
-        try:
-            inputs = json.loads(inputs_json) if inputs_json else {}
-        except ValueError:
-            raise InputError("inputs", "is not valid JSON") from None
-        return dumps(present(name, inputs))
-    except InputError as exc:
-        return dumps({"error": exc.to_json()})
-    except Exception as exc:  # our bug, not the reader's: say so plainly
-        return dumps({"error": {"field": None, "message": f"internal error: {type(exc).__name__}: {exc}"}})
+def present_json(name: str, inputs_json: str | None) -> str:
+    """The browser's entry for a calculator block: present() in the JSON envelope (api.envelope)."""
+    return envelope(present, name, inputs_json)
 
 
 def describe(kind: str, value) -> dict:
     """A reader's model or accelerator, checked and normalised to the project's JSON shape."""
-    from .resolve import accelerator_to_json, model_to_json, resolve_accelerator, resolve_model
     if kind == "model":
         return {"definition": model_to_json(resolve_model(value, "definition"))}
     if kind == "accelerator":
@@ -72,13 +66,9 @@ def describe(kind: str, value) -> dict:
     raise InputError("kind", "must be model or accelerator")
 
 
-def describe_json(kind: str, value_json: str) -> str:
-    try:
-        return dumps(describe(kind, json.loads(value_json)))
-    except ValueError as exc:  # InputError is a ValueError; JSON errors too
-        field = getattr(exc, "field", "definition")
-        message = getattr(exc, "message", None) or "is not valid JSON"
-        return dumps({"error": {"field": field, "message": message}})
+def describe_json(kind: str, value_json: str | None) -> str:
+    """The browser's entry for the "define your own" dialog: describe() in the JSON envelope."""
+    return envelope(describe, kind, value_json, field="definition")
 
 
 def warm_up() -> list[str]:
@@ -86,17 +76,11 @@ def warm_up() -> list[str]:
     calculator once. A memory snapshot taken after this answers any request without the
     file system or the import system: the browser's worker starts from one. Returns the
     names of the modules imported, for tests."""
-    import importlib
-    import pkgutil
-
-    from . import presets
-    from .api import calculator_names
-
     package = __name__.rpartition(".")[0]
     names = [m.name for m in pkgutil.walk_packages(importlib.import_module(package).__path__, package + ".")]
     for name in names:
         importlib.import_module(name)
-    presets.load_every_data_file()
+    load_every_data_file()
     for name in calculator_names():
         present(name, {})
     return names

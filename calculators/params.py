@@ -5,8 +5,8 @@ projections and their norms, QKV/O biases, DeepSeek-V3.2's indexer, Qwen3-Next's
 linear-attention / SSM mixers on "linear" layers, dense FFN (gated: gate+up+down; plain:
 up+down), MoE routed and shared experts plus the router, and RMSNorm/LayerNorm weights
 (two per layer plus the final norm). Not counted, each well under 0.1% of any preset:
-QK-norm weights, Qwen3-Next's shared-expert gate (hidden_size per layer), attention sinks, LayerNorm biases, FFN biases of dense models and
-learned position tables (OPT, GPT-2).
+QK-norm weights, Qwen3-Next's shared-expert gate (hidden_size per layer), attention sinks, LayerNorm
+biases, FFN biases of dense models and learned position tables (OPT, GPT-2).
 """
 from __future__ import annotations
 

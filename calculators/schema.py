@@ -10,6 +10,8 @@ import math
 
 from .errors import InputError
 from .display import plain
+from .model import Accelerator, Model
+from .resolve import resolve_accelerator, resolve_model
 
 OUTPUT_FORMATS = ("bytes", "number", "integer", "percent", "seconds", "usd", "flops", "rate")
 
@@ -20,7 +22,8 @@ DTYPE_CHOICES = (
 )
 
 
-def _field(key, label, type_, default, unit="", min=None, max=None, help="", step=None, choices=None):
+def _field(key, label, type_, default, *, unit="", min=None, max=None, help="", step=None, choices=None):
+    """One input's spec; the builders below name every optional part."""
     spec = {"key": key, "label": label, "type": type_, "unit": unit, "default": default,
             "min": min, "max": max, "help": help}
     if step is not None:
@@ -31,11 +34,11 @@ def _field(key, label, type_, default, unit="", min=None, max=None, help="", ste
 
 
 def number(key, label, default, min, max, unit="", help="", step=None):
-    return _field(key, label, "number", default, unit, min, max, help, step)
+    return _field(key, label, "number", default, unit=unit, min=min, max=max, help=help, step=step)
 
 
 def integer(key, label, default, min, max, unit="", help="", step=None):
-    return _field(key, label, "integer", default, unit, min, max, help, step)
+    return _field(key, label, "integer", default, unit=unit, min=min, max=max, help=help, step=step)
 
 
 def choice(key, label, default, choices, help=""):
@@ -132,14 +135,10 @@ def _check_boolean(spec, value):
 
 
 def _check_model(spec, value):
-    from .model import Model
-    from .resolve import resolve_model
     return value if isinstance(value, Model) else _resolved(resolve_model, spec, value)
 
 
 def _check_accelerator(spec, value):
-    from .model import Accelerator
-    from .resolve import resolve_accelerator
     return value if isinstance(value, Accelerator) else _resolved(resolve_accelerator, spec, value)
 
 

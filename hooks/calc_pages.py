@@ -23,7 +23,7 @@ import offline_assets  # noqa: E402
 import svgplot  # noqa: E402
 
 import calculators  # noqa: E402
-from calculators import display, page as calc_page, presets  # noqa: E402
+from calculators import catalog, display, page as calc_page  # noqa: E402
 
 
 @lru_cache(maxsize=None)
@@ -48,8 +48,8 @@ def inline_text(ref: calc_markup.InlineRef) -> str:
 
 @lru_cache(maxsize=1)
 def preset_choices() -> dict:
-    return {"model": [(k, m.name) for k, m in presets.model_presets().items()],
-            "accelerator": [(k, a.name) for k, a in presets.accelerator_presets().items()]}
+    return {"model": [(k, m.name) for k, m in catalog.model_presets(include_hidden=False).items()],
+            "accelerator": [(k, a.name) for k, a in catalog.accelerator_presets().items()]}
 
 
 def runtime_urls(page_url: str, config) -> dict:

@@ -163,8 +163,8 @@ def _wrap(caption: str, table: str, note: str = "") -> str:
 
 def _core():
     import calculators
-    from calculators import params, presets
-    return calculators, presets, params
+    from calculators import catalog, params
+    return calculators, catalog, params
 
 
 def num(x, digits: int = 4) -> str:

@@ -27,13 +27,13 @@ recomputed (the same prefill); the same schedule decides who waits for the load.
 """
 from __future__ import annotations
 
-from ..presets import _load
+from ..catalog import host_links
 from ..schema import choice, integer, number, output, series, step
 from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu
 from .deployment import deployment_fields
 from .steptime import StepModel, deployment
 
-HOST_LINKS = {e["id"]: e for e in _load("host_links.toml")["host_link"]}
+HOST_LINKS = host_links()
 MAX_SEARCH_TOKENS = 10_000_000
 
 

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..catalog import links, nccl
 from ..errors import InputError
-from ..presets import _load
 
-_DATA = _load("interconnects.toml")
-LINKS = {e["id"]: e for e in _DATA["link"]}
-NCCL = _DATA["nccl"]
+LINKS = links()
+NCCL = nccl()
 PROTOCOLS = ("ll", "ll128", "simple")
 PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 TOPOLOGY_RULE = {"switched": "switched: the chip's whole bandwidth", "mesh": "mesh: min(total, (n − 1) × one link)",

@@ -14,11 +14,11 @@ import math
 
 from ..formats import bytes_per_element
 from ..params import weight_bytes
-from ..presets import _load
+from ..catalog import sram_parts
 from ..schema import choice, dtype_field, integer, model_field, output, step
 from .kv_cache import kv_bytes_per_sequence
 
-SRAM_PARTS = {e["id"]: e for e in _load("interconnects.toml")["sram_part"]}
+SRAM_PARTS = sram_parts()
 
 SCHEMA = {
     "name": "sram",

@@ -214,6 +214,12 @@ class StepModel:
         return StepCost(flops, weight_bytes, kv_bytes, *self._times(flops, weight_bytes, kv_bytes),
                         self._n, self.kv_share)
 
+    def step_time(self, flops: float, tokens: float, kv_bytes: float) -> float:
+        """A step of `tokens` tokens doing these FLOPs and moving these KV bytes (any mix of prefill and
+        decode): max(memory time, compute time), the weights read once for all the tokens."""
+        memory, compute = self._times(flops, self.weight_bytes(tokens), kv_bytes)
+        return compute if compute > memory else memory
+
     def weight_bytes(self, tokens: float) -> float:
         if tokens not in self._weights:
             self._weights[tokens] = weight_bytes_touched(self.dep, tokens, self._counts)

@@ -1,7 +1,8 @@
 """Inputs that CPython and Pyodide must answer byte-identically (tests/core/test_pyodide_parity.py).
 
-Each case is (calculator name, inputs): a dict sent as JSON, or a raw string sent as is
-(to check malformed JSON). Every registered calculator runs at its defaults too.
+The browser's two entries, as the worker calls them: `present_json` for every registered calculator at
+its defaults and for each (calculator name, inputs) in SPECIFIC, `describe_json` for each (kind, value)
+in DESCRIBE. A value is sent as JSON; a Raw text is sent as it is (to check malformed JSON).
 """
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ HF = Path(__file__).parent / "fixtures" / "hf"
 CUSTOM_CHIP = {"id": "my-chip", "name": "My chip", "vendor": "Me", "memory_bytes": 96 * 10 ** 9,
                "memory_bandwidth_bytes_per_s": 4.1e12, "dense_flops_per_s": {"bf16": 1.1e15, "fp8": 2.2e15},
                "power_watts": 800}
+
+
+class Raw(str):
+    """JSON text sent as it is, not encoded."""
 
 
 def _hf(name: str) -> dict:
@@ -75,12 +80,31 @@ SPECIFIC = [
     ("roofline", {"hardware": "h100-sxm", "compute_dtype": "nvfp4"}),
     ("memory", {"engine_rule": "tensorrt"}),
     ("no_such_calculator", {}),
-    ("kv_cache", "{not json"),
-    ("kv_cache", "[1, 2, 3]"),
+    ("kv_cache", Raw("{not json")),
+    ("kv_cache", Raw("[1, 2, 3]")),
 ]
 
 
-def cases() -> list[tuple[str, str]]:
-    """(name, inputs_json) for every case."""
+DESCRIBE = [
+    ("model", "llama-3.1-8b"),
+    ("model", _hf("gpt-oss-120b")),
+    ("model", _hf("qwen3-next-80b-a3b")),
+    ("accelerator", CUSTOM_CHIP),
+    ("accelerator", "h100-sxm"),
+    # errors
+    ("model", {"num_layers": 2}),
+    ("accelerator", dict(CUSTOM_CHIP, memory_bandwidth_bytes_per_s=-1)),
+    ("gpu", {}),
+    ("model", Raw("{not json")),
+]
+
+
+def _text(value) -> str:
+    return value if isinstance(value, Raw) else json.dumps(value, sort_keys=True)
+
+
+def cases() -> list[tuple[str, str, str]]:
+    """(entry, name or kind, JSON text) for every case; entry is "present" or "describe"."""
     defaults = [(name, {}) for name in calculator_names()]
-    return [(n, i if isinstance(i, str) else json.dumps(i, sort_keys=True)) for n, i in defaults + SPECIFIC]
+    return ([("present", name, _text(inputs)) for name, inputs in defaults + SPECIFIC]
+            + [("describe", kind, _text(value)) for kind, value in DESCRIBE])

@@ -1,5 +1,6 @@
-// Runs calculators.run_json in Pyodide (from node_modules) for every parity case and prints
-// one JSON array of result strings on the last line of stdout.
+// Runs the browser's entries (calculators.present_json, describe_json: what the worker calls) in
+// Pyodide (from node_modules) for every parity case and prints one JSON array of result strings on
+// the last line of stdout.
 // Usage: node tests/core/pyodide_parity.mjs <absolute wheel path | snapshot .gz path> <cases.json>
 // A wheel is loaded into a plain start; a .gz is the site's memory snapshot, restored as the
 // browser's worker restores it (the core already imported).
@@ -25,8 +26,9 @@ if (core.endsWith(".gz")) {
 pyodide.globals.set("cases_json", readFileSync(casesPath, "utf8"));
 const out = pyodide.runPython(`
 import json
-import calculators
-json.dumps([calculators.run_json(name, inputs) for name, inputs in json.loads(cases_json)])
+from calculators import describe_json, present_json
+entry = {"present": present_json, "describe": describe_json}
+json.dumps([entry[op](name, text) for op, name, text in json.loads(cases_json)])
 `);
 // A restored snapshot still imports what it never imported before, from the same stdlib zip.
 pyodide.runPython("import difflib; assert difflib.SequenceMatcher(None, 'abc', 'abd').ratio() > 0.6");

@@ -8,7 +8,7 @@ from calculators import run, run_json
 from calculators.calcs.ring import LINKS, bus_bandwidth, ring_allreduce_time
 from calculators.calcs.sram import SRAM_PARTS
 from calculators.errors import InputError
-from calculators.presets import accelerator_presets
+from calculators.catalog import accelerator_presets
 
 ACC = accelerator_presets()
 

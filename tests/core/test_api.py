@@ -1,14 +1,16 @@
-"""The run/schema/run_json contract: shapes, validation messages, JSON safety, custom inputs."""
+"""The run/schema contract and the JSON envelope of the browser's entries: shapes, validation messages,
+JSON safety, custom inputs."""
 from __future__ import annotations
 
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 import calculators
-from calculators import InputError, calculator_names, run, run_json, schema
+from calculators import InputError, calculator_names, describe_json, present_json, run, run_json, schema
 from calculators.schema import OUTPUT_FORMATS
 
 INPUT_TYPES = {"model", "accelerator", "dtype", "number", "integer", "choice", "boolean"}
@@ -18,6 +20,23 @@ HF = Path(__file__).parent / "fixtures" / "hf"
 
 def test_all_six_calculators_are_registered():
     assert {"kv_cache", "memory", "roofline", "latency", "goodput", "cost"} <= set(NAMES)
+
+
+def test_calculators_are_listed_in_order_and_the_order_names_no_stale_one():
+    assert NAMES[:len(calculators.api.ORDER)] == list(calculators.api.ORDER)
+
+
+def test_two_calculators_with_one_name_are_refused(monkeypatch):
+    from calculators.calcs import cost
+    twin = SimpleNamespace(__name__="calculators.calcs.cost_twin", SCHEMA=cost.SCHEMA)
+    monkeypatch.setattr(calculators.api, "_calculator_modules", lambda: [cost, twin])
+    calculators.api._registry.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match="cost_twin and calculators.calcs.cost both define calculator 'cost'"):
+            calculators.api._registry()
+    finally:
+        monkeypatch.undo()
+        calculators.api._registry.cache_clear()
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -118,14 +137,29 @@ def test_run_json_errors():
     assert json.loads(run_json("nope", "{}"))["error"]["field"] == "calculator"
 
 
-def test_run_json_internal_error(monkeypatch):
+def test_internal_errors_say_so_in_every_entry(monkeypatch):
+    from calculators import page
     from calculators.calcs import cost
 
-    def boom(values):
+    def boom(*args, **kwargs):
         raise ZeroDivisionError("boom")
     monkeypatch.setattr(cost, "compute", boom)
-    err = json.loads(run_json("cost", "{}"))["error"]
-    assert err["field"] is None and err["message"].startswith("internal error: ")
+    monkeypatch.setattr(page, "resolve_model", boom)
+    for text in (run_json("cost", "{}"), present_json("cost", "{}"), describe_json("model", '"llama-3.1-8b"')):
+        assert json.loads(text) == {"error": {"field": None, "message": "internal error: ZeroDivisionError: boom"}}
+
+
+def test_one_rule_for_bad_and_empty_json_in_every_entry():
+    not_json = {"field": "inputs", "message": "is not valid JSON"}
+    assert json.loads(present_json("kv_cache", "{not json"))["error"] == not_json
+    assert json.loads(run_json("kv_cache", "{not json"))["error"] == not_json
+    assert json.loads(describe_json("model", "{not json"))["error"] == dict(not_json, field="definition")
+    # empty text is no value: a calculator's defaults, and for a definition an error naming the field
+    assert present_json("kv_cache", "") == present_json("kv_cache", None) == present_json("kv_cache", "{}")
+    assert run_json("kv_cache", "") == run_json("kv_cache", "{}")
+    assert json.loads(describe_json("model", ""))["error"] == {
+        "field": "definition", "message": "must be a preset id, a model object or a Hugging Face config.json"}
+    assert json.loads(present_json("kv_cache", "[]"))["error"]["field"] == "inputs"
 
 
 def test_hf_config_and_custom_accelerator_inputs():

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from calculators import run, schema
 from calculators.calcs.kv_cache import kv_fraction_per_gpu
 from calculators.calcs.steptime import StepModel, bound_deployment, deployment
-from calculators.presets import accelerator_presets, model_presets
+from calculators.catalog import accelerator_presets, model_presets
 from calculators.schema import validate
 
 MODELS = sorted(model_presets())

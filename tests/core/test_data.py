@@ -7,7 +7,9 @@ import pytest
 
 from calculators.errors import InputError
 from calculators.formats import bytes_per_element, get_format
-from calculators.presets import _load, accelerator_presets, formats, listing, model_presets
+from calculators.catalog import (accelerator_presets, engines, entries, formats, model_presets, models_from_entries,
+                                 prices)
+from calculators.presets import listing
 
 MODELS = model_presets()
 ACCS = accelerator_presets()
@@ -39,7 +41,7 @@ def test_all_required_presets_exist():
     assert REQUIRED_ACCS <= set(ACCS)
 
 
-@pytest.mark.parametrize("entry", _load("models.toml")["model"] + _load("accelerators.toml")["accelerator"],
+@pytest.mark.parametrize("entry", entries("models.toml", "model") + entries("accelerators.toml", "accelerator"),
                          ids=lambda e: e["id"])
 def test_every_entry_has_source_and_date(entry):
     assert entry["source"].strip() and entry["as_of"][:4].isdigit()
@@ -207,14 +209,14 @@ def test_hgx_b300_and_gb300_are_separate_parts():
 FULL_DATE = __import__("re").compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-@pytest.mark.parametrize("entry", _load("accelerators.toml")["accelerator"], ids=lambda e: e["id"])
+@pytest.mark.parametrize("entry", entries("accelerators.toml", "accelerator"), ids=lambda e: e["id"])
 def test_every_accelerator_row_has_a_public_url_and_a_full_date(entry):
     assert entry["url"].startswith("https://"), entry["id"]
     assert FULL_DATE.match(entry["as_of"]), entry["as_of"]
     assert "price_usd_per_hour" not in entry        # prices live in prices.toml, each dated and sourced
 
 
-@pytest.mark.parametrize("entry", _load("prices.toml")["price"], ids=lambda e: e["item"])
+@pytest.mark.parametrize("entry", prices(), ids=lambda e: e["item"])
 def test_every_price_row_has_a_public_url_and_a_full_date(entry):
     assert entry["url"].startswith("https://"), entry["item"]
     assert FULL_DATE.match(entry["as_of"]), entry["as_of"]
@@ -242,6 +244,18 @@ def test_nothing_cites_the_internal_research_notes():
 
 def test_engines_are_dated_and_tgi_says_it_is_in_maintenance():
     # huggingface/text-generation-inference README (commit 34988476, 2025-12-11, "Maintenance mode (#3345)").
-    engines = {e["id"]: e for e in _load("engines.toml")["engine"]}
-    assert engines["tgi"]["url"].startswith("https://") and FULL_DATE.match(engines["tgi"]["as_of"])
-    assert "maintenance mode" in engines["tgi"]["status"].lower() and "2025-12-11" in engines["tgi"]["status"]
+    tgi = engines()["tgi"]
+    assert tgi["url"].startswith("https://") and FULL_DATE.match(tgi["as_of"])
+    assert "maintenance mode" in tgi["status"].lower() and "2025-12-11" in tgi["status"]
+
+
+def test_a_hidden_model_resolves_but_is_not_offered():
+    # `hidden = true`: a real model the prose needs, kept out of the selects (issue #12 item 4).
+    row = dict(entries("models.toml", "model")[0])
+    rows = [row, dict(row, id="counterfactual", hidden=True)]
+    assert set(models_from_entries(rows)) == {row["id"], "counterfactual"}
+    assert set(models_from_entries(rows, include_hidden=False)) == {row["id"]}
+    with pytest.raises(InputError, match=r"models.toml\[counterfactual\].hidden: must be true or false"):
+        models_from_entries([dict(row, id="counterfactual", hidden="yes")])
+    hidden = sorted(set(MODELS) - set(model_presets(include_hidden=False)))
+    assert sorted(r["id"] for r in listing()["models"] if r["hidden"]) == hidden

@@ -8,7 +8,7 @@ import pytest
 from calculators.errors import InputError
 from calculators.hf_import import model_from_hf_config
 from calculators.params import total_params
-from calculators.presets import model_presets
+from calculators.catalog import model_presets
 from calculators.resolve import resolve_model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"

@@ -10,7 +10,7 @@ import pytest
 
 from calculators import InputError, run
 from calculators.calcs.kv_cache import state_bytes_per_sequence, state_elements_per_layer
-from calculators.presets import model_presets
+from calculators.catalog import model_presets
 
 P = model_presets()
 QNEXT, JAMBA = P["qwen3-next-80b-a3b"], P["jamba-1.5-mini"]

@@ -10,7 +10,7 @@ import pytest
 
 from calculators import InputError, run
 from calculators.calcs.memory import kv_fraction_per_gpu
-from calculators.presets import model_presets
+from calculators.catalog import model_presets
 
 V3 = dict(model="deepseek-v3", hardware="h200", tensor_parallel=8, weight_dtype="fp8", context_tokens=8192)
 

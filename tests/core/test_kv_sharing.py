@@ -6,7 +6,7 @@ import pytest
 
 from calculators import InputError, run
 from calculators.calcs.steptime import attention_terms
-from calculators.presets import model_presets
+from calculators.catalog import model_presets
 
 LLAMA = {"id": "llama-shared", "name": "Llama 3.1 8B, last 16 layers sharing KV", "num_layers": 32,
          "hidden_size": 4096, "vocab_size": 128256, "intermediate_size": 14336,
@@ -21,7 +21,7 @@ def test_shared_layers_store_nothing():
 
 
 def test_shared_layers_still_compute_attention():
-    from calculators.resolve import model_from_dict
+    from calculators.checks import model_from_dict
     shared = model_from_dict(dict(LLAMA, kv_shared_layers=16))
     assert attention_terms(shared) == attention_terms(model_presets()["llama-3.1-8b"])
 

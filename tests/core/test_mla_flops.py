@@ -10,7 +10,7 @@ from calculators import run
 from calculators.calcs.roofline import SCHEMA
 from calculators.calcs.steptime import StepModel, attention_terms, deployment
 from calculators.params import _attention_params
-from calculators.presets import model_presets
+from calculators.catalog import model_presets
 from calculators.schema import validate
 
 MODELS = model_presets()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from calculators import run
-from calculators.presets import model_presets
+from calculators.catalog import model_presets
 from calculators.resolve import model_to_json
 
 # Llama 2 70B (Touvron et al., arXiv 2307.09288): Llama 3.1 70B's shape with a 32,000-token vocabulary.

@@ -2,7 +2,7 @@
 import pytest
 
 from calculators.params import active_params, moe_layer_count, total_params, weight_bytes
-from calculators.presets import model_info, model_presets
+from calculators.catalog import model_info, model_presets
 
 PRESETS = model_presets()
 # Publishers who give an activated count only as the rounded figure in the model's name, which no
@@ -13,9 +13,9 @@ NAME_ONLY_ACTIVE = {"qwen3-next-80b-a3b"}
 
 def _expected(mid):
     m, info = PRESETS[mid], model_info(mid)
-    extra = info.get("official_extra_params", 0)  # e.g. a vision encoder the card counts
+    extra = info.official_extra_params  # e.g. a vision encoder the card counts
     total = total_params(m) + extra
-    active = active_params(m, include_embedding=not info.get("official_active_excludes_embedding", False))
+    active = active_params(m, include_embedding=not info.official_active_excludes_embedding)
     if m.moe is None:
         active += extra
     return total, active, info
@@ -25,22 +25,22 @@ def _expected(mid):
 def test_total_and_active_within_1_percent_of_official(mid):
     total, active, info = _expected(mid)
     m = PRESETS[mid]
-    loose = set(info.get("params_loose", ()))
+    loose = set(info.params_loose)
     for what, derived, official in (("total", total, m.official_total_params),
                                     ("active", active, m.official_active_params)):
         err = derived / official - 1
         if what == "active" and mid in NAME_ONLY_ACTIVE:
-            assert "rounded" in info.get("params_note", ""), f"{mid}: say why the active figure is not checked"
+            assert "rounded" in info.params_note, f"{mid}: say why the active figure is not checked"
         elif what in loose:
             # Published only to two digits; the gap is explained in params_note and the report.
-            assert info.get("params_note"), f"{mid}: loose {what} figure needs a params_note"
+            assert info.params_note, f"{mid}: loose {what} figure needs a params_note"
             assert abs(err) <= 0.03, f"{mid} {what}: {derived:.4g} vs {official:.4g}"
         else:
             assert abs(err) <= 0.01, f"{mid} {what}: {derived:.4g} vs {official:.4g} ({err:+.2%})"
 
 
 def test_loose_exceptions_are_the_known_few():
-    loose = {mid for mid in PRESETS if model_info(mid).get("params_loose")}
+    loose = {mid for mid in PRESETS if model_info(mid).params_loose}
     # deepseek-v3.2: DeepSeek publishes no activated count for V3.2; the rounded V3 figure (37B)
     # leaves out the 0.85B of indexers every token runs through (params_note).
     assert loose == {"opt-13b", "llama-4-scout", "llama-4-maverick", "qwen3-30b-a3b", "kimi-k2", "deepseek-v3.2",

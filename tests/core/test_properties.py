@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from calculators import InputError, calculator_names, run, schema
 from calculators.model import Attention, Model
-from calculators.presets import accelerator_presets, model_presets
+from calculators.catalog import accelerator_presets, model_presets
 from calculators.calcs.kv_cache import kv_bytes_per_sequence
 
 MODELS = sorted(model_presets())

@@ -1,5 +1,6 @@
-"""The browser's answers equal CPython's, byte for byte: run_json in Pyodide 314 (Node) vs here,
-both from a plain start with the wheel and from the memory snapshot the site ships.
+"""The browser's answers equal CPython's, byte for byte: present_json and describe_json (what the
+worker calls) in Pyodide 314 (Node) vs here, both from a plain start with the wheel and from the
+memory snapshot the site ships.
 
 Skips only when node_modules/pyodide is missing and CI is unset; in CI it always runs.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from calculators import run_json
+from calculators import describe_json, present_json
 
 from parity_cases import cases  # tests/core is on sys.path (rootdir-relative imports)
 
@@ -57,6 +58,7 @@ def test_pyodide_matches_cpython_byte_for_byte(tmp_path, kind):
     assert proc.returncode == 0, proc.stderr[-4000:]
     browser = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(browser) == len(all_cases)
-    for (name, inputs), got in zip(all_cases, browser):
-        assert got == run_json(name, inputs), f"{name} {inputs[:200]}"
+    entry = {"present": present_json, "describe": describe_json}
+    for (op, name, text), got in zip(all_cases, browser):
+        assert got == entry[op](name, text), f"{op} {name} {text[:200]}"
         assert "internal error" not in got, got

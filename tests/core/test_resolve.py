@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from calculators.errors import InputError
 from calculators.model import Accelerator, Model
-from calculators.presets import accelerator_presets, model_presets
+from calculators.catalog import accelerator_presets, model_presets
 from calculators.resolve import (accelerator_to_json, model_to_json, resolve_accelerator,
                                  resolve_model)
 

@@ -9,7 +9,7 @@ import pytest
 from calculators import InputError, run
 from calculators.calcs.kv_cache import kv_bytes_per_token_per_layer
 from calculators.params import total_params
-from calculators.presets import model_presets
+from calculators.catalog import model_presets
 
 V32 = model_presets()["deepseek-v3.2"]
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import calculators
-from calculators import page, presets
+from calculators import catalog, page
 from calculators.resolve import accelerator_to_json
 
 PACKAGE_DIR = Path(calculators.__file__).parent
@@ -33,19 +33,19 @@ def test_every_module_is_imported():
 
 def test_every_data_file_is_read():
     on_disk = sorted(p.name for p in (PACKAGE_DIR / "data").glob("*.toml"))
-    assert presets.load_every_data_file() == on_disk
+    assert catalog.load_every_data_file() == on_disk
 
 
 def test_after_warm_up_no_calculator_reads_a_file(monkeypatch):
     page.warm_up()
     other_model = page.present_json("kv_cache", '{"model": "llama-3.1-70b"}')
-    mine = json.dumps(accelerator_to_json(next(iter(presets.accelerator_presets().values()))))
+    mine = json.dumps(accelerator_to_json(next(iter(catalog.accelerator_presets().values()))))
     described = page.describe_json("accelerator", mine)
 
     def no_files(*args, **kwargs):
         raise AssertionError("a file was read after warm_up")
 
-    monkeypatch.setattr(presets.resources, "files", no_files)
+    monkeypatch.setattr(catalog.resources, "files", no_files)
     for name in calculators.calculator_names():
         assert '"error"' not in page.present_json(name, "{}"), name
     assert page.present_json("kv_cache", '{"model": "llama-3.1-70b"}') == other_model

@@ -3,7 +3,7 @@ import pytest
 
 from calculators import run
 from calculators.params import embedding_params, expert_params, total_params
-from calculators.presets import model_presets
+from calculators.catalog import model_presets
 
 GPT_OSS = model_presets()["gpt-oss-120b"]
 NATIVE = dict(weight_dtype="bf16", expert_weight_dtype="mxfp4")   # as gpt-oss ships

@@ -139,21 +139,21 @@ def _first_row(table: str, name: str) -> list[str]:
 
 def _patched(monkeypatch, filename: str, edit):
     """Point the core at edited data (a temp override) and clear its caches."""
-    from calculators import presets
-    original = presets._load.__wrapped__
+    from calculators import catalog
+    original = catalog._load.__wrapped__
 
     def load(name):
         data = original(name)
         return edit(data) if name == filename else data
-    for fn in (presets.model_presets, presets.accelerator_presets, presets.formats, presets.format_index,
-               presets.model_info):
+    for fn in (catalog.model_presets, catalog.accelerator_presets, catalog.formats, catalog.format_index,
+               catalog.model_info):
         fn.cache_clear()
-    monkeypatch.setattr(presets, "_load", load)
+    monkeypatch.setattr(catalog, "_load", load)
 
 
 def test_model_table_follows_the_core(monkeypatch):
     import calculators
-    from calculators import presets
+    from calculators import catalog
     before = _first_row(G.render_models(), "Llama 3.1 8B")
     expected = calculators.run("kv_cache", {"model": "llama-3.1-8b"})["kv_bytes_per_token"]
     assert before[1] == "32" and before[12] == G.num(expected, 6) == "131,072"
@@ -171,14 +171,14 @@ def test_model_table_follows_the_core(monkeypatch):
         assert after[7] != before[7]         # total parameters recomputed by the core
     finally:
         monkeypatch.undo()
-        for fn in (presets.model_presets, presets.accelerator_presets, presets.formats, presets.format_index,
-                   presets.model_info):
+        for fn in (catalog.model_presets, catalog.accelerator_presets, catalog.formats, catalog.format_index,
+                   catalog.model_info):
             fn.cache_clear()
 
 
 def test_accelerator_table_follows_the_core(monkeypatch):
-    from calculators import presets
-    name = presets.accelerator_presets()["h100-sxm"].name
+    from calculators import catalog
+    name = catalog.accelerator_presets()["h100-sxm"].name
     before = _first_row(G.render_accelerators(), name)
 
     def faster(data):
@@ -192,8 +192,8 @@ def test_accelerator_table_follows_the_core(monkeypatch):
         assert after != before
     finally:
         monkeypatch.undo()
-        for fn in (presets.model_presets, presets.accelerator_presets, presets.formats, presets.format_index,
-                   presets.model_info):
+        for fn in (catalog.model_presets, catalog.accelerator_presets, catalog.formats, catalog.format_index,
+                   catalog.model_info):
             fn.cache_clear()
 
 

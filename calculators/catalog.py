@@ -1,0 +1,142 @@
+"""Every data file, read once and checked: preset models, accelerators, number formats and the tables
+the calculators and the glossary use (links, host links, SRAM parts, NCCL's constants, engines, prices).
+
+The only module in the core that reads files. Data lives in ``calculators/data`` and
+is read through importlib.resources, so it works from a source tree, a wheel or Pyodide.
+Models and accelerators are checked like a reader's input (`checks`), so an error in a
+data file names the file, the entry and the field.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from importlib import resources
+
+from .checks import accelerator_from_dict, flag, model_from_dict
+from .model import Accelerator, Format, Model
+
+
+@dataclass(frozen=True)
+class PublishedParams:
+    """What a models.toml entry says about its publisher's parameter counts beyond the Model's
+    official_total_params / official_active_params, for the tests that compare them with ours."""
+    params_source: str = ""                 # where the official counts come from
+    params_note: str = ""                   # why our count differs, where it does
+    params_loose: tuple[str, ...] = ()      # "total", "active": published too roughly for a 1 % check
+    official_extra_params: float = 0        # in the official total, not in this text decoder (a vision tower)
+    official_extra_params_source: str = ""
+    official_active_excludes_embedding: bool = False   # the official active count leaves the embedding out
+
+
+# Keys a models.toml entry may carry beyond the Model fields (see model_info()).
+MODEL_INFO_KEYS = tuple(f.name for f in fields(PublishedParams))
+# `hidden = true` marks a real model the prose needs that readers should not be offered in a select.
+HIDDEN_KEY = "hidden"
+
+
+@lru_cache(maxsize=None)
+def _load(filename: str) -> dict:
+    text = (resources.files(__package__) / "data" / filename).read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def load_every_data_file() -> list[str]:
+    """Read and cache every data file now (for a memory snapshot that must not need files)."""
+    names = sorted(f.name for f in (resources.files(__package__) / "data").iterdir() if f.name.endswith(".toml"))
+    for name in names:
+        _load(name)
+    return names
+
+
+def entries(filename: str, table: str) -> list[dict]:
+    """One array of tables of a data file, as written (for provenance checks); do not mutate."""
+    return _load(filename)[table]
+
+
+def _by_id(filename: str, table: str) -> dict[str, dict]:
+    return {e["id"]: e for e in entries(filename, table)}
+
+
+def models_from_entries(rows: list[dict], include_hidden: bool = True) -> dict[str, Model]:
+    """Checked Models by id from models.toml rows; hidden ones only if asked for."""
+    out = {}
+    for entry in rows:
+        field = f"models.toml[{entry['id']}]"
+        hidden = flag(entry, HIDDEN_KEY, field, False)
+        if include_hidden or not hidden:
+            fields = {k: v for k, v in entry.items() if k not in MODEL_INFO_KEYS and k != HIDDEN_KEY}
+            out[entry["id"]] = model_from_dict(fields, field=field)
+    return out
+
+
+@lru_cache(maxsize=None)
+def model_presets(include_hidden: bool = True) -> dict[str, Model]:
+    """Every preset model by id, validated like user input; include_hidden=False leaves out the
+    models marked hidden (the ones a select should not offer)."""
+    return models_from_entries(entries("models.toml", "model"), include_hidden)
+
+
+@lru_cache(maxsize=None)
+def model_info(model_id: str) -> PublishedParams:
+    """The extra facts about a preset's published parameter counts (defaults where the entry has none)."""
+    for entry in entries("models.toml", "model"):
+        if entry["id"] == model_id:
+            facts = {k: entry[k] for k in MODEL_INFO_KEYS if k in entry}
+            return PublishedParams(**dict(facts, params_loose=tuple(facts.get("params_loose", ()))))
+    raise KeyError(model_id)
+
+
+@lru_cache(maxsize=None)
+def accelerator_presets() -> dict[str, Accelerator]:
+    """Every preset accelerator by id, validated like user input."""
+    return {e["id"]: accelerator_from_dict(e, field=f"accelerators.toml[{e['id']}]")
+            for e in entries("accelerators.toml", "accelerator")}
+
+
+@lru_cache(maxsize=None)
+def formats() -> dict[str, Format]:
+    """Every number format by canonical id."""
+    return {e["id"]: Format(**dict(e, aliases=tuple(e.get("aliases", ()))))
+            for e in entries("formats.toml", "format")}
+
+
+def format_key(name: str) -> str:
+    """How a format's id or alias is looked up: case and '_'/'-' insensitive."""
+    return name.strip().lower().replace("_", "-")
+
+
+@lru_cache(maxsize=None)
+def format_index() -> dict[str, Format]:
+    """Canonical ids and aliases, normalised by format_key, to their Format."""
+    return {format_key(name): fmt for fmt in formats().values() for name in (fmt.id, *fmt.aliases)}
+
+
+def links() -> dict[str, dict]:
+    """Scale-up and scale-out links by id (interconnects.toml [[link]]; bandwidths per direction)."""
+    return _by_id("interconnects.toml", "link")
+
+
+def nccl() -> dict:
+    """NCCL's cost-model constants (interconnects.toml [nccl])."""
+    return _load("interconnects.toml")["nccl"]
+
+
+def sram_parts() -> dict[str, dict]:
+    """SRAM-only parts by id (interconnects.toml [[sram_part]])."""
+    return _by_id("interconnects.toml", "sram_part")
+
+
+def host_links() -> dict[str, dict]:
+    """GPU to host-memory links by id (host_links.toml)."""
+    return _by_id("host_links.toml", "host_link")
+
+
+def engines() -> dict[str, dict]:
+    """Serving engines by id and the features each documents (engines.toml)."""
+    return _by_id("engines.toml", "engine")
+
+
+def prices() -> list[dict]:
+    """Dated, sourced prices, in the file's order (prices.toml; rows have no id)."""
+    return entries("prices.toml", "price")

@@ -1,0 +1,83 @@
+"""What the simulator is given: requests, and the engine's settings (named after vLLM's where one exists)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BATCHING = ("continuous", "static")
+POLICIES = ("fcfs", "priority", "sjf")
+PREEMPTION = ("recompute", "swap")
+
+
+@dataclass(frozen=True)
+class Request:
+    arrival_s: float
+    prompt_tokens: int
+    output_tokens: int
+    priority: int = 0                   # lower is served first under "priority", as vLLM's priority policy
+    predicted_output_tokens: int = 0    # a length predictor's guess, for "sjf"; 0 means the true length
+    prefix: tuple = ()                  # ((stream, start, length), ...): shared pieces the prompt opens with
+    output_stream: tuple | None = None  # (stream, start): the output continues a shared stream (a later turn)
+    after: int = -1                     # ≥ 0: arrives think_s after request `after` ends (its arrival_s unused)
+    think_s: float = 0.0
+
+    def pieces(self) -> list:
+        """The whole sequence as pieces (stream, start, length); stream None = the request's own."""
+        shared = sum(length for _, _, length in self.prefix)
+        own = [(None, 0, self.prompt_tokens - shared)] if self.prompt_tokens > shared else []
+        tail = [(*self.output_stream, self.output_tokens)] if self.output_stream else [(None, 0, self.output_tokens)]
+        return [*self.prefix, *own, *tail]
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """One replica's scheduler and KV pool.
+
+    kv_blocks × block_size_tokens is the KV pool in tokens (per replica, after the memory budget);
+    max_num_batched_tokens is the token budget per step and max_num_seqs the running-sequence cap, as
+    vLLM V1 names them; "static" batching admits a batch only when the engine is idle and runs it until
+    its longest member finishes (the pre-Orca baseline). ageing_s is the starvation guard: a request
+    that has waited ageing_s seconds ranks as one priority level (or one predicted token, under sjf)
+    better. max_waiting > 0 sheds load: an arrival that finds that many requests waiting is rejected
+    (an HTTP 429). step_overhead_s is the fixed CPU and launch time of every step (CUDA graphs shrink it).
+    swap_bytes_per_s and kv_bytes_per_block price a swap preemption over the host link. prefix_caching
+    reuses cached blocks of shared prefixes (see prefix.py); host_cache_blocks > 0 adds a host tier whose
+    hits are copied back at host_cache_bytes_per_s. mixed_batches False is vLLM V0's default scheduler
+    (v0.6.3, vllm/core/scheduler.py `_schedule_default`: "Don't schedule decodes if prefills are
+    scheduled"; chunked prefill off): a step that prefills admitted requests runs no decodes, which stall
+    meanwhile. reserve_full_length reserves KV for prompt + output on admission, so nothing is ever
+    preempted (the policy the goodput calculator models)."""
+    kv_blocks: int
+    block_size_tokens: int = 16
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 8192
+    chunked_prefill: bool = True
+    batching: str = "continuous"
+    policy: str = "fcfs"
+    preemption: str = "recompute"
+    step_overhead_s: float = 0.0
+    swap_bytes_per_s: float = 0.0
+    kv_bytes_per_block: float = 0.0
+    ageing_s: float = 0.0
+    max_waiting: int = 0
+    trace_steps: int = 0
+    prefix_caching: bool = False
+    mixed_batches: bool = True
+    reserve_full_length: bool = False
+    host_cache_blocks: int = 0
+    host_cache_bytes_per_s: float = 0.0
+
+    def __post_init__(self):
+        for name, allowed in (("batching", BATCHING), ("policy", POLICIES), ("preemption", PREEMPTION)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
+        if min(self.kv_blocks, self.block_size_tokens, self.max_num_seqs, self.max_num_batched_tokens) < 1:
+            raise ValueError("kv_blocks, block_size_tokens, max_num_seqs and max_num_batched_tokens must be ≥ 1")
+        if self.preemption == "swap" and not (self.swap_bytes_per_s > 0 and self.kv_bytes_per_block > 0):
+            raise ValueError("swap preemption needs swap_bytes_per_s and kv_bytes_per_block")
+        if not self.mixed_batches and self.chunked_prefill:
+            raise ValueError("prefill-only steps (mixed_batches False) are modelled without chunked prefill, as vLLM V0")
+        if self.prefix_caching and self.batching != "continuous":
+            raise ValueError("prefix caching is modelled for continuous batching only")
+        if self.host_cache_blocks and not (self.prefix_caching and self.host_cache_bytes_per_s > 0
+                                           and self.kv_bytes_per_block > 0):
+            raise ValueError("a host cache tier needs prefix_caching, host_cache_bytes_per_s and kv_bytes_per_block")
