@@ -28,6 +28,8 @@ SCENARIOS = {"offline": "Offline: no latency bound, so GPUs needed is a lower bo
              "latency-bounded": "measured under a latency bound (MLPerf Server or Interactive, or your SLO)"}
 
 
+MIN_RATE = 0.001  # tokens/s: the output rate's floor, and the input rate's when priced, so costs stay finite
+
 SCHEMA = {
     "name": "cost",
     "title": "Cost per token, per task and per month",
@@ -41,7 +43,7 @@ SCHEMA = {
         number("usd_per_gpu_hour", "Price per GPU-hour", 2.0, 0.0, 1000.0, "USD",
                  "DeepSeek's Day-6 costing uses $2/GPU-h for H800."),
         integer("num_gpus", "GPUs in the deployment", 8, 1, 100_000, "GPUs"),
-        number("output_tokens_per_s", "Output throughput (whole deployment)", 14_800.0, 0.001, 1e9, "tokens/s"),
+        number("output_tokens_per_s", "Output throughput (whole deployment)", 14_800.0, MIN_RATE, 1e9, "tokens/s"),
         number("input_tokens_per_s", "Input (prefill) throughput, optional", 0.0, 0.0, 1e10, "tokens/s",
                  "0 = not priced separately."),
         integer("input_tokens_per_task", "Input tokens per task", 2000, 0, 10_000_000, "tokens"),
@@ -73,9 +75,6 @@ SCHEMA = {
         output("kwh_per_million_output_tokens", "Energy per million output tokens (estimate)", "kWh", "number"),
     ],
 }
-
-
-MIN_RATE = 0.001  # tokens/s; the output rate's floor too, so costs and GPU counts stay finite
 
 
 def _check(v: dict) -> None:
@@ -129,7 +128,8 @@ def _derivation(v: dict, out: dict, generated: int, in_gpus: int) -> list[dict]:
 
 def compute(v: dict) -> dict:
     _check(v)
-    price, n, out_rate, in_rate = v["usd_per_gpu_hour"], v["num_gpus"], v["output_tokens_per_s"], v["input_tokens_per_s"]
+    price, n = v["usd_per_gpu_hour"], v["num_gpus"]
+    out_rate, in_rate = v["output_tokens_per_s"], v["input_tokens_per_s"]
     per_m_out = usd_per_million(price, n, out_rate)
     per_m_in = usd_per_million(price, n, in_rate) if in_rate > 0 else 0.0
     generated = v["output_tokens_per_task"] + v["reasoning_tokens_per_task"]
