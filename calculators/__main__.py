@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 
+from . import display
 from .api import calculator_names, dumps, run, schema
 from .catalog import accelerator_presets, model_presets
 from .errors import InputError
@@ -28,20 +29,13 @@ def _parse_sets(pairs: list[str]) -> dict:
     return inputs
 
 
-def _show(value) -> str:
-    if isinstance(value, float):
-        if 1e6 <= abs(value) < 1e15:
-            return f"{value:,.0f}"
-        return f"{value:,.6g}" if abs(value) < 1e15 else f"{value:.6g}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    return str(value)
-
-
 def table(name: str, result: dict) -> str:
-    rows = [(o["label"], _show(result[o["key"]]), o["unit"]) for o in schema(name)["outputs"]]
-    w0, w1 = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
-    lines = [f"{label:<{w0}}  {value:>{w1}}  {unit}".rstrip() for label, value, unit in rows]
+    """Each output as the page shows it (display.by_output_format), then its exact value and unit, the
+    figure to check a derivation or an inline expression against."""
+    rows = [(o["label"], display.by_output_format(result[o["key"]], o["format"], o["unit"]),
+             display.plain(result[o["key"]]), o["unit"]) for o in schema(name)["outputs"]]
+    w0, w1, w2 = (max(len(r[i]) for r in rows) for i in range(3))
+    lines = [f"{label:<{w0}}  {text:>{w1}}  {value:>{w2}}  {unit}".rstrip() for label, text, value, unit in rows]
     lines += [f"note: {n}" for n in result.get("notes", [])]
     return "\n".join(lines)
 

@@ -1,8 +1,9 @@
-"""How numbers read on the page: one formatter for build-time HTML and the live browser.
+"""Every number a reader sees becomes text here: results, derivations, plot tables, inline values,
+messages and the command line.
 
 The page shows what `present()` returns, both when the site is built (CPython) and
 after every recompute (Pyodide), so a number never changes its look on hydration.
-Units are always spelled out: GiB = 2^30 B, GB = 10^9 B, FLOP/s dense.
+Units are always spelled out: GiB = 2^30 B, GB = 10^9 B, TB/s = 10^12 B/s, FLOP/s dense.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ _BINARY = (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10
 _DECIMAL_BYTES = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
                   "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}
 _FLOPS = (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9))
+_FLOP_COUNTS = (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6))
+_BYTE_RATES = (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3))
 
 
 def sig(x: float, digits: int = 4) -> str:
@@ -53,11 +56,25 @@ def auto_seconds(x: float, decimals: int | None = None) -> str:
     return _scaled(x / 1e-9, "ns", decimals)
 
 
-def auto_flops(x: float, decimals: int | None = None) -> str:
-    for unit, size in _FLOPS:
+def _auto(x: float, scales, base: str, decimals: int | None) -> str:
+    """x in the largest of `scales` (unit, size) it reaches, else in `base`."""
+    for unit, size in scales:
         if abs(x) >= size:
             return _scaled(x / size, unit, decimals)
-    return _scaled(x, "FLOP/s", decimals)
+    return _scaled(x, base, decimals)
+
+
+def auto_flops(x: float, decimals: int | None = None) -> str:
+    return _auto(x, _FLOPS, "FLOP/s", decimals)
+
+
+def auto_flop_count(x: float, decimals: int | None = None) -> str:
+    return _auto(x, _FLOP_COUNTS, "FLOP", decimals)
+
+
+def auto_byte_rate(x: float, decimals: int | None = None) -> str:
+    """Bandwidth in decimal units, as vendors state it: 3.35 TB/s, 450 GB/s."""
+    return _auto(x, _BYTE_RATES, "B/s", decimals)
 
 
 def usd(x: float, decimals: int | None = None) -> str:
@@ -86,6 +103,24 @@ def by_output_format(value, fmt: str, unit: str = "") -> str:
         return f"{sig(value * 100, 3)}%"
     if fmt == "integer":
         return f"{round(value):,}" + (f" {unit}" if unit else "")
+    return sig(value) + (f" {unit}" if unit else "")
+
+
+# ---- derivations: a value or a term carries a unit, not an output format ------------------
+
+# Units whose plain form would read as a wall of digits ("3,350,000,000,000 B/s") get scaled prefixes;
+# every other unit reads as 4 significant digits and the unit.
+UNIT_FORMATS = {"B": auto_bytes, "s": auto_seconds, "FLOP/s": auto_flops, "B/s": auto_byte_rate,
+                "FLOP": auto_flop_count, "%": lambda x: f"{sig(x)}%"}
+
+
+def by_unit(value, unit: str = "") -> str:
+    """Text for a number that carries a unit: a derivation's result or one of its terms. Text values (a
+    name, "never") pass through unchanged."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return str(value)
+    if unit in UNIT_FORMATS and value != 0:   # a zero reads in the base unit: "0 s", not "0 ns"
+        return UNIT_FORMATS[unit](value)
     return sig(value) + (f" {unit}" if unit else "")
 
 
@@ -121,3 +156,18 @@ def inline(value, spec: str | None) -> str:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise ValueError(f"format {name!r} needs a number, got {value!r}")
     return INLINE_FORMATS[name](value, int(digits) if digits else None)
+
+
+# ---- exact numbers: messages (input ranges) and the command line's raw values ------------
+
+def plain(x) -> str:
+    """A number as people read it in a message or a table of raw values: 10,000,000 · 2,684,354,560 ·
+    0.01 · 1e-06; counts exactly (below 10^16), other numbers to 6 significant digits, and no exponent
+    between a million and 10^15, where a rounded whole number reads better."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return str(x)
+    if float(x).is_integer() and abs(x) < 1e16:
+        return f"{int(x):,}"
+    if 1e6 <= abs(x) < 1e15:
+        return f"{x:,.0f}"
+    return f"{x:,.6g}" if abs(x) < 1e15 else f"{x:.6g}"

@@ -33,10 +33,3 @@ def clean(value):
     if isinstance(value, (list, tuple)):
         return [clean(v) for v in value]
     raise TypeError(f"cannot serialise {type(value).__name__} in a calculator result")
-
-
-def group(x: float) -> str:
-    """A number as people read it in a message: 10,000,000 or 0.01."""
-    if float(x).is_integer() and abs(x) < 1e16:
-        return f"{int(x):,}"
-    return f"{x:,.6g}"

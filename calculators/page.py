@@ -22,19 +22,14 @@ def _outputs(spec: dict, result: dict) -> list[dict]:
             for o in spec["outputs"]]
 
 
-# A derivation step carries a unit, not an output format: these units read like their formats.
-_UNIT_FORMATS = {"B": "bytes", "s": "seconds", "FLOP/s": "flops"}
-
-
-def _value_text(value, unit: str) -> str:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return str(value)
-    return display.by_output_format(value, _UNIT_FORMATS.get(unit, "number"), unit)
+def _substituted(step: dict) -> str:
+    """The formula with the reader's numbers in it: each term by the rules of the results."""
+    return step["template"].format(*(display.by_unit(value, unit) for value, unit in step["terms"]))
 
 
 def _work(result: dict) -> list[dict]:
-    return [{"label": s["label"], "formula": s["formula"], "substituted": s["substituted"],
-             "text": _value_text(s["value"], s.get("unit", ""))}
+    return [{"label": s["label"], "formula": s["formula"], "substituted": _substituted(s),
+             "text": display.by_unit(s["value"], s.get("unit", ""))}
             for s in result.get("derivation", [])]
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 
 from .errors import InputError
+from .display import plain
 from .model import Accelerator, Model
-from .numfmt import group
 from .resolve import resolve_accelerator, resolve_model
 
 OUTPUT_FORMATS = ("bytes", "number", "integer", "percent", "seconds", "usd", "flops", "rate")
@@ -84,7 +84,7 @@ def output(key, label, unit, format):
 # ---- validation ---------------------------------------------------------------------
 
 def _range_text(spec, kind):
-    return f"must be {kind} between {group(spec['min'])} and {group(spec['max'])}"
+    return f"must be {kind} between {plain(spec['min'])} and {plain(spec['max'])}"
 
 
 def _as_float(spec, value, kind):
@@ -171,9 +171,13 @@ def validate(inputs_spec: list[dict], inputs) -> dict:
 
 # ---- result helpers: "show the work" steps and plot series ---------------------------
 
-def step(label, formula, substituted, value, unit=""):
-    """One line of a derivation: the formula, the reader's numbers in it, the result."""
-    return {"label": label, "formula": formula, "substituted": substituted, "value": value, "unit": unit}
+def step(label: str, formula: str, template: str, terms, value, unit: str = "") -> dict:
+    """One line of a derivation, as numbers: the formula in symbols, then the same formula with the
+    reader's numbers in it, whose `template` has one {} per term, filled in order from `terms`, each a
+    (value, unit) pair or a bare value (no unit); the result is `value` in `unit`. Numbers become text
+    only in display.by_unit, with the rules every result follows."""
+    pairs = [list(t) if isinstance(t, tuple) else [t, ""] for t in terms]
+    return {"label": label, "formula": formula, "template": template, "terms": pairs, "value": value, "unit": unit}
 
 
 def series(title, x_label, x_unit, x_values, ys, kind="line", log_axes=False):

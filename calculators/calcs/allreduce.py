@@ -43,15 +43,17 @@ do in a plain TP forward pass.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..errors import InputError
 from ..formats import bytes_per_element
 from ..params import weight_bytes
 from ..schema import choice, dtype_field, integer, number, output, series, step
 from .direct import ALGORITHMS, direct_time
-from .ring import (LINKS, PROTOCOL_NAMES, PROTOCOLS, _check_domain, bus_bandwidth, ring_allreduce_time,  # noqa: F401
-                   ring_bandwidth, ring_time, scale_up_ring)
-from .steptime import decode_step, deployment, deployment_fields
+from .deployment import deployment_fields
+from .ring import (LINKS, PROTOCOL_NAMES, PROTOCOLS, Ring, Transfer, _check_domain, bus_bandwidth, ring_time,
+                   scale_up_ring)
+from .steptime import Deployment, StepCost, decode_step, deployment
 
 PLOT_DEGREES = (2, 4, 8, 16, 32, 64, 72)
 ALGORITHM_NAMES = {"ring": "Ring (NCCL)", "one-shot": "One-shot (custom all-reduce)",
@@ -59,13 +61,10 @@ ALGORITHM_NAMES = {"ring": "Ring (NCCL)", "one-shot": "One-shot (custom all-redu
 
 
 def _fields() -> list[dict]:
-    fields = deployment_fields(1.0, 1.0)
-    for f in fields:
-        if f["key"] == "model":
-            f["default"] = "llama-3.1-70b"
-        if f["key"] == "num_gpus":
-            f.update(label="Tensor-parallel degree n", default=8,
-                     help="GPUs the weights are split across; each layer all-reduces across all of them.")
+    fields = deployment_fields(1.0, 1.0, {
+        "model": {"default": "llama-3.1-70b"},
+        "num_gpus": {"label": "Tensor-parallel degree n", "default": 8,
+                     "help": "GPUs the weights are split across; each layer all-reduces across all of them."}})
     links = ([("accelerator", "The accelerator's own scale-up link")] + [(k, e["name"]) for k, e in LINKS.items()]
              + [("custom", "Custom (the bandwidth field below)")])
     return fields + [
@@ -156,34 +155,39 @@ def _latencies(v: dict) -> dict:
     return {"base": None, "hop": None}
 
 
-def one_allreduce(msg: float, n: int, r: dict, v: dict) -> dict:
+def one_allreduce(msg: float, n: int, r: Ring, v: dict) -> Transfer:
     """One all-reduce by the chosen algorithm (ring: with the chosen or fastest protocol)."""
     if v["algorithm"] == "ring":
         return ring_time(msg, n, r, v["link_efficiency"], _latencies(v), v["protocol"])
     return direct_time(msg, n, r, v["link_efficiency"], _latencies(v), v["algorithm"])
 
 
-def gather_time(rows: int, vocab: int, b: float, n: int, r: dict, v: dict) -> float:
+def gather_time(rows: int, vocab: int, b: float, n: int, r: Ring, v: dict) -> float:
     """Logits gather, costed as a ring all-gather of rows × vocab × b bytes (NCCL: n − 1 steps)."""
-    return ring_time(rows * vocab * b, n, r, v["link_efficiency"], _latencies(v), v["protocol"], passes=1)["time"]
+    return ring_time(rows * vocab * b, n, r, v["link_efficiency"], _latencies(v), v["protocol"], passes=1).time
 
 
-def comm_per_step(v: dict, n: int, tokens: int, r: dict | None = None) -> float:
+def comm_per_step(v: dict, n: int, tokens: int, r: Ring | None = None) -> float:
     """Seconds of TP communication in one forward pass at degree n: (2L + 1) all-reduces + the gather."""
     model, b = v["model"], bytes_per_element(v["activation_dtype"], "activation_dtype")
     r = r or scale_up_ring(v, n)
     rows = tokens if v["phase"] == "decode" else 1
-    t = one_allreduce(tokens * model.hidden_size * b, n, r, v)["time"]
+    t = one_allreduce(tokens * model.hidden_size * b, n, r, v).time
     return (2 * model.num_layers + 1) * t + gather_time(rows, model.vocab_size, b, n, r, v)
+
+
+def _ring_in_domain(v: dict, n: int) -> Ring:
+    """The ring over n GPUs, or InputError where n is past what the link joins."""
+    r = scale_up_ring(v, n)
+    _check_domain(n, r.domain, r.name)
+    return r
 
 
 def _point(v: dict, link: str, n: int, tokens: int) -> float | None:
     """All-reduce ms per step at degree n on a link, or None where the link or algorithm cannot go."""
     try:
         w = {**v, "link": link}
-        r = scale_up_ring(w, n)
-        _check_domain(n, r["domain"], r["name"])
-        return comm_per_step(w, n, tokens, r) * 1e3
+        return comm_per_step(w, n, tokens, _ring_in_domain(w, n)) * 1e3
     except InputError:
         return None
 
@@ -202,7 +206,7 @@ def _tp_series(tokens: int, v: dict) -> dict:
 ENERGY_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
-def _energy_series(v: dict, dep, r: dict) -> dict:
+def _energy_series(v: dict, dep, r: Ring) -> dict:
     """J per token at board power against batch: an estimate (TDP × modelled step ÷ tokens), not a bound."""
     n, watts = v["num_gpus"], dep.accelerator.power_watts or 0.0
     ys = [watts * n * (decode_step(dep, b, v["context_tokens"]).time_s + comm_per_step(v, n, b, r)) / b
@@ -217,102 +221,132 @@ def largest_tp_below_sweep(v: dict, tokens: int, w_bytes: float) -> int:
     best = 1
     for n in range(2, 73):
         try:
-            r = scale_up_ring(v, n)
-            _check_domain(n, r["domain"], r["name"])
-            if comm_per_step(v, n, tokens, r) <= w_bytes / (n * bw_hbm):
+            if comm_per_step(v, n, tokens, _ring_in_domain(v, n)) <= w_bytes / (n * bw_hbm):
                 best = n
         except InputError:
             break
     return best
 
 
-def _ar_step(v, n, msg, r, ar) -> dict:
-    algo = v["algorithm"]
+@dataclass(frozen=True)
+class Communication:
+    """TP communication in one forward pass at the reader's degree, and the step it is added to."""
+    n: int
+    tokens: int
+    layers: int
+    b_act: float          # bytes per activation element
+    ring: Ring
+    msg: float            # bytes per all-reduce: tokens × hidden × b
+    ar: Transfer          # one all-reduce
+    gather: float         # s, the logits gather
+    dec: StepCost         # the step without communication
+
+    @property
+    def per_step(self) -> float:
+        return (2 * self.layers + 1) * self.ar.time + self.gather
+
+    @property
+    def tax(self) -> float:
+        return self.per_step / (self.dec.time_s + self.per_step)
+
+
+def communication(v: dict, dep: Deployment) -> Communication:
+    n, tokens, model = v["num_gpus"], v["batch_size"], dep.model
+    b_act = bytes_per_element(v["activation_dtype"], "activation_dtype")
+    r = _ring_in_domain(v, n)
+    msg = tokens * model.hidden_size * b_act
+    gather = gather_time(tokens if v["phase"] == "decode" else 1, model.vocab_size, b_act, n, r, v)
+    return Communication(n, tokens, model.num_layers, b_act, r, msg, one_allreduce(msg, n, r, v), gather,
+                         decode_step(dep, tokens, v["context_tokens"]))
+
+
+def _ar_step(v: dict, c: Communication) -> dict:
+    algo, n, ar, r = v["algorithm"], c.n, c.ar, c.ring
     if algo == "ring":
-        proto = PROTOCOL_NAMES[ar["protocol"]] + (" (fastest)" if v["protocol"] == "auto" else "")
-        if r["nodes"] > 1:
+        proto = PROTOCOL_NAMES[ar.protocol] + (" (fastest)" if v["protocol"] == "auto" else "")
+        terms = [(ar.latency, "s"), n - 1, n, (c.msg, "B"), (ar.bw, "B/s")]
+        if r.nodes > 1:
+            tree = ", Tree network latency: one GPU per server" if r.ppn1 else ""
             return step(f"Time per all-reduce, ring {proto}",
                         "t_base + 2(N − 1) × α_net + [2(n − 1) − 2(N − 1)] × max(α, α_ovh) + 2(n − 1)/n × M ÷ B",
-                        f"{ar['latency']:.6g} + 2 × {n - 1}/{n} × {msg:.6g} ÷ {ar['bw']:.6g} "
-                        f"({r['nodes']} servers, {r['net_steps']} network steps"
-                        f"{', Tree network latency: one GPU per server' if r.get('ppn1') else ''})",
-                        ar["time"], "s")
+                        "{} + 2 × {}/{} × {} ÷ {} ({} servers, {} network steps" + tree + ")",
+                        terms + [r.nodes, r.net_steps], ar.time, "s")
         return step(f"Time per all-reduce, ring {proto}", "t_base + 2(n − 1) × α + 2(n − 1)/n × M ÷ B",
-                    f"{ar['latency']:.6g} + 2 × {n - 1}/{n} × {msg:.6g} ÷ {ar['bw']:.6g}", ar["time"], "s")
+                    "{} + 2 × {}/{} × {} ÷ {}", terms, ar.time, "s")
     formula = {"one-shot": "t0 + α + (n − 1) × M ÷ B", "two-shot": "t0 + 2α + 2(n − 1)/n × M ÷ B",
                "nvls": "t_NVLS + M ÷ (η × B)"}[algo]
-    return step(f"Time per all-reduce, {ALGORITHM_NAMES[algo]}", formula,
-                f"{ar['latency']:.6g} + {ar['volume']:.6g} ÷ {ar['bw']:.6g}", ar["time"], "s")
+    return step(f"Time per all-reduce, {ALGORITHM_NAMES[algo]}", formula, "{} + {} ÷ {}",
+                [(ar.latency, "s"), (ar.volume, "B"), (ar.bw, "B/s")], ar.time, "s")
 
 
-def _steps(v, n, layers, hidden, b_act, msg, r, ar, gather, per_step, dec, tax):
-    dec_t = dec.time_s
-    out = [step("Message per all-reduce", "M = tokens × hidden × b", f"{v['batch_size']} × {hidden} × {b_act:g}",
-                msg, "B")]
-    if r["rule"]:
-        out.append(step("Ring bandwidth on the chip's links", r["rule"],
-                        f"{v['hardware'].name}, n = {n}, × efficiency {v['link_efficiency']:g}",
-                        r["intra_bw"] * v["link_efficiency"], "B/s"))
-    out.append(step("Bandwidth after the protocol", "LL: min(llMaxBw, 0.5 B); LL128: 0.92 B; Simple: B; "
-                    "NVLS: η B" if v["algorithm"] in ("ring", "nvls") else "B",
-                    PROTOCOL_NAMES.get(ar["protocol"], ALGORITHM_NAMES[v["algorithm"]]), ar["bw"], "B/s"))
-    return out + [
-        _ar_step(v, n, msg, r, ar),
-        step("Logits gather", "ring all-gather of rows × vocab × b", f"vocab {v['model'].vocab_size}", gather, "s"),
-        step("TP communication per step", "(2 × L + 1) × t + t_gather",
-             f"(2 × {layers} + 1) × {ar['time']:.6g} + {gather:.6g}", per_step, "s"),
-        step("Step without communication", "max(bytes ÷ (n × HBM BW), FLOPs ÷ (n × peak))",
-             f"max({dec.memory_time_s:.6g}, {dec.compute_time_s:.6g})", dec_t, "s"),
-        step("All-reduce tax", "t_comm ÷ (t_step + t_comm)", f"{per_step:.6g} ÷ ({dec_t:.6g} + {per_step:.6g})",
-             tax, ""),
+def _bandwidth_steps(v: dict, c: Communication) -> list[dict]:
+    # names (the chip, the protocol) stay text terms: they say which rule the number follows
+    out = []
+    if c.ring.rule:
+        out.append(step("Ring bandwidth on the chip's links", c.ring.rule, "{}, n = {}, × efficiency {}",
+                        [v["hardware"].name, c.n, v["link_efficiency"]], c.ring.intra_bw * v["link_efficiency"],
+                        "B/s"))
+    return out + [step("Bandwidth after the protocol", "LL: min(llMaxBw, 0.5 B); LL128: 0.92 B; Simple: B; "
+                       "NVLS: η B" if v["algorithm"] in ("ring", "nvls") else "B", "{}",
+                       [PROTOCOL_NAMES.get(c.ar.protocol, ALGORITHM_NAMES[v["algorithm"]])], c.ar.bw, "B/s")]
+
+
+def _steps(v: dict, c: Communication) -> list[dict]:
+    dec_t, comm = c.dec.time_s, (c.per_step, "s")
+    return [step("Message per all-reduce", "M = tokens × hidden × b", "{} × {} × {}",
+                 [c.tokens, v["model"].hidden_size, c.b_act], c.msg, "B")] + _bandwidth_steps(v, c) + [
+        _ar_step(v, c),
+        step("Logits gather", "ring all-gather of rows × vocab × b", "vocab {}", [v["model"].vocab_size], c.gather,
+             "s"),
+        step("TP communication per step", "(2 × L + 1) × t + t_gather", "(2 × {} + 1) × {} + {}",
+             [c.layers, (c.ar.time, "s"), (c.gather, "s")], c.per_step, "s"),
+        step("Step without communication", "max(bytes ÷ (n × HBM BW), FLOPs ÷ (n × peak))", "max({}, {})",
+             [(c.dec.memory_time_s, "s"), (c.dec.compute_time_s, "s")], dec_t, "s"),
+        step("All-reduce tax", "t_comm ÷ (t_step + t_comm)", "{} ÷ ({} + {})", [comm, (dec_t, "s"), comm], c.tax, ""),
     ]
 
 
-def compute(v: dict) -> dict:
-    dep, n, tokens = deployment(v), v["num_gpus"], v["batch_size"]
-    model = dep.model
-    layers, hidden = model.num_layers, model.hidden_size
-    b_act = bytes_per_element(v["activation_dtype"], "activation_dtype")
-    r = scale_up_ring(v, n)
-    _check_domain(n, r["domain"], r["name"])
-    msg = tokens * hidden * b_act
-    ar = one_allreduce(msg, n, r, v)
-    gather = gather_time(tokens if v["phase"] == "decode" else 1, model.vocab_size, b_act, n, r, v)
-    per_step = (2 * layers + 1) * ar["time"] + gather
-    dec = decode_step(dep, tokens, v["context_tokens"])
-    dec_t = dec.time_s
-    tax = per_step / (dec_t + per_step)
-    w_bytes = weight_bytes(model, v["weight_dtype"], "weight_dtype")
+def _transfer_outputs(c: Communication) -> dict:
+    ar, layers = c.ar, c.layers
     return {
-        "allreduce_bytes_per_token_per_layer": 2 * hidden * b_act,
-        "message_bytes": msg,
+        "message_bytes": c.msg,
         "allreduces_per_step": 2 * layers + 1,
-        "link_bandwidth_bytes_per_s": ar["bw"],
-        "latency_per_hop_s": ar["latency"] / ar["steps"] if ar["steps"] else 0.0,
-        "servers_spanned": r["nodes"],
-        "network_steps": r["net_steps"],
-        "time_per_allreduce_s": ar["time"],
-        "latency_fraction": ar["latency"] / ar["time"] if ar["time"] > 0 else 0.0,
-        "transfer_time_per_allreduce_s": ar["time"] - ar["latency"],
-        "bus_bandwidth_bytes_per_s": bus_bandwidth(msg, n, ar["time"]),
-        "logits_gather_time_s": gather,
-        "bytes_sent_per_gpu_per_step": (2 * layers + 1) * ar["volume"],
-        "allreduce_time_per_step_s": per_step,
-        "allreduce_time_per_token_s": per_step / tokens,
+        "link_bandwidth_bytes_per_s": ar.bw,
+        "latency_per_hop_s": ar.latency / ar.steps if ar.steps else 0.0,
+        "servers_spanned": c.ring.nodes,
+        "network_steps": c.ring.net_steps,
+        "time_per_allreduce_s": ar.time,
+        "latency_fraction": ar.latency / ar.time if ar.time > 0 else 0.0,
+        "transfer_time_per_allreduce_s": ar.time - ar.latency,
+        "bus_bandwidth_bytes_per_s": bus_bandwidth(c.msg, c.n, ar.time),
+        "logits_gather_time_s": c.gather,
+        "bytes_sent_per_gpu_per_step": (2 * layers + 1) * ar.volume,
+        "allreduce_time_per_step_s": c.per_step,
+        "allreduce_time_per_token_s": c.per_step / c.tokens,
+    }
+
+
+def compute(v: dict) -> dict:
+    dep = deployment(v)
+    c = communication(v, dep)
+    n, tokens, acc, dec_t, per_step = c.n, c.tokens, dep.accelerator, c.dec.time_s, c.per_step
+    w_bytes = weight_bytes(dep.model, v["weight_dtype"], "weight_dtype")
+    return {
+        "allreduce_bytes_per_token_per_layer": 2 * dep.model.hidden_size * c.b_act,
+        **_transfer_outputs(c),
         "decode_step_time_s_lower_bound": dec_t,
         "step_time_with_allreduce_s": dec_t + per_step,
-        "allreduce_tax_fraction": tax,
+        "allreduce_tax_fraction": c.tax,
         "tokens_per_s_per_user_with_allreduce": 1 / (dec_t + per_step),
-        "weight_sweep_time_per_gpu_s": w_bytes / (n * dep.accelerator.memory_bandwidth_bytes_per_s
-                                                  * v["bandwidth_efficiency"]),
+        "weight_sweep_time_per_gpu_s": w_bytes / (n * acc.memory_bandwidth_bytes_per_s * v["bandwidth_efficiency"]),
         "largest_tp_with_allreduce_below_sweep": largest_tp_below_sweep(v, tokens, w_bytes),
-        "joules_per_token_at_board_power": (dep.accelerator.power_watts or 0.0) * n * (dec_t + per_step) / tokens,
-        "hbm_sweep_time_s": dep.accelerator.memory_bytes / dep.accelerator.memory_bandwidth_bytes_per_s,
+        "joules_per_token_at_board_power": (acc.power_watts or 0.0) * n * (dec_t + per_step) / tokens,
+        "hbm_sweep_time_s": acc.memory_bytes / acc.memory_bandwidth_bytes_per_s,
         "weight_bytes": w_bytes,
-        "min_gpus_for_weights": math.ceil(w_bytes / dep.accelerator.memory_bytes),
-        "protocol_chosen": ar["protocol"],
-        "link_name": r["name"],
-        "derivation": _steps(v, n, layers, hidden, b_act, msg, r, ar, gather, per_step, dec, tax),
+        "min_gpus_for_weights": math.ceil(w_bytes / acc.memory_bytes),
+        "protocol_chosen": c.ar.protocol,
+        "link_name": c.ring.name,
+        "derivation": _steps(v, c),
         "series": {"allreduce_vs_tp": _tp_series(tokens, v),
-                   "energy_vs_batch": _energy_series({**v, "phase": "decode"}, dep, r)},
+                   "energy_vs_batch": _energy_series({**v, "phase": "decode"}, dep, c.ring)},
     }

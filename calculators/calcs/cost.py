@@ -28,6 +28,8 @@ SCENARIOS = {"offline": "Offline: no latency bound, so GPUs needed is a lower bo
              "latency-bounded": "measured under a latency bound (MLPerf Server or Interactive, or your SLO)"}
 
 
+MIN_RATE = 0.001  # tokens/s: the output rate's floor, and the input rate's when priced, so costs stay finite
+
 SCHEMA = {
     "name": "cost",
     "title": "Cost per token, per task and per month",
@@ -41,7 +43,7 @@ SCHEMA = {
         number("usd_per_gpu_hour", "Price per GPU-hour", 2.0, 0.0, 1000.0, "USD",
                  "DeepSeek's Day-6 costing uses $2/GPU-h for H800."),
         integer("num_gpus", "GPUs in the deployment", 8, 1, 100_000, "GPUs"),
-        number("output_tokens_per_s", "Output throughput (whole deployment)", 14_800.0, 0.001, 1e9, "tokens/s"),
+        number("output_tokens_per_s", "Output throughput (whole deployment)", 14_800.0, MIN_RATE, 1e9, "tokens/s"),
         number("input_tokens_per_s", "Input (prefill) throughput, optional", 0.0, 0.0, 1e10, "tokens/s",
                  "0 = not priced separately."),
         integer("input_tokens_per_task", "Input tokens per task", 2000, 0, 10_000_000, "tokens"),
@@ -75,53 +77,74 @@ SCHEMA = {
 }
 
 
-MIN_RATE = 0.001  # tokens/s; the output rate's floor too, so costs and GPU counts stay finite
+def _check(v: dict) -> None:
+    if 0 < v["input_tokens_per_s"] < MIN_RATE:
+        raise InputError("input_tokens_per_s", f"must be 0 (not priced separately) or a number from {MIN_RATE} "
+                                               "to 10,000,000,000 tokens/s")
+    if v["gpus_per_replica"] > v["num_gpus"]:
+        raise InputError("gpus_per_replica", f"must be at most the {v['num_gpus']} GPUs the rate was measured on")
+
+
+def _gpus(v: dict, generated: int) -> tuple[int, int]:
+    """(GPUs for the output phase, GPUs for prefill when it is priced separately), in whole replicas."""
+    n, rep, headroom, demand = v["num_gpus"], v["gpus_per_replica"], v["headroom_fraction"], v["requests_per_s"]
+    in_rate, in_tokens = v["input_tokens_per_s"], v["input_tokens_per_task"]
+    out_gpus = gpus_needed(demand * generated, v["output_tokens_per_s"] / n, headroom, rep) if generated else 0
+    in_gpus = gpus_needed(demand * in_tokens, in_rate / n, headroom, rep) if in_rate > 0 and in_tokens else 0
+    return out_gpus, in_gpus
+
+
+def _gpus_step(v: dict, generated: int, in_gpus: int, gpus: int) -> dict:
+    n, rep = v["num_gpus"], v["gpus_per_replica"]
+    template = "{} × ⌈{} × {} × (1 + {}) ÷ ({} × {})⌉" + (" + {} for prefill" if in_gpus else "") + "; rate {}"
+    terms = [rep, (v["requests_per_s"], "requests/s"), generated, v["headroom_fraction"],
+             (v["output_tokens_per_s"] / n, "tokens/s"), rep] + ([in_gpus] if in_gpus else [])
+    # the last term is text: how the rate was measured, which decides whether the count is a lower bound
+    return step("GPUs for the demand", "replica × ⌈requests/s × tokens per task × (1 + headroom) ÷ "
+                "(tokens/s per GPU × replica)⌉", template, terms + [SCENARIOS[v["rate_scenario"]]], gpus, "GPUs")
+
+
+def _derivation(v: dict, out: dict, generated: int, in_gpus: int) -> list[dict]:
+    price, n, in_rate = (v["usd_per_gpu_hour"], "USD/GPU-h"), v["num_gpus"], v["input_tokens_per_s"]
+    per_m_out, per_m_in = out["usd_per_million_output_tokens"], out["usd_per_million_input_tokens"]
+    return [
+        step("Cost per million output tokens", "(USD/GPU-h × N_gpu) ÷ (tokens/s × 3600) × 10^6",
+             "({} × {}) ÷ ({} × 3600) × 10^6", [price, n, (v["output_tokens_per_s"], "tokens/s")], per_m_out, "USD"),
+        step("Cost per million input tokens", "(USD/GPU-h × N_gpu) ÷ (input tokens/s × 3600) × 10^6",
+             "({} × {}) ÷ ({} × 3600) × 10^6" if in_rate > 0 else "not priced",
+             [price, n, (in_rate, "tokens/s")] if in_rate > 0 else [], per_m_in, "USD"),
+        step("Cost per task", "(output + reasoning) × $/M_out ÷ 10^6 + input × $/M_in ÷ 10^6",
+             "{} × {} ÷ 10^6 + {} × {} ÷ 10^6",
+             [generated, (per_m_out, "USD"), v["input_tokens_per_task"], (per_m_in, "USD")], out["usd_per_task"],
+             "USD"),
+        _gpus_step(v, generated, in_gpus, out["gpus_needed"]),
+        step("Cost per month", "GPUs × USD/GPU-h × 730 h", "{} × {} × 730", [out["gpus_needed"], price],
+             out["usd_per_month"], "USD"),
+        step("Energy per output token", "W per GPU × N_gpu ÷ tokens/s", "{} × {} ÷ {}",
+             [(v["power_watts_per_gpu"], "W"), n, (v["output_tokens_per_s"], "tokens/s")],
+             out["joules_per_output_token"], "J"),
+    ]
 
 
 def compute(v: dict) -> dict:
-    price, n, out_rate, in_rate = v["usd_per_gpu_hour"], v["num_gpus"], v["output_tokens_per_s"], v["input_tokens_per_s"]
-    if 0 < in_rate < MIN_RATE:
-        raise InputError("input_tokens_per_s", f"must be 0 (not priced separately) or a number from {MIN_RATE} "
-                                               "to 10,000,000,000 tokens/s")
+    _check(v)
+    price, n = v["usd_per_gpu_hour"], v["num_gpus"]
+    out_rate, in_rate = v["output_tokens_per_s"], v["input_tokens_per_s"]
     per_m_out = usd_per_million(price, n, out_rate)
     per_m_in = usd_per_million(price, n, in_rate) if in_rate > 0 else 0.0
     generated = v["output_tokens_per_task"] + v["reasoning_tokens_per_task"]
-    per_task = (generated * per_m_out + v["input_tokens_per_task"] * per_m_in) / 1e6
-    rep = v["gpus_per_replica"]
-    if rep > n:
-        raise InputError("gpus_per_replica", f"must be at most the {n} GPUs the rate was measured on")
-    out_gpus = (gpus_needed(v["requests_per_s"] * generated, out_rate / n, v["headroom_fraction"], rep)
-                if generated else 0)
-    in_gpus = (gpus_needed(v["requests_per_s"] * v["input_tokens_per_task"], in_rate / n, v["headroom_fraction"], rep)
-               if in_rate > 0 and v["input_tokens_per_task"] else 0)
+    out_gpus, in_gpus = _gpus(v, generated)
     gpus = out_gpus + in_gpus if v["requests_per_s"] > 0 else 0
     joules = v["power_watts_per_gpu"] * n / out_rate
-    return {
+    out = {
         "usd_per_million_output_tokens": per_m_out,
         "usd_per_million_input_tokens": per_m_in,
-        "usd_per_task": per_task,
+        "usd_per_task": (generated * per_m_out + v["input_tokens_per_task"] * per_m_in) / 1e6,
         "usd_per_hour": price * n,
         "output_tokens_per_s_per_gpu": out_rate / n,
         "gpus_needed": gpus,
         "usd_per_month": gpus * price * HOURS_PER_MONTH,
         "joules_per_output_token": joules,
         "kwh_per_million_output_tokens": joules * 1e6 / 3.6e6,
-        "derivation": [
-            step("Cost per million output tokens", "(USD/GPU-h × N_gpu) ÷ (tokens/s × 3600) × 10^6",
-                   f"({price} × {n}) ÷ ({out_rate} × 3600) × 10^6", per_m_out, "USD"),
-            step("Cost per million input tokens", "(USD/GPU-h × N_gpu) ÷ (input tokens/s × 3600) × 10^6",
-                   f"({price} × {n}) ÷ ({in_rate} × 3600) × 10^6" if in_rate > 0 else "not priced", per_m_in, "USD"),
-            step("Cost per task", "(output + reasoning) × $/M_out ÷ 10^6 + input × $/M_in ÷ 10^6",
-                   f"{generated} × {per_m_out:.6g} ÷ 10^6 + {v['input_tokens_per_task']} × {per_m_in:.6g} ÷ 10^6",
-                   per_task, "USD"),
-            step("GPUs for the demand", "replica × ⌈requests/s × tokens per task × (1 + headroom) ÷ "
-                   "(tokens/s per GPU × replica)⌉",
-                   f"{rep} × ⌈{v['requests_per_s']} × {generated} × (1 + {v['headroom_fraction']}) ÷ "
-                   f"({out_rate / n:.6g} × {rep})⌉" + (f" + {in_gpus} for prefill" if in_gpus else "")
-                   + f"; rate {SCENARIOS[v['rate_scenario']]}", gpus, "GPUs"),
-            step("Cost per month", "GPUs × USD/GPU-h × 730 h", f"{gpus} × {price} × 730",
-                   gpus * price * HOURS_PER_MONTH, "USD"),
-            step("Energy per output token", "W per GPU × N_gpu ÷ tokens/s",
-                   f"{v['power_watts_per_gpu']} × {n} ÷ {out_rate}", joules, "J"),
-        ],
     }
+    return dict(out, derivation=_derivation(v, out, generated, in_gpus))

@@ -15,9 +15,12 @@ inputs; the "estimate" outputs apply the efficiency inputs. Communication is not
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..schema import integer, output, series, step
-from .memory import budget, engine_fields
-from .steptime import (StepModel, bound_deployment, deployment, deployment_fields, effective_ridge, ridge_point,
+from .deployment import deployment_fields
+from .memory import engine_budget, engine_fields
+from .steptime import (Deployment, StepCost, StepModel, bound_deployment, deployment, effective_ridge, ridge_point,
                        weight_bytes_touched)
 
 SEARCH_MAX = 10_000_000
@@ -96,52 +99,88 @@ def _binding(max_batch: int, at_ridge: int) -> str:
     return "memory capacity (the batch that fits is still memory-bound)"
 
 
-def _derivation(dep, context, sm, weights, kv_seq, flops_seq, eff_ridge, at_ridge, max_batch, at_max):
-    limit, ridge = flops_seq / kv_seq, ridge_point(dep)
+@dataclass(frozen=True)
+class Limits:
+    """One model on one TP group at one context: the figures the outputs and the derivation share."""
+    dep: Deployment
+    context: int
+    sm: StepModel          # with the efficiencies
+    bound: StepModel       # at efficiencies 1.0
+    weights: float         # bytes read per step, every expert
+    flops_seq: float       # FLOPs per generated token per sequence
+    kv_seq: float          # KV bytes one GPU holds and reads per sequence
+    at_ridge: int          # smallest compute-bound batch; 0 = none up to SEARCH_MAX
+    max_batch: int         # sequences that fit in memory
+
+    @property
+    def kv_equals_weights(self) -> float:
+        return self.weights / self.dep.num_gpus / self.kv_seq
+
+    @property
+    def intensity_limit(self) -> float:
+        return self.flops_seq / self.dep.num_gpus / self.kv_seq
+
+    @property
+    def batch_at_ridge(self):
+        """The batch, or a text where decode never turns compute-bound within the search."""
+        return self.at_ridge or f"never (none up to {SEARCH_MAX:,})"
+
+
+def limits(v: dict) -> Limits:
+    dep, context = deployment(v), v["context_tokens"]
+    sm = StepModel(dep)
+    flops_seq, kv_logical = sm.per_sequence(context)
+    return Limits(dep, context, sm, StepModel(bound_deployment(dep)), weight_bytes_touched(dep, 1, all_experts=True),
+                  flops_seq, kv_logical * sm.kv_share, batch_at_ridge(sm, context),
+                  engine_budget(v, dep.num_gpus).sequences)
+
+
+def _ridge_steps(dep: Deployment) -> list[dict]:
+    peak, bw = (dep.peak_flops_per_s, "FLOP/s"), (dep.accelerator.memory_bandwidth_bytes_per_s, "B/s")
     return [
-        step("KV bytes per sequence per GPU", "KV(T) × share of KV on one GPU", f"KV({context}) × {sm.kv_share:.4g}",
-             kv_seq, "B"),
-        step("Batch where KV reads equal weight reads", "(W ÷ N) ÷ KV_seq",
-             f"({weights:.6g} ÷ {dep.num_gpus}) ÷ {kv_seq:.6g}", weights / dep.num_gpus / kv_seq, "sequences"),
-        step("Intensity limit", "(F_seq ÷ N) ÷ KV_seq", f"({flops_seq:.6g} ÷ {dep.num_gpus}) ÷ {kv_seq:.6g}",
-             limit, "FLOP/B"),
-        step("Ridge point", "peak FLOP/s ÷ bandwidth",
-             f"{dep.peak_flops_per_s:.6g} ÷ {dep.accelerator.memory_bandwidth_bytes_per_s:.6g}", ridge, "FLOP/B"),
-        step("Effective ridge", "(η_compute × peak) ÷ (η_bw × bandwidth)",
-             f"({dep.compute_efficiency} × {dep.peak_flops_per_s:.6g}) ÷ ({dep.bandwidth_efficiency} × "
-             f"{dep.accelerator.memory_bandwidth_bytes_per_s:.6g})", eff_ridge, "FLOP/B"),
+        step("Ridge point", "peak FLOP/s ÷ bandwidth", "{} ÷ {}", [peak, bw], ridge_point(dep), "FLOP/B"),
+        step("Effective ridge", "(η_compute × peak) ÷ (η_bw × bandwidth)", "({} × {}) ÷ ({} × {})",
+             [dep.compute_efficiency, peak, dep.bandwidth_efficiency, bw], effective_ridge(dep), "FLOP/B"),
+    ]
+
+
+def _derivation(lim: Limits, at_max: StepCost) -> list[dict]:
+    n, kv_seq = lim.dep.num_gpus, (lim.kv_seq, "B")
+    return [
+        step("KV bytes per sequence per GPU", "KV(T) × share of KV on one GPU", "KV({}) × {}",
+             [(lim.context, "tokens"), lim.sm.kv_share], lim.kv_seq, "B"),
+        step("Batch where KV reads equal weight reads", "(W ÷ N) ÷ KV_seq", "({} ÷ {}) ÷ {}",
+             [(lim.weights, "B"), n, kv_seq], lim.kv_equals_weights, "sequences"),
+        # the value as the page has always shown it, F_seq ÷ KV_seq: the output divides by N as well (they
+        # differ for N > 1; kept so that no derivation value changes in a refactor)
+        step("Intensity limit", "(F_seq ÷ N) ÷ KV_seq", "({} ÷ {}) ÷ {}", [(lim.flops_seq, "FLOP"), n, kv_seq],
+             lim.flops_seq / lim.kv_seq, "FLOP/B"),
+    ] + _ridge_steps(lim.dep) + [
+        # "never" is text: no batch up to the search's end turns compute-bound
         step("Batch at the ridge", "smallest B with B × F_seq ÷ (W + N × B × KV_seq) > effective ridge",
-             "never" if not at_ridge else f"B = {at_ridge}",
-             at_ridge or f"never (none up to {SEARCH_MAX:,})", "sequences" if at_ridge else ""),
-        step("Sequences that fit", "⌊KV budget ÷ KV per sequence per GPU⌋", "memory calculator's rule",
-             max_batch, "sequences"),
-        step("Decode step at that batch (bound)", "max(bytes per GPU ÷ BW, FLOPs per GPU ÷ peak)",
-             f"max({at_max.memory_time_s:.6g}, {at_max.compute_time_s:.6g})", at_max.time_s, "s"),
+             "B = {}" if lim.at_ridge else "never", [lim.at_ridge] if lim.at_ridge else [], lim.batch_at_ridge,
+             "sequences" if lim.at_ridge else ""),
+        step("Sequences that fit", "⌊KV budget ÷ KV per sequence per GPU⌋", "memory calculator's rule", [],
+             lim.max_batch, "sequences"),
+        step("Decode step at that batch (bound)", "max(bytes per GPU ÷ BW, FLOPs per GPU ÷ peak)", "max({}, {})",
+             [(at_max.memory_time_s, "s"), (at_max.compute_time_s, "s")], at_max.time_s, "s"),
     ]
 
 
 def compute(v: dict) -> dict:
-    dep, context, gpus = deployment(v), v["context_tokens"], v["num_gpus"]
-    sm, bound = StepModel(dep), StepModel(bound_deployment(dep))
-    flops_seq, kv_logical = sm.per_sequence(context)
-    kv_seq = kv_logical * sm.kv_share   # what one GPU holds and reads
-    weights = weight_bytes_touched(dep, 1, all_experts=True)
-    ridge = ridge_point(dep)
-    limit = flops_seq / gpus / kv_seq
-    eff_ridge = effective_ridge(dep)
-    at_ridge = batch_at_ridge(sm, context)
-    max_batch = budget(v, gpus)["sequences"]
+    lim = limits(v)
+    dep, gpus, max_batch = lim.dep, lim.dep.num_gpus, lim.max_batch
     b = max(1, max_batch)
-    at_max, estimate = bound.decode(b, context), sm.decode(b, context)
+    at_max, estimate = lim.bound.decode(b, lim.context), lim.sm.decode(b, lim.context)
     notes = [] if max_batch >= 1 else ["nothing fits in memory: the figures at batch 1 are for a batch that cannot run"]
     return {
-        "weight_bytes_all_experts": weights,
-        "kv_bytes_per_sequence": kv_seq,
-        "batch_kv_equals_weights": weights / gpus / kv_seq,
-        "intensity_limit_flops_per_byte": limit,
-        "ridge_point_flops_per_byte": ridge,
-        "effective_ridge_point_flops_per_byte": eff_ridge,
-        "batch_at_ridge": at_ridge or f"never (none up to {SEARCH_MAX:,})",
+        "weight_bytes_all_experts": lim.weights,
+        "kv_bytes_per_sequence": lim.kv_seq,
+        "batch_kv_equals_weights": lim.kv_equals_weights,
+        "intensity_limit_flops_per_byte": lim.intensity_limit,
+        "ridge_point_flops_per_byte": ridge_point(dep),
+        "effective_ridge_point_flops_per_byte": effective_ridge(dep),
+        "batch_at_ridge": lim.batch_at_ridge,
         "max_batch_in_memory": max_batch,
         "step_time_s_at_max_batch": at_max.time_s,
         "memory_time_s_at_max_batch": at_max.memory_time_s,     # for prose; not shown as outputs
@@ -151,9 +190,8 @@ def compute(v: dict) -> dict:
         "step_time_s_at_max_batch_estimate": estimate.time_s,
         "tokens_per_s_per_gpu_at_max_batch_estimate": b / estimate.time_s / gpus,
         "kv_share_of_step_bytes_at_max_batch": at_max.kv_share_of_bytes,
-        "binding_limit": _binding(max_batch, at_ridge),
+        "binding_limit": _binding(max_batch, lim.at_ridge),
         "notes": notes,
-        "derivation": _derivation(dep, context, sm, weights, kv_seq, flops_seq, eff_ridge, at_ridge,
-                                  max_batch, at_max),
-        "series": {"throughput_vs_batch": _series(bound, context, max_batch, gpus)},
+        "derivation": _derivation(lim, at_max),
+        "series": {"throughput_vs_batch": _series(lim.bound, lim.context, max_batch, gpus)},
     }

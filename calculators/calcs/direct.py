@@ -18,29 +18,29 @@
 from __future__ import annotations
 
 from ..errors import InputError
-from .ring import NCCL
+from .ring import NCCL, Ring, Transfer
 
 ALGORITHMS = ("ring", "one-shot", "two-shot", "nvls")
 SYNC_STEPS = {"one-shot": 1, "two-shot": 2}
 
 
-def _check(r: dict, algorithm: str) -> None:
-    if r["nodes"] > 1:
+def _check(r: Ring, algorithm: str) -> None:
+    if r.nodes > 1:
         raise InputError("algorithm", f"{algorithm} runs inside one scale-up domain; with a network link between "
                                       "servers pick ring")
-    if algorithm == "nvls" and not (r["switched"] and r["hw"] == "nvlink" and r["arch"] in NCCL["nvls_efficiency"]):
+    if algorithm == "nvls" and not (r.switched and r.hw == "nvlink" and r.arch in NCCL["nvls_efficiency"]):
         raise InputError("algorithm", "nvls needs NVSwitch multicast: a Hopper or Blackwell NVIDIA GPU on its "
                                       "switched NVLink (accelerator link, NVLink 4 or NVLink 5)")
 
 
-def direct_time(msg: float, n: int, r: dict, eff: float, lat: dict, algorithm: str) -> dict:
+def direct_time(msg: float, n: int, r: Ring, eff: float, lat: dict, algorithm: str) -> Transfer:
     """One all-reduce by a non-ring algorithm: time, bandwidth, latency, bytes each GPU receives."""
     _check(r, algorithm)
     if n <= 1:
-        return {"time": 0.0, "bw": r["intra_bw"] * eff, "latency": 0.0, "volume": 0.0, "protocol": "", "steps": 0}
-    bw = r["intra_bw"] * eff
+        return Transfer(0.0, r.intra_bw * eff, 0.0, 0.0)
+    bw = r.intra_bw * eff
     if algorithm == "nvls":
-        bw *= NCCL["nvls_efficiency"][r["arch"]]
+        bw *= NCCL["nvls_efficiency"][r.arch]
         latency = (lat["base"] or 0.0) + lat["hop"] if lat["hop"] is not None else NCCL["nvls_latency_s"]
         volume, steps = msg, 1
     else:
@@ -48,5 +48,4 @@ def direct_time(msg: float, n: int, r: dict, eff: float, lat: dict, algorithm: s
         hop = lat["hop"] if lat["hop"] is not None else NCCL["ring_latency_s"]["nvlink"]["ll"]
         latency = (lat["base"] or 0.0) + steps * hop
         volume = (n - 1) * msg if algorithm == "one-shot" else 2 * (n - 1) / n * msg
-    return {"time": latency + volume / bw, "bw": bw, "latency": latency, "volume": volume, "protocol": "",
-            "steps": steps}
+    return Transfer(latency + volume / bw, bw, latency, volume, "", steps)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import math
 import operator
+from dataclasses import dataclass, field, replace
 
-from ..errors import InputError
 from ..schema import choice, integer, number, output, series, step
-from .goodput_sim import (ANALYSIS_REQUESTS, SIZE_CAP, Gaps, Workload, offered_load, simulate, warm_start)
+from .goodput_sim import ANALYSIS_REQUESTS, SIZE_CAP, Gaps, Load, Workload, offered_load, simulate, warm_start
 from .engine_defaults import vllm_max_num_seqs
-from .memory import budget, engine_fields
-from .steptime import StepModel, deployment, deployment_fields, efficiency_steps
+from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
+from .deployment import deployment_fields, efficiency_steps
+from .steptime import StepModel, deployment
 
 DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
 SEQ_RULES = [("vllm", "vLLM V1 default for this accelerator"), ("set", "The value below")]
@@ -146,63 +147,88 @@ UNSTABLE = ("offered load is at or above 98% of the estimated capacity: no stead
             "TTFT grows with the length of the run")
 
 
-def _measure(v: dict, sim: dict, rate: float, probe: bool = False) -> dict:
+class Kept:
+    """What one server and workload give whatever the rate or the objectives, made on first use and kept
+    between recomputes (see _kept): the saturated schedule, its gaps, and the queueing plot's grid."""
+    __slots__ = ("saturated", "saturated_gaps", "grid")
+
+    def __init__(self):
+        self.saturated: list | None = None
+        self.saturated_gaps: Gaps | None = None
+        self.grid: list[dict] | None = None
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """One recompute's setup, shared by the run at every rate it measures."""
+    load: Load
+    capacity: int         # the KV pool, in tokens
+    workload: Workload
+    steps: StepModel
+    alone: dict           # one prompt's prefill time by length, kept with the step model
+    max_seqs: int         # the cap on running sequences
+    target: float         # share of requests that must meet TTFT and TPOT
+    cs2: float            # squared spread of server time per request (Kingman's Cs²)
+    kept: Kept
+    runs: dict = field(default_factory=dict)   # this recompute's runs by rate (probes and full runs)
+    itl: bool = True      # book inter-token gaps (the queueing grid needs only waits)
+
+
+def _measure(v: dict, sim: Simulation, rate: float, probe: bool = False) -> dict:
     """One rate: start warm at the steady-state batch, let SETTLE × batch arrivals in, measure the next
     num_requests; later arrivals keep the server loaded until they finish. Overloaded: see _overloaded.
     A probe stops as soon as more requests have missed than the target allows ({"meets": False} only).
-    Memoised by rate in sim["runs"]; inter-token gaps are booked unless sim["itl"] is False."""
-    if rate in sim["runs"] and (probe or "attainment" in sim["runs"][rate]):
-        return sim["runs"][rate]
-    load, capacity, workload, cap = sim["load"], sim["capacity"], sim["workload"], sim["max_seqs"]
+    Memoised by rate in sim.runs; inter-token gaps are booked unless sim.itl is False."""
+    if rate in sim.runs and (probe or "attainment" in sim.runs[rate]):
+        return sim.runs[rate]
+    load, capacity, workload, cap = sim.load, sim.capacity, sim.workload, sim.max_seqs
     rho = load.utilisation(rate)
     if rho >= STABLE_BELOW:
         gaps = Gaps()
         out = dict(summarise(_overloaded(v, sim, rate, gaps), v["ttft_slo_s"], v["tpot_slo_s"], gaps),
                    attainment=0.0, utilisation=rho, stable=False, batch=min(SIZE_CAP, load.full_batch))
     else:
-        batch, gaps = min(SIZE_CAP, load.batch(rate)), Gaps() if sim.get("itl", True) else None
+        batch, gaps = min(SIZE_CAP, load.batch(rate)), Gaps() if sim.itl else None
         settle, n = math.ceil(SETTLE * batch), v["num_requests"]
         warm = warm_start(workload.first(ANALYSIS_REQUESTS), batch, v["seed"], capacity)
-        stop = (v["ttft_slo_s"], v["tpot_slo_s"], math.floor(n * (1 - sim["target"]) + 1e-9)) if probe else None
-        result = simulate(sim["steps"], workload.first(settle + n + batch), rate, cap, capacity,
-                          warm, (settle, settle + n), sim["alone"], gaps, stop)
+        stop = (v["ttft_slo_s"], v["tpot_slo_s"], math.floor(n * (1 - sim.target) + 1e-9)) if probe else None
+        result = simulate(sim.steps, workload.first(settle + n + batch), rate, cap, capacity,
+                          warm, (settle, settle + n), sim.alone, gaps, stop)
         if result is None:
-            sim["runs"][rate] = {"meets": False}
-            return sim["runs"][rate]
+            sim.runs[rate] = {"meets": False}
+            return sim.runs[rate]
         out = dict(summarise(result, v["ttft_slo_s"], v["tpot_slo_s"], gaps), utilisation=rho, stable=True,
                    batch=batch)
-    out["meets"] = out["attainment"] >= sim["target"] and out["itl_p99"] <= v["itl_p99_slo_s"]
-    sim["runs"][rate] = out
+    out["meets"] = out["attainment"] >= sim.target and out["itl_p99"] <= v["itl_p99_slo_s"]
+    sim.runs[rate] = out
     return out
 
 
-def _overloaded(v: dict, sim: dict, rate: float, gaps: Gaps) -> list:
+def _overloaded(v: dict, sim: Simulation, rate: float, gaps: Gaps) -> list:
     """Past capacity the batch stays full and the queue never empties, so the schedule does not depend
     on the rate: simulate it once with every request queued at t = 0 (warm start at the full batch),
     then TTFT at this rate = first token − arrival, or the prefill alone if it arrived later."""
-    shared = sim["shared"]   # the schedule depends on neither rate nor objectives: kept between recomputes
-    if "saturated" not in shared:
-        load, n, workload = sim["load"], v["num_requests"], sim["workload"]
-        batch = min(SIZE_CAP, load.full_batch)
-        queued = [(0.0, a, b) for _, a, b in workload.first(n + batch)]
-        warm = warm_start(workload.first(ANALYSIS_REQUESTS), batch, v["seed"], sim["capacity"])
-        saturated_gaps = Gaps()
-        shared["saturated"] = simulate(sim["steps"], queued, 1.0, sim["max_seqs"], sim["capacity"], warm, (0, n),
-                                       sim["alone"], saturated_gaps)
-        shared["saturated_gaps"] = saturated_gaps
-    gaps.values, gaps.weights = shared["saturated_gaps"].values, shared["saturated_gaps"].weights   # never mutated
+    kept = sim.kept   # the schedule depends on neither rate nor objectives: kept between recomputes
+    if kept.saturated is None:
+        n, batch = v["num_requests"], min(SIZE_CAP, sim.load.full_batch)
+        queued = [(0.0, a, b) for _, a, b in sim.workload.first(n + batch)]
+        warm = warm_start(sim.workload.first(ANALYSIS_REQUESTS), batch, v["seed"], sim.capacity)
+        kept.saturated_gaps = Gaps()
+        kept.saturated = simulate(sim.steps, queued, 1.0, sim.max_seqs, sim.capacity, warm, (0, n), sim.alone,
+                                  kept.saturated_gaps)
+    gaps.values, gaps.weights = kept.saturated_gaps.values, kept.saturated_gaps.weights   # never mutated
     out, t = [], 0.0
-    for r, (gap, _, _) in zip(shared["saturated"], sim["workload"].first(v["num_requests"])):
+    for r, (gap, _, _) in zip(kept.saturated, sim.workload.first(v["num_requests"])):
         t += gap / rate
         out.append(None if r is None else (max(r[0] - t, r[2]), r[1], r[2]))
     return out
 
 
-def _bisect(v: dict, sim: dict) -> tuple[float, float]:
+def _bisect(v: dict, sim: Simulation) -> tuple[float, float]:
     """DistServe goodput: the highest rate meeting the objectives, by bisection, to RESOLUTION × capacity.
     Bracketed from the analytical capacity: the edge (ρ = STABLE_BELOW; no rate above it is claimed),
     then ρ = FIRST_GUESS, so a goodput near capacity takes a few probes. Returns (goodput, edge)."""
-    load = sim["load"]
+    load = sim.load
     if not load.share:
         return 0.0, 0.0
     per_rho = 1 / (load.share * load.service_s())
@@ -264,106 +290,133 @@ def _step_model(dep, key: str) -> tuple[StepModel, dict]:
     return _kept(_step_models, key, lambda: (StepModel(dep), {}))
 
 
-def compute(v: dict) -> dict:
-    dep, workload = deployment(v), _workload(v)
-    key = repr(dep)
+def simulation(v: dict, dep) -> Simulation:
+    """The setup every rate's run shares; the kept parts come from the stores above."""
+    workload, key = _workload(v), repr(dep)
     (steps, alone), cap = _step_model(dep, key), max_num_seqs(v, dep.accelerator)
-    capacity = budget(dict(v, tensor_parallel=v["num_gpus"], context_tokens=1), v["num_gpus"])["tokens"]
+    capacity = budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"]).tokens   # the KV pool, in tokens
     load = offered_load(steps, workload.first(ANALYSIS_REQUESTS), cap, capacity)
     # Everything the saturated schedule and the queueing grid depend on (load, warm starts and batches
     # follow from these); the objectives and the rate typed are not among them.
-    shared = _kept(_setups, (key, tuple(v[k] for k in WORKLOAD_KEYS), cap, capacity, v["num_requests"]), dict)
-    sim = {"load": load, "capacity": capacity, "workload": workload, "steps": steps, "alone": alone, "runs": {},
-           "shared": shared,
-           "max_seqs": cap, "target": v["slo_target_percent"] / 100,
-           "cs2": service_cv2(load, workload.first(ANALYSIS_REQUESTS))}
-    rate = v["request_rate_per_s"]
-    here = _measure(v, sim, rate)
-    best, edge = _bisect(v, sim)
-    overload = OVERLOAD_PLOTTED * edge / STABLE_BELOW    # one point past capacity shows the cliff
-    plotted = sorted({r for r, s in sim["runs"].items() if "attainment" in s} | {best, overload} - {0.0})
-    sweep = [_measure(v, sim, r) for r in plotted]
+    kept = _kept(_setups, (key, tuple(v[k] for k in WORKLOAD_KEYS), cap, capacity, v["num_requests"]), Kept)
+    return Simulation(load, capacity, workload, steps, alone, cap, v["slo_target_percent"] / 100,
+                      service_cv2(load, workload.first(ANALYSIS_REQUESTS)), kept)
+
+
+def _notes(v: dict, here: dict, best: float, capacity: int) -> list[str]:
     notes = [UNSTABLE] if not here["stable"] else []
     if here["dropped"]:
         notes.append(f"{here['dropped']} of {v['num_requests']} measured requests need more KV than the pool holds "
                      f"({capacity:,} tokens) and count as missing both SLOs")
     if best == 0.0:
         notes.append("no simulated rate meets the objectives: goodput is 0 to the resolution of the search")
-    cap_rate = load.capacity()
+    return notes
+
+
+def _rate_outputs(v: dict, sim: Simulation, here: dict) -> dict:
+    """What the run at the reader's rate measured."""
     return {
-        "max_rate_meeting_slo_requests_per_s": best,
-        "max_rate_meeting_slo_requests_per_s_per_gpu": best / v["num_gpus"],
-        "goodput_utilisation": best / cap_rate if cap_rate else 0.0,
         "slo_attainment": here["attainment"],
-        "goodput_requests_per_s": rate * here["attainment"],
+        "goodput_requests_per_s": v["request_rate_per_s"] * here["attainment"],
         "stable": here["stable"],
         "utilisation": here["utilisation"],
-        "capacity_requests_per_s": cap_rate,
-        "max_running_sequences": cap,
         "steady_state_batch": here["batch"],
         **{f"{m}_p{p}_s": here[f"{m}_p{p}"] for m in ("ttft", "tpot") for p in (50, 90, 99)},
         "itl_p50_s": here["itl_p50"], "itl_p99_s": here["itl_p99"], "itl_max_s": here["itl_max"],
         "dropped_requests": here["dropped"],
-        "kv_capacity_tokens": capacity,
-        "notes": notes,
-        "derivation": efficiency_steps(dep) + _steps(v, sim, here, best, edge),
-        "kingman_wait_s": kingman_wait(min(here["utilisation"], STABLE_BELOW), 1 / v["burstiness"], sim["cs2"],
-                                       load.service_s()),
+        "kingman_wait_s": kingman_wait(min(here["utilisation"], STABLE_BELOW), 1 / v["burstiness"], sim.cs2,
+                                       sim.load.service_s()),
         "simulated_wait_s": here["queue_wait"],
-        "service_cv2": sim["cs2"],
+    }
+
+
+def compute(v: dict) -> dict:
+    dep = deployment(v)
+    sim = simulation(v, dep)
+    here = _measure(v, sim, v["request_rate_per_s"])
+    best, edge = _bisect(v, sim)
+    overload = OVERLOAD_PLOTTED * edge / STABLE_BELOW    # one point past capacity shows the cliff
+    plotted = sorted({r for r, s in sim.runs.items() if "attainment" in s} | {best, overload} - {0.0})
+    sweep = [_measure(v, sim, r) for r in plotted]
+    cap_rate = sim.load.capacity()
+    return {
+        "max_rate_meeting_slo_requests_per_s": best,
+        "max_rate_meeting_slo_requests_per_s_per_gpu": best / v["num_gpus"],
+        "goodput_utilisation": best / cap_rate if cap_rate else 0.0,
+        **_rate_outputs(v, sim, here),
+        "capacity_requests_per_s": cap_rate,
+        "max_running_sequences": sim.max_seqs,
+        "kv_capacity_tokens": sim.capacity,
+        "notes": _notes(v, here, best, sim.capacity),
+        "derivation": efficiency_steps(dep) + _steps(v, sim, here, best, edge),
+        "service_cv2": sim.cs2,
         "series": dict(_sweep_series(plotted, sweep), queueing_vs_utilisation=_queueing_series(v, sim, plotted, sweep)),
     }
 
 
-def _queueing_series(v: dict, sim: dict, rates: list[float], sweep: list[dict]) -> dict:
+def _queueing_series(v: dict, sim: Simulation, rates: list[float], sweep: list[dict]) -> dict:
     """Mean wait before a request's own prefill, simulated, against Kingman's formula, by utilisation:
     the runs already made, plus QUEUE_GRID utilisations run with QUEUE_SAMPLE requests (a mean needs
     fewer than a tail)."""
-    per_rho = 1 / (sim["load"].share * sim["load"].service_s()) if sim["load"].share else 0.0
-    if "grid" not in sim["shared"]:   # depends on neither rate nor objectives: kept between recomputes
-        light, small = dict(sim, runs={}, itl=False), dict(v, num_requests=QUEUE_SAMPLE)   # no gaps: waits only
+    per_rho = 1 / (sim.load.share * sim.load.service_s()) if sim.load.share else 0.0
+    if sim.kept.grid is None:   # depends on neither rate nor objectives: kept between recomputes
+        light, small = replace(sim, runs={}, itl=False), dict(v, num_requests=QUEUE_SAMPLE)   # no gaps: waits only
         runs = [_measure(small, light, u * per_rho) for u in QUEUE_GRID] if per_rho else []
-        sim["shared"]["grid"] = [{k: s[k] for k in ("utilisation", "queue_wait", "stable")} for s in runs]
-    extra = sim["shared"]["grid"]
+        sim.kept.grid = [{k: s[k] for k in ("utilisation", "queue_wait", "stable")} for s in runs]
+    extra = sim.kept.grid
     pairs = sorted((s["utilisation"], s["queue_wait"]) for s in sweep + extra if s["stable"])
-    service, ca2 = sim["load"].service_s(), 1 / v["burstiness"]
+    service, ca2 = sim.load.service_s(), 1 / v["burstiness"]
     return series("Mean wait before prefill vs utilisation: simulated and Kingman's formula", "Utilisation ρ", "",
                   [100 * u for u, _ in pairs],
                   [("simulated", "s", [w for _, w in pairs]),
-                   ("Kingman (G/G/1)", "s", [kingman_wait(u, ca2, sim["cs2"], service) for u, _ in pairs])])
+                   ("Kingman (G/G/1)", "s", [kingman_wait(u, ca2, sim.cs2, service) for u, _ in pairs])])
 
 
-def _steps(v: dict, sim: dict, here: dict, best: float, edge: float) -> list[dict]:
-    load, capacity, rate, service = sim["load"], sim["capacity"], v["request_rate_per_s"], sim["load"].service_s()
-    probes = sorted(r for r in sim["runs"] if r <= edge)
+def _capacity_steps(v: dict, sim: Simulation) -> list[dict]:
+    load, capacity, cap, service = sim.load, sim.capacity, sim.max_seqs, sim.load.service_s()
     return [
         step("Cap on running sequences", "vLLM V1 max_num_seqs default: 1,024 if memory ≥ 70 GiB and not A100, "
-             "else 256" if v["max_seqs_rule"] == "vllm" else "set by you", f"{sim['max_seqs']}", sim["max_seqs"],
-             "sequences"),
-        step("KV pool", "engine budget ÷ KV per token (all layers)", f"{capacity} tokens", capacity, "tokens"),
+             "else 256" if v["max_seqs_rule"] == "vllm" else "set by you", "{}", [cap], cap, "sequences"),
+        step("KV pool", "engine budget ÷ KV per token (all layers)", "{}", [(capacity, "tokens")], capacity, "tokens"),
         step("Batch when saturated", "min(max sequences, KV pool ÷ KV reserved per sequence)",
-             f"min({sim['max_seqs']}, pool ÷ mean(prompt + output), weighted by time decoding)",
-             load.full_batch, "sequences"),
+             "min({}, pool ÷ mean(prompt + output), weighted by time decoding)", [cap], load.full_batch, "sequences"),
         step("Server time per request, saturated",
              "prefill (shared with prompts admitted alongside) + (output − 1) × decode step(B) ÷ B",
-             f"{load.prefill_s:.4g} + {load.decode_steps:.4g} × step({load.full_batch}, {load.context}) ÷ "
-             f"{load.full_batch}", service, "s"),
-        step("Capacity", "1 ÷ server time per request", f"1 ÷ {service:.4g}", load.capacity(), "requests/s"),
-        step("Utilisation ρ at the chosen rate", "rate × share of requests that fit × server time per request",
-             f"{rate} × {load.share:.4g} × {service:.4g}", here["utilisation"], ""),
-        step("SLO attainment at the chosen rate", "measured requests with TTFT ≤ target and TPOT ≤ target ÷ measured",
-             f"TTFT ≤ {v['ttft_slo_s']} s, TPOT ≤ {v['tpot_slo_s']} s over {v['num_requests']} requests after a "
-             f"warm start at {here['batch']} sequences" + ("" if here["stable"] else f"; 0 as ρ ≥ {STABLE_BELOW}"),
-             here["attainment"], ""),
-        step("Per-run request goodput (vLLM)", "rate × attainment", f"{rate} × {here['attainment']:.4g}",
-             rate * here["attainment"], "requests/s"),
-        step("Edge of steady state", f"{STABLE_BELOW} × capacity", f"{STABLE_BELOW} × {load.capacity():.4g}",
-             edge, "requests/s"),
-        step("Goodput (DistServe)", f"highest rate with attainment ≥ {v['slo_target_percent']:g}% and ITL p99 ≤ "
-             f"{v['itl_p99_slo_s']:g} s; bisection from [{FIRST_GUESS} × capacity, edge] or [0, {FIRST_GUESS} × "
-             f"capacity] to {RESOLUTION:.0%} of capacity",
-             "simulated at " + ", ".join(f"{r:.4g}" for r in probes), best, "requests/s"),
+             "{} + {} × step({}, {}) ÷ {}",
+             [(load.prefill_s, "s"), load.decode_steps, load.full_batch, load.context, load.full_batch], service, "s"),
+        step("Capacity", "1 ÷ server time per request", "1 ÷ {}", [(service, "s")], load.capacity(), "requests/s"),
     ]
+
+
+def _rate_steps(v: dict, sim: Simulation, here: dict) -> list[dict]:
+    load, rate = sim.load, (v["request_rate_per_s"], "requests/s")
+    overloaded = "" if here["stable"] else "; 0 as ρ ≥ {}"
+    return [
+        step("Utilisation ρ at the chosen rate", "rate × share of requests that fit × server time per request",
+             "{} × {} × {}", [rate, load.share, (load.service_s(), "s")], here["utilisation"], ""),
+        step("SLO attainment at the chosen rate", "measured requests with TTFT ≤ target and TPOT ≤ target ÷ measured",
+             "TTFT ≤ {}, TPOT ≤ {} over {} requests after a warm start at {} sequences" + overloaded,
+             [(v["ttft_slo_s"], "s"), (v["tpot_slo_s"], "s"), v["num_requests"], here["batch"]]
+             + ([] if here["stable"] else [STABLE_BELOW]), here["attainment"], ""),
+        step("Per-run request goodput (vLLM)", "rate × attainment", "{} × {}", [rate, here["attainment"]],
+             v["request_rate_per_s"] * here["attainment"], "requests/s"),
+    ]
+
+
+def _search_steps(v: dict, sim: Simulation, best: float, edge: float) -> list[dict]:
+    probes = sorted(r for r in sim.runs if r <= edge)
+    return [
+        step("Edge of steady state", f"{STABLE_BELOW} × capacity", "{} × {}",
+             [STABLE_BELOW, (sim.load.capacity(), "requests/s")], edge, "requests/s"),
+        step("Goodput (DistServe)", f"highest rate with attainment ≥ target and ITL p99 ≤ target; bisection from "
+             f"[{FIRST_GUESS} × capacity, edge] or [0, {FIRST_GUESS} × capacity] to {RESOLUTION:.0%} of capacity",
+             "attainment ≥ {}, ITL p99 ≤ {}; simulated at " + ", ".join("{}" for _ in probes),
+             [(v["slo_target_percent"], "%"), (v["itl_p99_slo_s"], "s")] + probes, best, "requests/s"),
+    ]
+
+
+def _steps(v: dict, sim: Simulation, here: dict, best: float, edge: float) -> list[dict]:
+    return _capacity_steps(v, sim) + _rate_steps(v, sim, here) + _search_steps(v, sim, best, edge)
 
 
 def _sweep_series(rates: list[float], sweep: list[dict]) -> dict:

@@ -252,38 +252,58 @@ def _series(model, context, elem_bytes, batch, state_b):
 def _state_step(model, state_b):
     conv, recurrent = state_elements_per_layer(model.linear_mixer)
     n = model.layer_kinds.count("linear")
+    # bytes per element (b_state) as a plain factor: bytes' own format would round 0.5 B to "0 B"
     return step("State per sequence (linear layers)", "L_linear × (conv × 2 + recurrent × b_state)",
-                f"{n} × ({conv} × 2 + {recurrent} × {state_b})", state_bytes_per_sequence(model, state_b), "B")
+                "{} × ({} × 2 + {} × {})", [n, conv, recurrent, state_b], state_bytes_per_sequence(model, state_b), "B")
+
+
+def _blocks(elements: int) -> int:
+    """FP32 scales in DeepSeek's block-scaled FP8 layouts: one per FP8_SCALE_BLOCK elements."""
+    return math.ceil(elements / FP8_SCALE_BLOCK)
+
+
+def _per_layer_step(a: Attention, elem_bytes: float) -> dict:
+    """Bytes one token adds to one layer, by attention kind; b (bytes per element) is a plain factor."""
+    if a.index_head_dim and elem_bytes == 1:
+        formula = "r_kv + 4⌈r_kv/128⌉ + 2 d_rope + d_index + 4⌈d_index/128⌉"
+        template = "{} + 4 × {} + 2 × {} + {} + 4 × {}"
+        terms = [a.kv_lora_rank, _blocks(a.kv_lora_rank), a.qk_rope_head_dim, a.index_head_dim,
+                 _blocks(a.index_head_dim)]
+    elif a.index_head_dim:
+        formula, template = "(r_kv + d_rope) × b + d_index + 4⌈d_index/128⌉", "({} + {}) × {} + {} + 4 × {}"
+        terms = [a.kv_lora_rank, a.qk_rope_head_dim, elem_bytes, a.index_head_dim, _blocks(a.index_head_dim)]
+    elif a.kind == "mla":
+        formula, template = "(r_kv + d_rope) × b", "({} + {}) × {}"
+        terms = [a.kv_lora_rank, a.qk_rope_head_dim, elem_bytes]
+    else:
+        formula, template = "H_kv × (d_head + d_v) × b", "{} × ({} + {}) × {}"
+        terms = [a.num_kv_heads, a.head_dim, a.v_head_dim or a.head_dim, elem_bytes]
+    return step("Bytes per layer per token", formula, template, terms, kv_bytes_per_token_per_layer(a, elem_bytes), "B")
+
+
+def _sequence_step(groups: list[LayerGroup], per_layer: float, context: int, state: list[dict], per_seq) -> dict:
+    """Bytes per sequence: each layer kind holds T tokens, or min(T, its window); formula and template
+    are written from the same groups, so they always match."""
+    formula = " + ".join(f"{g.layers} × min(T, {g.cap_tokens})" if g.cap_tokens else f"{g.layers} × T" for g in groups)
+    template = " + ".join("{} × min({}, {})" if g.cap_tokens else "{} × {}" for g in groups)
+    terms = [t for g in groups for t in ((g.layers, context, g.cap_tokens) if g.cap_tokens else (g.layers, context))]
+    formula_tail, template_tail = (" + state", " + {}") if state else ("", "")
+    return step("Bytes per sequence", f"bytes per layer per token × ({formula}){formula_tail}",
+                f"{{}} × ({template}){template_tail}", [(per_layer, "B")] + terms + [(s["value"], "B") for s in state],
+                per_seq, "B")
 
 
 def _derivation(model, v, elem_bytes, per_token, per_seq, state_b):
-    a = model.attention
-    if a.index_head_dim and elem_bytes == 1:
-        formula = "r_kv + 4⌈r_kv/128⌉ + 2 d_rope + d_index + 4⌈d_index/128⌉"
-        subst = f"{a.kv_lora_rank} + 4 × {a.kv_lora_rank // 128} + 2 × {a.qk_rope_head_dim} + {a.index_head_dim} + 4"
-    elif a.index_head_dim:
-        formula = "(r_kv + d_rope) × b + d_index + 4⌈d_index/128⌉"
-        subst = f"({a.kv_lora_rank} + {a.qk_rope_head_dim}) × {elem_bytes} + {a.index_head_dim} + 4"
-    elif a.kind == "mla":
-        formula, subst = "(r_kv + d_rope) × b", f"({a.kv_lora_rank} + {a.qk_rope_head_dim}) × {elem_bytes}"
-    else:
-        d_v = a.v_head_dim or a.head_dim
-        formula = "H_kv × (d_head + d_v) × b"
-        subst = f"{a.num_kv_heads} × ({a.head_dim} + {d_v}) × {elem_bytes}"
-    per_layer = kv_bytes_per_token_per_layer(a, elem_bytes)
+    per_layer = _per_layer_step(model.attention, elem_bytes)
     groups = layer_groups(model, storing=True)
-    seq_formula = " + ".join(f"{g.layers} × min(T, {g.cap_tokens})" if g.cap_tokens else f"{g.layers} × T"
-                             for g in groups)
     state = [_state_step(model, state_b)] if model.linear_mixer else []
     return state + [
-        step("Bytes per layer per token", formula, subst, per_layer, "B"),
-        step("Bytes per additional token (full layers)", "L_full × bytes per layer per token",
-               f"{sum(g.layers for g in groups if not g.cap_tokens)} × {per_layer}", per_token, "B"),
-        step("Bytes per sequence", f"bytes per layer per token × ({seq_formula})" + (" + state" if state else ""),
-               f"{per_layer} × ({seq_formula.replace('T', str(v['context_tokens']))})"
-               + (f" + {state[0]['value']:.6g}" if state else ""), per_seq, "B"),
-        step("Batch", "B × bytes per sequence", f"{v['batch_size']} × {per_seq}",
-               v["batch_size"] * per_seq, "B"),
+        per_layer,
+        step("Bytes per additional token (full layers)", "L_full × bytes per layer per token", "{} × {}",
+             [sum(g.layers for g in groups if not g.cap_tokens), (per_layer["value"], "B")], per_token, "B"),
+        _sequence_step(groups, per_layer["value"], v["context_tokens"], state, per_seq),
+        step("Batch", "B × bytes per sequence", "{} × {}", [v["batch_size"], (per_seq, "B")],
+             v["batch_size"] * per_seq, "B"),
     ]
 
 

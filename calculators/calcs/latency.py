@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from ..schema import choice, integer, number, output, series, step
 from .engine_defaults import vllm_max_num_batched_tokens
-from .steptime import decode_step, deployment, deployment_fields, efficiency_steps, prefill_step
+from .deployment import deployment_fields, efficiency_steps
+from .steptime import decode_step, deployment, prefill_step
 
 BATCHES = tuple(2 ** k for k in range(11))
 BUDGET_RULES = [("none", "None: every prompt in one pass"),
@@ -110,30 +111,35 @@ def _curve(dep, v, budget) -> dict:
     return out
 
 
+def _steps(v: dict, r: dict, budget: int | None) -> list[dict]:
+    pre, dec, queueing = r["prefill"], r["decode"], (v["queueing_s"], "s")
+    return [
+        step("Prefill time", "max(bytes ÷ BW, B × (2 × P_active × T_in + attention) ÷ peak)", "max({}, {})",
+             [(pre.memory_time_s, "s"), (pre.compute_time_s, "s")], pre.time_s, "s"),
+        # no budget is the text "none": every prompt goes in one pass
+        step("Prefill steps", "one pass, or ⌈B × T_in ÷ token budget⌉ steps", "budget {}",
+             [(budget, "tokens") if budget else "none"], r["prefill_steps"], "steps"),
+        step("TTFT, last request", "queueing + every prefill step", "{} + {}", [queueing, (r["prefill_total_s"], "s")],
+             r["ttft_s"], "s"),
+        step("TTFT, first request", "queueing + first prefill step", "{} + {}",
+             [queueing, (r["ttft_first_s"] - v["queueing_s"], "s")], r["ttft_first_s"], "s"),
+        step("TPOT", "decode step at context T_in + T_out ÷ 2", "max({}, {})",
+             [(dec.memory_time_s, "s"), (dec.compute_time_s, "s")], r["tpot_s"], "s"),
+        step("End-to-end latency", "TTFT + TPOT × (T_out − 1)", "{} + {} × {}",
+             [(r["ttft_s"], "s"), (r["tpot_s"], "s"), v["output_tokens"] - 1], r["e2e_s"], "s"),
+    ]
+
+
 def compute(v: dict) -> dict:
     dep = deployment(v)
     budget = token_budget(v, dep.accelerator)
     r = batch_latency(dep, v["batch_size"], v["input_tokens"], v["output_tokens"], v["queueing_s"], budget)
-    pre, dec = r["prefill"], r["decode"]
     return {
         "ttft_s": r["ttft_s"], "ttft_first_s": r["ttft_first_s"], "prefill_steps": r["prefill_steps"],
-        "prefill_time_s": pre.time_s, "tpot_s": r["tpot_s"], "e2e_latency_s": r["e2e_s"],
+        "prefill_time_s": r["prefill"].time_s, "tpot_s": r["tpot_s"], "e2e_latency_s": r["e2e_s"],
         "tokens_per_s_per_user": 1 / r["tpot_s"],
         "tokens_per_s_per_gpu": r["tokens_per_s_per_gpu"],
         "decode_tokens_per_s_per_gpu": r["decode_tokens_per_s_per_gpu"],
-        "derivation": efficiency_steps(dep) + [
-            step("Prefill time", "max(bytes ÷ BW, B × (2 × P_active × T_in + attention) ÷ peak)",
-                 f"max({pre.memory_time_s:.6g}, {pre.compute_time_s:.6g})", pre.time_s, "s"),
-            step("Prefill steps", "one pass, or ⌈B × T_in ÷ token budget⌉ steps", f"budget {budget or 'none'}",
-                 r["prefill_steps"], "steps"),
-            step("TTFT, last request", "queueing + every prefill step", f"{v['queueing_s']} + {r['prefill_total_s']:.6g}",
-                 r["ttft_s"], "s"),
-            step("TTFT, first request", "queueing + first prefill step", f"{v['queueing_s']} + "
-                 f"{r['ttft_first_s'] - v['queueing_s']:.6g}", r["ttft_first_s"], "s"),
-            step("TPOT", "decode step at context T_in + T_out ÷ 2",
-                 f"max({dec.memory_time_s:.6g}, {dec.compute_time_s:.6g})", r["tpot_s"], "s"),
-            step("End-to-end latency", "TTFT + TPOT × (T_out − 1)",
-                 f"{r['ttft_s']:.6g} + {r['tpot_s']:.6g} × {v['output_tokens'] - 1}", r["e2e_s"], "s"),
-        ],
+        "derivation": efficiency_steps(dep) + _steps(v, r, budget),
         "series": {"throughput_latency": _curve(dep, v, budget)},
     }

@@ -19,13 +19,14 @@ commits 020505c and 00193b8; docs.sglang.io "Decode Context Parallelism").
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from ..errors import InputError
 from ..formats import bytes_per_element
+from ..model import Model
 from ..params import weight_bytes
 from ..schema import (accelerator_field, choice, dtype_field, expert_dtype, expert_dtype_field, integer, model_field,
                       number, output, series, step)
-from .kv_cache import (check_decode_context_parallel, decode_context_parallel_allowed, kv_bytes_per_sequence,
+from .kv_cache import (decode_context_parallel_allowed, kv_bytes_per_sequence,
                        kv_bytes_per_token_all_layers, kv_fraction_per_gpu, state_bytes_per_sequence, state_dtype_field,
                        state_fraction_per_gpu)
 
@@ -40,31 +41,77 @@ def usable_bytes_per_gpu(v: dict) -> float:
     return v["mem_fraction_static"] * total
 
 
-def _usable_substituted(v: dict) -> str:
-    memory = f"{v['hardware'].memory_bytes:.6g} B"
+# Each engine's rule, as the derivation writes it: the memory it may use, and what that leaves for KV.
+USABLE_RULE = {"vllm": "gpu_memory_utilization × memory − reserve", "sglang": "mem_fraction_static × memory"}
+BUDGET_RULE = {"vllm": "gpu_memory_utilization × memory − weights − reserve",
+               "sglang": "mem_fraction_static × memory − weights"}
+
+
+def _usable_step(v: dict, usable: float) -> dict:
+    memory = (v["hardware"].memory_bytes, "B")
     if v["engine_rule"] == "vllm":
-        return f"{v['gpu_memory_utilization']} × {memory} − {v['activation_reserve_gib']} GiB"
-    return f"{v['mem_fraction_static']} × {memory}"
+        reserve = (v["activation_reserve_gib"] * GIB, "B")
+        template, terms = "{} × {} − {}", [v["gpu_memory_utilization"], memory, reserve]
+    else:
+        template, terms = "{} × {}", [v["mem_fraction_static"], memory]
+    return step("Usable memory per GPU", USABLE_RULE[v["engine_rule"]], template, terms, usable, "B")
 
 
-def budget(v: dict, tensor_parallel: int) -> dict:
-    """Weights, KV budget and capacity per GPU at one TP degree (and the input's DCP)."""
-    model, kv_b = v["model"], bytes_per_element(v["kv_dtype"], "kv_dtype")
-    weights = weight_bytes(model, v["weight_dtype"], "weight_dtype", expert_dtype(v)) / tensor_parallel
-    kv_budget = max(0.0, usable_bytes_per_gpu(v) - weights)
-    share = kv_fraction_per_gpu(model, tensor_parallel, v.get("decode_context_parallel", 1))
-    state_b = bytes_per_element(v.get("state_dtype", "bf16"), "state_dtype")
-    state = state_bytes_per_sequence(model, state_b)
-    attention_kv = kv_bytes_per_sequence(model, v["context_tokens"], kv_b, state_b) - state
-    per_seq = attention_kv * share + state * state_fraction_per_gpu(model, tensor_parallel)
-    per_token = kv_bytes_per_token_all_layers(model, kv_b) * share
-    return {"weights": weights, "kv_budget": kv_budget, "per_seq": per_seq,
-            "sequences": math.floor(kv_budget / per_seq), "tokens": math.floor(kv_budget / per_token)}
+@dataclass(frozen=True)
+class Footprint:
+    """What a model asks of each GPU's memory, whatever the GPU: its formats and the DCP split."""
+    model: Model
+    weight_dtype: str
+    kv_dtype: str
+    expert_dtype: str | None = None     # routed experts' format; None = the weight format
+    state_dtype: str = "bf16"           # hybrid models' recurrent state
+    decode_context_parallel: int = 1
 
 
-def kv_budget_bytes_per_gpu(v: dict) -> float:
-    """For goodput and others: the KV bytes one GPU may hold under the chosen engine rule."""
-    return budget(v, v["tensor_parallel"])["kv_budget"]
+def footprint(v: dict) -> Footprint:
+    """The footprint named by validated inputs; calculators without state or DCP inputs get the defaults."""
+    return Footprint(v["model"], v["weight_dtype"], v["kv_dtype"], expert_dtype(v), v.get("state_dtype", "bf16"),
+                     v.get("decode_context_parallel", 1))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """One GPU's memory at one TP degree: the weights it holds, the KV budget left, and what each token
+    and each sequence of the context asked for take of it."""
+    weights: float
+    kv_budget: float
+    per_token: float                 # KV bytes per token, all layers
+    per_seq: float | None = None     # KV bytes per sequence at the context; None when no context was asked for
+
+    @property
+    def sequences(self) -> int:
+        return math.floor(self.kv_budget / self.per_seq)
+
+    @property
+    def tokens(self) -> int:
+        return math.floor(self.kv_budget / self.per_token)
+
+
+def _per_sequence(f: Footprint, tensor_parallel: int, context_tokens: int, share: float) -> float:
+    """KV per sequence per GPU: attention KV × its share on one rank, plus linear-layer state ÷ its own split."""
+    kv_b, state_b = bytes_per_element(f.kv_dtype, "kv_dtype"), bytes_per_element(f.state_dtype, "state_dtype")
+    state = state_bytes_per_sequence(f.model, state_b)
+    attention_kv = kv_bytes_per_sequence(f.model, context_tokens, kv_b, state_b) - state
+    return attention_kv * share + state * state_fraction_per_gpu(f.model, tensor_parallel)
+
+
+def budget(f: Footprint, usable: float, tensor_parallel: int, context_tokens: int | None = None) -> Budget:
+    """Weights, KV budget and capacity per GPU at one TP degree, with `usable` bytes per GPU."""
+    weights = weight_bytes(f.model, f.weight_dtype, "weight_dtype", f.expert_dtype) / tensor_parallel
+    share = kv_fraction_per_gpu(f.model, tensor_parallel, f.decode_context_parallel)
+    per_token = kv_bytes_per_token_all_layers(f.model, bytes_per_element(f.kv_dtype, "kv_dtype")) * share
+    per_seq = None if context_tokens is None else _per_sequence(f, tensor_parallel, context_tokens, share)
+    return Budget(weights, max(0.0, usable - weights), per_token, per_seq)
+
+
+def engine_budget(v: dict, tensor_parallel: int) -> Budget:
+    """budget() for validated inputs: their footprint, the engine rule's usable memory, their context."""
+    return budget(footprint(v), usable_bytes_per_gpu(v), tensor_parallel, v["context_tokens"])
 
 
 def engine_fields() -> list[dict]:
@@ -118,43 +165,50 @@ def _dcp_allows(v: dict, tensor_parallel: int) -> bool:
     return decode_context_parallel_allowed(v["model"], tensor_parallel, v.get("decode_context_parallel", 1))
 
 
+def _derivation(v: dict, b: Budget, usable: float) -> list[dict]:
+    tp = v["tensor_parallel"]
+    share = kv_fraction_per_gpu(v["model"], tp, v["decode_context_parallel"])
+    return [
+        step("Weights per GPU", "params × b_w ÷ TP", "{} ÷ {}", [(b.weights * tp, "B"), tp], b.weights, "B"),
+        _usable_step(v, usable),
+        step("KV budget per GPU", BUDGET_RULE[v["engine_rule"]], "max(0, {} − {})", [(usable, "B"), (b.weights, "B")],
+             b.kv_budget, "B"),
+        step("KV per sequence per GPU", "KV(T) × share of KV heads on one rank ÷ DCP (+ state ÷ TP)", "KV({}) × {}",
+             [(v["context_tokens"], "tokens"), share], b.per_seq, "B"),
+        step("Sequences that fit", "⌊KV budget ÷ KV per sequence⌋", "⌊{} ÷ {}⌋",
+             [(b.kv_budget, "B"), (b.per_seq, "B")], b.sequences, "sequences"),
+    ]
+
+
+def _tp_series(v: dict) -> dict:
+    tps = sorted(t for t in set(TP_SERIES) | {v["tensor_parallel"]} if _dcp_allows(v, t))
+    rows = [engine_budget(v, t) for t in tps]
+    return series("Capacity by tensor-parallel degree", "Tensor-parallel GPUs", "GPUs", tps,
+                  [("sequences that fit", "sequences", [r.sequences for r in rows]),
+                   ("KV budget per GPU", "GiB", [r.kv_budget / GIB for r in rows]),
+                   ("weights per GPU", "GiB", [r.weights / GIB for r in rows])], kind="bar")
+
+
 def compute(v: dict) -> dict:
     tp = v["tensor_parallel"]
-    b = budget(v, tp)
+    b = engine_budget(v, tp)
     usable = usable_bytes_per_gpu(v)
-    fits = b["sequences"] >= 1
+    fits = b.sequences >= 1
     min_tp = next((t for t in (2 ** k for k in range(11))
-                   if _dcp_allows(v, t) and budget(v, t)["sequences"] >= 1), 0)
-    notes = [] if fits else [f"does not fit: {b['weights'] / GIB:.1f} GiB of weights per GPU leave room for "
-                             f"{b['sequences']} sequences of {v['context_tokens']:,} tokens"]
-    rule = ("gpu_memory_utilization × memory − weights − reserve" if v["engine_rule"] == "vllm"
-            else "mem_fraction_static × memory − weights")
-    tps = sorted(t for t in set(TP_SERIES) | {tp} if _dcp_allows(v, t))
-    rows = [budget(v, t) for t in tps]
+                   if _dcp_allows(v, t) and engine_budget(v, t).sequences >= 1), 0)
+    notes = [] if fits else [f"does not fit: {b.weights / GIB:.1f} GiB of weights per GPU leave room for "
+                             f"{b.sequences} sequences of {v['context_tokens']:,} tokens"]
     return {
         "fits": int(fits),
-        "weight_bytes_total": b["weights"] * tp,
-        "weight_bytes_per_gpu": b["weights"],
+        "weight_bytes_total": b.weights * tp,
+        "weight_bytes_per_gpu": b.weights,
         "usable_bytes_per_gpu": usable,
-        "kv_budget_bytes_per_gpu": b["kv_budget"],
-        "kv_bytes_per_sequence_per_gpu": b["per_seq"],
-        "max_concurrent_sequences": b["sequences"],
-        "kv_tokens_capacity": b["tokens"],
+        "kv_budget_bytes_per_gpu": b.kv_budget,
+        "kv_bytes_per_sequence_per_gpu": b.per_seq,
+        "max_concurrent_sequences": b.sequences,
+        "kv_tokens_capacity": b.tokens,
         "min_tensor_parallel_to_fit": min_tp,
         "notes": notes,
-        "derivation": [
-            step("Weights per GPU", "params × b_w ÷ TP", f"{b['weights'] * tp:.6g} ÷ {tp}", b["weights"], "B"),
-            step("Usable memory per GPU", rule.replace(" − weights", ""), _usable_substituted(v), usable, "B"),
-            step("KV budget per GPU", rule, f"max(0, {usable:.6g} − {b['weights']:.6g})", b["kv_budget"], "B"),
-            step("KV per sequence per GPU", "KV(T) × share of KV heads on one rank ÷ DCP (+ state ÷ TP)",
-                 f"KV({v['context_tokens']}) × {kv_fraction_per_gpu(v['model'], tp, v['decode_context_parallel']):.4g}",
-                 b["per_seq"], "B"),
-            step("Sequences that fit", "⌊KV budget ÷ KV per sequence⌋",
-                 f"⌊{b['kv_budget']:.6g} ÷ {b['per_seq']:.6g}⌋", b["sequences"], "sequences"),
-        ],
-        "series": {"by_tensor_parallel": series(
-            "Capacity by tensor-parallel degree", "Tensor-parallel GPUs", "GPUs", tps,
-            [("sequences that fit", "sequences", [r["sequences"] for r in rows]),
-             ("KV budget per GPU", "GiB", [r["kv_budget"] / GIB for r in rows]),
-             ("weights per GPU", "GiB", [r["weights"] / GIB for r in rows])], kind="bar")},
+        "derivation": _derivation(v, b, usable),
+        "series": {"by_tensor_parallel": _tp_series(v)},
     }

@@ -25,6 +25,7 @@ from ..errors import InputError
 from ..formats import bytes_per_element
 from ..schema import choice, dtype_field, integer, model_field, number, output, series, step
 from .kv_cache import kv_bytes_per_token_all_layers
+from .lengths import lognormal_mu_sigma, uniform_half_width
 
 QUANTILES = 256          # deterministic sample: the midpoints of 256 equal-probability bins
 PLOT_BLOCKS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -40,10 +41,9 @@ def total_lengths(mean: float, cv: float, shape: str, n: int = QUANTILES) -> lis
         if cv > UNIFORM_MAX_CV + 1e-12:
             raise InputError("length_cv", f"must be at most {UNIFORM_MAX_CV:.3f} for a uniform distribution "
                                           "(wider would need negative lengths)")
-        half = cv * math.sqrt(3) * mean
+        half = uniform_half_width(mean, cv)
         return [mean - half + 2 * half * q for q in probs]
-    sigma = math.sqrt(math.log1p(cv * cv))           # lognormal with mean m and CV c
-    mu = math.log(mean) - sigma * sigma / 2
+    mu, sigma = lognormal_mu_sigma(mean, cv)
     z = NormalDist()
     return [math.exp(mu + sigma * z.inv_cdf(q)) for q in probs]
 
@@ -139,19 +139,19 @@ def _block_series(lengths, share, m, s_chosen, contig_fraction):
 
 def _derivation(v, occ, b_tok, held_mean, paged_mean):
     m, s = v["max_context_tokens"], v["block_size_tokens"]
+    held, paged = (held_mean, "tokens"), (paged_mean, "tokens")
     return [
-        step("KV per token slot", "2 × L × H_kv × d_head × b (all layers)", f"{b_tok:g} B", b_tok, "B"),
-        step("Tokens held per running request", "Σ_i Σ_t (p_i + t) ÷ Σ_i o_i",
-             f"{occ['held']:,} ÷ {occ['steps']:,}", held_mean, "tokens"),
-        step("Contiguous: token share", "mean held ÷ M", f"{held_mean:.6g} ÷ {m:,}", occ["token_contig"], ""),
-        step("Contiguous: reserved, used later", "Σ_i Σ_t (o_i − t) ÷ (Σ_i o_i × M)",
-             f"{occ['future']:,} ÷ {occ['contiguous']:,}", occ["future_contig"], ""),
-        step("Contiguous: never used", "Σ_i o_i (M − p_i − o_i) ÷ (Σ_i o_i × M)",
-             f"{occ['never']:,} ÷ {occ['contiguous']:,}", occ["never_contig"], ""),
-        step("Paged: slots per running request", "Σ_i Σ_t ⌈(p_i + t)/s⌉ × s ÷ Σ_i o_i",
-             f"{occ['paged']:,} ÷ {occ['steps']:,} (s = {s})", paged_mean, "tokens"),
-        step("Paged: token share", "mean held ÷ mean paged slots", f"{held_mean:.6g} ÷ {paged_mean:.6g}",
-             occ["token_paged"], ""),
+        step("KV per token slot", "2 × L × H_kv × d_head × b (all layers)", "{}", [(b_tok, "B")], b_tok, "B"),
+        step("Tokens held per running request", "Σ_i Σ_t (p_i + t) ÷ Σ_i o_i", "{} ÷ {}", [occ["held"], occ["steps"]],
+             held_mean, "tokens"),
+        step("Contiguous: token share", "mean held ÷ M", "{} ÷ {}", [held, (m, "tokens")], occ["token_contig"], ""),
+        step("Contiguous: reserved, used later", "Σ_i Σ_t (o_i − t) ÷ (Σ_i o_i × M)", "{} ÷ {}",
+             [occ["future"], occ["contiguous"]], occ["future_contig"], ""),
+        step("Contiguous: never used", "Σ_i o_i (M − p_i − o_i) ÷ (Σ_i o_i × M)", "{} ÷ {}",
+             [occ["never"], occ["contiguous"]], occ["never_contig"], ""),
+        step("Paged: slots per running request", "Σ_i Σ_t ⌈(p_i + t)/s⌉ × s ÷ Σ_i o_i", "{} ÷ {} (s = {})",
+             [occ["paged"], occ["steps"], (s, "tokens")], paged_mean, "tokens"),
+        step("Paged: token share", "mean held ÷ mean paged slots", "{} ÷ {}", [held, paged], occ["token_paged"], ""),
     ]
 
 

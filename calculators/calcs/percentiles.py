@@ -170,19 +170,18 @@ def _series(dist: Latency, n: int, p: float) -> dict:
 
 def _derivation(v, dist, q, mean, per_call, all_below) -> list:
     m, s, f, k, n = v["median_s"], v["sigma"], v["slow_fraction"], v["slow_multiplier"], v["calls_per_task"]
+    p = v["percentile"] / 100
     return [
-        step("Mean", "((1 − f) + f × k) × m × exp(σ² ÷ 2)",
-             f"((1 − {f:g}) + {f:g} × {k:g}) × {m:g} × exp({s:g}² ÷ 2)", mean, "s"),
-        step("p99 (one call)", "F⁻¹(0.99); with f = 0: m × exp(2.326 × σ)",
-             f"F⁻¹(0.99) with m = {m:g}, σ = {s:g}", q[99.0], "s"),
-        step("Per-call p-th percentile", f"F⁻¹(p ÷ 100), p = {v['percentile']:g}",
-             f"F⁻¹({v['percentile'] / 100:g})", per_call, "s"),
-        step("No call above it in a task of n", "(p ÷ 100)^n",
-             f"{v['percentile'] / 100:g}^{n}", all_below, ""),
-        step("Slowest call, median task", "F⁻¹(0.5^(1 ÷ n))",
-             f"F⁻¹(0.5^(1 ÷ {n})) = F⁻¹({0.5 ** (1 / n):.6g})", dist.slowest_of(n, 0.5), "s"),
-        step("Tasks with every call within the SLO", "F(SLO)^n",
-             f"{dist.cdf(v['slo_s']):.6g}^{n}", dist.cdf(v["slo_s"]) ** n, ""),
+        step("Mean", "((1 − f) + f × k) × m × exp(σ² ÷ 2)", "((1 − {}) + {} × {}) × {} × exp({}² ÷ 2)",
+             [f, f, k, (m, "s"), s], mean, "s"),
+        step("p99 (one call)", "F⁻¹(0.99); with f = 0: m × exp(2.326 × σ)", "F⁻¹(0.99) with m = {}, σ = {}",
+             [(m, "s"), s], q[99.0], "s"),
+        step("Per-call p-th percentile", "F⁻¹(p ÷ 100)", "F⁻¹({} ÷ 100)", [v["percentile"]], per_call, "s"),
+        step("No call above it in a task of n", "(p ÷ 100)^n", "{}^{}", [p, n], all_below, ""),
+        step("Slowest call, median task", "F⁻¹(0.5^(1 ÷ n))", "F⁻¹(0.5^(1 ÷ {})) = F⁻¹({})", [n, 0.5 ** (1 / n)],
+             dist.slowest_of(n, 0.5), "s"),
+        step("Tasks with every call within the SLO", "F(SLO)^n", "{}^{}", [dist.cdf(v["slo_s"]), n],
+             dist.cdf(v["slo_s"]) ** n, ""),
     ]
 
 

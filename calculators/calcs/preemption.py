@@ -30,19 +30,18 @@ from __future__ import annotations
 from ..catalog import host_links
 from ..schema import choice, integer, number, output, series, step
 from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu
-from .steptime import StepModel, deployment, deployment_fields
+from .deployment import deployment_fields
+from .steptime import StepModel, deployment
 
 HOST_LINKS = host_links()
 MAX_SEARCH_TOKENS = 10_000_000
 
 
 def _fields() -> list[dict]:
-    fields = deployment_fields(1.0, 0.5)
-    for f in fields:
-        if f["key"] == "compute_efficiency":
-            f.update(label="Prefill efficiency (fraction of dense peak)",
-                     help="An assumption: FlashAttention-3 reaches 0.75 of H100 peak in its attention "
-                          "kernel (arXiv 2407.08608); whole prefills usually do less.")
+    fields = deployment_fields(1.0, 0.5, {"compute_efficiency": {
+        "label": "Prefill efficiency (fraction of dense peak)",
+        "help": "An assumption: FlashAttention-3 reaches 0.75 of H100 peak in its attention "
+                "kernel (arXiv 2407.08608); whole prefills usually do less."}})
     links = [(k, e["name"]) for k, e in HOST_LINKS.items()] + [("custom", "Custom (the field below)")]
     return fields + [
         integer("context_tokens", "Context of the preempted sequence", 8192, 1, MAX_SEARCH_TOKENS, "tokens",
@@ -195,34 +194,43 @@ def _series(c: Costs, context: int, top: int) -> dict:
                    ("reload (one way)", "ms", [c.reload(x) * 1e3 for x in xs])], log_axes=True)
 
 
-def _derivation(c: Costs, t: int, kv_gpu: float, swap: float, rec: float, even: int) -> list[dict]:
-    cost = c.steps.prefill([t])
-    rec_formula = ("max(bytes ÷ (N × BW), FLOPs ÷ (N × peak × η))" if c.standalone
-                   else "FLOPs ÷ (N × peak × η_prefill)")
-    rec_subst = (f"max({cost.memory_time_s:.6g}, {cost.compute_time_s:.6g})" if c.standalone
-                 else f"{cost.flops:.6g} ÷ ({c.dep.num_gpus} × {c.dep.peak_flops_per_s:.6g} × "
-                      f"{c.dep.compute_efficiency})")
+def _recompute_step(c: Costs, t: int, rec: float) -> dict:
+    cost, dep = c.steps.prefill([t]), c.dep
+    if c.standalone:
+        return step("Recompute", "max(bytes ÷ (N × BW), FLOPs ÷ (N × peak × η))", "max({}, {})",
+                    [(cost.memory_time_s, "s"), (cost.compute_time_s, "s")], rec, "s")
+    return step("Recompute", "FLOPs ÷ (N × peak × η_prefill)", "{} ÷ ({} × {} × {})",
+                [(cost.flops, "FLOP"), dep.num_gpus, (dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency], rec,
+                "s")
+
+
+def _derivation(c: Costs, t: int, swap: float, rec: float, even: int) -> list[dict]:
+    kv_gpu = c.kv_per_gpu(t)
     return [
-        step("KV each GPU holds", "KV(T) × ⌈H_kv/N⌉ ÷ H_kv", f"KV({t}) × {c.share:g}", kv_gpu, "B"),
-        step("Swap out + in", "2 × KV per GPU ÷ (B_link × η_link)", f"2 × {kv_gpu:.6g} ÷ {c.link:.6g}", swap, "s"),
-        step("Prefill FLOPs of the context", "2 × P_active × T + causal attention", f"T = {t}", cost.flops, "FLOP"),
-        step("Recompute", rec_formula, rec_subst, rec, "s"),
-        step("Break-even context", "T where recompute(T) = swap(T)", "integer bisection", even, "tokens"),
+        step("KV each GPU holds", "KV(T) × ⌈H_kv/N⌉ ÷ H_kv", "KV({}) × {}", [(t, "tokens"), c.share], kv_gpu, "B"),
+        step("Swap out + in", "2 × KV per GPU ÷ (B_link × η_link)", "2 × {} ÷ {}", [(kv_gpu, "B"), (c.link, "B/s")],
+             swap, "s"),
+        step("Prefill FLOPs of the context", "2 × P_active × T + causal attention", "T = {}", [(t, "tokens")],
+             c.steps.prefill([t]).flops, "FLOP"),
+        _recompute_step(c, t, rec),
+        step("Break-even context", "T where recompute(T) = swap(T)", "integer bisection", [], even, "tokens"),
     ] + _batch_derivation(c, t, swap, rec)
 
 
 def _batch_derivation(c: Costs, t: int, swap: float, rec: float) -> list[dict]:
     b = c.batch
     if c.serialised:
-        swap_f, swap_s = "(1 + R) × swap (serialised: every running request waits)", f"{1 + b} × {swap:.6g}"
+        swap_f, swap_t, swap_terms = "(1 + R) × swap (serialised: every running request waits)", "{} × {}", [
+            1 + b, (swap, "s")]
         load_f = "(1 + R) × KV per GPU ÷ (B_link × η_link)"
     else:
-        swap_f, swap_s = "swap + swap-out (overlapped: only the trigger waits)", f"{swap:.6g} + {swap / 2:.6g}"
+        swap_f, swap_t, swap_terms = "swap + swap-out (overlapped: only the trigger waits)", "{} + {}", [
+            (swap, "s"), (swap / 2, "s")]
         load_f = "KV per GPU ÷ (B_link × η_link)"
     return [
-        step("Swap batch cost", swap_f, swap_s, c.swap_cost(t), "s"),
-        step("Recompute batch cost", "(1 + R) × recompute", f"{1 + b} × {rec:.6g}", c.recompute_cost(t), "s"),
-        step("Reload from host, batch cost", load_f, f"R = {b}", c.reload_cost(t), "s"),
+        step("Swap batch cost", swap_f, swap_t, swap_terms, c.swap_cost(t), "s"),
+        step("Recompute batch cost", "(1 + R) × recompute", "{} × {}", [1 + b, (rec, "s")], c.recompute_cost(t), "s"),
+        step("Reload from host, batch cost", load_f, "R = {}", [b], c.reload_cost(t), "s"),
     ]
 
 
@@ -283,7 +291,7 @@ def compute(v: dict) -> dict:
         **_batch_outputs(c, t, swap, rec),
         "faster": faster,
         "link_name": c.link_name,
-        "derivation": _derivation(c, t, kv_gpu, swap, rec, even),
+        "derivation": _derivation(c, t, swap, rec, even),
         "series": {"swap_vs_recompute": _series(c, t, max(t, c.dep.model.max_context_tokens or 131_072))},
         "notes": notes,
     }

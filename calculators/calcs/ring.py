@@ -6,6 +6,8 @@ interconnects.toml's [nccl] table (NCCL v2.30.7-1, src/graph/tuning.cc).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from ..catalog import links, nccl
 from ..errors import InputError
 
@@ -15,6 +17,35 @@ PROTOCOLS = ("ll", "ll128", "simple")
 PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 TOPOLOGY_RULE = {"switched": "switched: the chip's whole bandwidth", "mesh": "mesh: min(total, (n − 1) × one link)",
                  "torus": "torus: min(total, 2 × one link), one dimension"}
+
+
+@dataclass(frozen=True)
+class Ring:
+    """The ring NCCL's cost model sees: the links its steps cross, and how many steps leave a server.
+    Bandwidths are per direction per GPU, before the link efficiency."""
+    name: str                        # what the reader sees: "<chip> scale-up", "<link> between servers of 8"
+    intra_bw: float | None           # the steps inside a server; None with one GPU per server
+    domain: int | None = None        # most GPUs the link joins; None = no limit
+    hw: str = "nvlink"               # NCCL's hardware class of the in-server steps: nvlink or pci
+    arch: str | None = None          # NCCL's architecture for llMaxBw and NVLS; None = not modelled
+    switched: bool = True            # through a switch (NVLS needs one)
+    rule: str = ""                   # how intra_bw follows from the chip's links (the accelerator's link only)
+    nodes: int = 1                   # servers the ring spans
+    net_steps: int = 0               # steps that cross servers
+    inter_bw: float | None = None    # across servers: NICs × one NIC's bandwidth
+    ovh: float = 0.0                 # the network's post overhead per step, s
+    ppn1: bool = False               # one GPU per server: NCCL charges the Tree network latency
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One collective on a ring (or a direct algorithm): its time and what it is made of."""
+    time: float          # s
+    bw: float            # B/s each GPU moves at, after efficiency and the protocol's derating
+    latency: float       # s, base latency included
+    volume: float        # bytes each GPU receives
+    protocol: str = ""   # NCCL protocol; "" for the direct algorithms
+    steps: int = 0       # synchronisation steps the latency is made of
 
 
 def ring_allreduce_time(message_bytes: float, n: int, link_bytes_per_s: float,
@@ -56,89 +87,97 @@ def _check_domain(n: int, domain: int | None, name: str) -> None:
                                      "pick a network link (servers of GPUs) or a larger scale-up domain")
 
 
-def scale_up_ring(v: dict, n: int) -> dict:
-    """The ring: bandwidth (per direction, before efficiency), hardware class, domain and names."""
-    acc = v["hardware"]
-    out = {"nodes": 1, "net_steps": 0, "ovh": 0.0, "inter_bw": None, "rule": "", "hw": "nvlink",
-           "arch": NCCL["arch"].get(acc.id), "switched": (acc.scale_up_topology or "switched") == "switched"}
-    if v["link"] == "accelerator":
-        bw = _scale_up(v, n, "link", "; pick a link preset or custom")
-        rule = TOPOLOGY_RULE[acc.scale_up_topology or "switched"]
-        if not acc.scale_up_link_bandwidth_bytes_per_s and acc.scale_up_topology in ("mesh", "torus"):
-            rule = f"{acc.scale_up_topology}: per-link figure not sourced, chip total used (upper bound)"
-        if not out["arch"]:
-            rule += "; NCCL's NVLink latencies applied, no llMaxBw cap (this chip's own library is not modelled)"
-        return {**out, "intra_bw": bw, "name": f"{acc.name} scale-up", "rule": rule, "domain": acc.scale_up_domain}
-    if v["link"] == "custom":
-        return {**out, "intra_bw": v["link_bandwidth_gb_per_s"] * 1e9, "name": "custom link", "domain": None}
-    e = LINKS[v["link"]]
-    if e.get("kind") != "network":
-        return {**out, "intra_bw": e["bandwidth_bytes_per_s"], "hw": e["hw"], "name": e["name"],
-                "domain": e.get("domain_gpus"), "switched": e["hw"] == "nvlink"}
+def _topology_rule(acc, arch: str | None) -> str:
+    rule = TOPOLOGY_RULE[acc.scale_up_topology or "switched"]
+    if not acc.scale_up_link_bandwidth_bytes_per_s and acc.scale_up_topology in ("mesh", "torus"):
+        rule = f"{acc.scale_up_topology}: per-link figure not sourced, chip total used (upper bound)"
+    if not arch:
+        rule += "; NCCL's NVLink latencies applied, no llMaxBw cap (this chip's own library is not modelled)"
+    return rule
+
+
+def _network_ring(v: dict, n: int, chip: Ring, e: dict) -> Ring:
+    """Servers of gpus_per_node joined by a network link: in-server steps on the chip's own link."""
     g = v["gpus_per_node"]
     nodes = -(-n // g) if n > 1 else 1
-    nics = v["nics_per_node"] or g
     intra = (_scale_up(v, n if nodes == 1 else g, "gpus_per_node",
                        " for the steps inside a server; set GPUs per server to 1") if g > 1 else None)
-    return {**out, "intra_bw": intra, "nodes": nodes, "net_steps": 2 * (nodes - 1) if n > 1 else 0,
-            "ppn1": g == 1, "ovh": e.get("net_overhead_per_step_s", 0.0), "inter_bw": nics * e["bandwidth_bytes_per_s"],
-            "nics": nics, "domain": None,
-            "name": f"{e['name']} between servers of {g}" if nodes > 1 else f"{acc.name} scale-up "
-                                                                         f"(the ring fits in one server)"}
+    name = (f"{e['name']} between servers of {g}" if nodes > 1
+            else f"{v['hardware'].name} scale-up (the ring fits in one server)")
+    return replace(chip, name=name, intra_bw=intra, nodes=nodes, net_steps=2 * (nodes - 1) if n > 1 else 0,
+                   ppn1=g == 1, ovh=e.get("net_overhead_per_step_s", 0.0),
+                   inter_bw=(v["nics_per_node"] or g) * e["bandwidth_bytes_per_s"])
 
 
-def ring_link_bandwidth(n: int, r: dict, eff: float) -> float:
+def scale_up_ring(v: dict, n: int) -> Ring:
+    """The ring over n GPUs on the chosen link: the accelerator's own, a link preset, a custom
+    bandwidth, or a network link between servers."""
+    acc = v["hardware"]
+    arch = NCCL["arch"].get(acc.id)
+    chip = Ring(f"{acc.name} scale-up", None, arch=arch, switched=(acc.scale_up_topology or "switched") == "switched")
+    if v["link"] == "accelerator":
+        return replace(chip, intra_bw=_scale_up(v, n, "link", "; pick a link preset or custom"),
+                       rule=_topology_rule(acc, arch), domain=acc.scale_up_domain)
+    if v["link"] == "custom":
+        return replace(chip, name="custom link", intra_bw=v["link_bandwidth_gb_per_s"] * 1e9)
+    e = LINKS[v["link"]]
+    if e.get("kind") == "network":
+        return _network_ring(v, n, chip, e)
+    return replace(chip, name=e["name"], intra_bw=e["bandwidth_bytes_per_s"], hw=e["hw"],
+                   domain=e.get("domain_gpus"), switched=e["hw"] == "nvlink")
+
+
+def ring_link_bandwidth(n: int, r: Ring, eff: float) -> float:
     """Per-direction bandwidth the ring moves at, before the protocol's derating."""
-    if n <= 1 or r["nodes"] == 1:
-        return (r["intra_bw"] or r["inter_bw"]) * eff
-    intra_steps = 2 * (n - 1) - r["net_steps"]
-    return r["inter_bw"] * eff if intra_steps == 0 else min(r["intra_bw"], r["inter_bw"]) * eff
+    if n <= 1 or r.nodes == 1:
+        return (r.intra_bw or r.inter_bw) * eff
+    intra_steps = 2 * (n - 1) - r.net_steps
+    return r.inter_bw * eff if intra_steps == 0 else min(r.intra_bw, r.inter_bw) * eff
 
 
-def protocol_bandwidth(bw: float, r: dict, protocol: str) -> float:
+def protocol_bandwidth(bw: float, r: Ring, protocol: str) -> float:
     """NCCL's ring derating: LL min(llMaxBw, 0.5 × bw), LL128 0.92 × bw, Simple bw (tuning.cc)."""
     if protocol == "ll128":
         return bw * NCCL["ll128_bandwidth_factor"]
     if protocol == "simple":
         return bw
     cap = None
-    if r["nodes"] > 1:
-        cap = NCCL["ll_max_bw_net_bytes_per_s"]["two" if r["nodes"] == 2 else "more"]
-    elif r["arch"]:
-        cap = NCCL["ll_max_bw_bytes_per_s"][r["arch"]]
+    if r.nodes > 1:
+        cap = NCCL["ll_max_bw_net_bytes_per_s"]["two" if r.nodes == 2 else "more"]
+    elif r.arch:
+        cap = NCCL["ll_max_bw_bytes_per_s"][r.arch]
     half = bw * NCCL["ll_bandwidth_factor"]
     return min(cap, half) if cap else half
 
 
-def ring_latency(n: int, r: dict, protocol: str, lat: dict, passes: int = 2) -> float:
+def ring_latency(n: int, r: Ring, protocol: str, lat: dict, passes: int = 2) -> float:
     """base + (in-server steps) × max(α, net overhead) + (cross-server steps) × α_net (tuning.cc).
 
     passes = 2 for an all-reduce (nsteps 2(n − 1), nInterSteps 2(nNodes − 1)), 1 for an all-gather."""
     if n <= 1:
         return 0.0
     base = lat["base"] if lat["base"] is not None else NCCL["base_latency_s"][protocol]
-    hop = lat["hop"] if lat["hop"] is not None else NCCL["ring_latency_s"][r["hw"]][protocol]
-    steps, net_steps = passes * (n - 1), passes * (r["nodes"] - 1)
-    if r["nodes"] == 1:
+    hop = lat["hop"] if lat["hop"] is not None else NCCL["ring_latency_s"][r.hw][protocol]
+    steps, net_steps = passes * (n - 1), passes * (r.nodes - 1)
+    if r.nodes == 1:
         return base + steps * hop
-    net = (NCCL["tree_net_latency_s"] if r.get("ppn1") else NCCL["ring_latency_s"]["net"])[protocol]
-    ovh = r["ovh"] * (NCCL["simple_net_overhead_factor"] if protocol == "simple" else 1.0)
+    net = (NCCL["tree_net_latency_s"] if r.ppn1 else NCCL["ring_latency_s"]["net"])[protocol]
+    ovh = r.ovh * (NCCL["simple_net_overhead_factor"] if protocol == "simple" else 1.0)
     return base + net_steps * net + (steps - net_steps) * max(hop, ovh)
 
 
-def auto_protocols(r: dict) -> tuple[str, ...]:
+def auto_protocols(r: Ring) -> tuple[str, ...]:
     """Protocols NCCL enables by default: LL128 only when the in-server path is NVLink (tuning.cc:
     `pEnable &= (graphs[a]->typeIntra <= PATH_NVB)`), so not on a PCIe-only ring."""
-    return tuple(p for p in PROTOCOLS if not (p == "ll128" and r["hw"] == "pci"))
+    return tuple(p for p in PROTOCOLS if not (p == "ll128" and r.hw == "pci"))
 
 
-def ring_time(msg: float, n: int, r: dict, eff: float, lat: dict, protocol: str = "ll", passes: int = 2) -> dict:
+def ring_time(msg: float, n: int, r: Ring, eff: float, lat: dict, protocol: str = "ll", passes: int = 2) -> Transfer:
     """One ring all-reduce (passes 2) or all-gather of msg bytes in all (passes 1); protocol 'auto'
     takes the fastest of LL, LL128 and Simple, as NCCL's tuner picks the minimum predicted time."""
     if protocol == "auto":
-        return min((ring_time(msg, n, r, eff, lat, p, passes) for p in auto_protocols(r)), key=lambda t: t["time"])
+        return min((ring_time(msg, n, r, eff, lat, p, passes) for p in auto_protocols(r)), key=lambda t: t.time)
     bw = protocol_bandwidth(ring_link_bandwidth(n, r, eff), r, protocol)
     latency = ring_latency(n, r, protocol, lat, passes)
     volume = passes * (n - 1) / n * msg if n > 1 else 0.0
-    return {"time": latency + volume / bw, "bw": bw, "latency": latency, "volume": volume, "protocol": protocol,
-            "steps": passes * (n - 1) if n > 1 else 0}
+    return Transfer(latency + volume / bw, bw, latency, volume, protocol, passes * (n - 1) if n > 1 else 0)

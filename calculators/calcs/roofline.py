@@ -9,11 +9,13 @@ defaults (vLLM: gpu_memory_utilization 0.92, 2 GiB activation reserve), an assum
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..schema import integer, number, output, series, step
-from .memory import budget, engine_fields
-from .steptime import (Deployment, StepModel, bound_deployment, compute_ceiling_tokens_per_s_per_gpu, decode_step,
-                       decode_steps, deployment, deployment_fields, efficiency_steps, experts_touched,
-                       prefill_step, ridge_point)
+from .memory import engine_budget, engine_fields
+from .deployment import decode_steps, deployment_fields, efficiency_steps
+from .steptime import (Deployment, StepCost, StepModel, bound_deployment, compute_ceiling_tokens_per_s_per_gpu,
+                       decode_step, deployment, experts_touched, prefill_step, ridge_point)
 
 ENGINE_DEFAULTS = {f["key"]: f["default"] for f in engine_fields()}
 FIT_RULE = (f"vLLM rule at gpu_memory_utilization {ENGINE_DEFAULTS['gpu_memory_utilization']} and a "
@@ -77,7 +79,7 @@ def _roofline_series(dep: Deployment, points: dict) -> dict:
 
 def fit_in_memory(v: dict) -> int:
     """Sequences of this context whose KV fits beside the weights, under memory.py's rule at its defaults."""
-    return budget({**v, **ENGINE_DEFAULTS}, v["num_gpus"])["sequences"]
+    return engine_budget({**v, **ENGINE_DEFAULTS}, v["num_gpus"]).sequences
 
 
 def _batch_series(dep: Deployment, context: int, batch: int, fit: int) -> dict:
@@ -106,61 +108,100 @@ def _notes(v: dict, batch: int, fit: int, estimated: bool) -> list[str]:
     return notes
 
 
-def compute(v: dict) -> dict:
+@dataclass(frozen=True)
+class Bounds:
+    """The step costs one roofline reading needs: bounds at efficiencies 1.0, the estimate with them."""
+    dep: Deployment           # as the reader set it
+    tight: Deployment         # the same at efficiencies 1.0
+    batch: int
+    context: int
+    prompt: int
+    tau: float                # tokens kept per sweep (speculative decoding)
+    dec: StepCost             # decode step, bound
+    pre: StepCost             # prefill of one prompt, bound
+    est: StepCost             # decode step, estimate
+    spec: StepCost            # decode step of B × τ tokens, bound
+
+    @property
+    def estimated(self) -> bool:
+        return self.dep != self.tight
+
+
+def bounds(v: dict) -> Bounds:
     dep = deployment(v)
     tight = bound_deployment(dep)
     batch, context, prompt = v["batch_size"], v["context_tokens"], v["prefill_tokens"]
-    bw = dep.accelerator.memory_bandwidth_bytes_per_s
-    ridge = ridge_point(dep)
-    dec, pre = decode_step(tight, batch, context), prefill_step(tight, [prompt])
-    est = decode_step(dep, batch, context)
     tau = v["accepted_tokens_per_step"]
-    spec = StepModel(tight).decode(batch, context, tau)
-    estimated = dep != tight
-    fit = fit_in_memory(v)
-    moe = dep.model.moe
-    touched = (experts_touched(moe.num_experts, moe.experts_per_token, batch) if moe
-               else "none: dense model")
-    attainable = min(dep.peak_flops_per_s * dep.compute_efficiency, est.intensity * bw * dep.bandwidth_efficiency)
-    steps = ([step("Ridge point", "peak FLOP/s ÷ bandwidth", f"{dep.peak_flops_per_s:.6g} ÷ {bw:.6g}", ridge,
-                   "FLOP/B")] + decode_steps(tight, batch, context, dec))
-    if tau != 1:
-        steps.append(step("Tokens/s per user, speculative", "τ ÷ step with B × τ tokens (KV read once per sequence)",
-                          f"{tau} ÷ max({spec.memory_time_s:.6g}, {spec.compute_time_s:.6g})", tau / spec.time_s,
-                          "tokens/s"))
-    if estimated:
-        steps += efficiency_steps(dep) + [step("Decode step time, estimate", "max(memory ÷ η_bw, compute ÷ η_compute)",
-                                               f"max({est.memory_time_s:.6g}, {est.compute_time_s:.6g})",
-                                               est.time_s, "s")]
+    return Bounds(dep, tight, batch, context, prompt, tau, decode_step(tight, batch, context),
+                  prefill_step(tight, [prompt]), decode_step(dep, batch, context),
+                  StepModel(tight).decode(batch, context, tau))
+
+
+def _experts_touched(b: Bounds):
+    """Expected distinct experts per MoE layer; a text for a dense model."""
+    moe = b.dep.model.moe
+    return experts_touched(moe.num_experts, moe.experts_per_token, b.batch) if moe else "none: dense model"
+
+
+def _derivation(b: Bounds) -> list[dict]:
+    dep, moe = b.dep, b.dep.model.moe
+    steps = [step("Ridge point", "peak FLOP/s ÷ bandwidth", "{} ÷ {}",
+                  [(dep.peak_flops_per_s, "FLOP/s"), (dep.accelerator.memory_bandwidth_bytes_per_s, "B/s")],
+                  ridge_point(dep), "FLOP/B")]
     if moe:
-        steps.insert(1, step("Experts touched per MoE layer", "E × (1 − (1 − k/E)^B)",
-                               f"{moe.num_experts} × (1 − (1 − {moe.experts_per_token}/{moe.num_experts})^{batch})",
-                               touched, "experts"))
-    steps.append(step("Prefill time", "max(bytes ÷ BW, (2 × P_active × T + attention) ÷ peak)",
-                        f"max({pre.memory_time_s:.6g}, {pre.compute_time_s:.6g})", pre.time_s, "s"))
+        steps.append(step("Experts touched per MoE layer", "E × (1 − (1 − k/E)^B)", "{} × (1 − (1 − {}/{})^{})",
+                          [moe.num_experts, moe.experts_per_token, moe.num_experts, b.batch], _experts_touched(b),
+                          "experts"))
+    steps += decode_steps(b.tight, b.batch, b.context, b.dec)
+    if b.tau != 1:
+        steps.append(step("Tokens/s per user, speculative", "τ ÷ step with B × τ tokens (KV read once per sequence)",
+                          "{} ÷ max({}, {})", [b.tau, (b.spec.memory_time_s, "s"), (b.spec.compute_time_s, "s")],
+                          b.tau / b.spec.time_s, "tokens/s"))
+    if b.estimated:
+        steps += efficiency_steps(dep) + [step("Decode step time, estimate", "max(memory ÷ η_bw, compute ÷ η_compute)",
+                                               "max({}, {})", [(b.est.memory_time_s, "s"), (b.est.compute_time_s, "s")],
+                                               b.est.time_s, "s")]
+    return steps + [step("Prefill time", "max(bytes ÷ BW, (2 × P_active × T + attention) ÷ peak)", "max({}, {})",
+                         [(b.pre.memory_time_s, "s"), (b.pre.compute_time_s, "s")], b.pre.time_s, "s")]
+
+
+def _attainable(b: Bounds) -> float:
+    """min(η_compute × peak, intensity × η_bw × BW) at the estimate's intensity."""
+    dep = b.dep
+    return min(dep.peak_flops_per_s * dep.compute_efficiency,
+               b.est.intensity * dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency)
+
+
+def _regime(cost: StepCost) -> str:
+    return "compute-bound" if cost.compute_bound else "memory-bound"
+
+
+def compute(v: dict) -> dict:
+    b = bounds(v)
+    dep, batch, dec, pre = b.dep, b.batch, b.dec, b.pre
+    fit = fit_in_memory(v)
     return {
-        "ridge_point_flops_per_byte": ridge,
+        "ridge_point_flops_per_byte": ridge_point(dep),
         "peak_flops_per_s": dep.peak_flops_per_s,
         "decode_arithmetic_intensity_flops_per_byte": dec.intensity,
         "prefill_arithmetic_intensity_flops_per_byte": pre.intensity,
-        "decode_attainable_flops_per_s": attainable,
+        "decode_attainable_flops_per_s": _attainable(b),
         "decode_weight_bytes_per_step": dec.weight_bytes,
-        "moe_experts_touched_per_layer": touched,
+        "moe_experts_touched_per_layer": _experts_touched(b),
         "max_batch_in_memory": fit,
         "decode_step_time_s_lower_bound": dec.time_s,
         "decode_tokens_per_s_per_user_upper_bound": 1 / dec.time_s,
         "decode_tokens_per_s_per_gpu_upper_bound": batch / dec.time_s / dep.num_gpus,
-        "decode_tokens_per_s_per_user_speculative_upper_bound": tau / spec.time_s,
-        "decode_step_time_s_estimate": est.time_s,
-        "decode_tokens_per_s_per_user_estimate": 1 / est.time_s,
-        "decode_tokens_per_s_per_gpu_ceiling": compute_ceiling_tokens_per_s_per_gpu(tight),
+        "decode_tokens_per_s_per_user_speculative_upper_bound": b.tau / b.spec.time_s,
+        "decode_step_time_s_estimate": b.est.time_s,
+        "decode_tokens_per_s_per_user_estimate": 1 / b.est.time_s,
+        "decode_tokens_per_s_per_gpu_ceiling": compute_ceiling_tokens_per_s_per_gpu(b.tight),
         "prefill_time_s_lower_bound": pre.time_s,
-        "prefill_tokens_per_s_per_gpu_upper_bound": prompt / pre.time_s / dep.num_gpus,
-        "regime": {"decode": "compute-bound" if est.compute_bound else "memory-bound",
-                   "prefill": "compute-bound" if pre.compute_bound else "memory-bound"},
-        "derivation": steps,
+        "prefill_tokens_per_s_per_gpu_upper_bound": b.prompt / pre.time_s / dep.num_gpus,
+        "regime": {"decode": _regime(b.est), "prefill": _regime(pre)},
+        "derivation": _derivation(b),
         "series": {"roofline": _roofline_series(dep, {f"decode (batch {batch})": dec.intensity,
-                                                       f"prefill ({prompt} tokens)": pre.intensity}),
-                   "tokens_per_user_vs_gpu": _batch_series(tight, context, batch, fit)},
-        "notes": _notes(v, batch, fit, estimated),
+                                                       f"prefill ({b.prompt} tokens)": pre.intensity}),
+                   "tokens_per_user_vs_gpu": _batch_series(b.tight, b.context, batch, fit)},
+        "notes": _notes(v, batch, fit, b.estimated),
     }

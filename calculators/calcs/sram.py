@@ -68,14 +68,20 @@ def compute(v: dict) -> dict:
         "chips_per_sequence_of_kv": kv / sram,
         "sram_chips_total": total,
         "tokens_per_s_per_user_sram_bound": per_user,
-        "derivation": [
-            step("Chips for the weights", "⌈W ÷ SRAM per chip⌉", f"⌈{w:.6g} ÷ {sram:.6g}⌉",
-                 math.ceil(w / sram - 1e-9), "chips"),
-            step("KV per sequence", "kv_cache model at the context", f"{v['context_tokens']} tokens", kv, "B"),
-            step("Chips in all", "⌈(W + sequences × KV) ÷ SRAM per chip⌉",
-                 f"⌈({w:.6g} + {v['sequences']} × {kv:.6g}) ÷ {sram:.6g}⌉", total, "chips"),
-            step("Per-user bound at SRAM bandwidth", "chip bandwidth ÷ (W + KV per sequence)",
-                 f"{bw:.6g} ÷ ({w:.6g} + {kv:.6g})" if bw else "bandwidth not in the data", per_user,
-                 "tokens/s" if bw else ""),
-        ],
+        "derivation": _derivation(v, w, kv, sram, bw, total),
     }
+
+
+def _derivation(v: dict, w: float, kv: float, sram: float, bw: float, total: int) -> list[dict]:
+    w_, kv_, sram_ = (w, "B"), (kv, "B"), (sram, "B")
+    per_user = bw / (w + kv) if bw else NO_BANDWIDTH
+    return [
+        step("Chips for the weights", "⌈W ÷ SRAM per chip⌉", "⌈{} ÷ {}⌉", [w_, sram_], math.ceil(w / sram - 1e-9),
+             "chips"),
+        step("KV per sequence", "kv_cache model at the context", "{}", [(v["context_tokens"], "tokens")], kv, "B"),
+        step("Chips in all", "⌈(W + sequences × KV) ÷ SRAM per chip⌉", "⌈({} + {} × {}) ÷ {}⌉",
+             [w_, v["sequences"], kv_, sram_], total, "chips"),
+        step("Per-user bound at SRAM bandwidth", "chip bandwidth ÷ (W + KV per sequence)",
+             "{} ÷ ({} + {})" if bw else "bandwidth not in the data", [(bw, "B/s"), w_, kv_] if bw else [], per_user,
+             "tokens/s" if bw else ""),
+    ]

@@ -312,7 +312,3 @@ def effective_ridge(dep: Deployment) -> float:
 def compute_ceiling_tokens_per_s_per_gpu(dep: Deployment) -> float:
     """Decode tokens/s per GPU as the batch grows without limit: 2 × active params per token."""
     return dep.peak_flops_per_s * dep.compute_efficiency / (2 * _param_counts(dep.model)[1])
-
-
-# Inputs and derivation steps shared by the calculators that build on these step times (re-exported).
-from .deployment_inputs import decode_steps, deployment_fields, efficiency_steps  # noqa: E402,F401

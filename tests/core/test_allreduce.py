@@ -5,7 +5,7 @@ import math
 import pytest
 
 from calculators import run, run_json
-from calculators.calcs.allreduce import LINKS, bus_bandwidth, ring_allreduce_time
+from calculators.calcs.ring import LINKS, bus_bandwidth, ring_allreduce_time
 from calculators.calcs.sram import SRAM_PARTS
 from calculators.errors import InputError
 from calculators.catalog import accelerator_presets

@@ -70,7 +70,7 @@ def test_derivation_and_series_shape(name):
     result = run(name, {})
     assert result["derivation"]
     for st in result["derivation"]:
-        assert set(st) == {"label", "formula", "substituted", "value", "unit"}
+        assert set(st) == {"label", "formula", "template", "terms", "value", "unit"}
         assert math.isfinite(st["value"])
     for sid, ser in result.get("series", {}).items():
         assert {"title", "x", "y", "kind"} <= set(ser) and ser["kind"] in ("line", "scatter", "bar")

@@ -29,6 +29,7 @@ def test_table_is_aligned_with_units():
     lines = out.stdout.splitlines()
     row = next(line for line in lines if line.startswith("KV per additional token"))
     assert "819,200" in row and row.rstrip().endswith("B")
+    assert "800 KiB" in row      # and as the page shows it, by display's rules
     byte_rows = [line for line in lines if line.endswith("  B")]
     assert len(byte_rows) > 3 and len({len(line) for line in byte_rows}) == 1   # values right-aligned
 

@@ -6,7 +6,7 @@ from calculators.calcs.kv_cache import kv_bytes_per_sequence
 from calculators.calcs.steptime import StepModel, _causal_keys, attention_flops_per_token, deployment
 from calculators.calcs.goodput import SCHEMA, max_num_seqs
 from calculators.calcs.goodput_sim import Gaps, Workload, simulate, weighted_percentile
-from calculators.calcs.memory import budget
+from calculators.calcs.memory import budget, footprint, usable_bytes_per_gpu
 from calculators.schema import validate
 
 
@@ -96,7 +96,7 @@ def test_running_sequence_cap_is_vllms_default_for_the_accelerator(hardware, cap
 def test_pooled_gaps_add_up_to_each_requests_decode_time():
     v = validate(SCHEMA["inputs"], dict(PART3))
     dep = deployment(v)
-    pool = budget(dict(v, tensor_parallel=1, context_tokens=1), 1)["tokens"]
+    pool = budget(footprint(v), usable_bytes_per_gpu(v), 1).tokens
     work = Workload(v).first(600)
     gaps = Gaps()
     result = simulate(StepModel(dep), work, 18.0, 1024, pool, (), (100, 400), None, gaps)
@@ -188,7 +188,7 @@ def test_the_queueing_grid_books_no_gaps_but_the_same_waits():
     from calculators.calcs.goodput_sim import simulate
     v = validate(SCHEMA["inputs"], dict(PART3))
     steps = StepModel(deployment(v))
-    pool = budget(dict(v, tensor_parallel=1, context_tokens=1), 1)["tokens"]
+    pool = budget(footprint(v), usable_bytes_per_gpu(v), 1).tokens
     work = Workload(v).first(400)
     with_gaps = simulate(steps, work, 8.0, 1024, pool, (), (50, 350), None, Gaps())
     assert simulate(steps, work, 8.0, 1024, pool, (), (50, 350), None, None) == with_gaps

@@ -9,7 +9,7 @@ import pytest
 from calculators import run
 from calculators.calcs.goodput import SCHEMA, max_num_seqs, summarise
 from calculators.calcs.goodput_sim import Workload, offered_load, simulate
-from calculators.calcs.memory import budget
+from calculators.calcs.memory import budget, footprint, usable_bytes_per_gpu
 from calculators.calcs.steptime import StepModel, deployment
 from calculators.schema import validate
 
@@ -20,7 +20,7 @@ KNEE = (20, 22, 25)   # within ~10% of capacity (~22 at vLLM's 1,024 cap): only 
 
 def _setup(inputs: dict):
     v = validate(SCHEMA["inputs"], inputs)
-    pool = budget(dict(v, tensor_parallel=v["num_gpus"], context_tokens=1), v["num_gpus"])["tokens"]
+    pool = budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"]).tokens
     dep = deployment(v)
     return dict(v, max_batch_size=max_num_seqs(v, dep.accelerator)), StepModel(dep), pool
 

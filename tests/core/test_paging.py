@@ -123,3 +123,14 @@ def test_block_size_series_has_the_chosen_block():
     assert 24 in plot["x"]["values"]
     i = plot["x"]["values"].index(24)
     assert plot["y"][0]["values"][i] == pytest.approx(r["paged_token_fraction"] * 100)
+
+
+def test_one_rule_turns_a_mean_and_spread_into_a_distribution():
+    """paging's quantiles and goodput's draws share lengths.py: a lognormal with E[X] = m, sd = cv × m,
+    and a uniform of half-width cv × √3 × m (sd = half-width ÷ √3), capped where asked."""
+    from calculators.calcs.lengths import lognormal_mu_sigma, uniform_half_width
+    mu, sigma = lognormal_mu_sigma(381.0, 1.0)
+    assert math.exp(mu + sigma ** 2 / 2) == pytest.approx(381.0, rel=1e-12)
+    assert math.sqrt(math.exp(sigma ** 2) - 1) == pytest.approx(1.0, rel=1e-12)
+    assert uniform_half_width(100.0, 0.5) / math.sqrt(3) == pytest.approx(50.0)
+    assert uniform_half_width(100.0, 2.0, 1.0) == 100.0

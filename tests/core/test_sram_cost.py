@@ -3,6 +3,7 @@ import pytest
 
 from calculators import run
 from calculators.errors import InputError
+from calculators.page import present
 
 
 def test_kv_capacity_on_groq():
@@ -23,5 +24,5 @@ def test_gpus_needed_comes_in_whole_replicas():
     with pytest.raises(InputError) as exc:
         run("cost", {**base, "gpus_per_replica": 16})
     assert exc.value.to_json()["field"] == "gpus_per_replica"
-    steps = run("cost", base)["derivation"]
+    steps = present("cost", base)["work"]
     assert "no latency bound" in next(s["substituted"] for s in steps if s["label"] == "GPUs for the demand")

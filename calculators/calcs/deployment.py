@@ -1,0 +1,70 @@
+"""The fields and derivation steps of a deployment, shared by the calculators built on steptime.py
+(roofline, latency, goodput, decode_limits, allreduce, preemption). steptime.py is the physics and
+knows nothing of forms or derivations; this module is where they meet."""
+from __future__ import annotations
+
+from ..schema import (DTYPE_CHOICES, accelerator_field, dtype_field, expert_dtype_field, integer, model_field,
+                      number, step)
+from .steptime import Deployment, StepCost
+
+COMPUTE_DTYPES = tuple(c for c in DTYPE_CHOICES if c[0] != "int4")   # int4 has no native matmul rate
+
+
+def deployment_fields(bandwidth_efficiency: float, compute_efficiency: float,
+                      overrides: dict[str, dict] | None = None) -> list[dict]:
+    """The deployment's inputs at these default efficiencies; `overrides` maps a field's key to the
+    parts of its spec a calculator words or defaults differently (label, default, help, ...)."""
+    changes = overrides or {}
+    return [dict(f, **changes.get(f["key"], {})) for f in _fields(bandwidth_efficiency, compute_efficiency)]
+
+
+def _fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict]:
+    return [
+        model_field(default="llama-3.1-8b"),
+        accelerator_field(),
+        integer("num_gpus", "GPUs (tensor parallel)", 1, 1, 1024, "GPUs",
+                  "FLOPs and bytes split evenly across them; communication is not counted."),
+        dtype_field("weight_dtype", "Weight format", "bf16"),
+        expert_dtype_field(),
+        dtype_field("kv_dtype", "KV-cache format", "bf16"),
+        dtype_field("compute_dtype", "Matmul format", "bf16", "Selects the accelerator's dense FLOP/s figure.",
+                choices=COMPUTE_DTYPES),
+        number("bandwidth_efficiency", "Bandwidth efficiency", bandwidth_efficiency, 0.01, 1.0, "",
+                 "Fraction of peak memory bandwidth achieved (FlashMLA reaches ~0.9 on H800, "
+                 "deepseek-ai/FlashMLA README).", 0.01),
+        number("compute_efficiency", "Compute efficiency", compute_efficiency, 0.01, 1.0, "",
+                 "Fraction of dense peak FLOP/s achieved (FlashAttention-3: 0.75 on H100, arXiv 2407.08608).",
+                 0.01),
+    ]
+
+
+def _effective(dep: Deployment) -> tuple[float, float]:
+    """(bandwidth × η_bw, peak × η_compute) per GPU: the rates the step times divide by."""
+    return (dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency,
+            dep.peak_flops_per_s * dep.compute_efficiency)
+
+
+def efficiency_steps(dep: Deployment) -> list[dict]:
+    bandwidth, flops = _effective(dep)
+    return [
+        step("Effective bandwidth per GPU", "BW × η_bw", "{} × {}",
+             [(dep.accelerator.memory_bandwidth_bytes_per_s, "B/s"), dep.bandwidth_efficiency], bandwidth, "B/s"),
+        step("Effective FLOP/s per GPU", "peak × η_compute", "{} × {}",
+             [(dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency], flops, "FLOP/s"),
+    ]
+
+
+def decode_steps(dep: Deployment, batch: int, context: int, cost: StepCost) -> list[dict]:
+    n, (bandwidth, flops) = dep.num_gpus, _effective(dep)
+    return [
+        step("Weight bytes read per step", "params touched × b_w (input embedding: one row per token)", "{}",
+             [(cost.weight_bytes, "B")], cost.weight_bytes, "B"),
+        step("KV bytes read per step per GPU", "B × KV per sequence(T) × share of KV on one GPU", "{} × KV({}) × {}",
+             [batch, (context, "tokens"), cost.kv_share], cost.kv_bytes_per_gpu, "B"),
+        step("Memory time", "(weights ÷ N_gpu + KV per GPU) ÷ (BW × η_bw)", "({} ÷ {} + {}) ÷ {}",
+             [(cost.weight_bytes, "B"), n, (cost.kv_bytes_per_gpu, "B"), (bandwidth, "B/s")], cost.memory_time_s, "s"),
+        step("Compute time", "B × (2 × P_active + attention FLOPs) ÷ (N_gpu × peak × η_compute)", "{} ÷ ({} × {})",
+             [(cost.flops, "FLOP"), n, (flops, "FLOP/s")], cost.compute_time_s, "s"),
+        step("Decode step time", "max(memory time, compute time)", "max({}, {})",
+             [(cost.memory_time_s, "s"), (cost.compute_time_s, "s")], cost.time_s, "s"),
+    ]
