@@ -8,7 +8,7 @@ PORT ?= 8000
 export NO_MKDOCS_2_WARNING := 1
 export DISABLE_MKDOCS_2_WARNING := true
 
-.PHONY: setup build serve dev lint test bench chromium clean
+.PHONY: setup build serve dev lint format test bench chromium clean
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -44,8 +44,15 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core fonts-liberation; \
 	else echo "Chromium is missing: run 'sudo apt-get install chromium fonts-dejavu-core fonts-liberation'"; exit 1; fi
 
+# ruff (lint and format, config in pyproject.toml) and ESLint (eslint.config.mjs); `make format` fixes.
 lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	npm run --silent lint
+
+format: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
 
 test: setup chromium lint build
 	$(PY) -m pytest $(PYTEST_ARGS)
