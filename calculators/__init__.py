@@ -8,6 +8,7 @@ For Python (tests, the build's hooks, the CLI):
     run(name, inputs) -> dict        schema(name) -> dict       calculator_names() -> list
     run_json(name, inputs_json) -> str (run() in the same envelope)
 """
+
 from .api import calculator_names, run, run_json, schema
 from .errors import InputError
 from .page import describe_json, present_json

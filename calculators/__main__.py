@@ -1,4 +1,5 @@
 """Command line: `python -m calculators list` and `python -m calculators NAME --set key=value … [--json]`."""
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,15 @@ def _parse_sets(pairs: list[str]) -> dict:
 def table(name: str, result: dict) -> str:
     """Each output as the page shows it (display.by_output_format), then its exact value and unit, the
     figure to check a derivation or an inline expression against."""
-    rows = [(o["label"], display.by_output_format(result[o["key"]], o["format"], o["unit"]),
-             display.plain(result[o["key"]]), o["unit"]) for o in schema(name)["outputs"]]
+    rows = [
+        (
+            o["label"],
+            display.by_output_format(result[o["key"]], o["format"], o["unit"]),
+            display.plain(result[o["key"]]),
+            o["unit"],
+        )
+        for o in schema(name)["outputs"]
+    ]
     w0, w1, w2 = (max(len(r[i]) for r in rows) for i in range(3))
     lines = [f"{label:<{w0}}  {text:>{w1}}  {value:>{w2}}  {unit}".rstrip() for label, text, value, unit in rows]
     lines += [f"note: {n}" for n in result.get("notes", [])]
@@ -50,8 +58,13 @@ def listing() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m calculators", description=__doc__)
     parser.add_argument("name", help="'list', or a calculator name")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="an input; the value is read as JSON when it parses, else as text")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an input; the value is read as JSON when it parses, else as text",
+    )
     parser.add_argument("--json", action="store_true", help="print the full result as JSON")
     args = parser.parse_args(argv)
     if args.name == "list":

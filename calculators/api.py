@@ -3,12 +3,13 @@
 A calculator is any module under calcs/ that defines SCHEMA (and compute); the registry finds them
 all, so a new one cannot be left out by forgetting a list. Modules there without SCHEMA are helpers.
 """
+
 from __future__ import annotations
 
 import importlib
 import json
 import pkgutil
-from functools import lru_cache
+from functools import cache
 
 from . import calcs
 from .errors import InputError
@@ -17,8 +18,20 @@ from .schema import validate
 
 # The order the workbench and the CLI list calculators in (the order they were added). A calculator
 # not named here is still registered: it comes after these, alphabetically.
-ORDER = ("kv_cache", "memory", "roofline", "latency", "goodput", "cost", "percentiles", "decode_limits",
-         "allreduce", "sram", "paging", "preemption")
+ORDER = (
+    "kv_cache",
+    "memory",
+    "roofline",
+    "latency",
+    "goodput",
+    "cost",
+    "percentiles",
+    "decode_limits",
+    "allreduce",
+    "sram",
+    "paging",
+    "preemption",
+)
 
 
 def _calculator_modules() -> list:
@@ -27,7 +40,7 @@ def _calculator_modules() -> list:
     return [module for module in map(importlib.import_module, names) if hasattr(module, "SCHEMA")]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _registry() -> dict:
     """Calculator name -> module. Found on first use, so `import calculators` stays cheap; cached, so a
     memory snapshot taken after the first call (page.warm_up) answers without the package's files."""

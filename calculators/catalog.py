@@ -6,11 +6,12 @@ is read through importlib.resources, so it works from a source tree, a wheel or 
 Models and accelerators are checked like a reader's input (`checks`), so an error in a
 data file names the file, the entry and the field.
 """
+
 from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, fields
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 from .checks import accelerator_from_dict, flag, model_from_dict
@@ -21,12 +22,13 @@ from .model import Accelerator, Format, Model
 class PublishedParams:
     """What a models.toml entry says about its publisher's parameter counts beyond the Model's
     official_total_params / official_active_params, for the tests that compare them with ours."""
-    params_source: str = ""                 # where the official counts come from
-    params_note: str = ""                   # why our count differs, where it does
-    params_loose: tuple[str, ...] = ()      # "total", "active": published too roughly for a 1 % check
-    official_extra_params: float = 0        # in the official total, not in this text decoder (a vision tower)
+
+    params_source: str = ""  # where the official counts come from
+    params_note: str = ""  # why our count differs, where it does
+    params_loose: tuple[str, ...] = ()  # "total", "active": published too roughly for a 1 % check
+    official_extra_params: float = 0  # in the official total, not in this text decoder (a vision tower)
     official_extra_params_source: str = ""
-    official_active_excludes_embedding: bool = False   # the official active count leaves the embedding out
+    official_active_excludes_embedding: bool = False  # the official active count leaves the embedding out
 
 
 # Keys a models.toml entry may carry beyond the Model fields (see model_info()).
@@ -35,7 +37,7 @@ MODEL_INFO_KEYS = tuple(f.name for f in fields(PublishedParams))
 HIDDEN_KEY = "hidden"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(filename: str) -> dict:
     text = (resources.files(__package__) / "data" / filename).read_text(encoding="utf-8")
     return tomllib.loads(text)
@@ -70,14 +72,14 @@ def models_from_entries(rows: list[dict], include_hidden: bool = True) -> dict[s
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def model_presets(include_hidden: bool = True) -> dict[str, Model]:
     """Every preset model by id, validated like user input; include_hidden=False leaves out the
     models marked hidden (the ones a select should not offer)."""
     return models_from_entries(entries("models.toml", "model"), include_hidden)
 
 
-@lru_cache(maxsize=None)
+@cache
 def model_info(model_id: str) -> PublishedParams:
     """The extra facts about a preset's published parameter counts (defaults where the entry has none)."""
     for entry in entries("models.toml", "model"):
@@ -87,18 +89,19 @@ def model_info(model_id: str) -> PublishedParams:
     raise KeyError(model_id)
 
 
-@lru_cache(maxsize=None)
+@cache
 def accelerator_presets() -> dict[str, Accelerator]:
     """Every preset accelerator by id, validated like user input."""
-    return {e["id"]: accelerator_from_dict(e, field=f"accelerators.toml[{e['id']}]")
-            for e in entries("accelerators.toml", "accelerator")}
+    return {
+        e["id"]: accelerator_from_dict(e, field=f"accelerators.toml[{e['id']}]")
+        for e in entries("accelerators.toml", "accelerator")
+    }
 
 
-@lru_cache(maxsize=None)
+@cache
 def formats() -> dict[str, Format]:
     """Every number format by canonical id."""
-    return {e["id"]: Format(**dict(e, aliases=tuple(e.get("aliases", ()))))
-            for e in entries("formats.toml", "format")}
+    return {e["id"]: Format(**dict(e, aliases=tuple(e.get("aliases", ())))) for e in entries("formats.toml", "format")}
 
 
 def format_key(name: str) -> str:
@@ -106,7 +109,7 @@ def format_key(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
 
-@lru_cache(maxsize=None)
+@cache
 def format_index() -> dict[str, Format]:
     """Canonical ids and aliases, normalised by format_key, to their Format."""
     return {format_key(name): fmt for fmt in formats().values() for name in (fmt.id, *fmt.aliases)}

@@ -4,22 +4,33 @@ Every number is checked here, and every error names the field (dotted: ``model.a
 and the allowed range, so the data files, a reader's own definitions and an imported Hugging Face
 config are all held to the same rules, and calculators can trust what they get.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import fields
 
 from .errors import InputError
-from .model import (ATTENTION_KINDS, FFN_KINDS, LAYER_KINDS, LINEAR_MIXER_KINDS, SCALE_UP_TOPOLOGIES, Accelerator,
-                    Attention, LinearMixer, Model,
-                    MoE)
+from .model import (
+    ATTENTION_KINDS,
+    FFN_KINDS,
+    LAYER_KINDS,
+    LINEAR_MIXER_KINDS,
+    SCALE_UP_TOPOLOGIES,
+    Accelerator,
+    Attention,
+    LinearMixer,
+    Model,
+    MoE,
+)
 
 FLOPS_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp6", "fp4", "int4")
 _BIG = 10**15
 
 
-def _num(d: dict, key: str, field: str, lo: float, hi: float, integer: bool = True,
-         default=..., allow_none: bool = False):
+def _num(
+    d: dict, key: str, field: str, lo: float, hi: float, integer: bool = True, default=..., allow_none: bool = False
+):
     """One checked number from d[key]; the error names field.key and the range."""
     value = d.get(key, default)
     name = f"{field}.{key}"
@@ -73,7 +84,9 @@ def attention_from_dict(d: dict, field: str) -> Attention:
         want = heads if kind == "mha" else 1
         raise InputError(f"{field}.num_kv_heads", f"must be {want} for {kind} attention, got {kv}")
     a = Attention(
-        kind=kind, num_heads=heads, num_kv_heads=kv,
+        kind=kind,
+        num_heads=heads,
+        num_kv_heads=kv,
         head_dim=_num(d, "head_dim", field, 1, 4096),
         v_head_dim=_num(d, "v_head_dim", field, 1, 4096, default=None),
         kv_lora_rank=_num(d, "kv_lora_rank", field, 0, 65536, default=0),
@@ -83,13 +96,16 @@ def attention_from_dict(d: dict, field: str) -> Attention:
         output_gate=flag(d, "output_gate", field, False),
         index_head_dim=_num(d, "index_head_dim", field, 0, 4096, default=0),
         index_n_heads=_num(d, "index_n_heads", field, 0, 4096, default=0),
-        qkv_bias=flag(d, "qkv_bias", field, False), o_bias=flag(d, "o_bias", field, False),
+        qkv_bias=flag(d, "qkv_bias", field, False),
+        o_bias=flag(d, "o_bias", field, False),
     )
     if kind == "mla" and not (a.kv_lora_rank and a.qk_rope_head_dim):
         raise InputError(f"{field}.kv_lora_rank", "must be above 0 for MLA, as must qk_rope_head_dim")
     if a.index_head_dim and (kind != "mla" or not a.index_n_heads or not a.q_lora_rank):
-        raise InputError(f"{field}.index_head_dim", "a sparse-attention indexer needs MLA attention with "
-                                                   "q_lora_rank and index_n_heads above 0")
+        raise InputError(
+            f"{field}.index_head_dim",
+            "a sparse-attention indexer needs MLA attention with q_lora_rank and index_n_heads above 0",
+        )
     return a
 
 
@@ -110,9 +126,11 @@ def moe_from_dict(d: dict, field: str, num_layers: int) -> MoE:
     )
 
 
-_MIXER_NEEDS = {"gated_deltanet": ("num_heads", "num_key_heads", "key_head_dim", "value_head_dim"),
-                "mamba2": ("num_heads", "value_head_dim", "inner_size", "state_size"),
-                "mamba1": ("inner_size", "state_size", "dt_rank")}
+_MIXER_NEEDS = {
+    "gated_deltanet": ("num_heads", "num_key_heads", "key_head_dim", "value_head_dim"),
+    "mamba2": ("num_heads", "value_head_dim", "inner_size", "state_size"),
+    "mamba1": ("inner_size", "state_size", "dt_rank"),
+}
 
 
 def linear_mixer_from_dict(d: dict, field: str) -> LinearMixer:
@@ -120,14 +138,20 @@ def linear_mixer_from_dict(d: dict, field: str) -> LinearMixer:
         raise InputError(field, "must be an object with kind (" + ", ".join(LINEAR_MIXER_KINDS) + ") and its sizes")
     _no_unknown(d, LinearMixer, field)
     kind = _text(d, "kind", field, choices=LINEAR_MIXER_KINDS)
-    sizes = {k: _num(d, k, field, 0, 1_000_000, default=0) for k in
-             ("num_heads", "num_key_heads", "key_head_dim", "value_head_dim", "inner_size", "state_size", "dt_rank")}
+    sizes = {
+        k: _num(d, k, field, 0, 1_000_000, default=0)
+        for k in ("num_heads", "num_key_heads", "key_head_dim", "value_head_dim", "inner_size", "state_size", "dt_rank")
+    }
     for key in _MIXER_NEEDS[kind]:
         if not sizes[key]:
             raise InputError(f"{field}.{key}", f"must be above 0 for a {kind} mixer")
-    return LinearMixer(kind=kind, conv_kernel=_num(d, "conv_kernel", field, 1, 64, default=4),
-                       n_groups=_num(d, "n_groups", field, 1, 4096, default=1),
-                       conv_bias=flag(d, "conv_bias", field, False), **sizes)
+    return LinearMixer(
+        kind=kind,
+        conv_kernel=_num(d, "conv_kernel", field, 1, 64, default=4),
+        n_groups=_num(d, "n_groups", field, 1, 4096, default=1),
+        conv_bias=flag(d, "conv_bias", field, False),
+        **sizes,
+    )
 
 
 def _layer_kinds(d: dict, field: str, n: int) -> tuple[str, ...]:
@@ -144,8 +168,8 @@ def _layer_kinds(d: dict, field: str, n: int) -> tuple[str, ...]:
 
 def _reuses_earlier(kinds: tuple[str, ...], shared: int) -> bool:
     """Every attention kind among the last `shared` layers also appears among the layers that store KV."""
-    storing = set(kinds[:len(kinds) - shared])
-    return all(k in storing for k in kinds[len(kinds) - shared:] if k not in ("linear", "mlp"))
+    storing = set(kinds[: len(kinds) - shared])
+    return all(k in storing for k in kinds[len(kinds) - shared :] if k not in ("linear", "mlp"))
 
 
 def _hybrid_layout(d: dict, kinds: tuple[str, ...], field: str) -> tuple[bool, int]:
@@ -180,29 +204,36 @@ def model_from_dict(d: dict, field: str = "model") -> Model:
     moe, mixer = d.get("moe"), d.get("linear_mixer")
     split_ffn, shared = _hybrid_layout(d, kinds, field)
     return Model(
-        id=_text(d, "id", field, "custom"), name=_text(d, "name", field, d.get("id", "custom")),
-        num_layers=n, hidden_size=_num(d, "hidden_size", field, 1, 1_000_000),
+        id=_text(d, "id", field, "custom"),
+        name=_text(d, "name", field, d.get("id", "custom")),
+        num_layers=n,
+        hidden_size=_num(d, "hidden_size", field, 1, 1_000_000),
         vocab_size=_num(d, "vocab_size", field, 1, 10_000_000),
         intermediate_size=_num(d, "intermediate_size", field, 1, 10_000_000),
         attention=attention_from_dict(d.get("attention"), f"{field}.attention"),
-        layer_kinds=kinds, sliding_window_tokens=window, attention_chunk_tokens=chunk,
+        layer_kinds=kinds,
+        sliding_window_tokens=window,
+        attention_chunk_tokens=chunk,
         moe=None if moe is None else moe_from_dict(moe, f"{field}.moe", n),
         linear_mixer=None if mixer is None else linear_mixer_from_dict(mixer, f"{field}.linear_mixer"),
-        kv_shared_layers=shared, ffn_in_mixer_layers=not split_ffn,
+        kv_shared_layers=shared,
+        ffn_in_mixer_layers=not split_ffn,
         ffn_kind=_text(d, "ffn_kind", field, "gated", FFN_KINDS),
         tie_embeddings=flag(d, "tie_embeddings", field, False),
         max_context_tokens=_num(d, "max_context_tokens", field, 1, 10**9, default=None),
         official_total_params=_num(d, "official_total_params", field, 1, 1e14, False, None),
         official_active_params=_num(d, "official_active_params", field, 1, 1e14, False, None),
-        source=_text(d, "source", field), as_of=_text(d, "as_of", field), notes=_text(d, "notes", field),
+        source=_text(d, "source", field),
+        as_of=_text(d, "as_of", field),
+        notes=_text(d, "notes", field),
     )
 
 
 def _flops(value, field: str) -> dict:
     if not isinstance(value, dict):
-        raise InputError(field, "must be an object like {\"bf16\": 989e12}")
+        raise InputError(field, 'must be an object like {"bf16": 989e12}')
     out = {}
-    for key, v in value.items():
+    for key in value:
         if key not in FLOPS_KEYS:
             raise InputError(f"{field}.{key}", f"unknown precision; allowed: {', '.join(FLOPS_KEYS)}")
         out[key] = float(_num(value, key, field, 1e6, 1e19, integer=False))
@@ -216,19 +247,26 @@ def accelerator_from_dict(d: dict, field: str = "hardware") -> Accelerator:
     total = _num(d, "scale_up_bandwidth_bytes_per_s", field, 1e6, 1e16, **opt)
     link = _num(d, "scale_up_link_bandwidth_bytes_per_s", field, 1e6, total or 1e16, **opt)
     return Accelerator(
-        id=_text(d, "id", field, "custom"), name=_text(d, "name", field, d.get("id", "custom")),
+        id=_text(d, "id", field, "custom"),
+        name=_text(d, "name", field, d.get("id", "custom")),
         vendor=_text(d, "vendor", field, ""),
         memory_bytes=_num(d, "memory_bytes", field, 1, _BIG),
         memory_bandwidth_bytes_per_s=float(_num(d, "memory_bandwidth_bytes_per_s", field, 1e6, 1e17, False)),
         dense_flops_per_s=_flops(d.get("dense_flops_per_s", {}), f"{field}.dense_flops_per_s"),
         scale_up_bandwidth_bytes_per_s=total,
         scale_up_domain=_num(d, "scale_up_domain", field, 1, 1_000_000, default=None),
-        scale_up_topology=(_text(d, "scale_up_topology", field)       # "" (not stated) or one of the kinds
-                           and _text(d, "scale_up_topology", field, "", SCALE_UP_TOPOLOGIES)),
+        scale_up_topology=(
+            _text(d, "scale_up_topology", field)  # "" (not stated) or one of the kinds
+            and _text(d, "scale_up_topology", field, "", SCALE_UP_TOPOLOGIES)
+        ),
         scale_up_link_bandwidth_bytes_per_s=link,
         power_watts=_num(d, "power_watts", field, 1, 1e6, **opt),
         price_usd_per_hour=_num(d, "price_usd_per_hour", field, 0, 1e5, **opt),
-        price_as_of=_text(d, "price_as_of", field), price_source=_text(d, "price_source", field),
-        source=_text(d, "source", field), as_of=_text(d, "as_of", field), notes=_text(d, "notes", field),
-        memory_note=_text(d, "memory_note", field), url=_text(d, "url", field),
+        price_as_of=_text(d, "price_as_of", field),
+        price_source=_text(d, "price_source", field),
+        source=_text(d, "source", field),
+        as_of=_text(d, "as_of", field),
+        notes=_text(d, "notes", field),
+        memory_note=_text(d, "memory_note", field),
+        url=_text(d, "url", field),
     )

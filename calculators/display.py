@@ -5,13 +5,23 @@ The page shows what `present()` returns, both when the site is built (CPython) a
 after every recompute (Pyodide), so a number never changes its look on hydration.
 Units are always spelled out: GiB = 2^30 B, GB = 10^9 B, TB/s = 10^12 B/s, FLOP/s dense.
 """
+
 from __future__ import annotations
 
 import math
 
-_BINARY = (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10))
-_DECIMAL_BYTES = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-                  "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}
+_BINARY = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+_DECIMAL_BYTES = {
+    "B": 1,
+    "KB": 1e3,
+    "MB": 1e6,
+    "GB": 1e9,
+    "TB": 1e12,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+}
 _FLOPS = (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9))
 _FLOP_COUNTS = (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6))
 _BYTE_RATES = (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3))
@@ -110,8 +120,14 @@ def by_output_format(value, fmt: str, unit: str = "") -> str:
 
 # Units whose plain form would read as a wall of digits ("3,350,000,000,000 B/s") get scaled prefixes;
 # every other unit reads as 4 significant digits and the unit.
-UNIT_FORMATS = {"B": auto_bytes, "s": auto_seconds, "FLOP/s": auto_flops, "B/s": auto_byte_rate,
-                "FLOP": auto_flop_count, "%": lambda x: f"{sig(x)}%"}
+UNIT_FORMATS = {
+    "B": auto_bytes,
+    "s": auto_seconds,
+    "FLOP/s": auto_flops,
+    "B/s": auto_byte_rate,
+    "FLOP": auto_flop_count,
+    "%": lambda x: f"{sig(x)}%",
+}
 
 
 def by_unit(value, unit: str = "") -> str:
@@ -119,12 +135,13 @@ def by_unit(value, unit: str = "") -> str:
     name, "never") pass through unchanged."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return str(value)
-    if unit in UNIT_FORMATS and value != 0:   # a zero reads in the base unit: "0 s", not "0 ns"
+    if unit in UNIT_FORMATS and value != 0:  # a zero reads in the base unit: "0 s", not "0 ns"
         return UNIT_FORMATS[unit](value)
     return sig(value) + (f" {unit}" if unit else "")
 
 
 # ---- the inline syntax's format names: {{ calc(...).key | GiB:2 }} --------------------
+
 
 def _unit_formatter(divisor: float, unit: str):
     return lambda x, d: _scaled(x / divisor, unit, d)
@@ -138,9 +155,13 @@ INLINE_FORMATS = {
     "pct": lambda x, d: f"{sig(x * 100, 3) if d is None else fixed(x * 100, d)}%",
     "usd": usd,
     "x": lambda x, d: f"{sig(x, 3) if d is None else fixed(x, d)}×",
-    "s": _unit_formatter(1, "s"), "ms": _unit_formatter(1e-3, "ms"), "us": _unit_formatter(1e-6, "µs"),
-    "tflops": _unit_formatter(1e12, "TFLOP/s"), "pflops": _unit_formatter(1e15, "PFLOP/s"),
-    "tbps": _unit_formatter(1e12, "TB/s"), "gbps": _unit_formatter(1e9, "GB/s"),
+    "s": _unit_formatter(1, "s"),
+    "ms": _unit_formatter(1e-3, "ms"),
+    "us": _unit_formatter(1e-6, "µs"),
+    "tflops": _unit_formatter(1e12, "TFLOP/s"),
+    "pflops": _unit_formatter(1e15, "PFLOP/s"),
+    "tbps": _unit_formatter(1e12, "TB/s"),
+    "gbps": _unit_formatter(1e9, "GB/s"),
     "tokps": lambda x, d: f"{sig(x) if d is None else fixed(x, d)} tokens/s",
     **{unit: _unit_formatter(size, unit) for unit, size in _DECIMAL_BYTES.items()},
 }
@@ -159,6 +180,7 @@ def inline(value, spec: str | None) -> str:
 
 
 # ---- exact numbers: messages (input ranges) and the command line's raw values ------------
+
 
 def plain(x) -> str:
     """A number as people read it in a message or a table of raw values: 10,000,000 · 2,684,354,560 ·

@@ -3,6 +3,7 @@
 The table lives in ``data/formats.toml`` and is read by ``catalog.formats()``; a Format's
 effective width (block scales included) is ``model.Format.effective_bits``.
 """
+
 from __future__ import annotations
 
 from .catalog import format_index, format_key

@@ -4,6 +4,7 @@ Families: Llama 1-4, Mistral, Mixtral, Qwen2/2.5, Qwen3 (+MoE), Qwen3-Next, Deep
 Kimi K2, gpt-oss, Gemma 2/3, Falcon, GPT-2, OPT, Jamba, Nemotron-H (dense). Multimodal configs
 (Gemma 3, Llama 4) keep the text decoder in ``text_config``; the vision tower is not modelled.
 """
+
 from __future__ import annotations
 
 from .checks import model_from_dict
@@ -12,27 +13,65 @@ from .model import Model
 
 # model_type -> family. Architectures map through _ARCH_PREFIX when model_type is absent.
 FAMILIES = {
-    "llama": "llama", "llama4": "llama4", "llama4_text": "llama4", "mistral": "mistral",
-    "mixtral": "mixtral", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2_moe": "qwen_moe",
-    "qwen3_moe": "qwen_moe", "deepseek_v2": "deepseek", "deepseek_v3": "deepseek",
-    "kimi_k2": "deepseek", "gpt_oss": "gpt_oss", "gemma": "gemma", "gemma2": "gemma2",
-    "gemma3": "gemma3", "gemma3_text": "gemma3", "falcon": "falcon", "refinedweb": "falcon",
-    "refinedwebmodel": "falcon", "gpt2": "gpt2", "opt": "opt", "qwen3_next": "qwen3_next",
-    "deepseek_v32": "deepseek", "jamba": "jamba", "nemotron_h": "nemotron_h",
+    "llama": "llama",
+    "llama4": "llama4",
+    "llama4_text": "llama4",
+    "mistral": "mistral",
+    "mixtral": "mixtral",
+    "qwen2": "qwen2",
+    "qwen3": "qwen3",
+    "qwen2_moe": "qwen_moe",
+    "qwen3_moe": "qwen_moe",
+    "deepseek_v2": "deepseek",
+    "deepseek_v3": "deepseek",
+    "kimi_k2": "deepseek",
+    "gpt_oss": "gpt_oss",
+    "gemma": "gemma",
+    "gemma2": "gemma2",
+    "gemma3": "gemma3",
+    "gemma3_text": "gemma3",
+    "falcon": "falcon",
+    "refinedweb": "falcon",
+    "refinedwebmodel": "falcon",
+    "gpt2": "gpt2",
+    "opt": "opt",
+    "qwen3_next": "qwen3_next",
+    "deepseek_v32": "deepseek",
+    "jamba": "jamba",
+    "nemotron_h": "nemotron_h",
 }
 _ARCH_PREFIX = {
-    "Llama4": "llama4", "Llama": "llama", "Mistral": "mistral", "Mixtral": "mixtral",
-    "Qwen3Next": "qwen3_next", "Jamba": "jamba", "NemotronH": "nemotron_h", "Qwen2Moe": "qwen_moe",
+    "Llama4": "llama4",
+    "Llama": "llama",
+    "Mistral": "mistral",
+    "Mixtral": "mixtral",
+    "Qwen3Next": "qwen3_next",
+    "Jamba": "jamba",
+    "NemotronH": "nemotron_h",
+    "Qwen2Moe": "qwen_moe",
     "Qwen3Moe": "qwen_moe",
-    "Qwen2": "qwen2", "Qwen3": "qwen3",
-    "DeepseekV": "deepseek", "GptOss": "gpt_oss", "Gemma3": "gemma3", "Gemma2": "gemma2",
-    "Gemma": "gemma", "Falcon": "falcon", "RW": "falcon", "GPT2": "gpt2", "OPT": "opt",
+    "Qwen2": "qwen2",
+    "Qwen3": "qwen3",
+    "DeepseekV": "deepseek",
+    "GptOss": "gpt_oss",
+    "Gemma3": "gemma3",
+    "Gemma2": "gemma2",
+    "Gemma": "gemma",
+    "Falcon": "falcon",
+    "RW": "falcon",
+    "GPT2": "gpt2",
+    "OPT": "opt",
 }
-_PLAIN_FFN = ("falcon", "gpt2", "opt", "nemotron_h")   # Nemotron-H: squared-ReLU up/down MLP
+_PLAIN_FFN = ("falcon", "gpt2", "opt", "nemotron_h")  # Nemotron-H: squared-ReLU up/down MLP
 _TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "falcon", "gpt2", "opt")
-_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding",
-                "chunked_attention": "chunked", "global": "full", "local": "sliding",
-                "linear_attention": "linear"}
+_LAYER_TYPES = {
+    "full_attention": "full",
+    "sliding_attention": "sliding",
+    "chunked_attention": "chunked",
+    "global": "full",
+    "local": "sliding",
+    "linear_attention": "linear",
+}
 
 
 def _family(cfg: dict, field: str) -> str:
@@ -45,8 +84,9 @@ def _family(cfg: dict, field: str) -> str:
                 return fam
     if mt or cfg.get("architectures"):
         supported = ", ".join(sorted(FAMILIES))
-        raise InputError(f"{field}.model_type",
-                         f"unsupported architecture {mt or cfg['architectures']!r}; supported: {supported}")
+        raise InputError(
+            f"{field}.model_type", f"unsupported architecture {mt or cfg['architectures']!r}; supported: {supported}"
+        )
     raise InputError(f"{field}.model_type", "is required (or architectures) to read a Hugging Face config")
 
 
@@ -76,8 +116,7 @@ def _kv_heads(cfg: dict, fam: str, heads: int, field: str) -> int:
         return 1 if cfg.get("multi_query", True) else heads
     kv = _int(cfg, field, "num_key_value_heads", "num_kv_heads", "n_head_kv", default=heads)
     if kv < 1 or heads % kv:
-        raise InputError(f"{field}.num_key_value_heads",
-                         f"must divide num_attention_heads ({heads}), got {kv}")
+        raise InputError(f"{field}.num_key_value_heads", f"must divide num_attention_heads ({heads}), got {kv}")
     return kv
 
 
@@ -87,43 +126,68 @@ def _attention(cfg: dict, fam: str, hidden: int, field: str) -> dict:
         raise InputError(f"{field}.num_attention_heads", f"must divide hidden_size ({hidden}) when head_dim is absent")
     if cfg.get("kv_lora_rank"):  # MLA (DeepSeek V2/V3, Kimi K2)
         rope, nope = _int(cfg, field, "qk_rope_head_dim"), _int(cfg, field, "qk_nope_head_dim")
-        return dict(kind="mla", num_heads=heads, num_kv_heads=heads, head_dim=rope + nope,
-                    v_head_dim=_int(cfg, field, "v_head_dim"), kv_lora_rank=_int(cfg, field, "kv_lora_rank"),
-                    qk_rope_head_dim=rope, qk_nope_head_dim=nope,
-                    q_lora_rank=_int(cfg, field, "q_lora_rank", default=0),
-                    index_head_dim=_int(cfg, field, "index_head_dim", default=0),   # DeepSeek-V3.2 indexer
-                    index_n_heads=_int(cfg, field, "index_n_heads", default=0))
+        return dict(
+            kind="mla",
+            num_heads=heads,
+            num_kv_heads=heads,
+            head_dim=rope + nope,
+            v_head_dim=_int(cfg, field, "v_head_dim"),
+            kv_lora_rank=_int(cfg, field, "kv_lora_rank"),
+            qk_rope_head_dim=rope,
+            qk_nope_head_dim=nope,
+            q_lora_rank=_int(cfg, field, "q_lora_rank", default=0),
+            index_head_dim=_int(cfg, field, "index_head_dim", default=0),  # DeepSeek-V3.2 indexer
+            index_n_heads=_int(cfg, field, "index_n_heads", default=0),
+        )
     kv = _kv_heads(cfg, fam, heads, field)
     kind = "mha" if kv == heads else "mqa" if kv == 1 else "gqa"
     bias = {"qwen2": True, "gpt2": True, "opt": cfg.get("enable_bias", True)}.get(
-        fam, bool(cfg.get("attention_bias", cfg.get("bias", False))))
-    return dict(kind=kind, num_heads=heads, num_kv_heads=kv,
-                head_dim=_int(cfg, field, "head_dim", default=hidden // heads),
-                qkv_bias=bias, o_bias=bias and fam != "qwen2",
-                output_gate=bool(cfg.get("attn_output_gate", fam == "qwen3_next")))
+        fam, bool(cfg.get("attention_bias", cfg.get("bias", False)))
+    )
+    return dict(
+        kind=kind,
+        num_heads=heads,
+        num_kv_heads=kv,
+        head_dim=_int(cfg, field, "head_dim", default=hidden // heads),
+        qkv_bias=bias,
+        o_bias=bias and fam != "qwen2",
+        output_gate=bool(cfg.get("attn_output_gate", fam == "qwen3_next")),
+    )
 
 
 def _linear_mixer(cfg: dict, fam: str, hidden: int, field: str) -> dict | None:
     """Qwen3-Next's Gated DeltaNet (linear_* keys) or Jamba's Mamba (mamba_* keys)."""
     if fam == "qwen3_next":
-        return dict(kind="gated_deltanet", conv_kernel=_int(cfg, field, "linear_conv_kernel_dim", default=4),
-                    num_heads=_int(cfg, field, "linear_num_value_heads"),
-                    num_key_heads=_int(cfg, field, "linear_num_key_heads"),
-                    key_head_dim=_int(cfg, field, "linear_key_head_dim"),
-                    value_head_dim=_int(cfg, field, "linear_value_head_dim"))
+        return dict(
+            kind="gated_deltanet",
+            conv_kernel=_int(cfg, field, "linear_conv_kernel_dim", default=4),
+            num_heads=_int(cfg, field, "linear_num_value_heads"),
+            num_key_heads=_int(cfg, field, "linear_num_key_heads"),
+            key_head_dim=_int(cfg, field, "linear_key_head_dim"),
+            value_head_dim=_int(cfg, field, "linear_value_head_dim"),
+        )
     if fam == "nemotron_h":
         heads, head_dim = _int(cfg, field, "mamba_num_heads"), _int(cfg, field, "mamba_head_dim")
-        return dict(kind="mamba2", conv_kernel=_int(cfg, field, "conv_kernel", default=4), num_heads=heads,
-                    value_head_dim=head_dim, inner_size=heads * head_dim,
-                    state_size=_int(cfg, field, "ssm_state_size", "mamba_d_state"),
-                    n_groups=_int(cfg, field, "n_groups", default=1), conv_bias=bool(cfg.get("use_conv_bias", True)))
+        return dict(
+            kind="mamba2",
+            conv_kernel=_int(cfg, field, "conv_kernel", default=4),
+            num_heads=heads,
+            value_head_dim=head_dim,
+            inner_size=heads * head_dim,
+            state_size=_int(cfg, field, "ssm_state_size", "mamba_d_state"),
+            n_groups=_int(cfg, field, "n_groups", default=1),
+            conv_bias=bool(cfg.get("use_conv_bias", True)),
+        )
     if fam == "jamba":
         rank = cfg.get("mamba_dt_rank", "auto")
-        return dict(kind="mamba1", conv_kernel=_int(cfg, field, "mamba_d_conv", default=4),
-                    inner_size=_int(cfg, field, "mamba_expand", default=2) * hidden,
-                    state_size=_int(cfg, field, "mamba_d_state", default=16),
-                    dt_rank=-(-hidden // 16) if rank == "auto" else _int(cfg, field, "mamba_dt_rank"),
-                    conv_bias=bool(cfg.get("mamba_conv_bias", True)))
+        return dict(
+            kind="mamba1",
+            conv_kernel=_int(cfg, field, "mamba_d_conv", default=4),
+            inner_size=_int(cfg, field, "mamba_expand", default=2) * hidden,
+            state_size=_int(cfg, field, "mamba_d_state", default=16),
+            dt_rank=-(-hidden // 16) if rank == "auto" else _int(cfg, field, "mamba_dt_rank"),
+            conv_bias=bool(cfg.get("mamba_conv_bias", True)),
+        )
     return None
 
 
@@ -134,9 +198,10 @@ def _hybrid_kinds(cfg: dict, fam: str, n: int, field: str) -> list[str] | None:
     if fam == "nemotron_h":
         pattern = _get(cfg, field, "hybrid_override_pattern")
         if not isinstance(pattern, str) or len(pattern) != n or any(c not in _NEMOTRON_BLOCKS for c in pattern):
-            raise InputError(f"{field}.hybrid_override_pattern",
-                             f"must be {n} characters of M (Mamba-2), * (attention) or - (MLP); MoE blocks (E) "
-                             "are not supported")
+            raise InputError(
+                f"{field}.hybrid_override_pattern",
+                f"must be {n} characters of M (Mamba-2), * (attention) or - (MLP); MoE blocks (E) are not supported",
+            )
         return [_NEMOTRON_BLOCKS[c] for c in pattern]
     if fam == "qwen3_next" and cfg.get("layer_types") is None:
         every = _int(cfg, field, "full_attention_interval", default=4)
@@ -182,7 +247,8 @@ def _pattern_kinds(cfg: dict, fam: str, n: int, field: str) -> list[str]:
 def _llama4_kinds(cfg: dict, n: int, field: str) -> list[str]:
     """RoPE layers use chunked attention; NoPE layers (no_rope_layers[i] == 0) attend globally."""
     rope = cfg.get("no_rope_layers") or [
-        int((i + 1) % _int(cfg, field, "no_rope_layer_interval", default=4) != 0) for i in range(n)]
+        int((i + 1) % _int(cfg, field, "no_rope_layer_interval", default=4) != 0) for i in range(n)
+    ]
     if len(rope) != n:
         raise InputError(f"{field}.no_rope_layers", f"must list num_hidden_layers ({n}) entries, got {len(rope)}")
     chunked = cfg.get("attention_chunk_size") is not None
@@ -193,28 +259,37 @@ def _moe(cfg: dict, fam: str, field: str) -> dict | None:
     experts = _int(cfg, field, "n_routed_experts", "num_local_experts", "num_experts", default=0)
     if not experts:
         return None
-    expert_width_keys = (("intermediate_size",) if fam in ("mixtral", "gpt_oss", "llama4", "jamba")
-                         else ("moe_intermediate_size",))
-    moe = dict(num_experts=experts,
-               experts_per_token=_int(cfg, field, "num_experts_per_tok", "experts_per_token"),
-               expert_intermediate_size=_int(cfg, field, *expert_width_keys),
-               expert_bias=fam == "gpt_oss")
+    expert_width_keys = (
+        ("intermediate_size",) if fam in ("mixtral", "gpt_oss", "llama4", "jamba") else ("moe_intermediate_size",)
+    )
+    moe = dict(
+        num_experts=experts,
+        experts_per_token=_int(cfg, field, "num_experts_per_tok", "experts_per_token"),
+        expert_intermediate_size=_int(cfg, field, *expert_width_keys),
+        expert_bias=fam == "gpt_oss",
+    )
     if fam == "deepseek":
-        moe.update(num_shared_experts=_int(cfg, field, "n_shared_experts", default=0),
-                   first_dense_layers=_int(cfg, field, "first_k_dense_replace", default=0),
-                   layer_interval=_int(cfg, field, "moe_layer_freq", default=1))
+        moe.update(
+            num_shared_experts=_int(cfg, field, "n_shared_experts", default=0),
+            first_dense_layers=_int(cfg, field, "first_k_dense_replace", default=0),
+            layer_interval=_int(cfg, field, "moe_layer_freq", default=1),
+        )
     elif fam == "llama4":
         moe.update(num_shared_experts=1, layer_interval=_int(cfg, field, "interleave_moe_layer_step", default=1))
-    elif fam == "jamba":   # MoE on layers offset, offset + period, ...: expressible when offset = period - 1
+    elif fam == "jamba":  # MoE on layers offset, offset + period, ...: expressible when offset = period - 1
         period = _int(cfg, field, "expert_layer_period", default=2)
         offset = _int(cfg, field, "expert_layer_offset", default=1)
         if offset != period - 1:
-            raise InputError(f"{field}.expert_layer_offset",
-                             f"only period - 1 ({period - 1}) is supported, got {offset}")
+            raise InputError(
+                f"{field}.expert_layer_offset", f"only period - 1 ({period - 1}) is supported, got {offset}"
+            )
         moe.update(layer_interval=period)
     elif cfg.get("shared_expert_intermediate_size"):  # Qwen2-MoE: one shared expert of its own width
-        moe.update(num_shared_experts=1, shared_intermediate_size=_int(cfg, field, "shared_expert_intermediate_size"),
-                   layer_interval=_int(cfg, field, "decoder_sparse_step", default=1))
+        moe.update(
+            num_shared_experts=1,
+            shared_intermediate_size=_int(cfg, field, "shared_expert_intermediate_size"),
+            layer_interval=_int(cfg, field, "decoder_sparse_step", default=1),
+        )
     if moe["experts_per_token"] > experts:
         raise InputError(f"{field}.num_experts_per_tok", f"must be at most the number of experts ({experts})")
     return moe
@@ -232,8 +307,7 @@ def _dense_width(cfg: dict, fam: str, hidden: int, field: str) -> int:
     return _int(cfg, field, "intermediate_size")
 
 
-def model_from_hf_config(cfg: dict, id: str = "custom", name: str | None = None,
-                         field: str = "model") -> Model:
+def model_from_hf_config(cfg: dict, id: str = "custom", name: str | None = None, field: str = "model") -> Model:
     """A checked Model from a Hugging Face config.json dict, exactly as published."""
     if not isinstance(cfg, dict):
         raise InputError(field, "must be a config.json object")
@@ -249,17 +323,24 @@ def model_from_hf_config(cfg: dict, id: str = "custom", name: str | None = None,
     kinds = _pattern_kinds(cfg, fam, n, field)
     window = cfg.get("sliding_window") if "sliding" in kinds else None
     out = dict(
-        id=id, name=name or id, num_layers=n, hidden_size=hidden,
+        id=id,
+        name=name or id,
+        num_layers=n,
+        hidden_size=hidden,
         vocab_size=_int(cfg, field, "vocab_size", default=default_vocab),
         intermediate_size=_dense_width(cfg, fam, hidden, field),
-        attention=_attention(cfg, fam, hidden, field), layer_kinds=kinds,
+        attention=_attention(cfg, fam, hidden, field),
+        layer_kinds=kinds,
         sliding_window_tokens=window,
         attention_chunk_tokens=cfg.get("attention_chunk_size") if "chunked" in kinds else None,
-        moe=_moe(cfg, fam, field), linear_mixer=_linear_mixer(cfg, fam, hidden, field),
-        ffn_in_mixer_layers=fam != "nemotron_h", ffn_kind="plain" if fam in _PLAIN_FFN else "gated",
+        moe=_moe(cfg, fam, field),
+        linear_mixer=_linear_mixer(cfg, fam, hidden, field),
+        ffn_in_mixer_layers=fam != "nemotron_h",
+        ffn_kind="plain" if fam in _PLAIN_FFN else "gated",
         tie_embeddings=bool(cfg.get("tie_word_embeddings", fam in _TIED_BY_DEFAULT)),
-        max_context_tokens=_int(cfg, field, "max_position_embeddings", "n_positions",
-                                default=131072 if fam == "gemma3" else None),
+        max_context_tokens=_int(
+            cfg, field, "max_position_embeddings", "n_positions", default=131072 if fam == "gemma3" else None
+        ),
         source="Hugging Face config.json",
     )
     return model_from_dict(out, field)

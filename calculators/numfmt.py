@@ -4,6 +4,7 @@ Rounding to 12 significant digits hides last-bit differences between libm builds
 (CPython on Linux vs Pyodide's WebAssembly libm), so the browser and the tests
 serialise byte-identical JSON.
 """
+
 from __future__ import annotations
 
 import math

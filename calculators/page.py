@@ -4,6 +4,7 @@ and the browser's two entries, `present_json` and `describe_json`, in the JSON e
 `present` is called at build time (to write the HTML) and by the browser's worker after
 each change, so both show identical text. Raw results ride along for exports and tests.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -17,9 +18,15 @@ from .resolve import accelerator_to_json, model_to_json, resolve_accelerator, re
 
 
 def _outputs(spec: dict, result: dict) -> list[dict]:
-    return [{"key": o["key"], "label": o["label"], "unit": o["unit"],
-             "text": display.by_output_format(result[o["key"]], o["format"], o["unit"])}
-            for o in spec["outputs"]]
+    return [
+        {
+            "key": o["key"],
+            "label": o["label"],
+            "unit": o["unit"],
+            "text": display.by_output_format(result[o["key"]], o["format"], o["unit"]),
+        }
+        for o in spec["outputs"]
+    ]
 
 
 def _substituted(step: dict) -> str:
@@ -28,9 +35,15 @@ def _substituted(step: dict) -> str:
 
 
 def _work(result: dict) -> list[dict]:
-    return [{"label": s["label"], "formula": s["formula"], "substituted": _substituted(s),
-             "text": display.by_unit(s["value"], s.get("unit", ""))}
-            for s in result.get("derivation", [])]
+    return [
+        {
+            "label": s["label"],
+            "formula": s["formula"],
+            "substituted": _substituted(s),
+            "text": display.by_unit(s["value"], s.get("unit", "")),
+        }
+        for s in result.get("derivation", [])
+    ]
 
 
 def _table(plot: dict) -> dict:
@@ -38,7 +51,10 @@ def _table(plot: dict) -> dict:
     x = plot["x"]
     head = [f"{x['label']} ({x['unit']})" if x["unit"] else x["label"]]
     head += [f"{y['name']} ({y['unit']})" if y["unit"] else y["name"] for y in plot["y"]]
-    cell = lambda v: "—" if v is None else display.sig(v)  # None: no value at this x (a gap)
+
+    def cell(v):
+        return "—" if v is None else display.sig(v)  # None: no value at this x (a gap)
+
     rows = [[cell(xv)] + [cell(y["values"][i]) for y in plot["y"]] for i, xv in enumerate(x["values"])]
     return {"head": head, "rows": rows}
 
@@ -47,9 +63,14 @@ def present(name: str, inputs: dict | None = None) -> dict:
     """Everything a calculator block displays for these inputs (raises InputError)."""
     spec = schema(name)
     result = run(name, inputs)
-    return {"name": name, "result": result, "outputs": _outputs(spec, result), "work": _work(result),
-            "notes": result.get("notes", []),
-            "tables": {sid: _table(p) for sid, p in result.get("series", {}).items()}}
+    return {
+        "name": name,
+        "result": result,
+        "outputs": _outputs(spec, result),
+        "work": _work(result),
+        "notes": result.get("notes", []),
+        "tables": {sid: _table(p) for sid, p in result.get("series", {}).items()},
+    }
 
 
 def present_json(name: str, inputs_json: str | None) -> str:

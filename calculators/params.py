@@ -8,6 +8,7 @@ up+down), MoE routed and shared experts plus the router, and RMSNorm/LayerNorm w
 QK-norm weights, Qwen3-Next's shared-expert gate (hidden_size per layer), attention sinks, LayerNorm
 biases, FFN biases of dense models and learned position tables (OPT, GPT-2).
 """
+
 from __future__ import annotations
 
 from .formats import bytes_per_element
@@ -19,8 +20,12 @@ def _indexer_params(a, d: int) -> int:
     (DeepSeek-V3.2-Exp inference/model.py, class Indexer)."""
     if not a.index_head_dim:
         return 0
-    return (a.q_lora_rank * a.index_n_heads * a.index_head_dim + d * a.index_head_dim
-            + 2 * a.index_head_dim + d * a.index_n_heads)
+    return (
+        a.q_lora_rank * a.index_n_heads * a.index_head_dim
+        + d * a.index_head_dim
+        + 2 * a.index_head_dim
+        + d * a.index_n_heads
+    )
 
 
 def _attention_params(model: Model) -> int:
@@ -37,7 +42,7 @@ def _attention_params(model: Model) -> int:
         return q + kv_down + kv_up + a.num_heads * v_dim * d + _indexer_params(a, d)
     q_out, kv_out = a.num_heads * a.head_dim, a.num_kv_heads * a.head_dim
     v_out = a.num_kv_heads * v_dim
-    gate = a.num_heads * a.head_dim if a.output_gate else 0   # Qwen3-Next: q_proj emits query and gate
+    gate = a.num_heads * a.head_dim if a.output_gate else 0  # Qwen3-Next: q_proj emits query and gate
     n = d * (q_out + gate + kv_out + v_out) + a.num_heads * v_dim * d
     if a.qkv_bias:
         n += q_out + kv_out + v_out
@@ -55,15 +60,36 @@ def linear_mixer_params(model: Model) -> int:
     if m.kind == "gated_deltanet":
         k_dim, v_dim = m.num_key_heads * m.key_head_dim, m.num_heads * m.value_head_dim
         conv_dim = 2 * k_dim + v_dim
-        return (d * (2 * k_dim + 2 * v_dim) + d * 2 * m.num_heads + conv_dim * m.conv_kernel
-                + 2 * m.num_heads + m.value_head_dim + v_dim * d)
+        return (
+            d * (2 * k_dim + 2 * v_dim)
+            + d * 2 * m.num_heads
+            + conv_dim * m.conv_kernel
+            + 2 * m.num_heads
+            + m.value_head_dim
+            + v_dim * d
+        )
     if m.kind == "mamba2":
         conv_dim = m.inner_size + 2 * m.n_groups * m.state_size
-        return (d * (m.inner_size + conv_dim + m.num_heads) + conv_dim * (m.conv_kernel + m.conv_bias)
-                + 3 * m.num_heads + m.inner_size + m.inner_size * d)
-    inner, n = m.inner_size, m.state_size     # mamba1 (Jamba: with dt/B/C RMSNorms)
-    return (d * 2 * inner + inner * (m.conv_kernel + m.conv_bias) + inner * (m.dt_rank + 2 * n)
-            + m.dt_rank * inner + inner + inner * n + inner + inner * d + m.dt_rank + 2 * n)
+        return (
+            d * (m.inner_size + conv_dim + m.num_heads)
+            + conv_dim * (m.conv_kernel + m.conv_bias)
+            + 3 * m.num_heads
+            + m.inner_size
+            + m.inner_size * d
+        )
+    inner, n = m.inner_size, m.state_size  # mamba1 (Jamba: with dt/B/C RMSNorms)
+    return (
+        d * 2 * inner
+        + inner * (m.conv_kernel + m.conv_bias)
+        + inner * (m.dt_rank + 2 * n)
+        + m.dt_rank * inner
+        + inner
+        + inner * n
+        + inner
+        + inner * d
+        + m.dt_rank
+        + 2 * n
+    )
 
 
 def _ffn_params(model: Model, width: int) -> int:
@@ -111,7 +137,7 @@ def _body_params(model: Model, active: bool) -> int:
     mixers = n_attention * _attention_params(model) + n_linear * linear_mixer_params(model)
     if model.ffn_in_mixer_layers:
         n_dense, norms = model.num_layers - n_moe, 2
-    else:   # Nemotron-H: one norm per block, FFN only in the mlp blocks
+    else:  # Nemotron-H: one norm per block, FFN only in the mlp blocks
         n_dense, norms = n_mlp, 1
     n = mixers + model.num_layers * norms * d + d + n_dense * _ffn_params(model, model.intermediate_size)
     if n_moe:
@@ -161,5 +187,6 @@ def weight_bytes(model: Model, dtype: str = "bf16", field: str = "dtype", expert
     if not expert_dtype:
         return total_params(model) * bytes_per_element(dtype, field)
     experts = expert_params(model)
-    return ((total_params(model) - experts) * bytes_per_element(dtype, field)
-            + experts * bytes_per_element(expert_dtype, "expert_weight_dtype"))
+    return (total_params(model) - experts) * bytes_per_element(dtype, field) + experts * bytes_per_element(
+        expert_dtype, "expert_weight_dtype"
+    )

@@ -4,6 +4,7 @@ A model may be a preset id, a dict in this project's own shape (the Model fields
 JSON, attention and moe nested), a Hugging Face config.json dict, or a Model; the
 numbers are checked by `checks`, whichever way it came in.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict

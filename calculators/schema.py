@@ -4,6 +4,7 @@ A calculator declares its inputs with the helpers below; the website builds its
 forms from the same dicts, and `validate` checks every input against them, so a
 range lives in exactly one place.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,15 +18,29 @@ OUTPUT_FORMATS = ("bytes", "number", "integer", "percent", "seconds", "usd", "fl
 
 # Numeric formats a reader can pick; bytes per element come from formats.py.
 DTYPE_CHOICES = (
-    ("fp32", "FP32"), ("bf16", "BF16"), ("fp16", "FP16"), ("fp8", "FP8"), ("int8", "INT8"),
-    ("int4", "INT4"), ("mxfp4", "MXFP4"), ("nvfp4", "NVFP4"),
+    ("fp32", "FP32"),
+    ("bf16", "BF16"),
+    ("fp16", "FP16"),
+    ("fp8", "FP8"),
+    ("int8", "INT8"),
+    ("int4", "INT4"),
+    ("mxfp4", "MXFP4"),
+    ("nvfp4", "NVFP4"),
 )
 
 
 def _field(key, label, type_, default, *, unit="", min=None, max=None, help="", step=None, choices=None):
     """One input's spec; the builders below name every optional part."""
-    spec = {"key": key, "label": label, "type": type_, "unit": unit, "default": default,
-            "min": min, "max": max, "help": help}
+    spec = {
+        "key": key,
+        "label": label,
+        "type": type_,
+        "unit": unit,
+        "default": default,
+        "min": min,
+        "max": max,
+        "help": help,
+    }
     if step is not None:
         spec["step"] = step
     if choices is not None:
@@ -54,10 +69,16 @@ def dtype_field(key, label, default, help="", choices=DTYPE_CHOICES):
 
 
 def expert_dtype_field(key="expert_weight_dtype", label="Expert (MoE) weight format"):
-    return _field(key, label, "dtype", "same", choices=(("same", "Same as weight format"),) + DTYPE_CHOICES,
-                  help="Format of a mixture-of-experts model's routed-expert weights; the weight format then "
-                       "applies to the rest (attention, router, shared experts, embeddings). gpt-oss ships "
-                       "experts in MXFP4 and the rest in BF16. No effect on dense models.")
+    return _field(
+        key,
+        label,
+        "dtype",
+        "same",
+        choices=(("same", "Same as weight format"),) + DTYPE_CHOICES,
+        help="Format of a mixture-of-experts model's routed-expert weights; the weight format then "
+        "applies to the rest (attention, router, shared experts, embeddings). gpt-oss ships "
+        "experts in MXFP4 and the rest in BF16. No effect on dense models.",
+    )
 
 
 def expert_dtype(v: dict) -> str | None:
@@ -67,13 +88,23 @@ def expert_dtype(v: dict) -> str | None:
 
 
 def model_field(key="model", label="Model", default="llama-3.1-70b", help=""):
-    return _field(key, label, "model", default, help=help or
-                  "A preset id, a model definition, or a pasted Hugging Face config.json.")
+    return _field(
+        key,
+        label,
+        "model",
+        default,
+        help=help or "A preset id, a model definition, or a pasted Hugging Face config.json.",
+    )
 
 
 def accelerator_field(key="hardware", label="Accelerator", default="h100-sxm", help=""):
-    return _field(key, label, "accelerator", default, help=help or
-                  "A preset id or an accelerator definition (memory, bandwidth, FLOP/s).")
+    return _field(
+        key,
+        label,
+        "accelerator",
+        default,
+        help=help or "A preset id or an accelerator definition (memory, bandwidth, FLOP/s).",
+    )
 
 
 def output(key, label, unit, format):
@@ -82,6 +113,7 @@ def output(key, label, unit, format):
 
 
 # ---- validation ---------------------------------------------------------------------
+
 
 def _range_text(spec, kind):
     return f"must be {kind} between {plain(spec['min'])} and {plain(spec['max'])}"
@@ -151,9 +183,15 @@ def _resolved(resolver, spec, value):
         raise InputError(spec["key"], str(exc) or "not a valid definition") from None
 
 
-CHECKS = {"number": _check_number, "integer": _check_integer, "choice": _check_choice,
-          "dtype": _check_choice, "boolean": _check_boolean, "model": _check_model,
-          "accelerator": _check_accelerator}
+CHECKS = {
+    "number": _check_number,
+    "integer": _check_integer,
+    "choice": _check_choice,
+    "dtype": _check_choice,
+    "boolean": _check_boolean,
+    "model": _check_model,
+    "accelerator": _check_accelerator,
+}
 
 
 def validate(inputs_spec: list[dict], inputs) -> dict:
@@ -171,6 +209,7 @@ def validate(inputs_spec: list[dict], inputs) -> dict:
 
 # ---- result helpers: "show the work" steps and plot series ---------------------------
 
+
 def step(label: str, formula: str, template: str, terms, value, unit: str = "") -> dict:
     """One line of a derivation, as numbers: the formula in symbols, then the same formula with the
     reader's numbers in it, whose `template` has one {} per term, filled in order from `terms`, each a
@@ -182,9 +221,12 @@ def step(label: str, formula: str, template: str, terms, value, unit: str = "") 
 
 def series(title, x_label, x_unit, x_values, ys, kind="line", log_axes=False):
     """A plot: ys is a list of (name, unit, values); `log_axes` asks for log x and y."""
-    out = {"title": title, "kind": kind,
-           "x": {"label": x_label, "unit": x_unit, "values": list(x_values)},
-           "y": [{"name": n, "unit": u, "values": list(v)} for n, u, v in ys]}
+    out = {
+        "title": title,
+        "kind": kind,
+        "x": {"label": x_label, "unit": x_unit, "values": list(x_values)},
+        "y": [{"name": n, "unit": u, "values": list(v)} for n, u, v in ys],
+    }
     if log_axes:
         out["log_axes"] = True
     return out

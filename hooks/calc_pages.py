@@ -3,6 +3,7 @@
 When it runs: on_page_markdown, every page, before Markdown becomes HTML. A bad expression or
 input fails the build, naming the page.
 """
+
 from __future__ import annotations
 
 from mkdocs.config.defaults import MkDocsConfig

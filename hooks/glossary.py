@@ -4,6 +4,7 @@ When it runs: on_page_markdown, every page, before Markdown becomes HTML. Every 
 `*[ABBR]: expansion` line per abbreviation in sitegen/data/terms.toml; on docs/glossary.md the
 `<!-- glossary:NAME -->` markers become the term, abbreviation and numbers tables.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

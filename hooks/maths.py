@@ -3,6 +3,7 @@
 When it runs: on_page_content, every page with maths, after Markdown became HTML; on_post_build,
 once, to stop the Node process. A TeX error fails the build, naming the page.
 """
+
 from __future__ import annotations
 
 from mkdocs.config.defaults import MkDocsConfig

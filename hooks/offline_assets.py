@@ -4,6 +4,7 @@ When it runs: on_files, once per build, before any page is read (files are added
 ``File.generated`` so the privacy plugin audits them like any other page asset); on_post_build,
 once the site is written, to minify the site's own scripts (`sitegen.minify`).
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -6,6 +6,7 @@ When it runs:
 - on_page_markdown, every page: on the home page, the hub's markers become the diagram, the part
   list and the routes; on a part page, the "Part N of 20" label and previous/next links are added.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,6 +27,7 @@ def _href_factory(page: Page, files: Files) -> hub.Href:
             raise KeyError(f"series: no page {src} in the site")
         url = "" if target.src_uri == page.file.src_uri else get_relative_url(target.url, page.file.url)
         return url + (f"#{anchor}" if anchor else "") if (url or anchor) else "./"
+
     return href
 
 

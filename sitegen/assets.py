@@ -7,12 +7,13 @@ worker starts from (see snapshot.py). `site_files` says what to add to the site 
 `runtime_targets` where each piece lives: both read the same `core_files`, so whichever caller
 runs first, the URLs in the pages and the files in the site agree.
 """
+
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import lru_cache, cache
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from . import snapshot, wheel
 
@@ -26,7 +27,7 @@ class AssetError(RuntimeError):
     """A vendored file is missing or the snapshot could not be made; the message says what to run."""
 
 
-@lru_cache(maxsize=None)   # read once per process, not once per calculator block
+@cache  # read once per process, not once per calculator block
 def npm_version(package: str, node_modules: Path = NODE) -> str:
     manifest = node_modules / package / "package.json"
     if not manifest.exists():
@@ -72,7 +73,7 @@ def vendored_files(node_modules: Path = NODE) -> dict[str, Path]:
     return files
 
 
-@lru_cache(maxsize=4)   # keyed by the wheel's bytes: a changed core (mkdocs serve) gets new files
+@lru_cache(maxsize=4)  # keyed by the wheel's bytes: a changed core (mkdocs serve) gets new files
 def _core_files(wheel_data: bytes) -> dict[str, bytes]:
     try:
         snap = snapshot.snapshot_bytes(wheel_data, npm_version("pyodide"))
@@ -80,8 +81,10 @@ def _core_files(wheel_data: bytes) -> dict[str, bytes]:
         raise AssetError(str(exc)) from None
     # gzip inside, but not named .gz: a server may add "Content-Encoding: gzip" for that suffix,
     # the browser would then inflate it and the worker would find no gzip left to inflate.
-    return {"wheel": (f"assets/wheels/{wheel.content_hash(wheel_data)}/{wheel.wheel_name()}", wheel_data),
-            "snapshot": (f"assets/snapshots/{wheel.content_hash(snap)}/calculators.snapshot", snap)}
+    return {
+        "wheel": (f"assets/wheels/{wheel.content_hash(wheel_data)}/{wheel.wheel_name()}", wheel_data),
+        "snapshot": (f"assets/snapshots/{wheel.content_hash(snap)}/calculators.snapshot", snap),
+    }
 
 
 def core_files() -> dict[str, tuple[str, bytes]]:
@@ -92,8 +95,13 @@ def core_files() -> dict[str, tuple[str, bytes]]:
 def runtime_targets() -> dict[str, str]:
     """Site paths of what the browser loads: the worker, Python, the core (wheel, snapshot), Plotly."""
     core = core_files()
-    return {"worker": WORKER, "pyodide": pyodide_dir(), "wheel": core["wheel"][0],
-            "snapshot": core["snapshot"][0], "plotly": plotly_path()}
+    return {
+        "worker": WORKER,
+        "pyodide": pyodide_dir(),
+        "wheel": core["wheel"][0],
+        "snapshot": core["snapshot"][0],
+        "plotly": plotly_path(),
+    }
 
 
 def runtime_urls(page_url: str, relative: Callable[[str, str], str]) -> dict[str, str]:

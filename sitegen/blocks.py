@@ -6,6 +6,7 @@ script then recomputes in place, keyed by the data-* attributes of the DOM contr
 Controls and results are marked ``data-search-exclude``: search finds a calculator by
 its title and description, not by every preset name in its selects.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,10 @@ def range_text(spec: dict) -> str:
 
 
 def _options(choices: list[tuple[str, str]], selected) -> str:
-    return "".join(f'<option value="{_attr(v)}"{" selected" if v == selected else ""}>{escape(label)}</option>'
-                   for v, label in choices)
+    return "".join(
+        f'<option value="{_attr(v)}"{" selected" if v == selected else ""}>{escape(label)}</option>'
+        for v, label in choices
+    )
 
 
 def _control(spec: dict, value, fid: str, presets: dict, described: bool = True) -> str:
@@ -44,11 +47,13 @@ def _control(spec: dict, value, fid: str, presets: dict, described: bool = True)
         # (one list per page, not one per select); without scripts nothing can change anyway.
         chosen = [(v, label) for v, label in presets[t] if v == value] or presets[t]
         group = _options(chosen, value)
-        return (f'<select {common} {DOM["kind"]}="{t}"><optgroup label="Presets">{group}</optgroup></select>'
-                f'<button type="button" class="calc__define" {DOM["define"]}="{t}" aria-controls="{fid}">'
-                f'Define your own…</button>')
+        return (
+            f'<select {common} {DOM["kind"]}="{t}"><optgroup label="Presets">{group}</optgroup></select>'
+            f'<button type="button" class="calc__define" {DOM["define"]}="{t}" aria-controls="{fid}">'
+            f"Define your own…</button>"
+        )
     if t in ("choice", "dtype"):
-        return f'<select {common}>{_options([(c["value"], c["label"]) for c in spec["choices"]], value)}</select>'
+        return f"<select {common}>{_options([(c['value'], c['label']) for c in spec['choices']], value)}</select>"
     if t == "boolean":
         return f'<input type="checkbox" {common}{" checked" if value else ""}>'
     mode = "numeric" if t == "integer" else "decimal"
@@ -59,28 +64,40 @@ def _field(spec: dict, value, root: str, presets: dict) -> str:
     fid = f"{root}-{spec['key']}"
     unit = f' <span class="calc__unit">({escape(spec["unit"])})</span>' if spec.get("unit") else ""
     help_text = " ".join(t for t in (spec.get("help", ""), range_text(spec)) if t)
-    return (f'<div class="calc__field" {DOM["field"]}="{_attr(spec["key"])}">'
-            f'<label for="{fid}">{escape(spec["label"])}{unit}</label>'
-            f'{_control(spec, value, fid, presets, bool(help_text))}'
-            + (f'<p class="calc__help" id="{fid}-help">{escape(help_text)}</p>' if help_text else "")
-            + '</div>')
+    return (
+        f'<div class="calc__field" {DOM["field"]}="{_attr(spec["key"])}">'
+        f'<label for="{fid}">{escape(spec["label"])}{unit}</label>'
+        f"{_control(spec, value, fid, presets, bool(help_text))}"
+        + (f'<p class="calc__help" id="{fid}-help">{escape(help_text)}</p>' if help_text else "")
+        + "</div>"
+    )
 
 
 def results_html(shown: dict) -> str:
-    rows = "".join(f'<tr {DOM["out"]}="{_attr(o["key"])}"><th scope="row">{escape(o["label"])}</th>'
-                   f'<td>{escape(o["text"])}</td></tr>' for o in shown["outputs"])
+    rows = "".join(
+        f'<tr {DOM["out"]}="{_attr(o["key"])}"><th scope="row">{escape(o["label"])}</th>'
+        f"<td>{escape(o['text'])}</td></tr>"
+        for o in shown["outputs"]
+    )
     notes = "".join(f"<li>{escape(n)}</li>" for n in shown["notes"])
-    return (f'<table class="calc__results" {EXCLUDE}><caption>Results</caption>'
-            f'<tbody {DOM["calc-results"]}>{rows}</tbody></table>'
-            f'<ul class="calc__notes" {DOM["calc-notes"]} {EXCLUDE}{"" if notes else " hidden"}>{notes}</ul>')
+    return (
+        f'<table class="calc__results" {EXCLUDE}><caption>Results</caption>'
+        f"<tbody {DOM['calc-results']}>{rows}</tbody></table>"
+        f'<ul class="calc__notes" {DOM["calc-notes"]} {EXCLUDE}{"" if notes else " hidden"}>{notes}</ul>'
+    )
 
 
 def work_html(shown: dict) -> str:
-    items = "".join(f'<li><span class="calc__step">{escape(w["label"])}</span> '
-                    f'<code>{escape(w["formula"])}</code> = <code>{escape(str(w["substituted"]))}</code> '
-                    f'= <strong>{escape(w["text"])}</strong></li>' for w in shown["work"])
-    return (f'<details class="calc__work" {EXCLUDE}><summary>Show the work</summary>'
-            f'<ol {DOM["calc-work"]}>{items}</ol></details>')
+    items = "".join(
+        f'<li><span class="calc__step">{escape(w["label"])}</span> '
+        f"<code>{escape(w['formula'])}</code> = <code>{escape(str(w['substituted']))}</code> "
+        f"= <strong>{escape(w['text'])}</strong></li>"
+        for w in shown["work"]
+    )
+    return (
+        f'<details class="calc__work" {EXCLUDE}><summary>Show the work</summary>'
+        f"<ol {DOM['calc-work']}>{items}</ol></details>"
+    )
 
 
 def table_html(table: dict) -> str:
@@ -92,22 +109,28 @@ def table_html(table: dict) -> str:
 def figure_html(root: str, plot_id: str, shown: dict, svg: str) -> str:
     plot = shown["result"]["series"][plot_id]
     title = escape(plot["title"])
-    return (f'<figure class="calc__figure" {EXCLUDE} {DOM["plot"]}="{_attr(plot_id)}">'
-            f'<figcaption id="{root}-plot-title">{title}</figcaption>'
-            f'<div class="calc__chart" role="img" aria-labelledby="{root}-plot-title" '
-            f'aria-describedby="{root}-plot-data">{svg}</div>'
-            f'<details class="calc__data" id="{root}-plot-data"><summary>The data as a table</summary>'
-            f'<div class="calc__scroll" {DOM["plot-table"]}>{table_html(shown["tables"][plot_id])}</div>'
-            '</details></figure>')
+    return (
+        f'<figure class="calc__figure" {EXCLUDE} {DOM["plot"]}="{_attr(plot_id)}">'
+        f'<figcaption id="{root}-plot-title">{title}</figcaption>'
+        f'<div class="calc__chart" role="img" aria-labelledby="{root}-plot-title" '
+        f'aria-describedby="{root}-plot-data">{svg}</div>'
+        f'<details class="calc__data" id="{root}-plot-data"><summary>The data as a table</summary>'
+        f'<div class="calc__scroll" {DOM["plot-table"]}>{table_html(shown["tables"][plot_id])}</div>'
+        "</details></figure>"
+    )
 
 
 def actions_html(has_plot: bool) -> str:
     buttons = [("link", "Copy link"), ("csv", "Download CSV"), ("json", "Download JSON")]
     if has_plot:
         buttons.append(("png", "Download PNG"))
-    return f'<div class="calc__actions" {EXCLUDE}>' + "".join(
-        f'<button type="button" class="md-button" {DOM["action"]}="{a}">{label}</button>'
-        for a, label in buttons) + "</div>"
+    return (
+        f'<div class="calc__actions" {EXCLUDE}>'
+        + "".join(
+            f'<button type="button" class="md-button" {DOM["action"]}="{a}">{label}</button>' for a, label in buttons
+        )
+        + "</div>"
+    )
 
 
 def page_config_html(runtime: dict, presets: dict) -> str:
@@ -117,18 +140,21 @@ def page_config_html(runtime: dict, presets: dict) -> str:
     return f'<script type="application/json" id="calc-page-config">{data}</script>'
 
 
-def calculator_html(*, root: str, schema: dict, title: str, values: dict, shown: dict,
-                    presets: dict, plot: str | None, svg: str = "") -> str:
+def calculator_html(
+    *, root: str, schema: dict, title: str, values: dict, shown: dict, presets: dict, plot: str | None, svg: str = ""
+) -> str:
     """The whole calculator block. `values` are the block's inputs merged over defaults."""
     fields = "".join(_field(s, values[s["key"]], root, presets) for s in schema["inputs"])
-    return (f'<div class="calc" id="{root}" {DOM["calc"]}="{_attr(schema["name"])}" '
-            f"{DOM['inputs']}='{_attr(json.dumps(values))}'>"
-            f'<p class="calc__title"><strong>{escape(title or schema["title"])}</strong></p>'
-            f'<p class="calc__desc">{escape(schema["description"])}</p>'
-            f'<form class="calc__form" {EXCLUDE} novalidate autocomplete="off" spellcheck="false" '
-            f'aria-label="{_attr(title or schema["title"])}: inputs">{fields}</form>'
-            f'<p class="calc__status" role="status" {DOM["calc-status"]} {EXCLUDE}>'
-            'Results computed for these inputs when the page was built. '
-            'Change a value and Python recomputes them in your browser.</p>'
-            f'{results_html(shown)}{work_html(shown)}'
-            f'{figure_html(root, plot, shown, svg) if plot else ""}{actions_html(bool(plot))}</div>')
+    return (
+        f'<div class="calc" id="{root}" {DOM["calc"]}="{_attr(schema["name"])}" '
+        f"{DOM['inputs']}='{_attr(json.dumps(values))}'>"
+        f'<p class="calc__title"><strong>{escape(title or schema["title"])}</strong></p>'
+        f'<p class="calc__desc">{escape(schema["description"])}</p>'
+        f'<form class="calc__form" {EXCLUDE} novalidate autocomplete="off" spellcheck="false" '
+        f'aria-label="{_attr(title or schema["title"])}: inputs">{fields}</form>'
+        f'<p class="calc__status" role="status" {DOM["calc-status"]} {EXCLUDE}>'
+        "Results computed for these inputs when the page was built. "
+        "Change a value and Python recomputes them in your browser.</p>"
+        f"{results_html(shown)}{work_html(shown)}"
+        f"{figure_html(root, plot, shown, svg) if plot else ''}{actions_html(bool(plot))}</div>"
+    )

@@ -6,6 +6,7 @@ Arithmatex (generic mode) marks formulas as <span|div class="arithmatex">\\(…\
 keeps a maths-heavy part under its page-weight budget: no KaTeX CSS, fonts or the
 verbose HTML rendering (some 175 KB on Part 1). One Node process serves a whole build.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -28,8 +29,9 @@ class KaTeX:
 
     def render(self, tex: str, display: bool) -> str:
         if self.proc is None:
-            self.proc = subprocess.Popen(["node", str(SERVER)], cwd=ROOT,
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            self.proc = subprocess.Popen(
+                ["node", str(SERVER)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
             atexit.register(self.close)
         self.proc.stdin.write(json.dumps({"tex": tex, "display": display}) + "\n")
         self.proc.stdin.flush()
@@ -47,8 +49,10 @@ class KaTeX:
 
 def render_maths(html: str, render) -> str:
     """Replace Arithmatex's markers with rendered maths; render(tex, display) -> HTML."""
+
     def swap(m):
         display = m.group(1) == "div"
         rendered = render(unescape(m.group(2)).strip(), display)
         return f'<div class="maths">{rendered}</div>' if display else rendered
+
     return MATH.sub(swap, html)

@@ -18,6 +18,7 @@ Calculator block (a fenced block whose body is YAML):
     ```
 Code spans and other fenced blocks are left alone, so the syntax can be shown in docs.
 """
+
 from __future__ import annotations
 
 import ast
@@ -36,15 +37,15 @@ class MarkupError(ValueError):
     """A malformed inline expression or calculator block; the message quotes it."""
 
 
-PRESET = "preset"   # `preset("llama-3.1-70b").num_layers`: a field of a preset, not a calculator output
-INPUTS = "inputs"   # `lat(...).inputs.batch_size`: an input of the call (given or default), not an output
+PRESET = "preset"  # `preset("llama-3.1-70b").num_layers`: a field of a preset, not a calculator output
+INPUTS = "inputs"  # `lat(...).inputs.batch_size`: an input of the call (given or default), not an output
 
 
 @dataclass(frozen=True)
 class InlineRef:
-    calculator: str          # a calculator's name, or PRESET
-    inputs: dict             # the calculator's inputs; for PRESET, {"id": the preset's id}
-    path: tuple[str, ...]    # output key (dotted for nested values) or the preset's field path
+    calculator: str  # a calculator's name, or PRESET
+    inputs: dict  # the calculator's inputs; for PRESET, {"id": the preset's id}
+    path: tuple[str, ...]  # output key (dotted for nested values) or the preset's field path
     format: str | None
 
 
@@ -128,7 +129,7 @@ def parse_scenarios(data, reserved: frozenset[str] = frozenset()) -> dict[str, t
             raise MarkupError(f"scenario name {name!r} must be an identifier and not a calculator's name")
         if not (isinstance(entry, dict) and len(entry) == 1):
             raise MarkupError(f"scenario {name!r} must name one calculator (or `preset`) and its inputs")
-        (kind, value), = entry.items()
+        ((kind, value),) = entry.items()
         if kind == PRESET and isinstance(value, str):
             out[name] = (PRESET, {"id": value})
         elif kind != PRESET and isinstance(value, dict):
@@ -151,14 +152,19 @@ def parse_block(body: str) -> CalculatorBlock:
     inputs = data.get("inputs") or {}
     if not isinstance(inputs, dict):
         raise MarkupError("calculator block `inputs:` must be a mapping")
-    return CalculatorBlock(name=str(data["name"]), title=str(data.get("title") or ""),
-                           inputs=inputs, plot=data.get("plot"), id=data.get("id"))
+    return CalculatorBlock(
+        name=str(data["name"]),
+        title=str(data.get("title") or ""),
+        inputs=inputs,
+        plot=data.get("plot"),
+        id=data.get("id"),
+    )
 
 
 def _replace_outside_code_spans(line: str, replace) -> str:
     out, last = [], 0
     for span in CODE_SPAN.finditer(line):
-        out.append(INLINE.sub(lambda m: replace(m.group(1)), line[last:span.start()]))
+        out.append(INLINE.sub(lambda m: replace(m.group(1)), line[last : span.start()]))
         out.append(span.group(0))
         last = span.end()
     out.append(INLINE.sub(lambda m: replace(m.group(1)), line[last:]))
@@ -180,10 +186,10 @@ def transform(markdown: str, on_inline, on_block, scenarios: dict | None = None)
             continue
         end = _fence_end(lines, i, m.group("fence"))
         if m.group("info").strip() == "calculator":
-            block = parse_block("\n".join(l[len(m.group("indent")):] for l in lines[i + 1:end]))
+            block = parse_block("\n".join(line[len(m.group("indent")) :] for line in lines[i + 1 : end]))
             out.append(on_block(block, m.group("indent")))
         else:
-            out.extend(lines[i:end + 1])
+            out.extend(lines[i : end + 1])
         i = end + 1
     return "\n".join(out)
 
@@ -191,7 +197,11 @@ def transform(markdown: str, on_inline, on_block, scenarios: dict | None = None)
 def _fence_end(lines: list[str], start: int, fence: str) -> int:
     for j in range(start + 1, len(lines)):
         m = FENCE.match(lines[j])
-        if m and m.group("fence").startswith(fence[0]) and len(m.group("fence")) >= len(fence) \
-                and not m.group("info").strip():
+        if (
+            m
+            and m.group("fence").startswith(fence[0])
+            and len(m.group("fence")) >= len(fence)
+            and not m.group("info").strip()
+        ):
             return j
     raise MarkupError(f"unclosed code fence opened at line {start + 1}")

@@ -5,6 +5,7 @@ imports between the modules stay as they are), about half the bytes of the scrip
 the styles, which every page counts against its 600 KB budget before interaction. Vendored packages
 are minified by their publishers already.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -26,8 +27,19 @@ def minify(site_dir: Path, esbuild: Path = NODE / ".bin" / "esbuild") -> list[Pa
     files = own_files(site_dir)
     for path in files:
         module = ["--format=esm"] if path.suffix == ".js" else []
-        done = subprocess.run([str(esbuild), str(path), "--minify", *module, "--log-level=error",
-                               f"--outfile={path}", "--allow-overwrite"], capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                str(esbuild),
+                str(path),
+                "--minify",
+                *module,
+                "--log-level=error",
+                f"--outfile={path}",
+                "--allow-overwrite",
+            ],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode:
             raise AssetError(f"esbuild could not minify {path.name}: {done.stderr.strip()}")
     return files

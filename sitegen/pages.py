@@ -4,13 +4,14 @@ Parsing lives in `markup`, HTML in `blocks`, charts in `svgplot`, and every numb
 `calculators.page.present`, the same function the browser runs. A bad expression or input raises
 `markup.MarkupError` or `calculators.InputError`; the caller names the page.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import itertools
 import json
-from functools import lru_cache
-from typing import Callable
+from functools import lru_cache, cache
+from collections.abc import Callable
 
 import calculators
 from calculators import catalog, display, page as calc_page
@@ -20,7 +21,7 @@ from . import blocks, markup, svgplot
 WORKBENCH_MARKER = "<!-- every calculator -->"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _present(name: str, inputs_json: str) -> dict:
     return calc_page.present(name, json.loads(inputs_json))
 
@@ -88,8 +89,10 @@ def inline_text(ref: markup.InlineRef) -> str:
 @lru_cache(maxsize=1)
 def preset_choices() -> dict:
     """The selects' choices; hidden models (counterfactuals the prose uses) are no reader's choice."""
-    return {"model": [(k, m.name) for k, m in catalog.model_presets(include_hidden=False).items()],
-            "accelerator": [(k, a.name) for k, a in catalog.accelerator_presets().items()]}
+    return {
+        "model": [(k, m.name) for k, m in catalog.model_presets(include_hidden=False).items()],
+        "accelerator": [(k, a.name) for k, a in catalog.accelerator_presets().items()],
+    }
 
 
 def block_html(block: markup.CalculatorBlock, root: str) -> str:
@@ -100,8 +103,16 @@ def block_html(block: markup.CalculatorBlock, root: str) -> str:
     if block.plot and block.plot not in series:
         raise markup.MarkupError(f"{block.name} has no plot {block.plot!r}; available: {sorted(series)}")
     svg = svgplot.svg_chart(series[block.plot]) if block.plot else ""
-    return blocks.calculator_html(root=root, schema=spec, title=block.title, values=values, shown=shown,
-                                  presets=preset_choices(), plot=block.plot, svg=svg)
+    return blocks.calculator_html(
+        root=root,
+        schema=spec,
+        title=block.title,
+        values=values,
+        shown=shown,
+        presets=preset_choices(),
+        plot=block.plot,
+        svg=svg,
+    )
 
 
 def workbench_markdown() -> str:
@@ -111,8 +122,10 @@ def workbench_markdown() -> str:
         spec, slug = calculators.schema(name), name.replace("_", "-")
         series = list(present(name, {})["result"].get("series", {}))
         plot = f"plot: {series[0]}\n" if series else ""
-        parts.append(f"## {spec['title']} {{#{slug}}}\n\n```calculator\nname: {name}\n"
-                     f"title: {json.dumps(spec['title'] + ', at its defaults')}\nid: workbench-{slug}\n{plot}```\n")
+        parts.append(
+            f"## {spec['title']} {{#{slug}}}\n\n```calculator\nname: {name}\n"
+            f"title: {json.dumps(spec['title'] + ', at its defaults')}\nid: workbench-{slug}\n{plot}```\n"
+        )
     return "\n".join(parts)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data" / "series.toml"
@@ -90,8 +90,8 @@ def parse_series(data: dict) -> Series:
     for p in parts:
         if not p.slug.startswith(f"{p.number:02d}-"):
             raise ValueError(f"series.toml: part {p.number} slug {p.slug!r} must start with {p.number:02d}-")
-    lanes = tuple(Lane(l["id"], l["label"], l.get("summary", ""), l.get("flow", False)) for l in data["lane"])
-    lane_ids = {l.id for l in lanes}
+    lanes = tuple(Lane(d["id"], d["label"], d.get("summary", ""), d.get("flow", False)) for d in data["lane"])
+    lane_ids = {lane.id for lane in lanes}
     stages = tuple(Stage(s["id"], s["lane"], s["name"], tuple(s["parts"]), s["fact"],
                          s.get("fact_source", ""), s.get("kind", "stage")) for s in data["stage"])
     stage_ids = {s.id for s in stages}
@@ -111,7 +111,7 @@ def parse_series(data: dict) -> Series:
     return Series(total, parts, lanes, stages, routes, {p.number: p for p in parts})
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_series(path: Path = DATA) -> Series:
     return parse_series(tomllib.loads(Path(path).read_text(encoding="utf-8")))
 

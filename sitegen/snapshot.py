@@ -4,6 +4,7 @@
 several seconds, so it is cached under ``build/snapshots/``, keyed by everything that
 decides its content: the wheel's bytes, the Pyodide version and the script itself.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -16,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).resolve().parent / "node" / "snapshot.mjs"
 CACHE = ROOT / "build" / "snapshots"
-KEEP = 4   # snapshots kept for recent versions of the core (switching branches stays fast)
+KEEP = 4  # snapshots kept for recent versions of the core (switching branches stays fast)
 
 
 class SnapshotError(RuntimeError):
@@ -38,8 +39,9 @@ def make(wheel: bytes, out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         wheel_path = Path(tmp) / "core.whl"
         wheel_path.write_bytes(wheel)
-        proc = subprocess.run([node, str(SCRIPT), str(wheel_path), str(out)], cwd=ROOT,
-                              capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [node, str(SCRIPT), str(wheel_path), str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300
+        )
     if proc.returncode != 0:
         raise SnapshotError(f"snapshot.mjs failed: {proc.stderr.strip()[-2000:]}")
 
@@ -49,7 +51,7 @@ def snapshot_bytes(wheel: bytes, pyodide_version: str, cache: Path = CACHE) -> b
     path = cache / f"{cache_key(wheel, pyodide_version)}.gz"
     if not path.exists():
         cache.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")   # concurrent builds never see half a file
+        partial = path.with_suffix(f".{os.getpid()}.tmp")  # concurrent builds never see half a file
         make(wheel, partial)
         partial.replace(path)
         for old in sorted(cache.glob("*.gz"), key=lambda p: p.stat().st_mtime)[:-KEEP]:

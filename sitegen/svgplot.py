@@ -6,6 +6,7 @@ series with three values or fewer (an operating point) as markers. Colours come 
 and the theme's series variables; each series also has its own dash pattern or marker shape and a
 label, so nothing is told by colour alone. The live page swaps in Plotly.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,7 +33,7 @@ def _scale(values: list[float], log: bool):
 
 def _ticks(lo: float, hi: float, log: bool) -> list[float]:
     if log:
-        return [10 ** e for e in range(math.ceil(lo), math.floor(hi) + 1)]
+        return [10**e for e in range(math.ceil(lo), math.floor(hi) + 1)]
     step = 10 ** math.floor(math.log10((hi - lo) / 4))
     step *= next(m for m in (1, 2, 5, 10) if (hi - lo) / (step * m) <= 5)
     first = math.ceil(lo / step) * step
@@ -43,6 +44,7 @@ def _mapper(lo: float, hi: float, log: bool, a: float, b: float):
     def f(v: float) -> float:
         x = math.log10(v) if log else v
         return a + (x - lo) / (hi - lo) * (b - a)
+
     return f
 
 
@@ -53,7 +55,7 @@ def shared_unit(plot: dict) -> str:
 
 
 def series_label(plot: dict, y: dict) -> str:
-    return y["name"] if shared_unit(plot) or not y["unit"] else f'{y["name"]} ({y["unit"]})'
+    return y["name"] if shared_unit(plot) or not y["unit"] else f"{y['name']} ({y['unit']})"
 
 
 def _fill(i: int) -> str:
@@ -69,23 +71,31 @@ def _marker(i: int, x: float, y: float) -> str:
         return f'<circle {cls} cx="{x:.1f}" cy="{y:.1f}" r="{r}"/>'
     if shape == 1:
         return f'<rect {cls} x="{x - r:.1f}" y="{y - r:.1f}" width="{2 * r}" height="{2 * r}"/>'
-    corners = {2: ((0, -r), (r, 0), (0, r), (-r, 0)), 3: ((0, -r), (r, r), (-r, r)),
-               4: ((-r, -1), (-1, -1), (-1, -r), (1, -r), (1, -1), (r, -1), (r, 1), (1, 1), (1, r),
-                   (-1, r), (-1, 1), (-r, 1)),
-               5: ((-r, -r), (0, -2), (r, -r), (2, 0), (r, r), (0, 2), (-r, r), (-2, 0))}[shape]
+    corners = {
+        2: ((0, -r), (r, 0), (0, r), (-r, 0)),
+        3: ((0, -r), (r, r), (-r, r)),
+        4: ((-r, -1), (-1, -1), (-1, -r), (1, -r), (1, -1), (r, -1), (r, 1), (1, 1), (1, r), (-1, r), (-1, 1), (-r, 1)),
+        5: ((-r, -r), (0, -2), (r, -r), (2, 0), (r, r), (0, 2), (-r, r), (-2, 0)),
+    }[shape]
     pts = " ".join(f"{x + dx:.1f},{y + dy:.1f}" for dx, dy in corners)
     return f'<polygon {cls} points="{pts}"/>'
 
 
 def _axes(plot: dict, fx, fy, x_ticks, y_ticks) -> list[str]:
-    parts = [f'<line class="grid" x1="{LEFT}" x2="{W - RIGHT}" y1="{fy(t):.1f}" y2="{fy(t):.1f}"/>'
-             f'<text class="tick" x="{LEFT - 6}" y="{fy(t) + 4:.1f}" text-anchor="end">{sig(t, 3)}</text>'
-             for t in y_ticks]
-    parts += [f'<text class="tick" x="{fx(t):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle">{escape(label)}</text>'
-              for t, label in x_ticks]
-    x_title = plot["x"]["label"] + (f' ({plot["x"]["unit"]})' if plot["x"]["unit"] else "")
-    parts.append(f'<text class="axis" x="{(LEFT + W - RIGHT) / 2}" y="{H - 6}" text-anchor="middle">'
-                 f'{escape(x_title)}</text><text class="axis" x="12" y="{TOP + 4}">{escape(shared_unit(plot))}</text>')
+    parts = [
+        f'<line class="grid" x1="{LEFT}" x2="{W - RIGHT}" y1="{fy(t):.1f}" y2="{fy(t):.1f}"/>'
+        f'<text class="tick" x="{LEFT - 6}" y="{fy(t) + 4:.1f}" text-anchor="end">{sig(t, 3)}</text>'
+        for t in y_ticks
+    ]
+    parts += [
+        f'<text class="tick" x="{fx(t):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle">{escape(label)}</text>'
+        for t, label in x_ticks
+    ]
+    x_title = plot["x"]["label"] + (f" ({plot['x']['unit']})" if plot["x"]["unit"] else "")
+    parts.append(
+        f'<text class="axis" x="{(LEFT + W - RIGHT) / 2}" y="{H - 6}" text-anchor="middle">'
+        f'{escape(x_title)}</text><text class="axis" x="12" y="{TOP + 4}">{escape(shared_unit(plot))}</text>'
+    )
     return parts
 
 
@@ -112,8 +122,10 @@ def legend_rows(plot: dict) -> list[float]:
 def _legend(plot: dict, i: int, row_y: float, swatch: str) -> str:
     """A legend row in the right margin: the series' marker or swatch, then its (wrapped) name."""
     lines = _wrap(series_label(plot, plot["y"][i]))
-    spans = "".join(f'<tspan x="{W - RIGHT + 18}" dy="{0 if k == 0 else LEGEND_LINE}">{escape(t)}</tspan>'
-                    for k, t in enumerate(lines))
+    spans = "".join(
+        f'<tspan x="{W - RIGHT + 18}" dy="{0 if k == 0 else LEGEND_LINE}">{escape(t)}</tspan>'
+        for k, t in enumerate(lines)
+    )
     return f'{swatch}<text class="label s{i % 6}" y="{row_y + 4:.1f}">{spans}</text>'
 
 
@@ -123,7 +135,7 @@ def _points(xs, values, log: bool):
 
 def _line_series(plot: dict, i: int, y: dict, fx, fy, log: bool) -> str:
     pts = _points(plot["x"]["values"], y["values"], log)
-    if plot["kind"] == "scatter" or len(pts) <= 3:   # operating points, as plots.js draws them
+    if plot["kind"] == "scatter" or len(pts) <= 3:  # operating points, as plots.js draws them
         marks = "".join(_marker(i, fx(x), fy(v)) for x, v in pts)
         row = legend_rows(plot)[i]
         return marks + _legend(plot, i, row, _marker(i, W - RIGHT + 10, row))
@@ -154,13 +166,16 @@ def _bar_chart(plot: dict) -> list[str]:
 
     def centre(k: int) -> float:
         return LEFT + band * (k + 0.5)
+
     parts = _axes(plot, centre, fy, [(k, sig(x, 3)) for k, x in enumerate(xs)], _ticks(ylo, yhi, False))
     for i, y in enumerate(plot["y"]):
         for k, v in enumerate(y["values"]):
             if v is not None:
                 left, top = centre(k) - band * 0.4 + i * bar, min(fy(v), fy(0))
-                parts.append(f'<rect class="s{i % 6} bar" {_fill(i)} x="{left:.1f}" y="{top:.1f}" '
-                             f'width="{bar:.1f}" height="{abs(fy(0) - fy(v)):.1f}"/>')
+                parts.append(
+                    f'<rect class="s{i % 6} bar" {_fill(i)} x="{left:.1f}" y="{top:.1f}" '
+                    f'width="{bar:.1f}" height="{abs(fy(0) - fy(v)):.1f}"/>'
+                )
         row = legend_rows(plot)[i]
         swatch = f'<rect class="s{i % 6} bar" {_fill(i)} x="{W - RIGHT + 5}" y="{row - 5:.1f}" width="10" height="10"/>'
         parts.append(_legend(plot, i, row, swatch))
@@ -174,5 +189,6 @@ def _all_y(plot: dict) -> list[float]:
 def svg_chart(plot: dict) -> str:
     """The chart for one series dict of a calculator result (`calculators.schema.series`)."""
     body = _bar_chart(plot) if plot.get("kind") == "bar" else _xy_chart(plot)
-    return (f'<svg viewBox="0 0 {W} {H}" class="calc__svg" aria-hidden="true" focusable="false">'
-            + "".join(body) + "</svg>")
+    return (
+        f'<svg viewBox="0 0 {W} {H}" class="calc__svg" aria-hidden="true" focusable="false">' + "".join(body) + "</svg>"
+    )

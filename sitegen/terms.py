@@ -4,11 +4,12 @@ Every page gets one `*[ABBR]: expansion` line per abbreviation (the Markdown `ab
 them into hover tooltips); the glossary page gets the term and abbreviation tables. A part is named
 by its number; its file comes from the series (sitegen/data/series.toml), so a slug lives once.
 """
+
 from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from markdown.extensions.toc import slugify as toc_slugify
@@ -31,13 +32,13 @@ class Term:
     anchor: str
     abbr: str = ""
     id: str = ""
-    expansion: str = ""     # what the abbreviation stands for, when the term's name is not it
+    expansion: str = ""  # what the abbreviation stands for, when the term's name is not it
 
 
 @dataclass(frozen=True)
 class Terms:
     terms: tuple[Term, ...]
-    headings: dict          # part number -> {id: heading text}; inline anchors map to their id
+    headings: dict  # part number -> {id: heading text}; inline anchors map to their id
     ignore: frozenset[str]
     expansions: tuple = ()  # (abbreviation, meaning) pairs: tooltips without a glossary entry
 
@@ -52,14 +53,23 @@ def _headings(parts: list[dict], known: frozenset[int]) -> dict:
         headings[p["number"]].update({a: a for a in p.get("anchors", ())})
         for h in p["headings"]:
             if "{#" not in h["text"] and slugify(h["text"]) != h["id"]:
-                raise ValueError(f"terms.toml: part {p['number']} heading {h['text']!r} slugifies to "
-                                 f"{slugify(h['text'])!r}, not {h['id']!r}")
+                raise ValueError(
+                    f"terms.toml: part {p['number']} heading {h['text']!r} slugifies to "
+                    f"{slugify(h['text'])!r}, not {h['id']!r}"
+                )
     return headings
 
 
 def _term(t: dict, headings: dict) -> Term:
-    term = Term(t["term"], t["definition"], t["part"], t["anchor"], t.get("abbr", ""),
-                t.get("id") or slugify(t["term"]), t.get("expansion", ""))
+    term = Term(
+        t["term"],
+        t["definition"],
+        t["part"],
+        t["anchor"],
+        t.get("abbr", ""),
+        t.get("id") or slugify(t["term"]),
+        t.get("expansion", ""),
+    )
     if term.anchor not in headings.get(term.part, {}):
         raise ValueError(f"terms.toml: {term.term!r} names anchor {term.anchor!r}, not a heading of part {term.part}")
     return term
@@ -80,7 +90,7 @@ def parse_terms(data: dict, known_parts: frozenset[int]) -> Terms:
     return Terms(tuple(terms), headings, frozenset(data.get("ignore", {}).get("words", ())), expansions)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_terms(path: Path = TERMS) -> Terms:
     known = frozenset(p.number for p in load_series().parts)
     return parse_terms(tomllib.loads(Path(path).read_text(encoding="utf-8")), known)
@@ -110,8 +120,7 @@ def cell(text) -> str:
 def wrap(caption: str, table: str, note: str = "") -> str:
     """A table inside the wrapper docs/assets/tables.js enhances (sorting, a filter)."""
     note = f"\n{note}\n" if note else ""
-    return (f'\n<div class="data-table" data-table data-caption="{caption}" markdown>\n\n'
-            f"{table}\n\n</div>\n{note}")
+    return f'\n<div class="data-table" data-table data-caption="{caption}" markdown>\n\n{table}\n\n</div>\n{note}'
 
 
 def render_terms(terms: Terms, series: Series, written: frozenset[int]) -> str:

@@ -5,6 +5,7 @@ loads the same bytes under Node. Entries are sorted and time-stamped at a fixed
 date, so the same sources always give the same bytes, and the content hash can
 version the URL.
 """
+
 from __future__ import annotations
 
 import base64
@@ -28,10 +29,7 @@ def wheel_name() -> str:
 def package_files(root: Path = ROOT) -> list[Path]:
     """Every file the wheel carries, sorted, caches excluded."""
     src = root / PACKAGE
-    return sorted(
-        p for p in src.rglob("*")
-        if p.is_file() and p.suffix in _SHIPPED and "__pycache__" not in p.parts
-    )
+    return sorted(p for p in src.rglob("*") if p.is_file() and p.suffix in _SHIPPED and "__pycache__" not in p.parts)
 
 
 def _record_line(name: str, data: bytes) -> str:

@@ -6,6 +6,7 @@ profile) and warm (same profile), with how Python started (snapshot or wheel); t
 per recompute (p50, p95) inside the page, in steady state and in the first pass after
 Python starts; the worker's WebAssembly heap. Timing never decides a test: this only reports.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "site"))
 from harness import CHROMIUM_ARGS, ROOT, SITE, SiteServer, calculator_worker, chromium_path, sitemap_paths  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
-BUDGET_BYTES = 600_000   # per page, before interaction, excluding the three kinds below
+BUDGET_BYTES = 600_000  # per page, before interaction, excluding the three kinds below
 EXCLUDED = ("search index", "pyodide", "plotly")
 CALC_PAGE = "/workbench/"
 
@@ -52,8 +53,12 @@ def build_seconds() -> float:
     times = []
     for _ in range(RUNS):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q"], cwd=ROOT, check=True,
-                       env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+        subprocess.run(
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "-q"],
+            cwd=ROOT,
+            check=True,
+            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        )
         times.append(time.perf_counter() - t)
     return round(statistics.median(times), 2)
 
@@ -96,7 +101,7 @@ def live_times(pw, server) -> dict:
     runs = {"cold": [], "warm": []}
     for _ in range(RUNS):
         with tempfile.TemporaryDirectory() as profile:
-            for kind in runs:   # a new profile, then the same one again
+            for kind in runs:  # a new profile, then the same one again
                 runs[kind].append(first_live(pw, server, profile))
     out = {f"{kind}_s": round(statistics.median(t for t, _ in r), 2) for kind, r in runs.items()}
     out.update({f"{kind}_runs_s": [round(t, 2) for t, _ in r] for kind, r in runs.items()})
@@ -133,15 +138,25 @@ def percentile(values, p):
 
 def _summary(samples: dict) -> dict:
     every = [t for ts in samples.values() for t in ts]
-    return {"p50": percentile(every, 50), "p95": percentile(every, 95),
-            "by_calculator": {n: {"p50_ms": percentile(t, 50), "p95_ms": percentile(t, 95)} for n, t in samples.items()}}
+    return {
+        "p50": percentile(every, 50),
+        "p95": percentile(every, 95),
+        "by_calculator": {n: {"p50_ms": percentile(t, 50), "p95_ms": percentile(t, 95)} for n, t in samples.items()},
+    }
 
 
 def _median_summary(runs: list[dict]) -> dict:
-    med = lambda values: round(statistics.median(values), 1)
-    return {"p50": med(r["p50"] for r in runs), "p95": med(r["p95"] for r in runs),
-            "by_calculator": {n: {k: med(r["by_calculator"][n][k] for r in runs) for k in ("p50_ms", "p95_ms")}
-                              for n in runs[0]["by_calculator"]}}
+    def med(values):
+        return round(statistics.median(values), 1)
+
+    return {
+        "p50": med(r["p50"] for r in runs),
+        "p95": med(r["p95"] for r in runs),
+        "by_calculator": {
+            n: {k: med(r["by_calculator"][n][k] for r in runs) for k in ("p50_ms", "p95_ms")}
+            for n in runs[0]["by_calculator"]
+        },
+    }
 
 
 def recompute_and_memory(browser, server) -> dict:
@@ -159,13 +174,17 @@ def recompute_and_memory(browser, server) -> dict:
         changed.append(_summary(page.evaluate(RECOMPUTE, [20, True])))
         heaps.append(calculator_worker(page).evaluate("() => self.llmsi.wasmHeapBytes()"))
         context.close()
-    return {"recompute_ms": _median_summary(steady), "recompute_ms_first_pass_after_start": _median_summary(first),
-            "recompute_ms_input_changed_each_call": _median_summary(changed),
-            "worker_wasm_heap_mb": round(statistics.median(heaps) / 2 ** 20, 1)}
+    return {
+        "recompute_ms": _median_summary(steady),
+        "recompute_ms_first_pass_after_start": _median_summary(first),
+        "recompute_ms_input_changed_each_call": _median_summary(changed),
+        "worker_wasm_heap_mb": round(statistics.median(heaps) / 2**20, 1),
+    }
 
 
 def main():
     from playwright.sync_api import sync_playwright
+
     report = {"runs": RUNS, "build_s": build_seconds()}
     with SiteServer(SITE) as server, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
@@ -177,10 +196,12 @@ def main():
     report["summary"] = {
         "max_budgeted_page_bytes": max(p["budgeted_bytes"] for p in pages),
         "all_pages_within_600_kb": all(p["within_budget"] for p in pages),
-        "pages_loading_pyodide_before_interaction": [k for k, p in report["pages"].items()
-                                                     if "pyodide" in p["by_kind_bytes"]],
-        "pages_loading_plotly_before_interaction": [k for k, p in report["pages"].items()
-                                                    if "plotly" in p["by_kind_bytes"]],
+        "pages_loading_pyodide_before_interaction": [
+            k for k, p in report["pages"].items() if "pyodide" in p["by_kind_bytes"]
+        ],
+        "pages_loading_plotly_before_interaction": [
+            k for k, p in report["pages"].items() if "plotly" in p["by_kind_bytes"]
+        ],
     }
     print(json.dumps(report, indent=2))
 

@@ -1,20 +1,21 @@
 """All-reduces that skip the ring, inside one scale-up domain: one-shot, two-shot and NVLS.
 
-  one-shot (vLLM/SGLang custom all-reduce `cross_device_reduce_1stage`; TensorRT-LLM ONESHOT):
-      every GPU reads each peer's whole buffer and sums locally: 1 synchronisation step,
-      each GPU receives (n − 1) × M bytes:            t = t0 + α + (n − 1) × M ÷ B
-  two-shot (`cross_device_reduce_2stage`; TensorRT-LLM TWOSHOT / MultiShot): reduce-scatter
-      then all-gather through peer memory: 2 steps, the ring's volume:
-                                                       t = t0 + 2α + 2(n − 1)/n × M ÷ B
-  NVLS (NVLink SHARP, NCCL's NVLS algorithm): the NVSwitch sums and multicasts, so each GPU
-      sends and receives its M bytes once: t = t_NVLS + M ÷ (η × B), with NCCL's constants
-      t_NVLS = hwLat[NVLINK][NVLS][Simple] = 25 us and η = nvlsEfficiency (Hopper 0.85,
-      Blackwell 0.74), NCCL v2.30.7-1 src/graph/tuning.cc. Needs NVSwitch multicast (Hopper+).
-  B is the per-direction bandwidth to the other members (ring.ring_bandwidth: all of it through
-  a switch, (n − 1) peer links on a mesh). The step latency α and fixed cost t0 of the custom
-  kernels are not in any source read here: with NCCL latencies they default to one NVLink LL
-  step (0.6 us) and t0 = 0, a floor; set custom latencies from a measurement.
+one-shot (vLLM/SGLang custom all-reduce `cross_device_reduce_1stage`; TensorRT-LLM ONESHOT):
+    every GPU reads each peer's whole buffer and sums locally: 1 synchronisation step,
+    each GPU receives (n − 1) × M bytes:            t = t0 + α + (n − 1) × M ÷ B
+two-shot (`cross_device_reduce_2stage`; TensorRT-LLM TWOSHOT / MultiShot): reduce-scatter
+    then all-gather through peer memory: 2 steps, the ring's volume:
+                                                     t = t0 + 2α + 2(n − 1)/n × M ÷ B
+NVLS (NVLink SHARP, NCCL's NVLS algorithm): the NVSwitch sums and multicasts, so each GPU
+    sends and receives its M bytes once: t = t_NVLS + M ÷ (η × B), with NCCL's constants
+    t_NVLS = hwLat[NVLINK][NVLS][Simple] = 25 us and η = nvlsEfficiency (Hopper 0.85,
+    Blackwell 0.74), NCCL v2.30.7-1 src/graph/tuning.cc. Needs NVSwitch multicast (Hopper+).
+B is the per-direction bandwidth to the other members (ring.ring_bandwidth: all of it through
+a switch, (n − 1) peer links on a mesh). The step latency α and fixed cost t0 of the custom
+kernels are not in any source read here: with NCCL latencies they default to one NVLink LL
+step (0.6 us) and t0 = 0, a floor; set custom latencies from a measurement.
 """
+
 from __future__ import annotations
 
 from ..errors import InputError
@@ -26,11 +27,15 @@ SYNC_STEPS = {"one-shot": 1, "two-shot": 2}
 
 def _check(r: Ring, algorithm: str) -> None:
     if r.nodes > 1:
-        raise InputError("algorithm", f"{algorithm} runs inside one scale-up domain; with a network link between "
-                                      "servers pick ring")
+        raise InputError(
+            "algorithm", f"{algorithm} runs inside one scale-up domain; with a network link between servers pick ring"
+        )
     if algorithm == "nvls" and not (r.switched and r.hw == "nvlink" and r.arch in NCCL["nvls_efficiency"]):
-        raise InputError("algorithm", "nvls needs NVSwitch multicast: a Hopper or Blackwell NVIDIA GPU on its "
-                                      "switched NVLink (accelerator link, NVLink 4 or NVLink 5)")
+        raise InputError(
+            "algorithm",
+            "nvls needs NVSwitch multicast: a Hopper or Blackwell NVIDIA GPU on its "
+            "switched NVLink (accelerator link, NVLink 4 or NVLink 5)",
+        )
 
 
 def direct_time(msg: float, n: int, r: Ring, eff: float, lat: dict, algorithm: str) -> Transfer:

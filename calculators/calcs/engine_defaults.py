@@ -8,9 +8,10 @@ capability 12.1, no preset here), 1,024 and 8,192 for the OpenAI API server (16,
 LLM class); otherwise 256 and 2,048 (8,192 offline). TPU and CPU platforms have branches of their
 own, not modelled here.
 """
+
 from __future__ import annotations
 
-GIB = 2 ** 30
+GIB = 2**30
 
 
 def large_device(accelerator) -> bool:

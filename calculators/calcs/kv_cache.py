@@ -14,6 +14,7 @@ Formulas (Kwon et al., PagedAttention, arXiv 2309.06180 §3; DeepSeek-V2, arXiv 
   Sliding-window layers hold min(T, window) tokens, chunked-attention layers min(T, chunk)
   (Mistral 7B arXiv 2310.06825 rolling buffer; gpt-oss model.py; Gemma 2/3 reports; Llama 4 iRoPE).
 """
+
 from __future__ import annotations
 
 import math
@@ -27,9 +28,9 @@ from ..model import Attention, LinearMixer, Model
 
 @dataclass(frozen=True)
 class LayerGroup:
-    kind: str            # "full", "sliding" or "chunked"
+    kind: str  # "full", "sliding" or "chunked"
     layers: int
-    cap_tokens: int | None   # tokens a layer of this kind keeps; None = all of them
+    cap_tokens: int | None  # tokens a layer of this kind keeps; None = all of them
 
 
 def kv_elements_per_token_per_layer(attention: Attention) -> int:
@@ -39,7 +40,7 @@ def kv_elements_per_token_per_layer(attention: Attention) -> int:
     return attention.num_kv_heads * (attention.head_dim + v_dim)
 
 
-FP8_SCALE_BLOCK = 128   # elements per FP32 scale in DeepSeek's FP8 latent and indexer-key layouts
+FP8_SCALE_BLOCK = 128  # elements per FP32 scale in DeepSeek's FP8 latent and indexer-key layouts
 SCALE_BYTES = 4
 
 
@@ -52,14 +53,14 @@ def kv_bytes_per_token_per_layer(attention: Attention, elem_bytes: float) -> flo
     a = attention
     if not a.index_head_dim:
         return kv_elements_per_token_per_layer(a) * elem_bytes
-    if elem_bytes == 1:   # FP8: the latent is block-scaled, the rotary part stays BF16
+    if elem_bytes == 1:  # FP8: the latent is block-scaled, the rotary part stays BF16
         latent = _scaled_fp8_bytes(a.kv_lora_rank) + 2 * a.qk_rope_head_dim
     else:
         latent = (a.kv_lora_rank + a.qk_rope_head_dim) * elem_bytes
     return latent + _scaled_fp8_bytes(a.index_head_dim)
 
 
-CONV_STATE_BYTES = 2   # conv state at the model dtype (vLLM --mamba-cache-dtype auto; BF16 checkpoints)
+CONV_STATE_BYTES = 2  # conv state at the model dtype (vLLM --mamba-cache-dtype auto; BF16 checkpoints)
 
 
 def state_elements_per_layer(m: LinearMixer) -> tuple[int, int]:
@@ -71,7 +72,7 @@ def state_elements_per_layer(m: LinearMixer) -> tuple[int, int]:
     if m.kind == "mamba2":
         conv = m.inner_size + 2 * m.n_groups * m.state_size
         return history * conv, m.num_heads * m.value_head_dim * m.state_size
-    return history * m.inner_size, m.inner_size * m.state_size     # mamba1
+    return history * m.inner_size, m.inner_size * m.state_size  # mamba1
 
 
 def state_bytes_per_sequence(model: Model, state_bytes: float) -> float:
@@ -99,13 +100,17 @@ def decode_context_parallel_allowed(model: Model, tensor_parallel: int, dcp: int
     return dcp == 1 or a.kind == "mla" or (a.num_heads // a.num_kv_heads) % dcp == 0
 
 
-def check_decode_context_parallel(model: Model, tensor_parallel: int, dcp: int,
-                                  field: str = "decode_context_parallel") -> None:
+def check_decode_context_parallel(
+    model: Model, tensor_parallel: int, dcp: int, field: str = "decode_context_parallel"
+) -> None:
     if not decode_context_parallel_allowed(model, tensor_parallel, dcp):
         top = kv_replication(model, tensor_parallel)
-        raise InputError(field, f"must divide the tensor-parallel size {tensor_parallel}, lie between 1 and {top} "
-                                f"(TP ÷ KV heads, the copies of each KV head it removes) and, for GQA, divide the "
-                                f"query heads per KV head")
+        raise InputError(
+            field,
+            f"must divide the tensor-parallel size {tensor_parallel}, lie between 1 and {top} "
+            f"(TP ÷ KV heads, the copies of each KV head it removes) and, for GQA, divide the "
+            f"query heads per KV head",
+        )
 
 
 def kv_fraction_per_gpu(model: Model, tensor_parallel: int, decode_context_parallel: int = 1) -> float:
@@ -131,9 +136,10 @@ def state_fraction_per_gpu(model: Model, tensor_parallel: int) -> float:
 def layer_groups(model: Model, storing: bool = False) -> list[LayerGroup]:
     """Attention layers by kind; storing=True leaves out layers that read another layer's KV."""
     caps = {"full": None, "sliding": model.sliding_window_tokens, "chunked": model.attention_chunk_tokens}
-    kinds = model.layer_kinds[:model.num_layers - model.kv_shared_layers] if storing else model.layer_kinds
-    return [LayerGroup(kind, kinds.count(kind), caps[kind])
-            for kind in ("full", "sliding", "chunked") if kinds.count(kind)]
+    kinds = model.layer_kinds[: model.num_layers - model.kv_shared_layers] if storing else model.layer_kinds
+    return [
+        LayerGroup(kind, kinds.count(kind), caps[kind]) for kind in ("full", "sliding", "chunked") if kinds.count(kind)
+    ]
 
 
 def tokens_held(cap_tokens: int | None, context_tokens: float) -> float:
@@ -148,8 +154,7 @@ def kv_terms(model: Model, elem_bytes: float) -> list[tuple[str, float, int | No
 
 def kv_bytes_by_kind(model: Model, context_tokens: float, elem_bytes: float, state_bytes: float = 2.0) -> dict:
     """Bytes one sequence of `context_tokens` holds, per layer kind ("linear": the constant state)."""
-    out = {kind: per_token * tokens_held(cap, context_tokens)
-           for kind, per_token, cap in kv_terms(model, elem_bytes)}
+    out = {kind: per_token * tokens_held(cap, context_tokens) for kind, per_token, cap in kv_terms(model, elem_bytes)}
     if model.linear_mixer is not None:
         out["linear"] = state_bytes_per_sequence(model, state_bytes)
     return out
@@ -172,8 +177,9 @@ def kv_bytes_per_token_all_layers(model: Model, elem_bytes: float) -> float:
     return attention_layers * kv_bytes_per_token_per_layer(model.attention, elem_bytes)
 
 
-def paged_blocks(model: Model, context_tokens: int, elem_bytes: float, block_tokens: int,
-                 state_bytes: float = 2.0) -> dict:
+def paged_blocks(
+    model: Model, context_tokens: int, elem_bytes: float, block_tokens: int, state_bytes: float = 2.0
+) -> dict:
     """Blocks of `block_tokens` per layer kind (vLLM PagedAttention, arXiv 2309.06180 §4); linear
     layers' states are whole per sequence and add no fragmentation here."""
     per_layer_token = kv_bytes_per_token_per_layer(model.attention, elem_bytes)
@@ -182,10 +188,13 @@ def paged_blocks(model: Model, context_tokens: int, elem_bytes: float, block_tok
         blocks = math.ceil(tokens_held(g.cap_tokens, context_tokens) / block_tokens)
         allocated += blocks * block_tokens * g.layers * per_layer_token
     exact = kv_bytes_per_sequence(model, context_tokens, elem_bytes, state_bytes)
-    return {"block_bytes": block_tokens * kv_bytes_per_token_all_layers(model, elem_bytes),
-            "blocks_per_sequence": math.ceil(context_tokens / block_tokens),
-            "allocated_bytes": allocated, "fragmentation_bytes": allocated - exact,
-            "fragmentation_fraction": (allocated - exact) / allocated if allocated else 0.0}
+    return {
+        "block_bytes": block_tokens * kv_bytes_per_token_all_layers(model, elem_bytes),
+        "blocks_per_sequence": math.ceil(context_tokens / block_tokens),
+        "allocated_bytes": allocated,
+        "fragmentation_bytes": allocated - exact,
+        "fragmentation_fraction": (allocated - exact) / allocated if allocated else 0.0,
+    }
 
 
 # ---- the calculator ------------------------------------------------------------------
@@ -194,27 +203,48 @@ STATE_DTYPES = (("fp32", "FP32"), ("bf16", "BF16"), ("fp16", "FP16"))
 
 
 def state_dtype_field():
-    return dtype_field("state_dtype", "Recurrent-state format (hybrid models)", "bf16", choices=STATE_DTYPES,
-                       help="Format of the Gated DeltaNet / Mamba recurrent state (vLLM --mamba-ssm-cache-dtype; "
-                            "'auto' follows the model dtype unless the model's config sets one). The conv state "
-                            "stays at BF16. No effect on models without linear layers.")
+    return dtype_field(
+        "state_dtype",
+        "Recurrent-state format (hybrid models)",
+        "bf16",
+        choices=STATE_DTYPES,
+        help="Format of the Gated DeltaNet / Mamba recurrent state (vLLM --mamba-ssm-cache-dtype; "
+        "'auto' follows the model dtype unless the model's config sets one). The conv state "
+        "stays at BF16. No effect on models without linear layers.",
+    )
 
 
 SCHEMA = {
     "name": "kv_cache",
     "title": "KV-cache size",
-    "description": ("Bytes of key/value cache per token, per sequence and per batch, by layer kind "
-                    "(full, sliding-window, chunked), and the paged-block view with its internal "
-                    "fragmentation. Sizes are in bytes (GiB = 2^30 B, GB = 10^9 B)."),
+    "description": (
+        "Bytes of key/value cache per token, per sequence and per batch, by layer kind "
+        "(full, sliding-window, chunked), and the paged-block view with its internal "
+        "fragmentation. Sizes are in bytes (GiB = 2^30 B, GB = 10^9 B)."
+    ),
     "inputs": [
         model_field(),
-        integer("context_tokens", "Context length", 8192, 1, 10_000_000, "tokens",
-                  "Prompt plus generated tokens held for one sequence."),
+        integer(
+            "context_tokens",
+            "Context length",
+            8192,
+            1,
+            10_000_000,
+            "tokens",
+            "Prompt plus generated tokens held for one sequence.",
+        ),
         dtype_field("kv_dtype", "KV-cache format", "bf16"),
         integer("batch_size", "Concurrent sequences", 1, 1, 100_000, "sequences"),
-        integer("block_size_tokens", "Block size", 16, 1, 4096, "tokens",
-                  "Tokens per paged block. vLLM v0.33.0 keeps 16 where the attention backend accepts it, else the backend's "
-                  "smallest size (FlashMLA 64, FlashInfer-MLA 32, CUTLASS MLA 128; see Part 5)."),
+        integer(
+            "block_size_tokens",
+            "Block size",
+            16,
+            1,
+            4096,
+            "tokens",
+            "Tokens per paged block. vLLM v0.33.0 keeps 16 where the attention backend accepts it, else the backend's "
+            "smallest size (FlashMLA 64, FlashInfer-MLA 32, CUTLASS MLA 128; see Part 5).",
+        ),
         state_dtype_field(),
     ],
     "outputs": [
@@ -237,15 +267,17 @@ SCHEMA = {
 
 def _context_grid(context: int, model: Model) -> list[int]:
     top = max(context, model.max_context_tokens or 131_072)
-    grid = [2 ** k for k in range(10, 25) if 2 ** k <= top] + [context]
+    grid = [2**k for k in range(10, 25) if 2**k <= top] + [context]
     return sorted(set(grid))
 
 
 def _series(model, context, elem_bytes, batch, state_b):
     xs = _context_grid(context, model)
     batches = sorted({1, 8, 64, batch})
-    ys = [(f"batch {b}", "GiB", [b * kv_bytes_per_sequence(model, x, elem_bytes, state_b) / 2 ** 30 for x in xs])
-          for b in batches]
+    ys = [
+        (f"batch {b}", "GiB", [b * kv_bytes_per_sequence(model, x, elem_bytes, state_b) / 2**30 for x in xs])
+        for b in batches
+    ]
     return {"kv_vs_context": series("KV cache vs context length", "Context length", "tokens", xs, ys)}
 
 
@@ -253,8 +285,14 @@ def _state_step(model, state_b):
     conv, recurrent = state_elements_per_layer(model.linear_mixer)
     n = model.layer_kinds.count("linear")
     # bytes per element (b_state) as a plain factor: bytes' own format would round 0.5 B to "0 B"
-    return step("State per sequence (linear layers)", "L_linear × (conv × 2 + recurrent × b_state)",
-                "{} × ({} × 2 + {} × {})", [n, conv, recurrent, state_b], state_bytes_per_sequence(model, state_b), "B")
+    return step(
+        "State per sequence (linear layers)",
+        "L_linear × (conv × 2 + recurrent × b_state)",
+        "{} × ({} × 2 + {} × {})",
+        [n, conv, recurrent, state_b],
+        state_bytes_per_sequence(model, state_b),
+        "B",
+    )
 
 
 def _blocks(elements: int) -> int:
@@ -267,8 +305,13 @@ def _per_layer_step(a: Attention, elem_bytes: float) -> dict:
     if a.index_head_dim and elem_bytes == 1:
         formula = "r_kv + 4⌈r_kv/128⌉ + 2 d_rope + d_index + 4⌈d_index/128⌉"
         template = "{} + 4 × {} + 2 × {} + {} + 4 × {}"
-        terms = [a.kv_lora_rank, _blocks(a.kv_lora_rank), a.qk_rope_head_dim, a.index_head_dim,
-                 _blocks(a.index_head_dim)]
+        terms = [
+            a.kv_lora_rank,
+            _blocks(a.kv_lora_rank),
+            a.qk_rope_head_dim,
+            a.index_head_dim,
+            _blocks(a.index_head_dim),
+        ]
     elif a.index_head_dim:
         formula, template = "(r_kv + d_rope) × b + d_index + 4⌈d_index/128⌉", "({} + {}) × {} + {} + 4 × {}"
         terms = [a.kv_lora_rank, a.qk_rope_head_dim, elem_bytes, a.index_head_dim, _blocks(a.index_head_dim)]
@@ -288,9 +331,14 @@ def _sequence_step(groups: list[LayerGroup], per_layer: float, context: int, sta
     template = " + ".join("{} × min({}, {})" if g.cap_tokens else "{} × {}" for g in groups)
     terms = [t for g in groups for t in ((g.layers, context, g.cap_tokens) if g.cap_tokens else (g.layers, context))]
     formula_tail, template_tail = (" + state", " + {}") if state else ("", "")
-    return step("Bytes per sequence", f"bytes per layer per token × ({formula}){formula_tail}",
-                f"{{}} × ({template}){template_tail}", [(per_layer, "B")] + terms + [(s["value"], "B") for s in state],
-                per_seq, "B")
+    return step(
+        "Bytes per sequence",
+        f"bytes per layer per token × ({formula}){formula_tail}",
+        f"{{}} × ({template}){template_tail}",
+        [(per_layer, "B")] + terms + [(s["value"], "B") for s in state],
+        per_seq,
+        "B",
+    )
 
 
 def _derivation(model, v, elem_bytes, per_token, per_seq, state_b):
@@ -299,11 +347,23 @@ def _derivation(model, v, elem_bytes, per_token, per_seq, state_b):
     state = [_state_step(model, state_b)] if model.linear_mixer else []
     return state + [
         per_layer,
-        step("Bytes per additional token (full layers)", "L_full × bytes per layer per token", "{} × {}",
-             [sum(g.layers for g in groups if not g.cap_tokens), (per_layer["value"], "B")], per_token, "B"),
+        step(
+            "Bytes per additional token (full layers)",
+            "L_full × bytes per layer per token",
+            "{} × {}",
+            [sum(g.layers for g in groups if not g.cap_tokens), (per_layer["value"], "B")],
+            per_token,
+            "B",
+        ),
         _sequence_step(groups, per_layer["value"], v["context_tokens"], state, per_seq),
-        step("Batch", "B × bytes per sequence", "{} × {}", [v["batch_size"], (per_seq, "B")],
-             v["batch_size"] * per_seq, "B"),
+        step(
+            "Batch",
+            "B × bytes per sequence",
+            "{} × {}",
+            [v["batch_size"], (per_seq, "B")],
+            v["batch_size"] * per_seq,
+            "B",
+        ),
     ]
 
 
@@ -327,7 +387,7 @@ def compute(v: dict) -> dict:
         "kv_bytes_chunked_layers": by_kind.get("chunked", 0.0),
         "state_bytes_per_sequence": by_kind.get("linear", 0.0),
         "kv_bytes_batch": batch * per_seq,
-        "kv_gib_batch": batch * per_seq / 2 ** 30,
+        "kv_gib_batch": batch * per_seq / 2**30,
         "block_bytes": paged["block_bytes"],
         "blocks_per_sequence": paged["blocks_per_sequence"],
         "fragmentation_bytes_per_sequence": paged["fragmentation_bytes"],

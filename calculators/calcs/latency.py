@@ -5,7 +5,8 @@
          at most that many tokens a step: the first request's TTFT ends with its step, the last's with
          the last step (decodes that would share those steps in vLLM are not counted)
   TPOT = decode step time at the mean context over generation (steptime.decode_step)
-  E2E  = TTFT + TPOT × (output tokens − 1)                    (Databricks, 'LLM Inference Performance Engineering: Best Practices', 2023-10-12)
+  E2E  = TTFT + TPOT × (output tokens − 1)
+         (Databricks, 'LLM Inference Performance Engineering: Best Practices', 2023-10-12)
 Default efficiencies (bandwidth 0.8, compute 0.6) make these estimates, not bounds: FlashMLA reaches
 ~0.9 of HBM bandwidth (deepseek-ai/FlashMLA README), FlashAttention-3 0.75 of H100 BF16 peak (arXiv 2407.08608).
 """

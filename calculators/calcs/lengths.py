@@ -4,6 +4,7 @@ calculators that draw or tabulate request lengths (goodput_sim, paging).
   lognormal: σ² = ln(1 + cv²), μ = ln(mean) − σ²/2   (so that E[X] = mean and sd(X) = cv × mean)
   uniform:   half-width a = cv × √3 × mean            (a uniform of half-width a has sd a ÷ √3)
 """
+
 from __future__ import annotations
 
 import math

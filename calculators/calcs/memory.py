@@ -16,6 +16,7 @@ leaves it (kv_cache.kv_fraction_per_gpu, the one rule steptime.py uses too; vLLM
 docs/serving/context_parallel_deployment.md and vllm/config/parallel.py at
 commits 020505c and 00193b8; docs.sglang.io "Decode Context Parallelism").
 """
+
 from __future__ import annotations
 
 import math
@@ -24,13 +25,30 @@ from dataclasses import dataclass
 from ..formats import bytes_per_element
 from ..model import Model
 from ..params import weight_bytes
-from ..schema import (accelerator_field, choice, dtype_field, expert_dtype, expert_dtype_field, integer, model_field,
-                      number, output, series, step)
-from .kv_cache import (decode_context_parallel_allowed, kv_bytes_per_sequence,
-                       kv_bytes_per_token_all_layers, kv_fraction_per_gpu, state_bytes_per_sequence, state_dtype_field,
-                       state_fraction_per_gpu)
+from ..schema import (
+    accelerator_field,
+    choice,
+    dtype_field,
+    expert_dtype,
+    expert_dtype_field,
+    integer,
+    model_field,
+    number,
+    output,
+    series,
+    step,
+)
+from .kv_cache import (
+    decode_context_parallel_allowed,
+    kv_bytes_per_sequence,
+    kv_bytes_per_token_all_layers,
+    kv_fraction_per_gpu,
+    state_bytes_per_sequence,
+    state_dtype_field,
+    state_fraction_per_gpu,
+)
 
-GIB = 2 ** 30
+GIB = 2**30
 TP_SERIES = (1, 2, 4, 8)
 
 
@@ -43,8 +61,10 @@ def usable_bytes_per_gpu(v: dict) -> float:
 
 # Each engine's rule, as the derivation writes it: the memory it may use, and what that leaves for KV.
 USABLE_RULE = {"vllm": "gpu_memory_utilization × memory − reserve", "sglang": "mem_fraction_static × memory"}
-BUDGET_RULE = {"vllm": "gpu_memory_utilization × memory − weights − reserve",
-               "sglang": "mem_fraction_static × memory − weights"}
+BUDGET_RULE = {
+    "vllm": "gpu_memory_utilization × memory − weights − reserve",
+    "sglang": "mem_fraction_static × memory − weights",
+}
 
 
 def _usable_step(v: dict, usable: float) -> dict:
@@ -60,28 +80,36 @@ def _usable_step(v: dict, usable: float) -> dict:
 @dataclass(frozen=True)
 class Footprint:
     """What a model asks of each GPU's memory, whatever the GPU: its formats and the DCP split."""
+
     model: Model
     weight_dtype: str
     kv_dtype: str
-    expert_dtype: str | None = None     # routed experts' format; None = the weight format
-    state_dtype: str = "bf16"           # hybrid models' recurrent state
+    expert_dtype: str | None = None  # routed experts' format; None = the weight format
+    state_dtype: str = "bf16"  # hybrid models' recurrent state
     decode_context_parallel: int = 1
 
 
 def footprint(v: dict) -> Footprint:
     """The footprint named by validated inputs; calculators without state or DCP inputs get the defaults."""
-    return Footprint(v["model"], v["weight_dtype"], v["kv_dtype"], expert_dtype(v), v.get("state_dtype", "bf16"),
-                     v.get("decode_context_parallel", 1))
+    return Footprint(
+        v["model"],
+        v["weight_dtype"],
+        v["kv_dtype"],
+        expert_dtype(v),
+        v.get("state_dtype", "bf16"),
+        v.get("decode_context_parallel", 1),
+    )
 
 
 @dataclass(frozen=True)
 class Budget:
     """One GPU's memory at one TP degree: the weights it holds, the KV budget left, and what each token
     and each sequence of the context asked for take of it."""
+
     weights: float
     kv_budget: float
-    per_token: float                 # KV bytes per token, all layers
-    per_seq: float | None = None     # KV bytes per sequence at the context; None when no context was asked for
+    per_token: float  # KV bytes per token, all layers
+    per_seq: float | None = None  # KV bytes per sequence at the context; None when no context was asked for
 
     @property
     def sequences(self) -> int:
@@ -117,35 +145,69 @@ def engine_budget(v: dict, tensor_parallel: int) -> Budget:
 def engine_fields() -> list[dict]:
     return [
         choice("engine_rule", "Engine memory rule", "vllm", [("vllm", "vLLM"), ("sglang", "SGLang")]),
-        number("gpu_memory_utilization", "vLLM gpu_memory_utilization", 0.92, 0.05, 1.0, "",
-               "Fraction of GPU memory vLLM may use. vLLM's default: 0.92 from v0.20.0 (still in v0.33.0), 0.9 up to "
-               "v0.19 (vllm/config/cache.py).", 0.01),
-        number("activation_reserve_gib", "vLLM activation and CUDA-graph reserve", 2.0, 0.0, 1024.0, "GiB",
-               "An assumption: vLLM measures this by profiling; a few GiB is typical."),
-        number("mem_fraction_static", "SGLang mem_fraction_static", 0.88, 0.05, 1.0, "",
-               "Fraction for weights plus KV pool.", 0.01),
+        number(
+            "gpu_memory_utilization",
+            "vLLM gpu_memory_utilization",
+            0.92,
+            0.05,
+            1.0,
+            "",
+            "Fraction of GPU memory vLLM may use. vLLM's default: 0.92 from v0.20.0 (still in v0.33.0), 0.9 up to "
+            "v0.19 (vllm/config/cache.py).",
+            0.01,
+        ),
+        number(
+            "activation_reserve_gib",
+            "vLLM activation and CUDA-graph reserve",
+            2.0,
+            0.0,
+            1024.0,
+            "GiB",
+            "An assumption: vLLM measures this by profiling; a few GiB is typical.",
+        ),
+        number(
+            "mem_fraction_static",
+            "SGLang mem_fraction_static",
+            0.88,
+            0.05,
+            1.0,
+            "",
+            "Fraction for weights plus KV pool.",
+            0.01,
+        ),
     ]
 
 
 SCHEMA = {
     "name": "memory",
     "title": "GPU memory: weights, KV budget and concurrency",
-    "description": ("Weights per GPU under tensor parallelism, the KV-cache budget an engine leaves, "
-                    "and the sequences of a given context that fit. When weights exceed memory the "
-                    "result says so (fits = 0) instead of failing."),
+    "description": (
+        "Weights per GPU under tensor parallelism, the KV-cache budget an engine leaves, "
+        "and the sequences of a given context that fit. When weights exceed memory the "
+        "result says so (fits = 0) instead of failing."
+    ),
     "inputs": [
-        model_field(), accelerator_field(),
+        model_field(),
+        accelerator_field(),
         dtype_field("weight_dtype", "Weight format", "bf16"),
         expert_dtype_field(),
         dtype_field("kv_dtype", "KV-cache format", "bf16"),
         integer("tensor_parallel", "Tensor-parallel GPUs", 4, 1, 1024, "GPUs"),
-        integer("decode_context_parallel", "Decode context-parallel size", 1, 1, 1024, "ranks",
-                "vLLM --decode-context-parallel-size, SGLang --dcp-size: stripes each sequence's KV by token "
-                "over this many ranks of the TP group (no extra GPUs). Must divide TP and be at most "
-                "TP ÷ KV heads (MLA: TP)."),
+        integer(
+            "decode_context_parallel",
+            "Decode context-parallel size",
+            1,
+            1,
+            1024,
+            "ranks",
+            "vLLM --decode-context-parallel-size, SGLang --dcp-size: stripes each sequence's KV by token "
+            "over this many ranks of the TP group (no extra GPUs). Must divide TP and be at most "
+            "TP ÷ KV heads (MLA: TP).",
+        ),
         integer("context_tokens", "Context per sequence", 8192, 1, 10_000_000, "tokens"),
         state_dtype_field(),
-    ] + engine_fields(),
+    ]
+    + engine_fields(),
     "outputs": [
         output("fits", "Fits (1 = yes, 0 = no)", "", "integer"),
         output("weight_bytes_total", "Weights, all GPUs", "B", "bytes"),
@@ -155,8 +217,12 @@ SCHEMA = {
         output("kv_bytes_per_sequence_per_gpu", "KV per sequence per GPU", "B", "bytes"),
         output("max_concurrent_sequences", "Sequences that fit at this context", "sequences", "integer"),
         output("kv_tokens_capacity", "Tokens the KV pool holds", "tokens", "integer"),
-        output("min_tensor_parallel_to_fit", "Smallest power-of-two TP that fits at this DCP (0 = none up to 1024)",
-               "GPUs", "integer"),
+        output(
+            "min_tensor_parallel_to_fit",
+            "Smallest power-of-two TP that fits at this DCP (0 = none up to 1024)",
+            "GPUs",
+            "integer",
+        ),
     ],
 }
 
@@ -171,22 +237,48 @@ def _derivation(v: dict, b: Budget, usable: float) -> list[dict]:
     return [
         step("Weights per GPU", "params × b_w ÷ TP", "{} ÷ {}", [(b.weights * tp, "B"), tp], b.weights, "B"),
         _usable_step(v, usable),
-        step("KV budget per GPU", BUDGET_RULE[v["engine_rule"]], "max(0, {} − {})", [(usable, "B"), (b.weights, "B")],
-             b.kv_budget, "B"),
-        step("KV per sequence per GPU", "KV(T) × share of KV heads on one rank ÷ DCP (+ state ÷ TP)", "KV({}) × {}",
-             [(v["context_tokens"], "tokens"), share], b.per_seq, "B"),
-        step("Sequences that fit", "⌊KV budget ÷ KV per sequence⌋", "⌊{} ÷ {}⌋",
-             [(b.kv_budget, "B"), (b.per_seq, "B")], b.sequences, "sequences"),
+        step(
+            "KV budget per GPU",
+            BUDGET_RULE[v["engine_rule"]],
+            "max(0, {} − {})",
+            [(usable, "B"), (b.weights, "B")],
+            b.kv_budget,
+            "B",
+        ),
+        step(
+            "KV per sequence per GPU",
+            "KV(T) × share of KV heads on one rank ÷ DCP (+ state ÷ TP)",
+            "KV({}) × {}",
+            [(v["context_tokens"], "tokens"), share],
+            b.per_seq,
+            "B",
+        ),
+        step(
+            "Sequences that fit",
+            "⌊KV budget ÷ KV per sequence⌋",
+            "⌊{} ÷ {}⌋",
+            [(b.kv_budget, "B"), (b.per_seq, "B")],
+            b.sequences,
+            "sequences",
+        ),
     ]
 
 
 def _tp_series(v: dict) -> dict:
     tps = sorted(t for t in set(TP_SERIES) | {v["tensor_parallel"]} if _dcp_allows(v, t))
     rows = [engine_budget(v, t) for t in tps]
-    return series("Capacity by tensor-parallel degree", "Tensor-parallel GPUs", "GPUs", tps,
-                  [("sequences that fit", "sequences", [r.sequences for r in rows]),
-                   ("KV budget per GPU", "GiB", [r.kv_budget / GIB for r in rows]),
-                   ("weights per GPU", "GiB", [r.weights / GIB for r in rows])], kind="bar")
+    return series(
+        "Capacity by tensor-parallel degree",
+        "Tensor-parallel GPUs",
+        "GPUs",
+        tps,
+        [
+            ("sequences that fit", "sequences", [r.sequences for r in rows]),
+            ("KV budget per GPU", "GiB", [r.kv_budget / GIB for r in rows]),
+            ("weights per GPU", "GiB", [r.weights / GIB for r in rows]),
+        ],
+        kind="bar",
+    )
 
 
 def compute(v: dict) -> dict:
@@ -194,10 +286,15 @@ def compute(v: dict) -> dict:
     b = engine_budget(v, tp)
     usable = usable_bytes_per_gpu(v)
     fits = b.sequences >= 1
-    min_tp = next((t for t in (2 ** k for k in range(11))
-                   if _dcp_allows(v, t) and engine_budget(v, t).sequences >= 1), 0)
-    notes = [] if fits else [f"does not fit: {b.weights / GIB:.1f} GiB of weights per GPU leave room for "
-                             f"{b.sequences} sequences of {v['context_tokens']:,} tokens"]
+    min_tp = next((t for t in (2**k for k in range(11)) if _dcp_allows(v, t) and engine_budget(v, t).sequences >= 1), 0)
+    notes = (
+        []
+        if fits
+        else [
+            f"does not fit: {b.weights / GIB:.1f} GiB of weights per GPU leave room for "
+            f"{b.sequences} sequences of {v['context_tokens']:,} tokens"
+        ]
+    )
     return {
         "fits": int(fits),
         "weight_bytes_total": b.weights * tp,

@@ -14,6 +14,7 @@ X_(r) ≤ ξ < X_(s), with probability P(r ≤ B ≤ s − 1) (David and Nagaraj
 only once q^n ≤ α/2, i.e. n ≥ ln(α/2) ÷ ln q requests.
 Closed form throughout (quantiles of the mixture by bisection); no randomness.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,7 +23,7 @@ from statistics import NormalDist
 from ..schema import integer, number, output, series, step
 
 _STD = NormalDist()
-FANOUTS = (1, 2, 5, 10, 20, 30, 50, 70, 100, 150, 200)   # the plot; the reader's n is added
+FANOUTS = (1, 2, 5, 10, 20, 30, 50, 70, 100, 150, 200)  # the plot; the reader's n is added
 LEVELS = (50.0, 90.0, 99.0, 99.9)
 NAMES = {"p99": "p99", "p999": "p99.9"}
 
@@ -33,8 +34,10 @@ def _binomial_cdf(n: int, q: float):
     mean, sd = n * q, math.sqrt(n * q * (1 - q))
     lo, hi = max(0, math.floor(mean - 12 * sd - 12)), min(n, math.ceil(mean + 12 * sd + 12))
     base = math.lgamma(n + 1)
-    pmf = [math.exp(base - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(q) + (n - k) * math.log1p(-q))
-           for k in range(lo, hi + 1)]
+    pmf = [
+        math.exp(base - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(q) + (n - k) * math.log1p(-q))
+        for k in range(lo, hi + 1)
+    ]
     cum, total = [], 0.0
     for x in pmf:
         total += x
@@ -52,7 +55,7 @@ def order_statistic_ci(n: int, q: float, confidence: float) -> tuple[int, int, f
     while r > 1 and cdf(r - 1) > tail:
         r -= 1
     if cdf(r - 1) > tail:
-        r = 0                       # not even the fastest request is a lower bound
+        r = 0  # not even the fastest request is a lower bound
     s = centre
     while s <= n and cdf(s - 1) < 1 - tail:
         s += 1
@@ -74,10 +77,11 @@ class Latency:
     def cdf(self, x: float) -> float:
         def body(median):
             return _STD.cdf(math.log(x / median) / self.sigma)
+
         return (1 - self.f) * body(self.m) + self.f * body(self.k * self.m)
 
     def mean(self) -> float:
-        return ((1 - self.f) + self.f * self.k) * self.m * math.exp(self.sigma ** 2 / 2)
+        return ((1 - self.f) + self.f * self.k) * self.m * math.exp(self.sigma**2 / 2)
 
     def quantile(self, q: float) -> float:
         """x with F(x) = q, for 0 < q < 1: closed form without a slow path, else bisection in ln x."""
@@ -104,19 +108,42 @@ class Latency:
 SCHEMA = {
     "name": "percentiles",
     "title": "Percentile explorer: means, tails and fan-out",
-    "description": ("Latency of one call as a lognormal (median and log-space spread σ), optionally "
-                    "mixed with a slow path taken by a share of calls (queueing behind a long "
-                    "prefill, a preemption, a retry). Shows the mean against the percentiles, and "
-                    "what a task that makes n independent calls sees. Closed form; calls are "
-                    "assumed independent, which understates the tail when slowness is shared."),
+    "description": (
+        "Latency of one call as a lognormal (median and log-space spread σ), optionally "
+        "mixed with a slow path taken by a share of calls (queueing behind a long "
+        "prefill, a preemption, a retry). Shows the mean against the percentiles, and "
+        "what a task that makes n independent calls sees. Closed form; calls are "
+        "assumed independent, which understates the tail when slowness is shared."
+    ),
     "inputs": [
         number("median_s", "Median latency (p50)", 0.4, 0.000001, 100_000.0, "s"),
-        number("sigma", "Spread σ (standard deviation of ln latency)", 0.5, 0.01, 3.0, "",
-               "0.1 is tight, 0.5 moderate, 1 or more heavy-tailed. p99 ÷ p50 = exp(2.326 σ)."),
-        number("slow_fraction", "Share of calls on a slow path", 0.0, 0.0, 0.5, "",
-               "A fraction between 0 and 0.5; 0 gives a plain lognormal."),
-        number("slow_multiplier", "Slow-path slowdown", 10.0, 1.0, 1000.0, "×",
-               "Median of the slow path ÷ median of the fast path."),
+        number(
+            "sigma",
+            "Spread σ (standard deviation of ln latency)",
+            0.5,
+            0.01,
+            3.0,
+            "",
+            "0.1 is tight, 0.5 moderate, 1 or more heavy-tailed. p99 ÷ p50 = exp(2.326 σ).",
+        ),
+        number(
+            "slow_fraction",
+            "Share of calls on a slow path",
+            0.0,
+            0.0,
+            0.5,
+            "",
+            "A fraction between 0 and 0.5; 0 gives a plain lognormal.",
+        ),
+        number(
+            "slow_multiplier",
+            "Slow-path slowdown",
+            10.0,
+            1.0,
+            1000.0,
+            "×",
+            "Median of the slow path ÷ median of the fast path.",
+        ),
         integer("calls_per_task", "Calls per task (fan-out) n", 10, 1, 100_000, "calls"),
         number("percentile", "Per-call percentile p", 99.0, 50.0, 99.999, "%"),
         number("slo_s", "Latency SLO threshold", 1.0, 0.000001, 100_000.0, "s"),
@@ -138,18 +165,33 @@ SCHEMA = {
         output("task_any_above_fraction", "Tasks with at least one call above it", "", "percent"),
         output("slowest_call_p50_s", "Slowest call in a task, median task", "s", "seconds"),
         output("slowest_call_p99_s", "Slowest call in a task, p99 task", "s", "seconds"),
-        output("per_call_miss_for_task_p99", "Share of calls that may miss, for the task p99 (1 − 0.99^(1/n))",
-               "", "percent"),
+        output(
+            "per_call_miss_for_task_p99",
+            "Share of calls that may miss, for the task p99 (1 − 0.99^(1/n))",
+            "",
+            "percent",
+        ),
         output("slo_attainment_per_call", "Calls within the SLO", "", "percent"),
         output("slo_attainment_per_task", "Tasks with every call within the SLO", "", "percent"),
         output("p99_ci_low_rank", "p99 interval: r-th fastest request (lower end)", "", "integer"),
         output("p99_ci_high_rank", "p99 interval: s-th fastest request (upper end; n + 1 = none)", "", "integer"),
-        output("p99_ci_low_s", "p99 interval, lower end (quantile at rank ÷ (n + 1), this distribution)", "s", "seconds"),
-        output("p99_ci_high_s", "p99 interval, upper end (quantile at rank ÷ (n + 1), this distribution)", "s", "seconds"),
+        output(
+            "p99_ci_low_s", "p99 interval, lower end (quantile at rank ÷ (n + 1), this distribution)", "s", "seconds"
+        ),
+        output(
+            "p99_ci_high_s", "p99 interval, upper end (quantile at rank ÷ (n + 1), this distribution)", "s", "seconds"
+        ),
         output("p999_ci_low_rank", "p99.9 interval: r-th fastest request (lower end)", "", "integer"),
         output("p999_ci_high_rank", "p99.9 interval: s-th fastest request (upper end; n + 1 = none)", "", "integer"),
-        output("p999_ci_low_s", "p99.9 interval, lower end (quantile at rank ÷ (n + 1), this distribution)", "s", "seconds"),
-        output("p999_ci_high_s", "p99.9 interval, upper end (quantile at rank ÷ (n + 1), this distribution)", "s", "seconds"),
+        output(
+            "p999_ci_low_s", "p99.9 interval, lower end (quantile at rank ÷ (n + 1), this distribution)", "s", "seconds"
+        ),
+        output(
+            "p999_ci_high_s",
+            "p99.9 interval, upper end (quantile at rank ÷ (n + 1), this distribution)",
+            "s",
+            "seconds",
+        ),
         output("requests_for_p99_bound", "Requests before the slowest bounds the p99", "requests", "integer"),
         output("requests_for_p999_bound", "Requests before the slowest bounds the p99.9", "requests", "integer"),
     ],
@@ -159,12 +201,24 @@ SCHEMA = {
 def _series(dist: Latency, n: int, p: float) -> dict:
     xs = sorted(set(FANOUTS) | {n})
     levels = sorted({90.0, 99.0, 99.9, p})
-    tail = series("Tasks with no call above the per-call percentile", "Calls per task n", "calls", xs,
-                  [(f"p{lv:g}", "%", [100 * (lv / 100) ** x for x in xs]) for lv in levels])
-    slowest = series("Slowest call per task against fan-out", "Calls per task n", "calls", xs,
-                     [("median task", "s", [dist.slowest_of(x, 0.5) for x in xs]),
-                      ("p99 task", "s", [dist.slowest_of(x, 0.99) for x in xs]),
-                      ("one call, p99", "s", [dist.quantile(0.99)] * len(xs))])
+    tail = series(
+        "Tasks with no call above the per-call percentile",
+        "Calls per task n",
+        "calls",
+        xs,
+        [(f"p{lv:g}", "%", [100 * (lv / 100) ** x for x in xs]) for lv in levels],
+    )
+    slowest = series(
+        "Slowest call per task against fan-out",
+        "Calls per task n",
+        "calls",
+        xs,
+        [
+            ("median task", "s", [dist.slowest_of(x, 0.5) for x in xs]),
+            ("p99 task", "s", [dist.slowest_of(x, 0.99) for x in xs]),
+            ("one call, p99", "s", [dist.quantile(0.99)] * len(xs)),
+        ],
+    )
     return {"task_tail": tail, "slowest_call": slowest}
 
 
@@ -172,16 +226,40 @@ def _derivation(v, dist, q, mean, per_call, all_below) -> list:
     m, s, f, k, n = v["median_s"], v["sigma"], v["slow_fraction"], v["slow_multiplier"], v["calls_per_task"]
     p = v["percentile"] / 100
     return [
-        step("Mean", "((1 − f) + f × k) × m × exp(σ² ÷ 2)", "((1 − {}) + {} × {}) × {} × exp({}² ÷ 2)",
-             [f, f, k, (m, "s"), s], mean, "s"),
-        step("p99 (one call)", "F⁻¹(0.99); with f = 0: m × exp(2.326 × σ)", "F⁻¹(0.99) with m = {}, σ = {}",
-             [(m, "s"), s], q[99.0], "s"),
+        step(
+            "Mean",
+            "((1 − f) + f × k) × m × exp(σ² ÷ 2)",
+            "((1 − {}) + {} × {}) × {} × exp({}² ÷ 2)",
+            [f, f, k, (m, "s"), s],
+            mean,
+            "s",
+        ),
+        step(
+            "p99 (one call)",
+            "F⁻¹(0.99); with f = 0: m × exp(2.326 × σ)",
+            "F⁻¹(0.99) with m = {}, σ = {}",
+            [(m, "s"), s],
+            q[99.0],
+            "s",
+        ),
         step("Per-call p-th percentile", "F⁻¹(p ÷ 100)", "F⁻¹({} ÷ 100)", [v["percentile"]], per_call, "s"),
         step("No call above it in a task of n", "(p ÷ 100)^n", "{}^{}", [p, n], all_below, ""),
-        step("Slowest call, median task", "F⁻¹(0.5^(1 ÷ n))", "F⁻¹(0.5^(1 ÷ {})) = F⁻¹({})", [n, 0.5 ** (1 / n)],
-             dist.slowest_of(n, 0.5), "s"),
-        step("Tasks with every call within the SLO", "F(SLO)^n", "{}^{}", [dist.cdf(v["slo_s"]), n],
-             dist.cdf(v["slo_s"]) ** n, ""),
+        step(
+            "Slowest call, median task",
+            "F⁻¹(0.5^(1 ÷ n))",
+            "F⁻¹(0.5^(1 ÷ {})) = F⁻¹({})",
+            [n, 0.5 ** (1 / n)],
+            dist.slowest_of(n, 0.5),
+            "s",
+        ),
+        step(
+            "Tasks with every call within the SLO",
+            "F(SLO)^n",
+            "{}^{}",
+            [dist.cdf(v["slo_s"]), n],
+            dist.cdf(v["slo_s"]) ** n,
+            "",
+        ),
     ]
 
 
@@ -197,8 +275,10 @@ def _intervals(dist: Latency, n: int, confidence: float) -> tuple[dict, list]:
         out[f"{key}_ci_high_s"] = dist.quantile(min(s, n) / (n + 1))
         out[f"requests_for_{key}_bound"] = requests_for_upper_bound(q, confidence)
         if s > n:
-            notes.append(f"with {n:,} requests not even the slowest bounds the {NAMES[key]} from above at "
-                         f"{100 * confidence:g}% confidence: the upper end is open (shown at the slowest request)")
+            notes.append(
+                f"with {n:,} requests not even the slowest bounds the {NAMES[key]} from above at "
+                f"{100 * confidence:g}% confidence: the upper end is open (shown at the slowest request)"
+            )
     return out, notes
 
 
@@ -208,21 +288,34 @@ def compute(v: dict) -> dict:
     q = {lv: dist.quantile(lv / 100) for lv in LEVELS}
     mean = dist.mean()
     per_call = dist.quantile(p)
-    all_below = p ** n
+    all_below = p**n
     per_call_slo = dist.cdf(v["slo_s"])
     intervals, ci_notes = _intervals(dist, v["sample_size"], v["confidence"] / 100)
     return {
-        "mean_s": mean, "p50_s": q[50.0], "p90_s": q[90.0], "p99_s": q[99.0], "p999_s": q[99.9],
-        "mean_over_p50": mean / q[50.0], "p99_over_p50": q[99.0] / q[50.0], "p99_over_mean": q[99.0] / mean,
+        "mean_s": mean,
+        "p50_s": q[50.0],
+        "p90_s": q[90.0],
+        "p99_s": q[99.0],
+        "p999_s": q[99.9],
+        "mean_over_p50": mean / q[50.0],
+        "p99_over_p50": q[99.0] / q[50.0],
+        "p99_over_mean": q[99.0] / mean,
         "share_above_mean": 1 - dist.cdf(mean),
         "per_call_threshold_s": per_call,
-        "task_all_below_fraction": all_below, "task_any_above_fraction": 1 - all_below,
-        "slowest_call_p50_s": dist.slowest_of(n, 0.5), "slowest_call_p99_s": dist.slowest_of(n, 0.99),
-        "per_call_level_for_task_p99": 0.99 ** (1 / n), "per_call_miss_for_task_p99": 1 - 0.99 ** (1 / n),
+        "task_all_below_fraction": all_below,
+        "task_any_above_fraction": 1 - all_below,
+        "slowest_call_p50_s": dist.slowest_of(n, 0.5),
+        "slowest_call_p99_s": dist.slowest_of(n, 0.99),
+        "per_call_level_for_task_p99": 0.99 ** (1 / n),
+        "per_call_miss_for_task_p99": 1 - 0.99 ** (1 / n),
         **intervals,
-        "slo_attainment_per_call": per_call_slo, "slo_attainment_per_task": per_call_slo ** n,
+        "slo_attainment_per_call": per_call_slo,
+        "slo_attainment_per_task": per_call_slo**n,
         "derivation": _derivation(v, dist, q, mean, per_call, all_below),
         "series": _series(dist, n, v["percentile"]),
-        "notes": ["Calls are treated as independent; shared causes (one overloaded replica, a "
-                  "long prefill ahead of all of them) make the task tail worse than shown."] + ci_notes,
+        "notes": [
+            "Calls are treated as independent; shared causes (one overloaded replica, a "
+            "long prefill ahead of all of them) make the task tail worse than shown."
+        ]
+        + ci_notes,
     }

@@ -4,6 +4,7 @@ Physics only (the model and its sources are in allreduce.py's docstring); allred
 it into a calculator with a schema, a derivation and plots. NCCL's constants are in
 interconnects.toml's [nccl] table (NCCL v2.30.7-1, src/graph/tuning.cc).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -15,41 +16,47 @@ LINKS = links()
 NCCL = nccl()
 PROTOCOLS = ("ll", "ll128", "simple")
 PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
-TOPOLOGY_RULE = {"switched": "switched: the chip's whole bandwidth", "mesh": "mesh: min(total, (n − 1) × one link)",
-                 "torus": "torus: min(total, 2 × one link), one dimension"}
+TOPOLOGY_RULE = {
+    "switched": "switched: the chip's whole bandwidth",
+    "mesh": "mesh: min(total, (n − 1) × one link)",
+    "torus": "torus: min(total, 2 × one link), one dimension",
+}
 
 
 @dataclass(frozen=True)
 class Ring:
     """The ring NCCL's cost model sees: the links its steps cross, and how many steps leave a server.
     Bandwidths are per direction per GPU, before the link efficiency."""
-    name: str                        # what the reader sees: "<chip> scale-up", "<link> between servers of 8"
-    intra_bw: float | None           # the steps inside a server; None with one GPU per server
-    domain: int | None = None        # most GPUs the link joins; None = no limit
-    hw: str = "nvlink"               # NCCL's hardware class of the in-server steps: nvlink or pci
-    arch: str | None = None          # NCCL's architecture for llMaxBw and NVLS; None = not modelled
-    switched: bool = True            # through a switch (NVLS needs one)
-    rule: str = ""                   # how intra_bw follows from the chip's links (the accelerator's link only)
-    nodes: int = 1                   # servers the ring spans
-    net_steps: int = 0               # steps that cross servers
-    inter_bw: float | None = None    # across servers: NICs × one NIC's bandwidth
-    ovh: float = 0.0                 # the network's post overhead per step, s
-    ppn1: bool = False               # one GPU per server: NCCL charges the Tree network latency
+
+    name: str  # what the reader sees: "<chip> scale-up", "<link> between servers of 8"
+    intra_bw: float | None  # the steps inside a server; None with one GPU per server
+    domain: int | None = None  # most GPUs the link joins; None = no limit
+    hw: str = "nvlink"  # NCCL's hardware class of the in-server steps: nvlink or pci
+    arch: str | None = None  # NCCL's architecture for llMaxBw and NVLS; None = not modelled
+    switched: bool = True  # through a switch (NVLS needs one)
+    rule: str = ""  # how intra_bw follows from the chip's links (the accelerator's link only)
+    nodes: int = 1  # servers the ring spans
+    net_steps: int = 0  # steps that cross servers
+    inter_bw: float | None = None  # across servers: NICs × one NIC's bandwidth
+    ovh: float = 0.0  # the network's post overhead per step, s
+    ppn1: bool = False  # one GPU per server: NCCL charges the Tree network latency
 
 
 @dataclass(frozen=True)
 class Transfer:
     """One collective on a ring (or a direct algorithm): its time and what it is made of."""
-    time: float          # s
-    bw: float            # B/s each GPU moves at, after efficiency and the protocol's derating
-    latency: float       # s, base latency included
-    volume: float        # bytes each GPU receives
-    protocol: str = ""   # NCCL protocol; "" for the direct algorithms
-    steps: int = 0       # synchronisation steps the latency is made of
+
+    time: float  # s
+    bw: float  # B/s each GPU moves at, after efficiency and the protocol's derating
+    latency: float  # s, base latency included
+    volume: float  # bytes each GPU receives
+    protocol: str = ""  # NCCL protocol; "" for the direct algorithms
+    steps: int = 0  # synchronisation steps the latency is made of
 
 
-def ring_allreduce_time(message_bytes: float, n: int, link_bytes_per_s: float,
-                        hop_latency_s: float, base_latency_s: float = 0.0) -> float:
+def ring_allreduce_time(
+    message_bytes: float, n: int, link_bytes_per_s: float, hop_latency_s: float, base_latency_s: float = 0.0
+) -> float:
     """Seconds for one ring all-reduce of `message_bytes` across n ranks (0 when n == 1)."""
     if n <= 1:
         return 0.0
@@ -83,8 +90,11 @@ def _scale_up(v: dict, n: int, field: str, why: str) -> float:
 
 def _check_domain(n: int, domain: int | None, name: str) -> None:
     if domain and n > domain:
-        raise InputError("num_gpus", f"must be at most {domain} on {name}, which joins at most {domain} GPUs; "
-                                     "pick a network link (servers of GPUs) or a larger scale-up domain")
+        raise InputError(
+            "num_gpus",
+            f"must be at most {domain} on {name}, which joins at most {domain} GPUs; "
+            "pick a network link (servers of GPUs) or a larger scale-up domain",
+        )
 
 
 def _topology_rule(acc, arch: str | None) -> str:
@@ -100,13 +110,28 @@ def _network_ring(v: dict, n: int, chip: Ring, e: dict) -> Ring:
     """Servers of gpus_per_node joined by a network link: in-server steps on the chip's own link."""
     g = v["gpus_per_node"]
     nodes = -(-n // g) if n > 1 else 1
-    intra = (_scale_up(v, n if nodes == 1 else g, "gpus_per_node",
-                       " for the steps inside a server; set GPUs per server to 1") if g > 1 else None)
-    name = (f"{e['name']} between servers of {g}" if nodes > 1
-            else f"{v['hardware'].name} scale-up (the ring fits in one server)")
-    return replace(chip, name=name, intra_bw=intra, nodes=nodes, net_steps=2 * (nodes - 1) if n > 1 else 0,
-                   ppn1=g == 1, ovh=e.get("net_overhead_per_step_s", 0.0),
-                   inter_bw=(v["nics_per_node"] or g) * e["bandwidth_bytes_per_s"])
+    intra = (
+        _scale_up(
+            v, n if nodes == 1 else g, "gpus_per_node", " for the steps inside a server; set GPUs per server to 1"
+        )
+        if g > 1
+        else None
+    )
+    name = (
+        f"{e['name']} between servers of {g}"
+        if nodes > 1
+        else f"{v['hardware'].name} scale-up (the ring fits in one server)"
+    )
+    return replace(
+        chip,
+        name=name,
+        intra_bw=intra,
+        nodes=nodes,
+        net_steps=2 * (nodes - 1) if n > 1 else 0,
+        ppn1=g == 1,
+        ovh=e.get("net_overhead_per_step_s", 0.0),
+        inter_bw=(v["nics_per_node"] or g) * e["bandwidth_bytes_per_s"],
+    )
 
 
 def scale_up_ring(v: dict, n: int) -> Ring:
@@ -116,15 +141,25 @@ def scale_up_ring(v: dict, n: int) -> Ring:
     arch = NCCL["arch"].get(acc.id)
     chip = Ring(f"{acc.name} scale-up", None, arch=arch, switched=(acc.scale_up_topology or "switched") == "switched")
     if v["link"] == "accelerator":
-        return replace(chip, intra_bw=_scale_up(v, n, "link", "; pick a link preset or custom"),
-                       rule=_topology_rule(acc, arch), domain=acc.scale_up_domain)
+        return replace(
+            chip,
+            intra_bw=_scale_up(v, n, "link", "; pick a link preset or custom"),
+            rule=_topology_rule(acc, arch),
+            domain=acc.scale_up_domain,
+        )
     if v["link"] == "custom":
         return replace(chip, name="custom link", intra_bw=v["link_bandwidth_gb_per_s"] * 1e9)
     e = LINKS[v["link"]]
     if e.get("kind") == "network":
         return _network_ring(v, n, chip, e)
-    return replace(chip, name=e["name"], intra_bw=e["bandwidth_bytes_per_s"], hw=e["hw"],
-                   domain=e.get("domain_gpus"), switched=e["hw"] == "nvlink")
+    return replace(
+        chip,
+        name=e["name"],
+        intra_bw=e["bandwidth_bytes_per_s"],
+        hw=e["hw"],
+        domain=e.get("domain_gpus"),
+        switched=e["hw"] == "nvlink",
+    )
 
 
 def ring_link_bandwidth(n: int, r: Ring, eff: float) -> float:

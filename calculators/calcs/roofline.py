@@ -1,7 +1,8 @@
 """Roofline: ridge point, arithmetic intensity, and bounds on decode and prefill time.
 
   Ridge I* = peak FLOP/s ÷ bandwidth; attainable = min(peak, I × BW)   (Williams et al., CACM 2009)
-  Step times come from steptime.py (max of memory time and compute time; scaling book, 'All About Transformer Inference').
+  Step times come from steptime.py (max of memory time and compute time; scaling book,
+  'All About Transformer Inference').
 The "(lower bound)" / "(upper bound)" outputs are always taken at efficiencies 1.0 (steptime.bound_deployment),
 whatever the efficiency inputs; the "estimate" outputs apply them, so an estimate never beats its bound.
 Feasibility: the batch series marks the batches whose KV does not fit in memory under memory.py's rule at its

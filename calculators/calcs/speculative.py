@@ -30,6 +30,7 @@ Assumptions: drafting and verification run one after the other on the target's G
 verification's batch and context; no sampling, scheduling or launch overhead (the times are lower bounds at
 efficiencies 1.0, like StepModel's); the draft model's weights and KV are not charged against memory here.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,29 +38,66 @@ from dataclasses import dataclass
 from ..schema import integer, number, validate
 from .steptime import StepCost, StepModel
 
-MAX_DRAFT_TOKENS = 63   # k + 1 ≤ 64, the ceiling of roofline's accepted_tokens_per_step input
-MAX_BATCH = 100_000     # roofline's batch_size ceiling
+MAX_DRAFT_TOKENS = 63  # k + 1 ≤ 64, the ceiling of roofline's accepted_tokens_per_step input
+MAX_BATCH = 100_000  # roofline's batch_size ceiling
 MAX_TREE_TOKENS = 1023  # tree + 1 ≤ 1,024 tokens verified per sequence, far above the trees in use (EAGLE-3: 60)
 
 # Input specs a Part 11 calculator can put in its SCHEMA; the functions below check their arguments against them.
-ACCEPTANCE_RATE = number("acceptance_rate", "Acceptance rate α", 0.8, 0.0, 1.0, "",
-                         "Probability that the target keeps each drafted token, i.i.d. (Leviathan et al. §3.1).",
-                         0.01)
-DRAFT_TOKENS = integer("draft_tokens", "Draft tokens per step k", 3, 1, MAX_DRAFT_TOKENS, "tokens",
-                       "Tokens drafted per sequence before each verification step (vLLM num_speculative_tokens).")
-DRAFT_COST_RATIO = number("draft_cost_ratio", "Draft cost ratio c", 0.0, 0.0, 1.0, "",
-                          "One draft token's time ÷ one plain target decode step (0 for n-gram lookup). Above 1 "
-                          "speculation can never pay: E[tokens] ≤ k + 1 ≤ k·c + 1.", 0.005)
+ACCEPTANCE_RATE = number(
+    "acceptance_rate",
+    "Acceptance rate α",
+    0.8,
+    0.0,
+    1.0,
+    "",
+    "Probability that the target keeps each drafted token, i.i.d. (Leviathan et al. §3.1).",
+    0.01,
+)
+DRAFT_TOKENS = integer(
+    "draft_tokens",
+    "Draft tokens per step k",
+    3,
+    1,
+    MAX_DRAFT_TOKENS,
+    "tokens",
+    "Tokens drafted per sequence before each verification step (vLLM num_speculative_tokens).",
+)
+DRAFT_COST_RATIO = number(
+    "draft_cost_ratio",
+    "Draft cost ratio c",
+    0.0,
+    0.0,
+    1.0,
+    "",
+    "One draft token's time ÷ one plain target decode step (0 for n-gram lookup). Above 1 "
+    "speculation can never pay: E[tokens] ≤ k + 1 ≤ k·c + 1.",
+    0.005,
+)
 BATCH_SIZE = integer("batch_size", "Decode batch", 32, 1, MAX_BATCH, "sequences")
-DRAFT_DEPTH = integer("draft_depth", "Draft tree depth", 8, 1, MAX_DRAFT_TOKENS, "levels",
-                      "Draft steps per verification for a tree (EAGLE-3: 8, arXiv 2503.01840 Appendix A).")
+DRAFT_DEPTH = integer(
+    "draft_depth",
+    "Draft tree depth",
+    8,
+    1,
+    MAX_DRAFT_TOKENS,
+    "levels",
+    "Draft steps per verification for a tree (EAGLE-3: 8, arXiv 2503.01840 Appendix A).",
+)
 
 
 def acceptance_length_field(most: int) -> dict:
     """A measured mean acceptance length, between 1 and `most` tokens (k + 1 for a chain of k)."""
-    return number("accepted_tokens_per_step", "Mean acceptance length", 1.0, 1.0, float(most), "tokens",
-                  "Tokens each sequence keeps per verification step, the target's own included (EAGLE's τ, vLLM's "
-                  "mean acceptance length).", 0.01)
+    return number(
+        "accepted_tokens_per_step",
+        "Mean acceptance length",
+        1.0,
+        1.0,
+        float(most),
+        "tokens",
+        "Tokens each sequence keeps per verification step, the target's own included (EAGLE's τ, vLLM's "
+        "mean acceptance length).",
+        0.01,
+    )
 
 
 def _checked(spec: dict, value):
@@ -86,7 +124,7 @@ def acceptance_rate(tokens_per_step: float, k: int) -> float:
     k = _checked(DRAFT_TOKENS, k)
     target = _checked(acceptance_length_field(k + 1), tokens_per_step)
     lo, hi, mid = 0.0, 1.0, 0.5
-    while lo < mid < hi:   # halve until the bracket cannot shrink (about 54 halvings in binary64)
+    while lo < mid < hi:  # halve until the bracket cannot shrink (about 54 halvings in binary64)
         lo, hi = (mid, hi) if _tokens_per_step(mid, k) < target else (lo, mid)
         mid = (lo + hi) / 2
     return lo if target - _tokens_per_step(lo, k) <= _tokens_per_step(hi, k) - target else hi
@@ -120,11 +158,13 @@ def optimal_draft_tokens(alpha: float, cost_ratio: float, max_k: int = MAX_DRAFT
 
 # ---- on a deployment ------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Drafter:
     """Where the k draft tokens come from: a draft model priced on its own StepModel, or a cost ratio c of one
     plain target step per draft token (heads on the target's states: EAGLE, Medusa, MTP), or, with neither,
     nothing at all (n-gram / prompt lookup)."""
+
     cost_ratio: float = 0.0
     model: StepModel | None = None
 
@@ -144,13 +184,14 @@ def draft_model(steps: StepModel) -> Drafter:
 class SpeculativeStep:
     """One speculative step for a batch: k draft steps per sequence, then one verification of every drafted token
     plus the target's own (k + 1 for a chain, the tree's tokens + 1 for a tree)."""
+
     batch: int
-    draft_steps: int           # k for a chain; the tree's depth for a tree
-    tokens_per_step: float     # E[tokens kept per sequence]
+    draft_steps: int  # k for a chain; the tree's depth for a tree
+    tokens_per_step: float  # E[tokens kept per sequence]
     draft_time_s: float
-    verify: StepCost           # the target's step of every drafted token + 1 per sequence
-    plain: StepCost            # the target's step of 1 token per sequence, same batch and context
-    num_gpus: int              # the target's GPUs, which the drafter shares
+    verify: StepCost  # the target's step of every drafted token + 1 per sequence
+    plain: StepCost  # the target's step of 1 token per sequence, same batch and context
+    num_gpus: int  # the target's GPUs, which the drafter shares
 
     @property
     def time_s(self) -> float:
@@ -182,15 +223,29 @@ def draft_time(drafter: Drafter, target: StepModel, batch: int, context_tokens: 
     return steps * drafter.cost_ratio * target.decode(batch, context_tokens).time_s
 
 
-def _priced(target: StepModel, drafter: Drafter, batch: int, context_tokens: float, tokens_per_step: float,
-            steps: int, verified: int) -> SpeculativeStep:
-    return SpeculativeStep(batch, steps, tokens_per_step, draft_time(drafter, target, batch, context_tokens, steps),
-                           target.decode(batch, context_tokens, verified), target.decode(batch, context_tokens),
-                           target.dep.num_gpus)
+def _priced(
+    target: StepModel,
+    drafter: Drafter,
+    batch: int,
+    context_tokens: float,
+    tokens_per_step: float,
+    steps: int,
+    verified: int,
+) -> SpeculativeStep:
+    return SpeculativeStep(
+        batch,
+        steps,
+        tokens_per_step,
+        draft_time(drafter, target, batch, context_tokens, steps),
+        target.decode(batch, context_tokens, verified),
+        target.decode(batch, context_tokens),
+        target.dep.num_gpus,
+    )
 
 
-def _step(target: StepModel, drafter: Drafter, batch: int, context_tokens: float, alpha: float,
-          k: int) -> SpeculativeStep:
+def _step(
+    target: StepModel, drafter: Drafter, batch: int, context_tokens: float, alpha: float, k: int
+) -> SpeculativeStep:
     return _priced(target, drafter, batch, context_tokens, _tokens_per_step(alpha, k), k, k + 1)
 
 
@@ -198,27 +253,37 @@ def _checked_step_inputs(batch: int, alpha: float, k: int) -> tuple[int, float, 
     return _checked(BATCH_SIZE, batch), _checked(ACCEPTANCE_RATE, alpha), _checked(DRAFT_TOKENS, k)
 
 
-def speculative_step(target: StepModel, drafter: Drafter, batch: int, context_tokens: float, alpha: float,
-                     k: int) -> SpeculativeStep:
+def speculative_step(
+    target: StepModel, drafter: Drafter, batch: int, context_tokens: float, alpha: float, k: int
+) -> SpeculativeStep:
     """A speculative step of `batch` sequences at `context_tokens` of context on the target's deployment."""
     batch, alpha, k = _checked_step_inputs(batch, alpha, k)
     return _step(target, drafter, batch, context_tokens, alpha, k)
 
 
-def tree_step(target: StepModel, drafter: Drafter, batch: int, context_tokens: float, tokens_per_step: float,
-              depth: int, tree_tokens: int) -> SpeculativeStep:
+def tree_step(
+    target: StepModel,
+    drafter: Drafter,
+    batch: int,
+    context_tokens: float,
+    tokens_per_step: float,
+    depth: int,
+    tree_tokens: int,
+) -> SpeculativeStep:
     """A step that drafts a tree (EAGLE-2/3, Medusa): `depth` draft steps, then one verification of the tree's
     `tree_tokens` drafted tokens plus the target's own per sequence under tree attention, keeping a measured mean
     acceptance length `tokens_per_step` (at most depth + 1: one token per level, plus the target's)."""
     batch, depth = _checked(BATCH_SIZE, batch), _checked(DRAFT_DEPTH, depth)
-    tree_tokens = _checked(integer("tree_tokens", "Draft tokens in the tree", depth, depth, MAX_TREE_TOKENS,
-                                   "tokens"), tree_tokens)
+    tree_tokens = _checked(
+        integer("tree_tokens", "Draft tokens in the tree", depth, depth, MAX_TREE_TOKENS, "tokens"), tree_tokens
+    )
     kept = _checked(acceptance_length_field(depth + 1), tokens_per_step)
     return _priced(target, drafter, batch, context_tokens, kept, depth, tree_tokens + 1)
 
 
-def best_draft_tokens(target: StepModel, drafter: Drafter, batch: int, context_tokens: float, alpha: float,
-                      max_k: int = MAX_DRAFT_TOKENS) -> int:
+def best_draft_tokens(
+    target: StepModel, drafter: Drafter, batch: int, context_tokens: float, alpha: float, max_k: int = MAX_DRAFT_TOKENS
+) -> int:
     """The k that maximises the speedup at this batch and context, verification priced by the StepModel."""
     batch, alpha, max_k = _checked_step_inputs(batch, alpha, max_k)
     return _best_k(lambda k: _step(target, drafter, batch, context_tokens, alpha, k).speedup, max_k)
@@ -232,8 +297,9 @@ def _edge(holds, inside: int, outside: int) -> int:
     return inside
 
 
-def paying_range(target: StepModel, drafter: Drafter, context_tokens: float, alpha: float, k: int,
-                 max_batch: int = MAX_BATCH) -> tuple[int, int] | None:
+def paying_range(
+    target: StepModel, drafter: Drafter, context_tokens: float, alpha: float, k: int, max_batch: int = MAX_BATCH
+) -> tuple[int, int] | None:
     """(first, last): the batches at which speculation pays (speedup > 1), or None if it pays at none.
 
     A dense model pays from batch 1 until verification turns compute-bound. A MoE model may not pay at batch 1:
@@ -246,7 +312,7 @@ def paying_range(target: StepModel, drafter: Drafter, context_tokens: float, alp
     def pays(batch: int) -> bool:
         return _step(target, drafter, batch, context_tokens, alpha, k).pays
 
-    grid = sorted({min(2 ** i, max_batch) for i in range(max_batch.bit_length())} | {max_batch})
+    grid = sorted({min(2**i, max_batch) for i in range(max_batch.bit_length())} | {max_batch})
     paying = [i for i, b in enumerate(grid) if pays(b)]
     if not paying:
         return None
@@ -256,8 +322,9 @@ def paying_range(target: StepModel, drafter: Drafter, context_tokens: float, alp
     return low, high
 
 
-def break_even_batch(target: StepModel, drafter: Drafter, context_tokens: float, alpha: float, k: int,
-                     max_batch: int = MAX_BATCH) -> int | None:
+def break_even_batch(
+    target: StepModel, drafter: Drafter, context_tokens: float, alpha: float, k: int, max_batch: int = MAX_BATCH
+) -> int | None:
     """The batch at which speculation stops paying: one above the last batch where it pays (1 if it never
     does), or None if it still pays at max_batch. In vLLM v0.33.0's terms, a num_speculative_tokens_per_batch_size
     range with k = 0 from here on (and, for a MoE model, below paying_range's first batch)."""

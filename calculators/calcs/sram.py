@@ -8,6 +8,7 @@
 Capacity, and a lower bound on chips: activations, replication, code and the network's
 buffers also take SRAM. SRAM per chip is the vendor's figure (interconnects.toml sram_part).
 """
+
 from __future__ import annotations
 
 import math
@@ -23,9 +24,11 @@ SRAM_PARTS = sram_parts()
 SCHEMA = {
     "name": "sram",
     "title": "SRAM-only machines: chips for the weights and the KV cache",
-    "description": ("Chips an SRAM-only machine (Groq LPU, Cerebras WSE-3) needs to hold a model's weights "
-                    "and the KV cache of its concurrent sequences: bytes ÷ SRAM per chip. A capacity lower "
-                    "bound; SRAM per chip is the vendor's figure."),
+    "description": (
+        "Chips an SRAM-only machine (Groq LPU, Cerebras WSE-3) needs to hold a model's weights "
+        "and the KV cache of its concurrent sequences: bytes ÷ SRAM per chip. A capacity lower "
+        "bound; SRAM per chip is the vendor's figure."
+    ),
     "inputs": [
         model_field(),
         dtype_field("weight_dtype", "Weight format", "bf16"),
@@ -41,14 +44,17 @@ SCHEMA = {
         output("kv_bytes_per_sequence", "KV cache per sequence", "B", "bytes"),
         output("chips_per_sequence_of_kv", "Chips of SRAM per sequence of KV", "chips", "number"),
         output("sram_chips_total", "Chips for weights and KV (lower bound)", "chips", "integer"),
-        output("tokens_per_s_per_user_sram_bound",
-               "Per-user tokens/s if only SRAM bandwidth limited it (chip bandwidth ÷ bytes read per token)",
-               "tokens/s", "rate"),
+        output(
+            "tokens_per_s_per_user_sram_bound",
+            "Per-user tokens/s if only SRAM bandwidth limited it (chip bandwidth ÷ bytes read per token)",
+            "tokens/s",
+            "rate",
+        ),
     ],
 }
 
 
-NO_BANDWIDTH = "not in the data"   # no SRAM bandwidth for this part; short, so the results table fits at 200% text
+NO_BANDWIDTH = "not in the data"  # no SRAM bandwidth for this part; short, so the results table fits at 200% text
 
 
 def compute(v: dict) -> dict:
@@ -76,12 +82,29 @@ def _derivation(v: dict, w: float, kv: float, sram: float, bw: float, total: int
     w_, kv_, sram_ = (w, "B"), (kv, "B"), (sram, "B")
     per_user = bw / (w + kv) if bw else NO_BANDWIDTH
     return [
-        step("Chips for the weights", "⌈W ÷ SRAM per chip⌉", "⌈{} ÷ {}⌉", [w_, sram_], math.ceil(w / sram - 1e-9),
-             "chips"),
+        step(
+            "Chips for the weights",
+            "⌈W ÷ SRAM per chip⌉",
+            "⌈{} ÷ {}⌉",
+            [w_, sram_],
+            math.ceil(w / sram - 1e-9),
+            "chips",
+        ),
         step("KV per sequence", "kv_cache model at the context", "{}", [(v["context_tokens"], "tokens")], kv, "B"),
-        step("Chips in all", "⌈(W + sequences × KV) ÷ SRAM per chip⌉", "⌈({} + {} × {}) ÷ {}⌉",
-             [w_, v["sequences"], kv_, sram_], total, "chips"),
-        step("Per-user bound at SRAM bandwidth", "chip bandwidth ÷ (W + KV per sequence)",
-             "{} ÷ ({} + {})" if bw else "bandwidth not in the data", [(bw, "B/s"), w_, kv_] if bw else [], per_user,
-             "tokens/s" if bw else ""),
+        step(
+            "Chips in all",
+            "⌈(W + sequences × KV) ÷ SRAM per chip⌉",
+            "⌈({} + {} × {}) ÷ {}⌉",
+            [w_, v["sequences"], kv_, sram_],
+            total,
+            "chips",
+        ),
+        step(
+            "Per-user bound at SRAM bandwidth",
+            "chip bandwidth ÷ (W + KV per sequence)",
+            "{} ÷ ({} + {})" if bw else "bandwidth not in the data",
+            [(bw, "B/s"), w_, kv_] if bw else [],
+            per_user,
+            "tokens/s" if bw else "",
+        ),
     ]

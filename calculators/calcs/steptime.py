@@ -17,6 +17,7 @@ Embeddings: the input embedding is a row lookup, one row of d_model per token (c
          an untied LM head is read in full; a tied table is read once, in full, by the LM head.
 With efficiencies at 1.0 the times are lower bounds and the rates upper bounds (bound_deployment).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -29,8 +30,8 @@ from ..model import Accelerator, Model
 from ..params import active_params, embedding_params, expert_params, total_params
 from .kv_cache import kv_fraction_per_gpu, kv_terms, layer_groups, state_bytes_per_sequence, state_fraction_per_gpu
 
-STATE_ELEM_BYTES = 2.0   # hybrid models' recurrent state at BF16, the default of memory's state_dtype
-SAME_RATE = {"fp16": "bf16", "bf16": "fp16"}   # every listed chip runs FP16 and BF16 at one rate
+STATE_ELEM_BYTES = 2.0  # hybrid models' recurrent state at BF16, the default of memory's state_dtype
+SAME_RATE = {"fp16": "bf16", "bf16": "fp16"}  # every listed chip runs FP16 and BF16 at one rate
 
 
 @dataclass(frozen=True)
@@ -39,11 +40,11 @@ class Deployment:
     accelerator: Accelerator
     weight_elem_bytes: float
     kv_elem_bytes: float
-    peak_flops_per_s: float        # dense, per GPU, at the compute format
-    num_gpus: int = 1              # tensor-parallel group; FLOPs and bytes split evenly
+    peak_flops_per_s: float  # dense, per GPU, at the compute format
+    num_gpus: int = 1  # tensor-parallel group; FLOPs and bytes split evenly
     bandwidth_efficiency: float = 1.0
     compute_efficiency: float = 1.0
-    expert_elem_bytes: float | None = None   # routed-expert weights; None = weight_elem_bytes
+    expert_elem_bytes: float | None = None  # routed-expert weights; None = weight_elem_bytes
 
 
 def bound_deployment(dep: Deployment) -> Deployment:
@@ -53,13 +54,13 @@ def bound_deployment(dep: Deployment) -> Deployment:
 
 @dataclass(frozen=True)
 class StepCost:
-    flops: float                   # whole step, all GPUs
-    weight_bytes: float            # weights read once per step, split over the GPUs
-    kv_bytes: float                # every sequence's KV once (the logical total)
+    flops: float  # whole step, all GPUs
+    weight_bytes: float  # weights read once per step, split over the GPUs
+    kv_bytes: float  # every sequence's KV once (the logical total)
     memory_time_s: float
     compute_time_s: float
     num_gpus: int = 1
-    kv_share: float = 1.0          # kv_fraction_per_gpu: the part of each sequence's KV one GPU reads
+    kv_share: float = 1.0  # kv_fraction_per_gpu: the part of each sequence's KV one GPU reads
 
     @property
     def time_s(self) -> float:
@@ -106,11 +107,17 @@ def peak_flops(accelerator: Accelerator, compute_dtype: str, field: str = "compu
 def deployment(v: dict) -> Deployment:
     """A Deployment from validated inputs (shared by roofline, latency and goodput)."""
     experts = expert_dtype(v)
-    return Deployment(v["model"], v["hardware"], bytes_per_element(v["weight_dtype"], "weight_dtype"),
-                      bytes_per_element(v["kv_dtype"], "kv_dtype"),
-                      peak_flops(v["hardware"], v["compute_dtype"]), v["num_gpus"],
-                      v["bandwidth_efficiency"], v["compute_efficiency"],
-                      bytes_per_element(experts, "expert_weight_dtype") if experts else None)
+    return Deployment(
+        v["model"],
+        v["hardware"],
+        bytes_per_element(v["weight_dtype"], "weight_dtype"),
+        bytes_per_element(v["kv_dtype"], "kv_dtype"),
+        peak_flops(v["hardware"], v["compute_dtype"]),
+        v["num_gpus"],
+        v["bandwidth_efficiency"],
+        v["compute_efficiency"],
+        bytes_per_element(experts, "expert_weight_dtype") if experts else None,
+    )
 
 
 @lru_cache(maxsize=64)
@@ -132,8 +139,9 @@ def embedding_lookup_saving(model: Model, tokens: float) -> float:
     return max(0.0, embedding_params(model) - min(tokens, model.vocab_size) * model.hidden_size)
 
 
-def weight_bytes_touched(dep: Deployment, tokens: float, counts: tuple | None = None,
-                         all_experts: bool = False) -> float:
+def weight_bytes_touched(
+    dep: Deployment, tokens: float, counts: tuple | None = None, all_experts: bool = False
+) -> float:
     """Weights read once per step: all of a dense model; for MoE only the experts some token picks
     (every expert with all_experts); of the input embedding only the rows looked up.
 
@@ -155,9 +163,9 @@ def attention_widths(model: Model, prefill: bool) -> tuple[int, int]:
     a = model.attention
     if a.kind != "mla":
         return a.head_dim, a.v_head_dim or a.head_dim
-    if prefill:   # per-head K and V expanded from the latent: MHA with these widths (as params.py sizes them)
+    if prefill:  # per-head K and V expanded from the latent: MHA with these widths (as params.py sizes them)
         return a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim or a.head_dim
-    return a.kv_lora_rank + a.qk_rope_head_dim, a.kv_lora_rank   # every head against the shared latent
+    return a.kv_lora_rank + a.qk_rope_head_dim, a.kv_lora_rank  # every head against the shared latent
 
 
 def attention_terms(model: Model, prefill: bool = False) -> list[tuple[int, int | None]]:
@@ -194,8 +202,8 @@ class StepModel:
         self._weights: dict = {}
         self._per_seq: dict = {}
         self._per_prompt: dict = {}
-        self._attention = attention_terms(dep.model)                  # decode (MLA absorbed)
-        self._prefill_attention = attention_terms(dep.model, prefill=True)   # prefill (MLA expanded)
+        self._attention = attention_terms(dep.model)  # decode (MLA absorbed)
+        self._prefill_attention = attention_terms(dep.model, prefill=True)  # prefill (MLA expanded)
         self._kv = [(per_token, cap) for _, per_token, cap in kv_terms(dep.model, dep.kv_elem_bytes)]
         # Hybrid models' linear-layer state is read every step like KV but splits over ranks by its own
         # heads; carried in this deployment's KV units so that KV × kv_share is exact per GPU (BF16 state,
@@ -211,8 +219,9 @@ class StepModel:
         return (weight_bytes / self._n + kv_bytes * self.kv_share) / self._bandwidth, flops / self._n / self._flops
 
     def _cost(self, flops: float, weight_bytes: float, kv_bytes: float) -> StepCost:
-        return StepCost(flops, weight_bytes, kv_bytes, *self._times(flops, weight_bytes, kv_bytes),
-                        self._n, self.kv_share)
+        return StepCost(
+            flops, weight_bytes, kv_bytes, *self._times(flops, weight_bytes, kv_bytes), self._n, self.kv_share
+        )
 
     def step_time(self, flops: float, tokens: float, kv_bytes: float) -> float:
         """A step of `tokens` tokens doing these FLOPs and moving these KV bytes (any mix of prefill and
@@ -228,11 +237,12 @@ class StepModel:
     def per_sequence(self, context_tokens: float) -> tuple[float, float]:
         """(FLOPs per generated token, KV bytes held) for one sequence at this context."""
         found = self._per_seq.get(context_tokens)
-        if found is None:   # the same sums as attention_flops_per_token and kv_bytes_per_sequence
-            t = context_tokens   # tokens_held(cap, t) = min(t, cap), written out (a memo miss per new context)
+        if found is None:  # the same sums as attention_flops_per_token and kv_bytes_per_sequence
+            t = context_tokens  # tokens_held(cap, t) = min(t, cap), written out (a memo miss per new context)
             found = self._per_seq[t] = (
                 2 * self.active + sum([c * (t if cap is None or not cap < t else cap) for c, cap in self._attention]),
-                sum([c * (t if cap is None or not cap < t else cap) for c, cap in self._kv]) + self._state_as_kv)
+                sum([c * (t if cap is None or not cap < t else cap) for c, cap in self._kv]) + self._state_as_kv,
+            )
         return found
 
     def decode(self, batch: int, context_tokens: float, tokens_per_sequence: float = 1) -> StepCost:
@@ -247,20 +257,26 @@ class StepModel:
         """decode(batch, context).time_s as a closure over this model's constants and memos, bit for bit:
         the same operations in the same order as _times, without attribute look-ups or a StepCost (the
         simulator calls it once or twice per event)."""
-        per_seq, weights, per_sequence, weight_bytes = self._per_seq, self._weights, self.per_sequence, self.weight_bytes
+        per_seq, weights, per_sequence, weight_bytes = (
+            self._per_seq,
+            self._weights,
+            self.per_sequence,
+            self.weight_bytes,
+        )
         n, share, bandwidth, peak = self._n, self.kv_share, self._bandwidth, self._flops
 
         def decode_time(batch: int, context_tokens: float) -> float:
             flops, kv = per_seq.get(context_tokens) or per_sequence(context_tokens)
             memory = ((weights.get(batch) or weight_bytes(batch)) / n + batch * kv * share) / bandwidth
             compute = batch * flops / n / peak
-            return compute if compute > memory else memory   # max(memory, compute), ties to the first
+            return compute if compute > memory else memory  # max(memory, compute), ties to the first
+
         return decode_time
 
     def per_prompt(self, prompt_tokens: int) -> tuple[float, float]:
         """(FLOPs, KV bytes written) to prefill one prompt under a causal mask."""
         found = self._per_prompt.get(prompt_tokens)
-        if found is None:   # the same sums as attention_flops_per_token and kv_bytes_per_sequence
+        if found is None:  # the same sums as attention_flops_per_token and kv_bytes_per_sequence
             t = prompt_tokens
             attention = sum(c * _causal_keys(cap, t) for c, cap in self._prefill_attention)
             found = self._per_prompt[t] = (2 * self.active * t + attention, self.per_sequence(t)[1])
@@ -277,16 +293,23 @@ class StepModel:
     def _prefill_timer(self):
         """prefill(prompt_lengths).time_s as a closure, bit for bit (the same sums in the same order as
         _prefill_parts, then _times), for the simulator's hot path."""
-        per_prompt_memo, per_prompt, weights, weight_bytes = (self._per_prompt, self.per_prompt, self._weights,
-                                                              self.weight_bytes)
+        per_prompt_memo, per_prompt, weights, weight_bytes = (
+            self._per_prompt,
+            self.per_prompt,
+            self._weights,
+            self.weight_bytes,
+        )
         n, share, bandwidth, peak = self._n, self.kv_share, self._bandwidth, self._flops
 
         def prefill_time(prompt_lengths) -> float:
             costs = [per_prompt_memo.get(t) or per_prompt(t) for t in prompt_lengths]
             tokens = sum(prompt_lengths)
-            memory = ((weights.get(tokens) or weight_bytes(tokens)) / n + sum([c[1] for c in costs]) * share) / bandwidth
+            memory = (
+                (weights.get(tokens) or weight_bytes(tokens)) / n + sum([c[1] for c in costs]) * share
+            ) / bandwidth
             compute = sum([c[0] for c in costs]) / n / peak
-            return compute if compute > memory else memory   # max(memory, compute), ties to the first
+            return compute if compute > memory else memory  # max(memory, compute), ties to the first
+
         return prefill_time
 
 
@@ -305,8 +328,11 @@ def ridge_point(dep: Deployment) -> float:
 
 def effective_ridge(dep: Deployment) -> float:
     """The ridge the step times obey: (η_compute × peak) ÷ (η_bw × bandwidth), FLOP/B."""
-    return (dep.peak_flops_per_s * dep.compute_efficiency
-            / (dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency))
+    return (
+        dep.peak_flops_per_s
+        * dep.compute_efficiency
+        / (dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency)
+    )
 
 
 def compute_ceiling_tokens_per_s_per_gpu(dep: Deployment) -> float:

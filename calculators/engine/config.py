@@ -1,4 +1,5 @@
 """What the simulator is given: requests, and the engine's settings (named after vLLM's where one exists)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,11 +14,11 @@ class Request:
     arrival_s: float
     prompt_tokens: int
     output_tokens: int
-    priority: int = 0                   # lower is served first under "priority", as vLLM's priority policy
-    predicted_output_tokens: int = 0    # a length predictor's guess, for "sjf"; 0 means the true length
-    prefix: tuple = ()                  # ((stream, start, length), ...): shared pieces the prompt opens with
+    priority: int = 0  # lower is served first under "priority", as vLLM's priority policy
+    predicted_output_tokens: int = 0  # a length predictor's guess, for "sjf"; 0 means the true length
+    prefix: tuple = ()  # ((stream, start, length), ...): shared pieces the prompt opens with
     output_stream: tuple | None = None  # (stream, start): the output continues a shared stream (a later turn)
-    after: int = -1                     # ≥ 0: arrives think_s after request `after` ends (its arrival_s unused)
+    after: int = -1  # ≥ 0: arrives think_s after request `after` ends (its arrival_s unused)
     think_s: float = 0.0
 
     def pieces(self) -> list:
@@ -46,6 +47,7 @@ class EngineConfig:
     scheduled"; chunked prefill off): a step that prefills admitted requests runs no decodes, which stall
     meanwhile. reserve_full_length reserves KV for prompt + output on admission, so nothing is ever
     preempted (the policy the goodput calculator models)."""
+
     kv_blocks: int
     block_size_tokens: int = 16
     max_num_seqs: int = 256
@@ -75,9 +77,12 @@ class EngineConfig:
         if self.preemption == "swap" and not (self.swap_bytes_per_s > 0 and self.kv_bytes_per_block > 0):
             raise ValueError("swap preemption needs swap_bytes_per_s and kv_bytes_per_block")
         if not self.mixed_batches and self.chunked_prefill:
-            raise ValueError("prefill-only steps (mixed_batches False) are modelled without chunked prefill, as vLLM V0")
+            raise ValueError(
+                "prefill-only steps (mixed_batches False) are modelled without chunked prefill, as vLLM V0"
+            )
         if self.prefix_caching and self.batching != "continuous":
             raise ValueError("prefix caching is modelled for continuous batching only")
-        if self.host_cache_blocks and not (self.prefix_caching and self.host_cache_bytes_per_s > 0
-                                           and self.kv_bytes_per_block > 0):
+        if self.host_cache_blocks and not (
+            self.prefix_caching and self.host_cache_bytes_per_s > 0 and self.kv_bytes_per_block > 0
+        ):
             raise ValueError("a host cache tier needs prefix_caching, host_cache_bytes_per_s and kv_bytes_per_block")

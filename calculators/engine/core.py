@@ -19,6 +19,7 @@ last step the free blocks cover; each step of the chunk is priced at the chunk's
 every running sequence decodes and the pool has the blocks, the plan is made in one pass (the common
 step); inter-token gaps are pooled by value as they are booked.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -41,10 +42,43 @@ class Engine:
     prefix caching, held[i] lists the cached blocks i holds (shared, counted once in the pool) and
     blocks[i] counts only its own; names[i] names the blocks of its whole sequence."""
 
-    __slots__ = ("cfg", "times", "n", "arrival", "prompt", "out", "tokens", "done", "gen", "first",
-                 "last", "started", "finished", "preemptions", "state", "swapped", "measured", "running",
-                 "prefilling", "waiting", "now", "pending", "followers", "lo", "hi", "left", "gaps", "extra_s", "steps", "trace",
-                 "occupancy", "requests", "pool", "hit_gpu", "hit_host")
+    __slots__ = (
+        "cfg",
+        "times",
+        "n",
+        "arrival",
+        "prompt",
+        "out",
+        "tokens",
+        "done",
+        "gen",
+        "first",
+        "last",
+        "started",
+        "finished",
+        "preemptions",
+        "state",
+        "swapped",
+        "measured",
+        "running",
+        "prefilling",
+        "waiting",
+        "now",
+        "pending",
+        "followers",
+        "lo",
+        "hi",
+        "left",
+        "gaps",
+        "extra_s",
+        "steps",
+        "trace",
+        "occupancy",
+        "requests",
+        "pool",
+        "hit_gpu",
+        "hit_host",
+    )
 
     def __init__(self, times: StepTimes, requests: list[Request], cfg: EngineConfig, measured: tuple[int, int]):
         n = self.n = len(requests)
@@ -52,8 +86,9 @@ class Engine:
         self.arrival = [r.arrival_s for r in requests]
         self.prompt = [r.prompt_tokens for r in requests]
         self.out = [r.output_tokens for r in requests]
-        rank = [r.priority if cfg.policy == "priority" else (r.predicted_output_tokens or r.output_tokens)
-                for r in requests]
+        rank = [
+            r.priority if cfg.policy == "priority" else (r.predicted_output_tokens or r.output_tokens) for r in requests
+        ]
         self.tokens, self.done, self.gen = list(self.prompt), [0] * n, [0] * n
         self.first, self.last, self.started, self.finished = [-1.0] * n, [0.0] * n, [-1.0] * n, [-1.0] * n
         self.preemptions, self.state, self.swapped = [0] * n, [None] * n, [False] * n
@@ -79,9 +114,10 @@ class Engine:
         while self.pending and self.pending[0][0] <= self.now:
             t, i = heapq.heappop(self.pending)
             arrival[i] = t
-            whole = self.prompt[i] + self.out[i]   # never fits the pool, or (no chunking) never the budget
-            too_long = self.pool.blocks_for(whole) > cfg.kv_blocks or (not cfg.chunked_prefill
-                                                                   and whole > cfg.max_num_batched_tokens)
+            whole = self.prompt[i] + self.out[i]  # never fits the pool, or (no chunking) never the budget
+            too_long = self.pool.blocks_for(whole) > cfg.kv_blocks or (
+                not cfg.chunked_prefill and whole > cfg.max_num_batched_tokens
+            )
             if too_long or (cfg.max_waiting and len(self.waiting) >= cfg.max_waiting):
                 self._end(i, REJECTED)
             else:
@@ -145,7 +181,7 @@ class Engine:
         for i in list(self.running):
             if budget <= 0:
                 break
-            if self.state[i] != RUNNING:   # preempted earlier in this loop
+            if self.state[i] != RUNNING:  # preempted earlier in this loop
                 continue
             new = min(self.tokens[i] - self.done[i], budget)
             while self.pool.blocks_for(self.done[i] + new) - self.pool.blocks[i] > self.pool.free:
@@ -190,7 +226,7 @@ class Engine:
             self.hit_gpu[i], self.hit_host[i] = gpu * bs, host * bs
 
     def _start(self, i: int, tokens: int) -> None:
-        if self.swapped[i]:   # its KV comes back from host memory first
+        if self.swapped[i]:  # its KV comes back from host memory first
             self.swapped[i] = False
             self.extra_s += self.pool.blocks_for(self.done[i]) * self.cfg.kv_bytes_per_block / self.cfg.swap_bytes_per_s
         elif self.gen[i] == 0 or self.done[i] < self.tokens[i] - 1:
@@ -219,7 +255,7 @@ class Engine:
         if self.cfg.batching == "static":
             return self._schedule_static(), False
         budget = self.cfg.max_num_batched_tokens
-        if not self.cfg.mixed_batches:   # vLLM V0: admitted prompts are prefilled alone, decodes wait
+        if not self.cfg.mixed_batches:  # vLLM V0: admitted prompts are prefilled alone, decodes wait
             prefills: dict = {}
             self._admit(prefills)
             if prefills:
@@ -311,6 +347,7 @@ class Engine:
 
         def fits(steps: int) -> bool:
             return sum([blocks_for(done[i] + steps) - blocks[i] - len(held[i]) for i in running]) <= pool.free
+
         if k == 1 or self.cfg.reserve_full_length or fits(k):
             return k
         lo, hi = 1, k - 1
@@ -325,7 +362,7 @@ class Engine:
         step_s = self.times.decode(len(running), context)
         start, self.now = self.now, self.now + k * step_s
         self._record(start, k * step_s, dict.fromkeys(running, 1))
-        if self.cfg.reserve_full_length:   # reserved on admission
+        if self.cfg.reserve_full_length:  # reserved on admission
             for i in running:
                 done[i] += k
         else:
@@ -354,7 +391,7 @@ class Engine:
             if plan:
                 k = 1 if preempted else self._stretch(plan)
                 self._run_stretch(k) if k > 1 else self._run_step(plan)
-            elif not preempted:   # nothing can run (a safety net: requests that never fit are rejected)
+            elif not preempted:  # nothing can run (a safety net: requests that never fit are rejected)
                 if not self.pending:
                     return
                 self.now = max(self.now, self.pending[0][0])

@@ -1,4 +1,5 @@
 """Percentiles of simulated latencies, with the confidence an order statistic gives them."""
+
 from __future__ import annotations
 
 import math

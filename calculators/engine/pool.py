@@ -4,6 +4,7 @@ Own blocks (blocks[i]) belong to one sequence; cached blocks (held[i]) are named
 and count once in the pool however many hold them. `free` counts empty blocks and cached ones nobody
 holds (those are evicted, oldest released first, when a sequence needs the room).
 """
+
 from __future__ import annotations
 
 from .config import EngineConfig, Request
@@ -57,8 +58,8 @@ class KvPool:
         for i in ids:
             h, full = held[i], min(done[i] // bs, len(names[i]))
             while len(h) < full:
-                if not cache.add(names[i][len(h)]):   # computed twice at once: this copy stays i's own
-                    names[i] = names[i][:len(h)]
+                if not cache.add(names[i][len(h)]):  # computed twice at once: this copy stays i's own
+                    names[i] = names[i][: len(h)]
                     break
                 h.append(names[i][len(h)])
                 blocks[i] -= 1
@@ -68,7 +69,7 @@ class KvPool:
         sequence (the last token is computed to give the next one), none for a swapped-out request."""
         if self.cache is None or done:
             return 0, 0, 0
-        names = self.names[i][:(tokens - 1) // self.block_size]
+        names = self.names[i][: (tokens - 1) // self.block_size]
         gpu, host = self.cache.match(names)
         refs = self.cache.refs
         return gpu, host, sum(1 for name in names[:gpu] if refs[name] == 0)
@@ -77,8 +78,8 @@ class KvPool:
         """Hold i's cached leading blocks, copying host-tier ones back; returns the copy time in seconds."""
         cache, names = self.cache, self.names[i]
         self.free -= cache.acquire(names[:gpu])
-        for name in names[gpu:gpu + host]:
+        for name in names[gpu : gpu + host]:
             self.take(1)
             cache.add(name)
-        self.held[i] = list(names[:gpu + host])
+        self.held[i] = list(names[: gpu + host])
         return host * self.host_copy_s

@@ -13,6 +13,7 @@ Tiers: a block no running sequence holds stays cached on the GPU and can be evic
 first (vLLM's free-block queue hands out its least recently freed block); an evicted block moves to the
 host tier when one is configured (capacity in blocks, LRU), where a later hit costs a copy back.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -20,6 +21,7 @@ from collections import OrderedDict
 
 class BlockNames:
     """Interned names of block-aligned prefixes."""
+
     __slots__ = ("names",)
 
     def __init__(self):
@@ -35,7 +37,7 @@ class BlockNames:
                 return out
             while length and len(out) < blocks:
                 take = min(length, block_size - at)
-                if span and span[-1][0] == stream and span[-1][1] + span[-1][2] == start:   # one run of a stream
+                if span and span[-1][0] == stream and span[-1][1] + span[-1][2] == start:  # one run of a stream
                     span[-1] = (stream, span[-1][1], span[-1][2] + take)
                 else:
                     span.append((stream, start, take))
@@ -49,12 +51,13 @@ class BlockNames:
 
 class PrefixCache:
     """Which named blocks are cached, on the GPU (held or evictable) and on the host."""
+
     __slots__ = ("refs", "evictable", "host", "host_blocks")
 
     def __init__(self, host_blocks: int = 0):
-        self.refs: dict[int, int] = {}                  # GPU-resident names → holders (0: evictable)
-        self.evictable: OrderedDict = OrderedDict()     # names with no holder, least recently released first
-        self.host: OrderedDict = OrderedDict()          # names on the host tier, least recently used first
+        self.refs: dict[int, int] = {}  # GPU-resident names → holders (0: evictable)
+        self.evictable: OrderedDict = OrderedDict()  # names with no holder, least recently released first
+        self.host: OrderedDict = OrderedDict()  # names on the host tier, least recently used first
         self.host_blocks = host_blocks
 
     def match(self, names: list[int]) -> tuple[int, int]:

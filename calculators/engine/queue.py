@@ -8,6 +8,7 @@ ranking by base + arrival ÷ ageing_s is the same order at every instant.
   priority: (priority, arrival), lower first, as vLLM's priority policy; a preempted request keeps its key.
   sjf:      the predicted output length (the true length when no prediction is given), shortest first.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -30,7 +31,7 @@ class WaitingQueue:
         heapq.heappush(self.heap, (self._key(i), i, i))
 
     def push_preempted(self, i: int) -> None:
-        if self.policy == "fcfs":   # to the front, the most recently preempted first
+        if self.policy == "fcfs":  # to the front, the most recently preempted first
             self.preempted += 1
             heapq.heappush(self.heap, (0.0, -self.preempted, i))
         else:

@@ -1,4 +1,5 @@
 """What a simulation returns: per measured request, pooled inter-token gaps, throughput, occupancy."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,22 +9,22 @@ from .core import FINISHED, REJECTED, Engine
 
 @dataclass(frozen=True)
 class EngineResult:
-    arrival_s: tuple[float, ...]       # measured requests that finished, in index order
+    arrival_s: tuple[float, ...]  # measured requests that finished, in index order
     ttft_s: tuple[float, ...]
-    tpot_s: tuple[float, ...]          # mean gap after the first token (0 for one-token answers)
+    tpot_s: tuple[float, ...]  # mean gap after the first token (0 for one-token answers)
     e2e_s: tuple[float, ...]
-    queue_s: tuple[float, ...]         # arrival to first scheduled
+    queue_s: tuple[float, ...]  # arrival to first scheduled
     preemptions: tuple[int, ...]
-    rejected: int                      # measured requests rejected (too long, or shed: HTTP 429)
-    gap_values_s: tuple[float, ...]    # pooled inter-token gaps of the measured requests ...
-    gap_weights: tuple[int, ...]       # ... and how many gaps each value stands for
-    output_tokens_per_s: float         # measured output tokens ÷ (last finish − first arrival)
+    rejected: int  # measured requests rejected (too long, or shed: HTTP 429)
+    gap_values_s: tuple[float, ...]  # pooled inter-token gaps of the measured requests ...
+    gap_weights: tuple[int, ...]  # ... and how many gaps each value stands for
+    output_tokens_per_s: float  # measured output tokens ÷ (last finish − first arrival)
     steps: int
-    occupancy: tuple                   # (t, running, waiting, KV blocks used) at each scheduling turn
-    trace: tuple                       # the first trace_steps steps: (start, took, ((request, tokens), ...), waiting)
-    prompt_tokens: int = 0             # measured, finished requests' prompts ...
-    hit_tokens_gpu: int = 0            # ... of which found in the GPU prefix cache at first admission
-    hit_tokens_host: int = 0           # ... and in the host tier
+    occupancy: tuple  # (t, running, waiting, KV blocks used) at each scheduling turn
+    trace: tuple  # the first trace_steps steps: (start, took, ((request, tokens), ...), waiting)
+    prompt_tokens: int = 0  # measured, finished requests' prompts ...
+    hit_tokens_gpu: int = 0  # ... of which found in the GPU prefix cache at first admission
+    hit_tokens_host: int = 0  # ... and in the host tier
 
 
 def summarise(engine: Engine) -> EngineResult:
@@ -33,12 +34,20 @@ def summarise(engine: Engine) -> EngineResult:
     span = max((e.finished[i] for i in done), default=0.0) - min((e.arrival[i] for i in done), default=0.0)
     tokens = sum(e.out[i] for i in done)
     return EngineResult(
-        arrival_s=tuple(e.arrival[i] for i in done), ttft_s=tuple(e.first[i] - e.arrival[i] for i in done), tpot_s=tuple(tpot),
+        arrival_s=tuple(e.arrival[i] for i in done),
+        ttft_s=tuple(e.first[i] - e.arrival[i] for i in done),
+        tpot_s=tuple(tpot),
         e2e_s=tuple(e.finished[i] - e.arrival[i] for i in done),
         queue_s=tuple(e.started[i] - e.arrival[i] for i in done),
         preemptions=tuple(e.preemptions[i] for i in done),
         rejected=sum(1 for i in range(e.lo, e.hi) if e.state[i] == REJECTED),
-        gap_values_s=tuple(e.gaps.values), gap_weights=tuple(e.gaps.weights),
-        output_tokens_per_s=tokens / span if span > 0 else 0.0, steps=e.steps,
-        occupancy=tuple(e.occupancy), trace=tuple(e.trace), prompt_tokens=sum(e.prompt[i] for i in done),
-        hit_tokens_gpu=sum(e.hit_gpu[i] for i in done), hit_tokens_host=sum(e.hit_host[i] for i in done))
+        gap_values_s=tuple(e.gaps.values),
+        gap_weights=tuple(e.gaps.weights),
+        output_tokens_per_s=tokens / span if span > 0 else 0.0,
+        steps=e.steps,
+        occupancy=tuple(e.occupancy),
+        trace=tuple(e.trace),
+        prompt_tokens=sum(e.prompt[i] for i in done),
+        hit_tokens_gpu=sum(e.hit_gpu[i] for i in done),
+        hit_tokens_host=sum(e.hit_host[i] for i in done),
+    )

@@ -1,4 +1,5 @@
 """The simulator's entry point."""
+
 from __future__ import annotations
 
 from .config import EngineConfig, Request
@@ -7,8 +8,9 @@ from .result import EngineResult, summarise
 from .steps import StepTimes
 
 
-def simulate(times: StepTimes, requests: list[Request], config: EngineConfig,
-             measured: tuple[int, int] | None = None) -> EngineResult:
+def simulate(
+    times: StepTimes, requests: list[Request], config: EngineConfig, measured: tuple[int, int] | None = None
+) -> EngineResult:
     """Run the engine over requests until requests[lo:hi] are done or rejected. A request with
     after = j arrives think_s after request j ends (closed-loop clients, agent turns); j must come first."""
     if any(not -1 <= r.after < i for i, r in enumerate(requests)):

@@ -7,6 +7,7 @@ of tokens s+1 … s+L, which is the prefill FLOPs of s + L tokens minus those of
 the KV of s + L tokens. Decodes are priced at their mean context (exact where the cost is linear in the
 context, that is without a sliding window cap). Every step adds the fixed overhead.
 """
+
 from __future__ import annotations
 
 from ..calcs.steptime import StepModel

@@ -4,6 +4,7 @@ Draws come from calcs.goodput_sim.Workload (gamma gaps at rate 1 with shape = bu
 `vllm bench serve --burstiness`; prompt and output lengths from the core's distributions), so the
 engine and today's goodput calculator see the same requests for the same seed.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,8 +51,17 @@ def conversations(draws, rate_per_s: float, turns: int, think_s: float, system_t
         for turn in range(turns):
             prefix = (*system, (("chat", c), 0, history + message))
             after = len(out) - 1 if turn else -1
-            out.append(Request(t, system_tokens + history + message, answer, prefix=prefix,
-                               output_stream=(("chat", c), history + message), after=after, think_s=think_s))
+            out.append(
+                Request(
+                    t,
+                    system_tokens + history + message,
+                    answer,
+                    prefix=prefix,
+                    output_stream=(("chat", c), history + message),
+                    after=after,
+                    think_s=think_s,
+                )
+            )
             history += message + answer
     return out
 
@@ -82,8 +92,10 @@ def _trace_line(line: str, number: int, previous_s: float) -> Request:
     except ValueError:
         raise InputError(TRACE_FIELD, f"{where}: arrival_s is a number and token counts are whole numbers") from None
     if not (arrival >= previous_s and prompt >= 1 and output >= 1 and 0 <= shared <= prompt):
-        raise InputError(TRACE_FIELD, f"{where}: arrivals in order, input and output tokens ≥ 1, prefix tokens "
-                                      f"between 0 and the input tokens")
+        raise InputError(
+            TRACE_FIELD,
+            f"{where}: arrivals in order, input and output tokens ≥ 1, prefix tokens between 0 and the input tokens",
+        )
     prefix = ((("trace", cells[3]), 0, shared),) if shared else ()
     return Request(arrival, prompt, output, prefix=prefix)
 
@@ -95,5 +107,7 @@ def with_predictions(requests: list[Request], error_cv: float, seed: int = 0) ->
     if error_cv <= 0:
         return [replace(r, predicted_output_tokens=r.output_tokens) for r in requests]
     rng, sigma = random.Random(f"predictor {seed}"), math.sqrt(math.log1p(error_cv * error_cv))
-    return [replace(r, predicted_output_tokens=max(1, round(r.output_tokens * rng.lognormvariate(0.0, sigma))))
-            for r in requests]
+    return [
+        replace(r, predicted_output_tokens=max(1, round(r.output_tokens * rng.lognormvariate(0.0, sigma))))
+        for r in requests
+    ]

@@ -4,6 +4,7 @@ The browser's two entries, as the worker calls them: `present_json` for every re
 its defaults and for each (calculator name, inputs) in SPECIFIC, `describe_json` for each (kind, value)
 in DESCRIBE. A value is sent as JSON; a Raw text is sent as it is (to check malformed JSON).
 """
+
 from __future__ import annotations
 
 import json
@@ -12,9 +13,15 @@ from pathlib import Path
 from calculators import calculator_names
 
 HF = Path(__file__).parent / "fixtures" / "hf"
-CUSTOM_CHIP = {"id": "my-chip", "name": "My chip", "vendor": "Me", "memory_bytes": 96 * 10 ** 9,
-               "memory_bandwidth_bytes_per_s": 4.1e12, "dense_flops_per_s": {"bf16": 1.1e15, "fp8": 2.2e15},
-               "power_watts": 800}
+CUSTOM_CHIP = {
+    "id": "my-chip",
+    "name": "My chip",
+    "vendor": "Me",
+    "memory_bytes": 96 * 10**9,
+    "memory_bandwidth_bytes_per_s": 4.1e12,
+    "dense_flops_per_s": {"bf16": 1.1e15, "fp8": 2.2e15},
+    "power_watts": 800,
+}
 
 
 class Raw(str):
@@ -34,38 +41,136 @@ SPECIFIC = [
     ("kv_cache", {"model": _hf("gpt-oss-120b"), "context_tokens": 5000}),
     ("kv_cache", {"model": _hf("deepseek-v3"), "context_tokens": 70000, "batch_size": 3}),
     ("memory", {"model": "deepseek-v3", "hardware": "h100-sxm", "tensor_parallel": 1}),
-    ("memory", {"model": "llama-3.1-70b", "hardware": "h200", "weight_dtype": "fp8", "kv_dtype": "fp8",
-                "tensor_parallel": 2, "engine_rule": "sglang", "mem_fraction_static": 0.85}),
+    (
+        "memory",
+        {
+            "model": "llama-3.1-70b",
+            "hardware": "h200",
+            "weight_dtype": "fp8",
+            "kv_dtype": "fp8",
+            "tensor_parallel": 2,
+            "engine_rule": "sglang",
+            "mem_fraction_static": 0.85,
+        },
+    ),
     ("memory", {"model": _hf("qwen3-30b-a3b"), "hardware": CUSTOM_CHIP, "tensor_parallel": 8}),
-    ("roofline", {"model": "mixtral-8x7b", "hardware": "h200", "num_gpus": 8, "weight_dtype": "fp8",
-                  "compute_dtype": "fp8", "batch_size": 256, "context_tokens": 3000}),
-    ("roofline", {"model": "deepseek-r1", "hardware": "b200", "num_gpus": 8, "weight_dtype": "nvfp4",
-                  "compute_dtype": "nvfp4", "kv_dtype": "fp8", "batch_size": 1024}),
+    (
+        "roofline",
+        {
+            "model": "mixtral-8x7b",
+            "hardware": "h200",
+            "num_gpus": 8,
+            "weight_dtype": "fp8",
+            "compute_dtype": "fp8",
+            "batch_size": 256,
+            "context_tokens": 3000,
+        },
+    ),
+    (
+        "roofline",
+        {
+            "model": "deepseek-r1",
+            "hardware": "b200",
+            "num_gpus": 8,
+            "weight_dtype": "nvfp4",
+            "compute_dtype": "nvfp4",
+            "kv_dtype": "fp8",
+            "batch_size": 1024,
+        },
+    ),
     ("roofline", {"model": "llama-3.1-8b", "hardware": "tpu-v5e", "bandwidth_efficiency": 0.7}),
     ("roofline", {"model": _hf("gemma-3-27b"), "hardware": CUSTOM_CHIP, "compute_dtype": "fp8"}),
-    ("roofline", {"model": "gemma-2-9b", "batch_size": 4096, "compute_efficiency": 0.6}),    # tied; past the fit
-    ("decode_limits", {"model": "llama-3.1-70b", "num_gpus": 16}),                          # KV replicated
-    ("decode_limits", {"model": "deepseek-v3", "hardware": "h200", "num_gpus": 8, "weight_dtype": "fp8",
-                       "compute_dtype": "fp8", "context_tokens": 128, "bandwidth_efficiency": 0.8}),
-    ("decode_limits", {"model": "llama-3.1-70b", "num_gpus": 1}),                           # nothing fits
-    ("latency", {"model": "llama-3.1-70b", "hardware": "h200", "num_gpus": 4, "weight_dtype": "fp8",
-                 "compute_dtype": "fp8", "batch_size": 64, "input_tokens": 2000, "output_tokens": 500,
-                 "queueing_s": 0.05}),
+    ("roofline", {"model": "gemma-2-9b", "batch_size": 4096, "compute_efficiency": 0.6}),  # tied; past the fit
+    ("decode_limits", {"model": "llama-3.1-70b", "num_gpus": 16}),  # KV replicated
+    (
+        "decode_limits",
+        {
+            "model": "deepseek-v3",
+            "hardware": "h200",
+            "num_gpus": 8,
+            "weight_dtype": "fp8",
+            "compute_dtype": "fp8",
+            "context_tokens": 128,
+            "bandwidth_efficiency": 0.8,
+        },
+    ),
+    ("decode_limits", {"model": "llama-3.1-70b", "num_gpus": 1}),  # nothing fits
+    (
+        "latency",
+        {
+            "model": "llama-3.1-70b",
+            "hardware": "h200",
+            "num_gpus": 4,
+            "weight_dtype": "fp8",
+            "compute_dtype": "fp8",
+            "batch_size": 64,
+            "input_tokens": 2000,
+            "output_tokens": 500,
+            "queueing_s": 0.05,
+        },
+    ),
     ("latency", {"model": "qwen3-235b-a22b", "hardware": "mi300x", "num_gpus": 8, "output_tokens": 1}),
     ("goodput", {"seed": 3, "request_rate_per_s": 25, "num_requests": 400}),
-    ("goodput", {"model": "qwen3-30b-a3b", "hardware": "h100-sxm", "input_distribution": "uniform",
-                 "output_distribution": "fixed", "ttft_slo_s": 0.2, "tpot_slo_s": 0.05, "seed": 11}),
+    (
+        "goodput",
+        {
+            "model": "qwen3-30b-a3b",
+            "hardware": "h100-sxm",
+            "input_distribution": "uniform",
+            "output_distribution": "fixed",
+            "ttft_slo_s": 0.2,
+            "tpot_slo_s": 0.05,
+            "seed": 11,
+        },
+    ),
     ("goodput", {"model": "llama-3.1-70b", "hardware": "h100-sxm", "num_gpus": 1, "request_rate_per_s": 1}),
-    ("goodput", {"model": "llama-3.1-8b", "hardware": "h100-sxm", "request_rate_per_s": 20, "input_tokens_mean": 1024,
-                 "output_tokens_mean": 256, "ttft_slo_s": 0.5, "tpot_slo_s": 0.05}),   # overloaded past 1.5x
-    ("goodput", {"model": "gpt-oss-120b", "weight_dtype": "bf16", "expert_weight_dtype": "mxfp4",
-                 "request_rate_per_s": 40, "output_distribution": "uniform", "seed": 9}),
-    ("allreduce", {"model": "llama-3.1-405b", "hardware": "b200", "num_gpus": 16, "batch_size": 64,
-                   "link": "ib-ndr-400", "gpus_per_node": 1}),
+    (
+        "goodput",
+        {
+            "model": "llama-3.1-8b",
+            "hardware": "h100-sxm",
+            "request_rate_per_s": 20,
+            "input_tokens_mean": 1024,
+            "output_tokens_mean": 256,
+            "ttft_slo_s": 0.5,
+            "tpot_slo_s": 0.05,
+        },
+    ),  # overloaded past 1.5x
+    (
+        "goodput",
+        {
+            "model": "gpt-oss-120b",
+            "weight_dtype": "bf16",
+            "expert_weight_dtype": "mxfp4",
+            "request_rate_per_s": 40,
+            "output_distribution": "uniform",
+            "seed": 9,
+        },
+    ),
+    (
+        "allreduce",
+        {
+            "model": "llama-3.1-405b",
+            "hardware": "b200",
+            "num_gpus": 16,
+            "batch_size": 64,
+            "link": "ib-ndr-400",
+            "gpus_per_node": 1,
+        },
+    ),
     ("allreduce", {"model": "llama-3.1-70b", "batch_size": 2048, "phase": "prefill", "algorithm": "nvls"}),
     ("sram", {"model": "llama-3.1-70b", "sram_part": "cerebras-wse3", "sequences": 64}),
-    ("cost", {"usd_per_gpu_hour": 2, "num_gpus": 8, "output_tokens_per_s": 14800,
-              "input_tokens_per_s": 73700, "reasoning_tokens_per_task": 3000, "requests_per_s": 120}),
+    (
+        "cost",
+        {
+            "usd_per_gpu_hour": 2,
+            "num_gpus": 8,
+            "output_tokens_per_s": 14800,
+            "input_tokens_per_s": 73700,
+            "reasoning_tokens_per_task": 3000,
+            "requests_per_s": 120,
+        },
+    ),
     # errors: each must come back as {"error": {...}} with the same text
     ("kv_cache", {"context_tokens": "1e400"}),
     ("kv_cache", {"context_tokens": "abc"}),
@@ -106,5 +211,6 @@ def _text(value) -> str:
 def cases() -> list[tuple[str, str, str]]:
     """(entry, name or kind, JSON text) for every case; entry is "present" or "describe"."""
     defaults = [(name, {}) for name in calculator_names()]
-    return ([("present", name, _text(inputs)) for name, inputs in defaults + SPECIFIC]
-            + [("describe", kind, _text(value)) for kind, value in DESCRIBE])
+    return [("present", name, _text(inputs)) for name, inputs in defaults + SPECIFIC] + [
+        ("describe", kind, _text(value)) for kind, value in DESCRIBE
+    ]

@@ -1,4 +1,5 @@
 """All-reduce calculator: ring formula, NCCL-tests bus bandwidth, monotonicity, sourced presets."""
+
 import json
 import math
 
@@ -13,7 +14,7 @@ from calculators.catalog import accelerator_presets
 ACC = accelerator_presets()
 
 
-OLD = dict(latency_source="custom", protocol="simple")   # the pre-protocol model: t_base 0, 0.6 us, full B
+OLD = dict(latency_source="custom", protocol="simple")  # the pre-protocol model: t_base 0, 0.6 us, full B
 
 
 def _run(**kw):
@@ -52,18 +53,19 @@ def test_ring_has_2n_minus_2_latency_steps():
 
 def test_llama_70b_tp8_defaults():
     r = _old(model="llama-3.1-70b", hardware="h100-sxm", num_gpus=8, batch_size=1)
-    assert r["allreduces_per_step"] == 161       # Megatron: 2 per layer, 80 layers; + the vocab-parallel embedding
+    assert r["allreduces_per_step"] == 161  # Megatron: 2 per layer, 80 layers; + the vocab-parallel embedding
     assert r["allreduce_bytes_per_token_per_layer"] == 2 * 8192 * 2
     assert r["message_bytes"] == 8192 * 2
-    assert r["link_bandwidth_bytes_per_s"] == 450e9           # NVLink 4, 900 GB/s total halved
+    assert r["link_bandwidth_bytes_per_s"] == 450e9  # NVLink 4, 900 GB/s total halved
     per = 14 * 0.6e-6 + 1.75 * 16384 / 450e9
     assert r["time_per_allreduce_s"] == pytest.approx(per)
     assert r["allreduce_time_per_step_s"] == pytest.approx(161 * per + r["logits_gather_time_s"])
     assert r["bytes_sent_per_gpu_per_step"] == pytest.approx(161 * 1.75 * 16384)
-    assert r["latency_fraction"] > 0.95                        # decode all-reduces are latency-bound
+    assert r["latency_fraction"] > 0.95  # decode all-reduces are latency-bound
     assert 0 < r["allreduce_tax_fraction"] < 1
     assert r["step_time_with_allreduce_s"] == pytest.approx(
-        r["decode_step_time_s_lower_bound"] + r["allreduce_time_per_step_s"])
+        r["decode_step_time_s_lower_bound"] + r["allreduce_time_per_step_s"]
+    )
 
 
 def test_tp1_has_no_tax():
@@ -76,16 +78,20 @@ def test_monotonic_in_tokens_degree_and_bandwidth():
     times = [_run(batch_size=b)["allreduce_time_per_step_s"] for b in (1, 64, 4096)]
     assert times == sorted(times) and times[0] < times[-1]
     per_token = [_run(batch_size=b)["allreduce_time_per_token_s"] for b in (1, 64, 4096)]
-    assert per_token == sorted(per_token, reverse=True)       # latency amortised over the batch
+    assert per_token == sorted(per_token, reverse=True)  # latency amortised over the batch
     by_n = [_run(num_gpus=n)["time_per_allreduce_s"] for n in (2, 4, 8)]
     assert by_n == sorted(by_n)
-    by_link = [_run(link=k, batch_size=2048, gpus_per_node=1)["allreduce_time_per_step_s"]
-               for k in ("nvlink5", "nvlink4", "pcie5-x16", "ib-ndr-400")]     # IB: one GPU per server
+    by_link = [
+        _run(link=k, batch_size=2048, gpus_per_node=1)["allreduce_time_per_step_s"]
+        for k in ("nvlink5", "nvlink4", "pcie5-x16", "ib-ndr-400")
+    ]  # IB: one GPU per server
     assert by_link == sorted(by_link)
     slow = _run(link="custom", link_bandwidth_gb_per_s=10, batch_size=2048)["allreduce_time_per_step_s"]
     assert slow > by_link[-1]
-    assert _run(link_efficiency=0.5, batch_size=2048)["allreduce_time_per_step_s"] > \
-        _run(batch_size=2048)["allreduce_time_per_step_s"]
+    assert (
+        _run(link_efficiency=0.5, batch_size=2048)["allreduce_time_per_step_s"]
+        > _run(batch_size=2048)["allreduce_time_per_step_s"]
+    )
 
 
 def test_base_latency_adds_per_call():
@@ -112,7 +118,7 @@ def test_chips_to_hold_the_weights():
     r = _run(model="llama-3.1-70b", weight_dtype="bf16")
     w = r["weight_bytes"]
     assert r["min_gpus_for_weights"] == math.ceil(w / 80e9) == 2
-    assert SRAM_PARTS["groq-lpu"]["sram_bytes"] == 220 * 2**20           # Groq ISCA 2022: 220 MiB
+    assert SRAM_PARTS["groq-lpu"]["sram_bytes"] == 220 * 2**20  # Groq ISCA 2022: 220 MiB
     s = run("sram", {"model": "llama-3.1-70b", "weight_dtype": "bf16"})
     assert s["weight_bytes"] == w and s["sram_chips_for_weights"] == math.ceil(w / (220 * 2**20)) == 612
     wse = run("sram", {"model": "llama-3.1-70b", "sram_part": "cerebras-wse3"})["sram_chips_for_weights"]
@@ -133,13 +139,22 @@ def test_energy_per_token_is_power_times_step_over_tokens():
     for b in (1, 64):
         r = _run(model="llama-3.1-70b", hardware="h100-sxm", num_gpus=8, batch_size=b)
         assert r["joules_per_token_at_board_power"] == pytest.approx(700 * 8 * r["step_time_with_allreduce_s"] / b)
-    assert _run(batch_size=64)["joules_per_token_at_board_power"] < _run(batch_size=1)["joules_per_token_at_board_power"]
-    assert _run(hardware="tpu-v5e", num_gpus=8)["joules_per_token_at_board_power"] == 0   # power not published
+    assert (
+        _run(batch_size=64)["joules_per_token_at_board_power"] < _run(batch_size=1)["joules_per_token_at_board_power"]
+    )
+    assert _run(hardware="tpu-v5e", num_gpus=8)["joules_per_token_at_board_power"] == 0  # power not published
 
 
 # --- Multi-server rings (NCCL's ring model, src/graph/tuning.cc) ------------------------------
-B405 = dict(model="llama-3.1-405b", hardware="b200", num_gpus=16, batch_size=64, weight_dtype="fp8",
-            compute_dtype="fp8", link="ib-ndr-400")
+B405 = dict(
+    model="llama-3.1-405b",
+    hardware="b200",
+    num_gpus=16,
+    batch_size=64,
+    weight_dtype="fp8",
+    compute_dtype="fp8",
+    link="ib-ndr-400",
+)
 
 
 def test_two_b200_servers_follow_nccls_ring_model():
@@ -150,7 +165,7 @@ def test_two_b200_servers_follow_nccls_ring_model():
     r = _old(**B405, latency_per_hop_us=0.6)
     assert (r["servers_spanned"], r["network_steps"]) == (2, 2)
     assert r["link_bandwidth_bytes_per_s"] == 400e9
-    msg = 64 * 16384 * 2                                   # BF16 activations
+    msg = 64 * 16384 * 2  # BF16 activations
     # custom latencies keep NCCL's network constants for the protocol: Simple 14 us, overhead 3 x 1 us
     per = 2 * 14e-6 + 28 * 3.0e-6 + 2 * 15 / 16 * msg / 400e9
     assert r["time_per_allreduce_s"] == pytest.approx(per, rel=1e-12)
@@ -167,31 +182,29 @@ def test_one_gpu_per_server_uses_the_tree_network_latency():
     assert (r["servers_spanned"], r["network_steps"]) == (16, 30)
     assert r["latency_per_hop_s"] == pytest.approx(5.0e-6)
     msg = 64 * 16384 * 2
-    bw = min(20.4e9, 0.5 * 50e9)                   # LL across 3+ servers: llMaxBw (Intel host) 20.4 GB/s
+    bw = min(20.4e9, 0.5 * 50e9)  # LL across 3+ servers: llMaxBw (Intel host) 20.4 GB/s
     assert r["time_per_allreduce_s"] == pytest.approx(30 * 5.0e-6 + 2 * 15 / 16 * msg / bw, rel=1e-12)
     simple = _run(**B405, gpus_per_node=1, protocol="simple", latency_source="custom", base_latency_us=0)
     # the reviewer's ~57 ms: 252 x (30 x 5.0 us + 2(n-1)/n x M / 50 GB/s); Simple pays Tree 14 us instead
     assert simple["latency_per_hop_s"] == pytest.approx(14e-6)
     reviewer = 252 * (30 * 5.0e-6 + 2 * 15 / 16 * msg / 50e9)
     assert reviewer == pytest.approx(57.6e-3, rel=0.01)
-    assert r["allreduce_time_per_step_s"] > reviewer       # the LL cap makes it slower still
+    assert r["allreduce_time_per_step_s"] > reviewer  # the LL cap makes it slower still
 
 
 @pytest.mark.parametrize("batch", [1, 64, 2048])
 def test_monotonic_in_gpus_per_server(batch):
     """More GPUs per server: fewer network steps and more NICs to cross through, never slower."""
-    t = [_old(**{**B405, "batch_size": batch}, gpus_per_node=g)["allreduce_time_per_step_s"]
-         for g in (1, 2, 4, 8, 16)]
+    t = [_old(**{**B405, "batch_size": batch}, gpus_per_node=g)["allreduce_time_per_step_s"] for g in (1, 2, 4, 8, 16)]
     assert t == sorted(t, reverse=True) and t[0] > t[-1]
     # 16 per server: the ring fits in one server and is the plain NVLink 5 ring.
-    assert t[-1] == pytest.approx(_old(**{**B405, "batch_size": batch, "link": "nvlink5"})[
-        "allreduce_time_per_step_s"])
+    assert t[-1] == pytest.approx(_old(**{**B405, "batch_size": batch, "link": "nvlink5"})["allreduce_time_per_step_s"])
 
 
 def test_nics_per_server():
     prefill = {**B405, "batch_size": 4096}
     one_per_gpu = _old(**prefill)["allreduce_time_per_step_s"]
-    assert _old(**prefill, nics_per_node=8)["allreduce_time_per_step_s"] == one_per_gpu   # 0 = one per GPU
+    assert _old(**prefill, nics_per_node=8)["allreduce_time_per_step_s"] == one_per_gpu  # 0 = one per GPU
     fewer = [_old(**prefill, nics_per_node=k)["allreduce_time_per_step_s"] for k in (1, 2, 4, 8)]
     assert fewer == sorted(fewer, reverse=True)
     # Cross-server bandwidth cannot beat the in-server link: 32 NICs still give NVLink 5's 900 GB/s.
@@ -225,6 +238,7 @@ def test_network_link_without_scale_up_names_gpus_per_node():
 
 # --- Mesh and torus scale-up links -------------------------------------------------------------
 
+
 def test_mi300x_mesh_rings_use_the_links_to_the_other_members():
     """AMD ROCm blog 'Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X'
     (2025-03-02): fully connected mesh, 64 GB/s per link per direction, 448 GB/s (7 x 64) per GPU;
@@ -239,7 +253,8 @@ def test_mi300x_mesh_rings_use_the_links_to_the_other_members():
     r8 = _old(**ex)
     assert r8["time_per_allreduce_s"] * 160 == pytest.approx(22.3e-3, rel=0.005)
     assert r8["time_per_allreduce_s"] == pytest.approx(
-        ring_allreduce_time(2048 * 8192 * 2, 8, 448e9, 0.6e-6), rel=1e-12)
+        ring_allreduce_time(2048 * 8192 * 2, 8, 448e9, 0.6e-6), rel=1e-12
+    )
     r2 = _old(**ex, num_gpus=2)
     assert r2["time_per_allreduce_s"] == pytest.approx(ring_allreduce_time(2048 * 8192 * 2, 2, 64e9, 0.6e-6))
     assert any(d["label"] == "Ring bandwidth on the chip's links" for d in r2["derivation"])
@@ -261,8 +276,14 @@ def test_torus_ring_uses_one_dimension():
     r = _old(hardware="tpu-v5e", num_gpus=8)
     assert r["link_bandwidth_bytes_per_s"] == 200e9
     assert "upper bound" in next(d["formula"] for d in r["derivation"] if d["label"].startswith("Ring bandwidth"))
-    mine = {"name": "Torus chip", "memory_bytes": 96e9, "memory_bandwidth_bytes_per_s": 2e12,
-            "dense_flops_per_s": {"bf16": 400e12}, "scale_up_bandwidth_bytes_per_s": 600e9,
-            "scale_up_topology": "torus", "scale_up_link_bandwidth_bytes_per_s": 100e9}
+    mine = {
+        "name": "Torus chip",
+        "memory_bytes": 96e9,
+        "memory_bandwidth_bytes_per_s": 2e12,
+        "dense_flops_per_s": {"bf16": 400e12},
+        "scale_up_bandwidth_bytes_per_s": 600e9,
+        "scale_up_topology": "torus",
+        "scale_up_link_bandwidth_bytes_per_s": 100e9,
+    }
     assert _old(hardware=mine, num_gpus=8)["link_bandwidth_bytes_per_s"] == 200e9
     assert _old(hardware={**mine, "scale_up_topology": "switched"}, num_gpus=8)["link_bandwidth_bytes_per_s"] == 600e9

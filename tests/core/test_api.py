@@ -1,5 +1,6 @@
 """The run/schema contract and the JSON envelope of the browser's entries: shapes, validation messages,
 JSON safety, custom inputs."""
+
 from __future__ import annotations
 
 import json
@@ -23,11 +24,12 @@ def test_all_six_calculators_are_registered():
 
 
 def test_calculators_are_listed_in_order_and_the_order_names_no_stale_one():
-    assert NAMES[:len(calculators.api.ORDER)] == list(calculators.api.ORDER)
+    assert NAMES[: len(calculators.api.ORDER)] == list(calculators.api.ORDER)
 
 
 def test_two_calculators_with_one_name_are_refused(monkeypatch):
     from calculators.calcs import cost
+
     twin = SimpleNamespace(__name__="calculators.calcs.cost_twin", SCHEMA=cost.SCHEMA)
     monkeypatch.setattr(calculators.api, "_calculator_modules", lambda: [cost, twin])
     calculators.api._registry.cache_clear()
@@ -130,8 +132,7 @@ def test_missing_flops_for_precision_names_compute_dtype():
 
 def test_run_json_errors():
     err = json.loads(run_json("kv_cache", '{"context_tokens": "abc"}'))
-    assert err == {"error": {"field": "context_tokens",
-                             "message": "must be an integer between 1 and 10,000,000"}}
+    assert err == {"error": {"field": "context_tokens", "message": "must be an integer between 1 and 10,000,000"}}
     assert json.loads(run_json("kv_cache", "{not json"))["error"]["field"] == "inputs"
     assert json.loads(run_json("kv_cache", "[1, 2]"))["error"]["field"] == "inputs"
     assert json.loads(run_json("nope", "{}"))["error"]["field"] == "calculator"
@@ -143,6 +144,7 @@ def test_internal_errors_say_so_in_every_entry(monkeypatch):
 
     def boom(*args, **kwargs):
         raise ZeroDivisionError("boom")
+
     monkeypatch.setattr(cost, "compute", boom)
     monkeypatch.setattr(page, "resolve_model", boom)
     for text in (run_json("cost", "{}"), present_json("cost", "{}"), describe_json("model", '"llama-3.1-8b"')):
@@ -158,15 +160,25 @@ def test_one_rule_for_bad_and_empty_json_in_every_entry():
     assert present_json("kv_cache", "") == present_json("kv_cache", None) == present_json("kv_cache", "{}")
     assert run_json("kv_cache", "") == run_json("kv_cache", "{}")
     assert json.loads(describe_json("model", ""))["error"] == {
-        "field": "definition", "message": "must be a preset id, a model object or a Hugging Face config.json"}
+        "field": "definition",
+        "message": "must be a preset id, a model object or a Hugging Face config.json",
+    }
     assert json.loads(present_json("kv_cache", "[]"))["error"]["field"] == "inputs"
 
 
 def test_hf_config_and_custom_accelerator_inputs():
     cfg = json.loads((HF / "llama-3.1-8b.json").read_text())
-    assert run("kv_cache", {"model": cfg})["kv_bytes_per_token"] == run("kv_cache", {"model": "llama-3.1-8b"})["kv_bytes_per_token"]
-    custom = {"id": "mine", "name": "My chip", "memory_bytes": 96 * 10 ** 9,
-              "memory_bandwidth_bytes_per_s": 4e12, "dense_flops_per_s": {"bf16": 1e15}}
+    assert (
+        run("kv_cache", {"model": cfg})["kv_bytes_per_token"]
+        == run("kv_cache", {"model": "llama-3.1-8b"})["kv_bytes_per_token"]
+    )
+    custom = {
+        "id": "mine",
+        "name": "My chip",
+        "memory_bytes": 96 * 10**9,
+        "memory_bandwidth_bytes_per_s": 4e12,
+        "dense_flops_per_s": {"bf16": 1e15},
+    }
     r = run("roofline", {"hardware": custom, "model": cfg})
     assert r["ridge_point_flops_per_byte"] == 250
     with pytest.raises(InputError) as exc:

@@ -1,4 +1,5 @@
 """python -m calculators: list, a readable table, --json, and exit 2 naming the field on bad input."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "calculators", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "calculators", *args], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_list_shows_calculators_and_presets():
@@ -29,9 +31,9 @@ def test_table_is_aligned_with_units():
     lines = out.stdout.splitlines()
     row = next(line for line in lines if line.startswith("KV per additional token"))
     assert "819,200" in row and row.rstrip().endswith("B")
-    assert "800 KiB" in row      # and as the page shows it, by display's rules
+    assert "800 KiB" in row  # and as the page shows it, by display's rules
     byte_rows = [line for line in lines if line.endswith("  B")]
-    assert len(byte_rows) > 3 and len({len(line) for line in byte_rows}) == 1   # values right-aligned
+    assert len(byte_rows) > 3 and len({len(line) for line in byte_rows}) == 1  # values right-aligned
 
 
 def test_json_matches_run():
@@ -41,8 +43,15 @@ def test_json_matches_run():
 
 
 def test_values_parse_as_json_objects():
-    acc = json.dumps({"id": "mine", "name": "Mine", "memory_bytes": 1e11, "memory_bandwidth_bytes_per_s": 2e12,
-                      "dense_flops_per_s": {"bf16": 5e14}})
+    acc = json.dumps(
+        {
+            "id": "mine",
+            "name": "Mine",
+            "memory_bytes": 1e11,
+            "memory_bandwidth_bytes_per_s": 2e12,
+            "dense_flops_per_s": {"bf16": 5e14},
+        }
+    )
     out = cli("roofline", "--set", f"hardware={acc}", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["ridge_point_flops_per_byte"] == 250

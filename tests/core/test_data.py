@@ -1,4 +1,5 @@
 """The data files: every preset present, every figure sourced, published figures reproduced."""
+
 import math
 
 from pathlib import Path
@@ -7,29 +8,80 @@ import pytest
 
 from calculators.errors import InputError
 from calculators.formats import bytes_per_element, get_format
-from calculators.catalog import (accelerator_presets, engines, entries, formats, model_presets, models_from_entries,
-                                 prices)
+from calculators.catalog import (
+    accelerator_presets,
+    engines,
+    entries,
+    formats,
+    model_presets,
+    models_from_entries,
+    prices,
+)
 from calculators.presets import listing
 
 MODELS = model_presets()
 ACCS = accelerator_presets()
 
 REQUIRED_MODELS = {
-    "llama-2-7b", "llama-2-13b", "opt-13b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
-    "llama-3.3-70b", "llama-4-scout", "llama-4-maverick", "qwen2.5-7b", "qwen2.5-72b", "qwen3-8b",
-    "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b", "mistral-7b-v0.1", "mixtral-8x7b",
-    "mixtral-8x22b", "deepseek-v3", "deepseek-r1", "kimi-k2", "gpt-oss-20b", "gpt-oss-120b",
-    "gemma-2-9b", "gemma-2-27b", "gemma-3-12b", "gemma-3-27b",
+    "llama-2-7b",
+    "llama-2-13b",
+    "opt-13b",
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "llama-3.1-405b",
+    "llama-3.3-70b",
+    "llama-4-scout",
+    "llama-4-maverick",
+    "qwen2.5-7b",
+    "qwen2.5-72b",
+    "qwen3-8b",
+    "qwen3-32b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
+    "mistral-7b-v0.1",
+    "mixtral-8x7b",
+    "mixtral-8x22b",
+    "deepseek-v3",
+    "deepseek-r1",
+    "kimi-k2",
+    "gpt-oss-20b",
+    "gpt-oss-120b",
+    "gemma-2-9b",
+    "gemma-2-27b",
+    "gemma-3-12b",
+    "gemma-3-27b",
 }
 REQUIRED_ACCS = {
-    "a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "gb200", "b300",
-    "gb300", "l40s", "l4", "rtx-4090", "rtx-5090", "mi300x", "mi325x", "mi355x", "tpu-v5e",
-    "tpu-v5p", "tpu-v6e", "tpu7x", "gaudi3", "trainium2", "inferentia2",
+    "a100-40gb",
+    "a100-80gb",
+    "h100-sxm",
+    "h100-pcie",
+    "h100-nvl",
+    "h200",
+    "b200",
+    "gb200",
+    "b300",
+    "gb300",
+    "l40s",
+    "l4",
+    "rtx-4090",
+    "rtx-5090",
+    "mi300x",
+    "mi325x",
+    "mi355x",
+    "tpu-v5e",
+    "tpu-v5p",
+    "tpu-v6e",
+    "tpu7x",
+    "gaudi3",
+    "trainium2",
+    "inferentia2",
 }
 
 
 def kv_bytes_per_token(m, bytes_per=2):
-    """Full-attention KV bytes per token, straight from the config: 2 × layers × KV heads × head dim × bytes (MLA: layers × (latent + RoPE) × bytes)."""
+    """Full-attention KV bytes per token, straight from the config: 2 × layers × KV heads × head dim × bytes
+    (MLA: layers × (latent + RoPE) × bytes)."""
     a = m.attention
     if a.kind == "mla":
         return m.num_layers * (a.kv_lora_rank + a.qk_rope_head_dim) * bytes_per
@@ -41,8 +93,9 @@ def test_all_required_presets_exist():
     assert REQUIRED_ACCS <= set(ACCS)
 
 
-@pytest.mark.parametrize("entry", entries("models.toml", "model") + entries("accelerators.toml", "accelerator"),
-                         ids=lambda e: e["id"])
+@pytest.mark.parametrize(
+    "entry", entries("models.toml", "model") + entries("accelerators.toml", "accelerator"), ids=lambda e: e["id"]
+)
 def test_every_entry_has_source_and_date(entry):
     assert entry["source"].strip() and entry["as_of"][:4].isdigit()
     if "official_total_params" in entry:
@@ -119,7 +172,9 @@ def test_accelerator_sanity(aid):
 
 def test_ridge_points_from_datasheet_figures():
     # H100 SXM 989.4 TF / 3.35 TB/s, TPU v5e 197 TF / 819 GB/s, A100 312 TF / 2.039 TB/s, H200 989.4 TF / 4.8 TB/s
-    ridge = lambda aid: ACCS[aid].dense_flops_per_s["bf16"] / ACCS[aid].memory_bandwidth_bytes_per_s
+    def ridge(aid):
+        return ACCS[aid].dense_flops_per_s["bf16"] / ACCS[aid].memory_bandwidth_bytes_per_s
+
     assert round(ridge("h100-sxm")) == 295 and round(ridge("tpu-v5e")) == 241
     assert round(ridge("a100-80gb")) == 153 and round(ridge("h200")) == 206
 
@@ -146,10 +201,22 @@ def test_binary_units_where_vendor_states_gib():
 
 
 # --- Formats ----------------------------------------------------------------------------
-@pytest.mark.parametrize("name, bits", [
-    ("fp32", 32), ("bf16", 16), ("fp16", 16), ("fp8", 8), ("e5m2", 8), ("int8", 8),
-    ("int4", 4.125), ("mxfp4", 4.25), ("nvfp4", 4.5), ("fp4", 4.5), ("FP8_E4M3", 8),
-])
+@pytest.mark.parametrize(
+    "name, bits",
+    [
+        ("fp32", 32),
+        ("bf16", 16),
+        ("fp16", 16),
+        ("fp8", 8),
+        ("e5m2", 8),
+        ("int8", 8),
+        ("int4", 4.125),
+        ("mxfp4", 4.25),
+        ("nvfp4", 4.5),
+        ("fp4", 4.5),
+        ("FP8_E4M3", 8),
+    ],
+)
 def test_format_widths_and_aliases(name, bits):
     assert get_format(name).effective_bits == bits
     assert bytes_per_element(name) == bits / 8
@@ -169,6 +236,7 @@ def test_format_flops_keys_exist_on_some_chip():
 
 def test_listing_is_json_ready():
     import json
+
     out = listing()
     assert len(out["models"]) == len(MODELS) and len(out["accelerators"]) == len(ACCS)
     json.dumps(out)
@@ -194,7 +262,7 @@ def test_tpu_capacities_follow_googles_gib_table():
     # docs.cloud.google.com/tpu/docs/tpu7x: "HBM capacity per chip (GiB)" v5p 95, v6e 32, TPU7x 192 (row 18).
     assert ACCS["tpu-v5p"].memory_bytes == 95 * 2**30
     assert ACCS["tpu-v6e"].memory_bytes == 32 * 2**30
-    assert ACCS["tpu-v5e"].memory_bytes == 16 * 10**9   # stated only as "16 GB"
+    assert ACCS["tpu-v5e"].memory_bytes == 16 * 10**9  # stated only as "16 GB"
 
 
 def test_hgx_b300_and_gb300_are_separate_parts():
@@ -213,7 +281,7 @@ FULL_DATE = __import__("re").compile(r"^\d{4}-\d{2}-\d{2}$")
 def test_every_accelerator_row_has_a_public_url_and_a_full_date(entry):
     assert entry["url"].startswith("https://"), entry["id"]
     assert FULL_DATE.match(entry["as_of"]), entry["as_of"]
-    assert "price_usd_per_hour" not in entry        # prices live in prices.toml, each dated and sourced
+    assert "price_usd_per_hour" not in entry  # prices live in prices.toml, each dated and sourced
 
 
 @pytest.mark.parametrize("entry", prices(), ids=lambda e: e["item"])
@@ -229,16 +297,22 @@ def _project_text_files():
     root = Path(__file__).resolve().parents[2]
     for path in root.rglob("*"):
         parts = set(path.relative_to(root).parts)
-        if path.is_file() and not parts & NOT_SOURCES and path.suffix in {".py", ".md", ".toml", ".js", ".mjs",
-                                                                          ".html", ".css", ".yml", ".json"}:
+        if (
+            path.is_file()
+            and not parts & NOT_SOURCES
+            and path.suffix in {".py", ".md", ".toml", ".js", ".mjs", ".html", ".css", ".yml", ".json"}
+        ):
             yield root, path
 
 
 def test_nothing_cites_the_internal_research_notes():
     # Review row 20 and the issue: readers cannot open the project's research notes, so no page, data
     # file, module or test may cite them as a source; cite the primary source they name.
-    cited = [str(p.relative_to(root)) for root, p in _project_text_files()
-             if "numbers" + ".md" in p.read_text(encoding="utf-8", errors="replace")]
+    cited = [
+        str(p.relative_to(root))
+        for root, p in _project_text_files()
+        if "numbers" + ".md" in p.read_text(encoding="utf-8", errors="replace")
+    ]
     assert not cited
 
 

@@ -1,4 +1,5 @@
 """decode_limits: where batching stops (KV traffic, ridge point, memory capacity)."""
+
 import pytest
 
 from calculators import run
@@ -27,7 +28,7 @@ def test_kv_equals_weights_batch_llama_8b():
 def test_long_context_gqa_decode_never_reaches_ridge():
     r = _run(model="llama-3.1-8b", hardware="h100-sxm", context_tokens=4096)
     assert r["intensity_limit_flops_per_byte"] < r["ridge_point_flops_per_byte"]
-    assert r["batch_at_ridge"].startswith("never")   # review (c): text, not the sentinel 0
+    assert r["batch_at_ridge"].startswith("never")  # review (c): text, not the sentinel 0
 
 
 def test_batch_at_ridge_is_the_first_compute_bound_batch():
@@ -64,8 +65,14 @@ def test_series_is_monotone_in_batch():
     assert all(a >= b for a, b in zip(per_user, per_user[1:]))
 
 
-@pytest.mark.parametrize("eff", [dict(bandwidth_efficiency=0.5), dict(compute_efficiency=0.6),
-                                 dict(bandwidth_efficiency=0.8, compute_efficiency=0.6)])
+@pytest.mark.parametrize(
+    "eff",
+    [
+        dict(bandwidth_efficiency=0.5),
+        dict(compute_efficiency=0.6),
+        dict(bandwidth_efficiency=0.8, compute_efficiency=0.6),
+    ],
+)
 def test_ridge_batch_agrees_with_roofline_under_efficiencies(eff):
     # Before: the ridge ignored the efficiencies, so at η_bw = 0.5 decode_limits said batch 469 turns
     # compute-bound while roofline, at that batch and efficiency, called the step memory-bound.
@@ -83,4 +90,8 @@ def test_efficiencies_move_the_ridge_batch_the_right_way():
     # Less bandwidth raises the effective ridge (later); less compute lowers it (sooner).
     kw = dict(model="llama-3.1-8b", hardware="h100-sxm", context_tokens=128)
     base = _run(**kw)["batch_at_ridge"]
-    assert _run(bandwidth_efficiency=0.5, **kw)["batch_at_ridge"] > base > _run(compute_efficiency=0.5, **kw)["batch_at_ridge"]
+    assert (
+        _run(bandwidth_efficiency=0.5, **kw)["batch_at_ridge"]
+        > base
+        > _run(compute_efficiency=0.5, **kw)["batch_at_ridge"]
+    )

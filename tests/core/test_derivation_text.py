@@ -3,6 +3,7 @@
 A step carries its formula, a template with one {} per term, its terms as (value, unit) pairs and its
 result; page.present renders the substitution with display.by_unit, the rules every result follows.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,27 +15,28 @@ from calculators.display import by_unit
 from calculators.page import present
 from parity_cases import SPECIFIC
 
-BRANCHES = [   # inputs that take the derivations' other branches
-    ("kv_cache", {"model": "qwen3-next-80b-a3b", "context_tokens": 40000}),      # linear-layer state
-    ("kv_cache", {"model": "deepseek-v3.2", "kv_dtype": "fp8"}),             # block-scaled latent + indexer
+BRANCHES = [  # inputs that take the derivations' other branches
+    ("kv_cache", {"model": "qwen3-next-80b-a3b", "context_tokens": 40000}),  # linear-layer state
+    ("kv_cache", {"model": "deepseek-v3.2", "kv_dtype": "fp8"}),  # block-scaled latent + indexer
     ("kv_cache", {"model": "deepseek-v3.2"}),
-    ("roofline", {"model": "qwen3-30b-a3b", "accepted_tokens_per_step": 2.5}),   # MoE and speculation
+    ("roofline", {"model": "qwen3-30b-a3b", "accepted_tokens_per_step": 2.5}),  # MoE and speculation
     ("latency", {"prefill_budget_rule": "set", "max_num_batched_tokens": 2048}),
     ("preemption", {"recompute_cost": "standalone", "swap_schedule": "overlapped"}),
     ("allreduce", {"algorithm": "one-shot"}),
     ("allreduce", {"link": "ib-ndr-400", "num_gpus": 16}),
-    ("sram", {"sram_part": "groq-lpu"}),                                          # no bandwidth in the data
+    ("sram", {"sram_part": "groq-lpu"}),  # no bandwidth in the data
     ("percentiles", {"slow_fraction": 0.05}),
     ("cost", {"input_tokens_per_s": 50000}),
 ]
-CASES = [(n, {}) for n in calculator_names()] + [(n, i) for n, i in SPECIFIC + BRANCHES
-                                                 if n in calculator_names() and isinstance(i, dict)]
+CASES = [(n, {}) for n in calculator_names()] + [
+    (n, i) for n, i in SPECIFIC + BRANCHES if n in calculator_names() and isinstance(i, dict)
+]
 
 
 def _succeeds(name: str, inputs: dict) -> bool:
     try:
         run(name, inputs)
-    except ValueError:   # the error cases of parity_cases
+    except ValueError:  # the error cases of parity_cases
         return False
     return True
 

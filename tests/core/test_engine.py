@@ -3,6 +3,7 @@
 A stub step time (prefill 50 ms a step, decode 10 ms) makes every timestamp checkable by hand; the
 queueing tests use the core's real step model.
 """
+
 from __future__ import annotations
 
 import random
@@ -22,6 +23,7 @@ from calculators.schema import validate
 
 class Stub:
     """Decode-only steps take 10 ms; any step with a prefill chunk 50 ms."""
+
     def decode(self, batch, context_sum):
         return 0.010
 
@@ -43,7 +45,7 @@ def test_two_requests_prefill_together_then_decode():
 
 def test_chunked_prefill_splits_a_prompt_over_the_token_budget():
     r = simulate(Stub(), [Request(0.0, 10, 2)], cfg(max_num_batched_tokens=8))
-    assert r.ttft_s == pytest.approx((0.10,))   # chunks of 8 and 2 tokens; the first token ends the second
+    assert r.ttft_s == pytest.approx((0.10,))  # chunks of 8 and 2 tokens; the first token ends the second
     assert r.e2e_s == pytest.approx((0.11,))
 
 
@@ -51,7 +53,7 @@ def test_without_chunking_a_prompt_waits_for_a_step_with_room():
     # 0 runs a 6-token prefill; 1's 6 tokens do not fit the 8 left in that step's budget of 8 − 6 = 2
     reqs = [Request(0.0, 6, 2), Request(0.0, 6, 2)]
     r = simulate(Stub(), reqs, cfg(max_num_batched_tokens=8, chunked_prefill=False))
-    assert r.ttft_s == pytest.approx((0.05, 0.10))   # 1 prefills in step 2 beside 0's decode
+    assert r.ttft_s == pytest.approx((0.05, 0.10))  # 1 prefills in step 2 beside 0's decode
 
 
 def test_one_block_too_few_preempts_the_last_admitted_and_recomputes():
@@ -62,8 +64,8 @@ def test_one_block_too_few_preempts_the_last_admitted_and_recomputes():
     r = simulate(Stub(), reqs, cfg(kv_blocks=5, block_size_tokens=4))
     assert r.preemptions == (0, 1)
     assert r.e2e_s == pytest.approx((0.10, 0.15))
-    assert r.ttft_s == pytest.approx((0.05, 0.05))   # the first token was out before the preemption
-    assert max(v for v, w in zip(r.gap_values_s, r.gap_weights)) == pytest.approx(0.06)   # 0.09 → 0.15
+    assert r.ttft_s == pytest.approx((0.05, 0.05))  # the first token was out before the preemption
+    assert max(v for v, w in zip(r.gap_values_s, r.gap_weights)) == pytest.approx(0.06)  # 0.09 → 0.15
 
 
 def test_swap_keeps_the_kv_and_pays_the_host_link_each_way():
@@ -80,8 +82,8 @@ def test_static_batching_admits_nothing_until_the_batch_drains():
     reqs = [Request(0.0, 10, 5), Request(0.001, 10, 2)]
     static = simulate(Stub(), reqs, cfg(batching="static"))
     continuous = simulate(Stub(), reqs, cfg())
-    assert static.queue_s[1] == pytest.approx(0.05 + 4 * 0.01 - 0.001)   # waits for request 0's last token
-    assert continuous.queue_s[1] == pytest.approx(0.05 - 0.001)          # joins at the next step
+    assert static.queue_s[1] == pytest.approx(0.05 + 4 * 0.01 - 0.001)  # waits for request 0's last token
+    assert continuous.queue_s[1] == pytest.approx(0.05 - 0.001)  # joins at the next step
 
 
 @pytest.mark.parametrize("policy, order", [("fcfs", [0, 1, 2]), ("priority", [1, 2, 0]), ("sjf", [2, 0, 1])])
@@ -96,12 +98,12 @@ def test_ageing_lets_an_old_low_priority_request_go_first():
     reqs = [Request(0.0, 8, 400, priority=0), Request(0.5, 8, 3, priority=1), Request(2.5, 8, 3, priority=0)]
     plain = simulate(Stub(), reqs, cfg(max_num_seqs=1, policy="priority"))
     aged = simulate(Stub(), reqs, cfg(max_num_seqs=1, policy="priority", ageing_s=1.0))
-    assert plain.queue_s[1] > plain.queue_s[2] - 2.0   # without ageing the later, higher class goes first
-    assert aged.e2e_s[1] + 0.5 < aged.e2e_s[2] + 2.5   # with it the older request finishes first
+    assert plain.queue_s[1] > plain.queue_s[2] - 2.0  # without ageing the later, higher class goes first
+    assert aged.e2e_s[1] + 0.5 < aged.e2e_s[2] + 2.5  # with it the older request finishes first
 
 
 def test_load_shedding_rejects_arrivals_beyond_the_queue_limit():
-    reqs = [Request(0.0, 8, 5)] + [Request(0.01, 8, 5)] * 3   # 0 runs; 1 and 2 wait; 3 is turned away
+    reqs = [Request(0.0, 8, 5)] + [Request(0.01, 8, 5)] * 3  # 0 runs; 1 and 2 wait; 3 is turned away
     r = simulate(Stub(), reqs, cfg(max_num_seqs=1, max_waiting=2))
     assert r.rejected == 1 and len(r.e2e_s) == 3
 
@@ -137,7 +139,7 @@ def test_stretches_match_step_by_step():
     times, _ = _real_times()
     reqs = _poisson(20.0, 200, 512, 128)
     fast = simulate(times, reqs, cfg(kv_blocks=20000))
-    slow = simulate(times, reqs, cfg(kv_blocks=20000, trace_steps=10 ** 9))
+    slow = simulate(times, reqs, cfg(kv_blocks=20000, trace_steps=10**9))
     assert fast.steps == slow.steps
     for a, b in ((fast.e2e_s, slow.e2e_s), (fast.ttft_s, slow.ttft_s)):
         assert statistics.mean(a) == pytest.approx(statistics.mean(b), rel=0.005)
@@ -171,11 +173,11 @@ def test_one_sequence_at_a_time_is_an_m_g_1_queue():
 
 # ---- prefix caching -----------------------------------------------------------------------------------
 
-SYSTEM = ("system", 0, 64)   # a 64-token system prompt: 4 blocks of 16
+SYSTEM = ("system", 0, 64)  # a 64-token system prompt: 4 blocks of 16
 
 
 def cached(**kw):
-    return cfg(prefix_caching=True, trace_steps=10 ** 6, **kw)
+    return cfg(prefix_caching=True, trace_steps=10**6, **kw)
 
 
 def test_a_shared_system_prompt_is_prefilled_once():
@@ -183,7 +185,7 @@ def test_a_shared_system_prompt_is_prefilled_once():
     r = simulate(Stub(), reqs, cached())
     assert (r.prompt_tokens, r.hit_tokens_gpu, r.hit_tokens_host) == (200, 64, 0)
     second_prefill = next(t for t in r.trace if t[0] >= 1.0)
-    assert second_prefill[2] == ((1, 36),)   # only its own 36 tokens are computed
+    assert second_prefill[2] == ((1, 36),)  # only its own 36 tokens are computed
 
 
 def test_a_whole_prompt_hit_still_computes_the_last_token():
@@ -209,14 +211,14 @@ def _evicting(host_blocks=0):
 
 def test_released_blocks_stay_cached_until_the_pool_needs_them():
     r = _evicting()
-    assert (r.hit_tokens_gpu, r.hit_tokens_host) == (0, 0)   # evicted by B: C misses
+    assert (r.hit_tokens_gpu, r.hit_tokens_host) == (0, 0)  # evicted by B: C misses
 
 
 def test_an_evicted_block_is_found_on_the_host_tier_and_copied_back():
     r = _evicting(host_blocks=16)
     assert (r.hit_tokens_gpu, r.hit_tokens_host) == (0, 64)
     c_prefill = next(t for t in r.trace if t[0] >= 2.0)
-    assert c_prefill[1] == pytest.approx(0.05 + 4 * 1e4 / 1e6)   # a 50 ms step plus 4 blocks × 10 ms
+    assert c_prefill[1] == pytest.approx(0.05 + 4 * 1e4 / 1e6)  # a 50 ms step plus 4 blocks × 10 ms
 
 
 def test_a_second_turn_hits_the_first_turns_prompt_and_answer():
@@ -257,18 +259,26 @@ def test_closed_loop_throughput_is_clients_over_cycle_time():
 # ---- workloads ----------------------------------------------------------------------------------------
 
 
-
 def test_a_pasted_trace_becomes_requests_sharing_named_prefixes():
-    reqs = workload.parse_trace("# t, in, out, prefix, tokens\n0.0, 100, 5, sys, 64\n0.5, 80, 3\n\n1.0, 90, 4, sys, 64\n")
+    reqs = workload.parse_trace(
+        "# t, in, out, prefix, tokens\n0.0, 100, 5, sys, 64\n0.5, 80, 3\n\n1.0, 90, 4, sys, 64\n"
+    )
     assert [r.prompt_tokens for r in reqs] == [100, 80, 90]
     assert reqs[0].prefix == reqs[2].prefix and reqs[1].prefix == ()
     r = simulate(Stub(), reqs, cached())
     assert r.hit_tokens_gpu == 64
 
 
-@pytest.mark.parametrize("text, says", [("", "no requests"), ("0, 10", "line 1: expected"),
-                                        ("0, 10, x", "whole numbers"), ("1, 10, 2\n0.5, 10, 2", "line 2: arrivals"),
-                                        ("0, 10, 2, p, 11", "prefix tokens")])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("", "no requests"),
+        ("0, 10", "line 1: expected"),
+        ("0, 10, x", "whole numbers"),
+        ("1, 10, 2\n0.5, 10, 2", "line 2: arrivals"),
+        ("0, 10, 2, p, 11", "prefix tokens"),
+    ],
+)
 def test_a_bad_trace_names_the_line_and_the_rule(text, says):
     with pytest.raises(InputError, match=says) as err:
         workload.parse_trace(text)
@@ -276,7 +286,7 @@ def test_a_bad_trace_names_the_line_and_the_rule(text, says):
 
 
 def test_conversations_reuse_every_earlier_turn():
-    draws = [(1.0, 50, 30)] * 3   # three chats, 50-token messages, 30-token answers
+    draws = [(1.0, 50, 30)] * 3  # three chats, 50-token messages, 30-token answers
     reqs = workload.conversations(draws, 1.0, turns=4, think_s=5.0, system_tokens=64)
     assert [r.prompt_tokens for r in reqs[:4]] == [114, 194, 274, 354]
     r = simulate(Stub(), reqs, cached())
@@ -298,14 +308,14 @@ def test_vllm_v0_prefills_alone_and_decodes_stall():
     v0 = simulate(Stub(), reqs, cfg(mixed_batches=False, chunked_prefill=False, trace_steps=100))
     v1 = simulate(Stub(), reqs, cfg(chunked_prefill=False, trace_steps=100))
     assert v0.trace[2][2] == ((1, 10),) and v1.trace[2][2] == ((0, 1), (1, 10))
-    assert v0.e2e_s[0] == pytest.approx(v1.e2e_s[0] + 0.01)   # one step longer for request 0
+    assert v0.e2e_s[0] == pytest.approx(v1.e2e_s[0] + 0.01)  # one step longer for request 0
 
 
 def test_reserving_the_whole_length_never_preempts():
     reqs = [Request(0.0, 4, 6), Request(0.0, 4, 6)]
     r = simulate(Stub(), reqs, cfg(kv_blocks=5, block_size_tokens=4, reserve_full_length=True))
     assert r.preemptions == (0, 0)
-    assert r.queue_s[1] == pytest.approx(0.05 + 5 * 0.01)   # waits for request 0's 3 blocks to come back
+    assert r.queue_s[1] == pytest.approx(0.05 + 5 * 0.01)  # waits for request 0's 3 blocks to come back
 
 
 def test_a_noisy_length_predictor_costs_shortest_job_first_its_edge():
@@ -321,10 +331,11 @@ def test_a_noisy_length_predictor_costs_shortest_job_first_its_edge():
 
 def test_percentiles_carry_an_order_statistic_interval():
     from calculators.engine.metrics import percentile_with_ci
+
     values = [float(i) for i in range(1, 1001)]
     p99, lo, hi = percentile_with_ci(values, 99)
     assert p99 == 990.0 and lo < 990.0 < hi <= 1000.0
-    assert percentile_with_ci(values[:50], 99)[2] == float("inf")   # 50 requests cannot bound a p99
+    assert percentile_with_ci(values[:50], 99)[2] == float("inf")  # 50 requests cannot bound a p99
 
 
 @pytest.mark.parametrize("rate", [10.0, 25.0, 35.0])
@@ -334,17 +345,36 @@ def test_in_the_goodput_calculators_terms_the_engine_agrees_with_its_simulator(r
     cut decode stretches at different events and price each at its middle context, so they need not
     agree bit for bit: measured within 0.02% (rates 10–40 requests/s); asserted within 0.1%."""
     from calculators.calcs.goodput_sim import Workload, simulate as goodput_simulate
+
     _, model = _real_times()
     times = StepTimes(model)
-    v = {"seed": 2, "burstiness": 1.0, "input_distribution": "lognormal", "input_tokens_mean": 512,
-         "input_tokens_cv": 0.5, "output_distribution": "lognormal", "output_tokens_mean": 128, "output_tokens_cv": 0.5}
+    v = {
+        "seed": 2,
+        "burstiness": 1.0,
+        "input_distribution": "lognormal",
+        "input_tokens_mean": 512,
+        "input_tokens_cv": 0.5,
+        "output_distribution": "lognormal",
+        "output_tokens_mean": 128,
+        "output_tokens_cv": 0.5,
+    }
     draws = Workload(v).first(1500)
     capacity = 60_000
     reference = goodput_simulate(model, draws, rate, 256, capacity)
     reqs = workload.open_loop(draws, rate)
-    engine = simulate(times, reqs, cfg(kv_blocks=capacity, block_size_tokens=1, max_num_seqs=256,
-                                       max_num_batched_tokens=10 ** 9, chunked_prefill=False, mixed_batches=False,
-                                       reserve_full_length=True))
+    engine = simulate(
+        times,
+        reqs,
+        cfg(
+            kv_blocks=capacity,
+            block_size_tokens=1,
+            max_num_seqs=256,
+            max_num_batched_tokens=10**9,
+            chunked_prefill=False,
+            mixed_batches=False,
+            reserve_full_length=True,
+        ),
+    )
     assert len(engine.ttft_s) == len(reference) == 1500
     for ours, theirs in ((engine.ttft_s, [r[0] for r in reference]), (engine.tpot_s, [r[1] for r in reference])):
         assert statistics.mean(ours) == pytest.approx(statistics.mean(theirs), rel=0.001)

@@ -1,4 +1,5 @@
 """Invariants of the engine simulator over random small workloads and settings (Hypothesis)."""
+
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
@@ -16,16 +17,30 @@ class Stub:
         return 0.02 + 1e-6 * context_sum + 1e-5 * sum(length for _, length in chunks)
 
 
-request = st.builds(lambda gap, p, o, prio, shared: (gap, p, o, prio, shared),
-                    st.floats(0.0, 0.2), st.integers(1, 80), st.integers(1, 40), st.integers(0, 2),
-                    st.sampled_from([0, 16, 40]))
-config = st.fixed_dictionaries({
-    "kv_blocks": st.integers(4, 40), "block_size_tokens": st.sampled_from([4, 16]),
-    "max_num_seqs": st.integers(1, 8), "max_num_batched_tokens": st.integers(8, 200),
-    "chunked_prefill": st.booleans(), "policy": st.sampled_from(["fcfs", "priority", "sjf"]),
-    "preemption": st.sampled_from(["recompute", "swap"]), "ageing_s": st.sampled_from([0.0, 0.5]),
-    "max_waiting": st.sampled_from([0, 3]), "prefix_caching": st.booleans(), "mixed_batches": st.booleans(),
-    "reserve_full_length": st.booleans()})
+request = st.builds(
+    lambda gap, p, o, prio, shared: (gap, p, o, prio, shared),
+    st.floats(0.0, 0.2),
+    st.integers(1, 80),
+    st.integers(1, 40),
+    st.integers(0, 2),
+    st.sampled_from([0, 16, 40]),
+)
+config = st.fixed_dictionaries(
+    {
+        "kv_blocks": st.integers(4, 40),
+        "block_size_tokens": st.sampled_from([4, 16]),
+        "max_num_seqs": st.integers(1, 8),
+        "max_num_batched_tokens": st.integers(8, 200),
+        "chunked_prefill": st.booleans(),
+        "policy": st.sampled_from(["fcfs", "priority", "sjf"]),
+        "preemption": st.sampled_from(["recompute", "swap"]),
+        "ageing_s": st.sampled_from([0.0, 0.5]),
+        "max_waiting": st.sampled_from([0, 3]),
+        "prefix_caching": st.booleans(),
+        "mixed_batches": st.booleans(),
+        "reserve_full_length": st.booleans(),
+    }
+)
 
 
 def _requests(rows):
@@ -50,14 +65,15 @@ def test_every_request_ends_and_the_pool_balances(rows, settings_, static):
     engine = Engine(Stub(), reqs, cfg, (0, len(reqs)))
     engine.run()
     r = summarise(engine)
-    assert len(r.e2e_s) + r.rejected == len(reqs)          # nothing is lost or stuck
+    assert len(r.e2e_s) + r.rejected == len(reqs)  # nothing is lost or stuck
     assert all(0 <= q <= t <= e for q, t, e in zip(r.queue_s, r.ttft_s, r.e2e_s))
     assert all(w > 0 for w in r.gap_weights) and all(v > 0 for v in r.gap_values_s)
     pool = engine.pool
-    assert all(b == 0 for b in pool.blocks) and all(not h for h in pool.held)   # every block given back
+    assert all(b == 0 for b in pool.blocks) and all(not h for h in pool.held)  # every block given back
     evictable = len(pool.cache.evictable) if pool.cache else 0
     assert pool.free == cfg.kv_blocks and evictable <= cfg.kv_blocks
     if pool.cache:
         assert all(count == 0 for count in pool.cache.refs.values())
-    assert sum(r.gap_weights) == sum(o - 1 for o in (x.output_tokens for x in reqs) if o > 1) - \
-        sum(x.output_tokens - 1 for i, x in enumerate(reqs) if engine.state[i] == "rejected" and x.output_tokens > 1)
+    assert sum(r.gap_weights) == sum(o - 1 for o in (x.output_tokens for x in reqs) if o > 1) - sum(
+        x.output_tokens - 1 for i, x in enumerate(reqs) if engine.state[i] == "rejected" and x.output_tokens > 1
+    )

@@ -1,4 +1,5 @@
 """goodput: the simulator's fast step-time paths and the plot series."""
+
 import pytest
 
 from calculators import run
@@ -14,12 +15,14 @@ from calculators.schema import validate
 def test_fast_paths_equal_the_general_formulas_bit_for_bit(model):
     v = validate(SCHEMA["inputs"], {"model": model, "kv_dtype": "fp8"})
     sm = StepModel(deployment(v))
-    fresh = StepModel(deployment(v))   # the simulator's closures, starting with empty memos
+    fresh = StepModel(deployment(v))  # the simulator's closures, starting with empty memos
     decode_time, prefill_time = fresh.decode_time, fresh.prefill_time
     for context in (1, 100, 128, 129, 4096, 8193, 100_000):
         held = lambda cap, t=context: t if cap is None else min(t, cap)  # noqa: E731
-        assert sm.per_sequence(context) == (2 * sm.active + attention_flops_per_token(sm.dep.model, held),
-                                            kv_bytes_per_sequence(sm.dep.model, context, sm.dep.kv_elem_bytes))
+        assert sm.per_sequence(context) == (
+            2 * sm.active + attention_flops_per_token(sm.dep.model, held),
+            kv_bytes_per_sequence(sm.dep.model, context, sm.dep.kv_elem_bytes),
+        )
         causal = attention_flops_per_token(sm.dep.model, lambda cap, t=context: _causal_keys(cap, t), prefill=True)
         assert sm.per_prompt(context)[0] == 2 * sm.active * context + causal
         for batch in (1, 7, 256):
@@ -44,15 +47,23 @@ def test_goodput_is_deterministic():
 
 # --- Goodput as DistServe defines it (review parts-1-3 row 18; DistServe, arXiv 2401.09670 §2) ---------
 
-PART3 = dict(model="llama-3.1-8b", hardware="h100-sxm", input_tokens_mean=1024, output_tokens_mean=256,
-             ttft_slo_s=0.5, tpot_slo_s=0.05)
+PART3 = dict(
+    model="llama-3.1-8b",
+    hardware="h100-sxm",
+    input_tokens_mean=1024,
+    output_tokens_mean=256,
+    ttft_slo_s=0.5,
+    tpot_slo_s=0.05,
+)
 
 
 def test_goodput_does_not_depend_on_the_rate_typed():
     """Row 18: the old 0.25-3x sweep around the typed rate gave 20 req/s when 20 was typed and 12.5 when
     25 was typed, for the same server."""
-    at = {r: run("goodput", dict(PART3, request_rate_per_s=r))["max_rate_meeting_slo_requests_per_s"]
-          for r in (5, 20, 25, 60)}
+    at = {
+        r: run("goodput", dict(PART3, request_rate_per_s=r))["max_rate_meeting_slo_requests_per_s"]
+        for r in (5, 20, 25, 60)
+    }
     assert len(set(at.values())) == 1 and at[25] > 15
 
 
@@ -81,8 +92,10 @@ def test_default_sample_is_at_least_1000_requests():
     assert validate(SCHEMA["inputs"], {})["num_requests"] >= 1000
 
 
-@pytest.mark.parametrize("hardware, cap", [("h100-sxm", 1024), ("h200", 1024), ("mi300x", 1024),
-                                           ("a100-80gb", 256), ("a100-40gb", 256), ("l40s", 256)])
+@pytest.mark.parametrize(
+    "hardware, cap",
+    [("h100-sxm", 1024), ("h200", 1024), ("mi300x", 1024), ("a100-80gb", 256), ("a100-40gb", 256), ("l40s", 256)],
+)
 def test_running_sequence_cap_is_vllms_default_for_the_accelerator(hardware, cap):
     """vLLM vllm/engine/arg_utils.py at commit 99d7eb5d (EngineArgs._set_default_args): max_num_seqs 1,024
     when device memory ≥ 70 GiB and the name has no 'a100', else 256."""
@@ -92,6 +105,7 @@ def test_running_sequence_cap_is_vllms_default_for_the_accelerator(hardware, cap
 
 
 # --- Inter-token latency: every gap is booked once (exact bookkeeping) ------------------------------------
+
 
 def test_pooled_gaps_add_up_to_each_requests_decode_time():
     v = validate(SCHEMA["inputs"], dict(PART3))
@@ -119,16 +133,18 @@ def test_weighted_percentile_is_nearest_rank():
 
 # --- Burstiness: gamma gaps with shape k, as vLLM's --burstiness ------------------------------------------
 
+
 def test_burstiness_one_is_the_old_poisson_draw_and_shape_sets_the_spread():
     import random
+
     v = validate(SCHEMA["inputs"], {"seed": 3})
     rng = random.Random("arrivals 3")
     assert [g for g, _, _ in Workload(v).first(3)] == [rng.expovariate(1.0) for _ in range(3)]
     bursty = Workload(dict(v, burstiness=0.25)).first(20000)
-    assert [w[1:] for w in bursty[:500]] == [w[1:] for w in Workload(v).first(500)]   # same lengths
+    assert [w[1:] for w in bursty[:500]] == [w[1:] for w in Workload(v).first(500)]  # same lengths
     gaps = [g for g, _, _ in bursty]
     mean = sum(gaps) / len(gaps)
-    cv2 = sum((g - mean) ** 2 for g in gaps) / len(gaps) / mean ** 2
+    cv2 = sum((g - mean) ** 2 for g in gaps) / len(gaps) / mean**2
     assert mean == pytest.approx(1.0, rel=0.05) and cv2 == pytest.approx(4.0, rel=0.15)
 
 
@@ -144,8 +160,8 @@ from calculators.calcs.goodput import kingman_wait  # noqa: E402
 
 
 def test_kingman_reduces_to_the_textbook_queues():
-    assert kingman_wait(0.5, 1.0, 1.0, 2.0) == pytest.approx(2.0)          # M/M/1: ρ ÷ (1 − ρ) × E[S]
-    assert kingman_wait(0.5, 1.0, 0.0, 2.0) == pytest.approx(1.0)          # M/D/1: half of it
+    assert kingman_wait(0.5, 1.0, 1.0, 2.0) == pytest.approx(2.0)  # M/M/1: ρ ÷ (1 − ρ) × E[S]
+    assert kingman_wait(0.5, 1.0, 0.0, 2.0) == pytest.approx(1.0)  # M/D/1: half of it
     assert kingman_wait(1.0, 1.0, 1.0, 2.0) == float("inf")
 
 
@@ -165,14 +181,24 @@ def test_a_batch_with_room_waits_far_less_than_a_single_server_queue():
 
 # --- Speed without changing an answer (the perf slice: recompute within the browser's budget) -----------
 
+
 def test_a_recompute_gives_the_same_answer_warm_or_cold():
     """Workloads, step models, the saturated schedule and the queueing grid are kept between recomputes
     (goodput._kept); what is kept is a pure function of its key, so the order of earlier recomputes
     cannot change a result, bit for bit (the cases change the rate, seed, GPU and lengths)."""
     from calculators.calcs import goodput
-    cases = [dict(PART3, request_rate_per_s=20), dict(PART3, seed=1), dict(PART3, hardware="h200"),
-             {}, dict(PART3, input_tokens_mean=512), dict(PART3, request_rate_per_s=40), dict(PART3, ttft_slo_s=0.1),
-             dict(PART3, num_requests=600), dict(PART3, request_rate_per_s=20)]
+
+    cases = [
+        dict(PART3, request_rate_per_s=20),
+        dict(PART3, seed=1),
+        dict(PART3, hardware="h200"),
+        {},
+        dict(PART3, input_tokens_mean=512),
+        dict(PART3, request_rate_per_s=40),
+        dict(PART3, ttft_slo_s=0.1),
+        dict(PART3, num_requests=600),
+        dict(PART3, request_rate_per_s=20),
+    ]
     warm = [run("goodput", c) for c in cases]
     cold = []
     for c in cases:
@@ -186,6 +212,7 @@ def test_a_recompute_gives_the_same_answer_warm_or_cold():
 def test_the_queueing_grid_books_no_gaps_but_the_same_waits():
     """The grid's four extra runs only feed the mean wait; skipping their inter-token gaps changes no wait."""
     from calculators.calcs.goodput_sim import simulate
+
     v = validate(SCHEMA["inputs"], dict(PART3))
     steps = StepModel(deployment(v))
     pool = budget(footprint(v), usable_bytes_per_gpu(v), 1).tokens

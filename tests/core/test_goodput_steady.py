@@ -4,6 +4,7 @@ The reference is a long run of the same simulator (5,000 requests, cold start, e
 counted), as a technical review checked by hand: Llama 3.1 8B on one H100, prompts ~1,024,
 outputs ~256, TTFT ≤ 500 ms, TPOT ≤ 50 ms, capacity ~21 requests/s.
 """
+
 import pytest
 
 from calculators import run
@@ -13,9 +14,15 @@ from calculators.calcs.memory import budget, footprint, usable_bytes_per_gpu
 from calculators.calcs.steptime import StepModel, deployment
 from calculators.schema import validate
 
-PART3 = dict(model="llama-3.1-8b", hardware="h100-sxm", input_tokens_mean=1024, output_tokens_mean=256,
-             ttft_slo_s=0.5, tpot_slo_s=0.05)
-KNEE = (20, 22, 25)   # within ~10% of capacity (~22 at vLLM's 1,024 cap): only the verdict has to agree
+PART3 = dict(
+    model="llama-3.1-8b",
+    hardware="h100-sxm",
+    input_tokens_mean=1024,
+    output_tokens_mean=256,
+    ttft_slo_s=0.5,
+    tpot_slo_s=0.05,
+)
+KNEE = (20, 22, 25)  # within ~10% of capacity (~22 at vLLM's 1,024 cap): only the verdict has to agree
 
 
 def _setup(inputs: dict):
@@ -38,7 +45,7 @@ def test_default_run_agrees_with_a_5000_request_run(rate):
         assert (short["slo_attainment"] >= 0.9) == (long["attainment"] >= 0.9), (rate, seed)
         if rate not in KNEE:
             assert short["slo_attainment"] == pytest.approx(long["attainment"], abs=0.06), (rate, seed)
-        if rate == 10:   # well below capacity: the warm start gives the long run's pace
+        if rate == 10:  # well below capacity: the warm start gives the long run's pace
             assert short["tpot_p50_s"] == pytest.approx(long["tpot_p50"], rel=0.1), seed
 
 
@@ -54,29 +61,45 @@ def _saturated_rate(inputs: dict, n: int = 3000) -> tuple[float, float]:
     work = Workload(v).first(n)
     load = offered_load(steps, work[:300], v["max_batch_size"], pool)
     queued = [(0.0, a, b) for _, a, b in work]
-    ends = sorted(r[0] + r[1] * (b - 1) for r, (_, _, b) in zip(simulate(steps, queued, 1.0, v["max_batch_size"], pool),
-                                                                 queued) if r is not None)
+    ends = sorted(
+        r[0] + r[1] * (b - 1)
+        for r, (_, _, b) in zip(simulate(steps, queued, 1.0, v["max_batch_size"], pool), queued)
+        if r is not None
+    )
     lo, hi = n // 3, n - n // 6
     return (hi - lo) / (ends[hi] - ends[lo]), load.capacity()
 
 
-AT_256 = dict(max_seqs_rule="set", max_batch_size=256)   # the cap these cases were first checked at
+AT_256 = dict(max_seqs_rule="set", max_batch_size=256)  # the cap these cases were first checked at
 
 
-@pytest.mark.parametrize("inputs", [dict(AT_256, **case) for case in (
-    {}, dict(input_tokens_mean=1024, output_tokens_mean=256), dict(input_tokens_mean=32, output_tokens_mean=256),
-    dict(model="gpt-oss-120b", weight_dtype="bf16", expert_weight_dtype="mxfp4"), dict(model="qwen3-30b-a3b"),
-    dict(model="gemma-3-27b", input_tokens_mean=4000), dict(input_distribution="fixed", output_distribution="fixed"),
-    dict(input_tokens_mean=1024, output_tokens_mean=256, max_batch_size=32))] + [
-    dict(input_tokens_mean=1024, output_tokens_mean=256),   # Part 3's example at vLLM's cap on an H100 (1,024)
-])
+@pytest.mark.parametrize(
+    "inputs",
+    [
+        dict(AT_256, **case)
+        for case in (
+            {},
+            dict(input_tokens_mean=1024, output_tokens_mean=256),
+            dict(input_tokens_mean=32, output_tokens_mean=256),
+            dict(model="gpt-oss-120b", weight_dtype="bf16", expert_weight_dtype="mxfp4"),
+            dict(model="qwen3-30b-a3b"),
+            dict(model="gemma-3-27b", input_tokens_mean=4000),
+            dict(input_distribution="fixed", output_distribution="fixed"),
+            dict(input_tokens_mean=1024, output_tokens_mean=256, max_batch_size=32),
+        )
+    ]
+    + [
+        dict(input_tokens_mean=1024, output_tokens_mean=256)  # Part 3's example at vLLM's cap on an H100 (1,024)
+    ],
+)
 def test_capacity_estimate_matches_a_saturated_simulation(inputs):
     simulated, estimate = _saturated_rate(inputs)
     assert estimate == pytest.approx(simulated, rel=0.07)
 
 
-@pytest.mark.parametrize("inputs", [dict(input_tokens_mean=256, output_tokens_mean=256),
-                                    dict(input_tokens_mean=32, output_tokens_mean=256)])
+@pytest.mark.parametrize(
+    "inputs", [dict(input_tokens_mean=256, output_tokens_mean=256), dict(input_tokens_mean=32, output_tokens_mean=256)]
+)
 def test_capacity_estimate_errs_low_at_vllms_1024_sequence_cap(inputs):
     """Known bias, measured when the cap became vLLM's default: past a few hundred sequences the
     estimate is 10-16% below a saturated run, never above it; the edge of steady state (and any
@@ -98,9 +121,9 @@ def test_overloaded_rates_share_one_schedule_and_ttft_grows_with_the_rate():
     runs = [run("goodput", dict(PART3, request_rate_per_s=r)) for r in (30, 45, 60)]
     assert all(not r["stable"] and r["slo_attainment"] == 0 for r in runs)
     assert runs[0]["ttft_p90_s"] < runs[1]["ttft_p90_s"] < runs[2]["ttft_p90_s"]
-    assert runs[0]["tpot_p90_s"] == runs[1]["tpot_p90_s"] == runs[2]["tpot_p90_s"]   # a full batch paces them alike
+    assert runs[0]["tpot_p90_s"] == runs[1]["tpot_p90_s"] == runs[2]["tpot_p90_s"]  # a full batch paces them alike
     plot = runs[0]["series"]["goodput_vs_rate"]
-    assert plot["y"][0]["values"][-1] == 0   # the one overloaded point on the plot
+    assert plot["y"][0]["values"][-1] == 0  # the one overloaded point on the plot
 
 
 def test_workload_prefix_does_not_depend_on_the_length_asked_for():

@@ -1,4 +1,5 @@
 """Hugging Face config.json fixtures (as published) read into Models."""
+
 import copy
 import json
 from pathlib import Path
@@ -13,9 +14,21 @@ from calculators.resolve import resolve_model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 PRESETS = model_presets()
-ARCH_FIELDS = ("num_layers", "hidden_size", "attention", "layer_kinds", "sliding_window_tokens",
-               "attention_chunk_tokens", "moe", "ffn_kind", "tie_embeddings", "intermediate_size",
-               "linear_mixer", "kv_shared_layers", "ffn_in_mixer_layers")
+ARCH_FIELDS = (
+    "num_layers",
+    "hidden_size",
+    "attention",
+    "layer_kinds",
+    "sliding_window_tokens",
+    "attention_chunk_tokens",
+    "moe",
+    "ffn_kind",
+    "tie_embeddings",
+    "intermediate_size",
+    "linear_mixer",
+    "kv_shared_layers",
+    "ffn_in_mixer_layers",
+)
 
 
 def load(name):
@@ -156,7 +169,7 @@ def test_jamba_period_offset_and_auto_dt_rank():
     m = model_from_hf_config(cfg)
     assert [i for i, k in enumerate(m.layer_kinds) if k == "full"] == [4, 12, 20, 28]
     cfg["mamba_dt_rank"] = "auto"
-    assert model_from_hf_config(cfg).linear_mixer.dt_rank == 256   # ceil(4096 / 16)
+    assert model_from_hf_config(cfg).linear_mixer.dt_rank == 256  # ceil(4096 / 16)
     cfg["expert_layer_offset"] = 0
     with pytest.raises(InputError) as e:
         model_from_hf_config(cfg)

@@ -6,6 +6,7 @@ mamba_utils.py): gated_delta_net_state_shape conv (kernel-1, 2*Hk*dk + Hv*dv) an
 (Hv, dv, dk); mamba1_state_shape conv (inner, kernel-1) and SSM (inner, d_state). Configs: Qwen3-Next
 80B-A3B and AI21 Jamba 1.5 Mini config.json (models.toml sources).
 """
+
 import pytest
 
 from calculators import InputError, run
@@ -21,7 +22,7 @@ def test_gated_deltanet_layer_state_matches_vllm_shapes():
     assert conv == 3 * (2 * 16 * 128 + 32 * 128)
     assert recurrent == 32 * 128 * 128
     assert state_bytes_per_sequence(QNEXT, 2) == 36 * (conv * 2 + recurrent * 2)
-    assert state_bytes_per_sequence(QNEXT, 4) == 36 * (conv * 2 + recurrent * 4)   # FP32 SSM, BF16 conv
+    assert state_bytes_per_sequence(QNEXT, 4) == 36 * (conv * 2 + recurrent * 4)  # FP32 SSM, BF16 conv
 
 
 def test_mamba1_layer_state_matches_vllm_shapes():
@@ -29,8 +30,10 @@ def test_mamba1_layer_state_matches_vllm_shapes():
     assert state_bytes_per_sequence(JAMBA, 2) == 28 * (3 * 8192 + 8192 * 16) * 2
 
 
-@pytest.mark.parametrize("mid, attention_layers, per_layer", [
-    ("qwen3-next-80b-a3b", 12, 2 * 2 * 256 * 2), ("jamba-1.5-mini", 4, 2 * 8 * 128 * 2)])
+@pytest.mark.parametrize(
+    "mid, attention_layers, per_layer",
+    [("qwen3-next-80b-a3b", 12, 2 * 2 * 256 * 2), ("jamba-1.5-mini", 4, 2 * 8 * 128 * 2)],
+)
 def test_only_attention_layers_grow_with_context(mid, attention_layers, per_layer):
     short = run("kv_cache", {"model": mid, "context_tokens": 1024})
     long = run("kv_cache", {"model": mid, "context_tokens": 131072})
@@ -48,7 +51,7 @@ def test_state_splits_over_tp_heads_but_not_over_dcp():
     striped = run("memory", dict(base, decode_context_parallel=1))["kv_bytes_per_sequence_per_gpu"]
     assert plain == striped == pytest.approx(kv / 2 + state / 2)
     tp4_dcp2 = run("memory", dict(base, tensor_parallel=4, decode_context_parallel=2))["kv_bytes_per_sequence_per_gpu"]
-    assert tp4_dcp2 == pytest.approx(kv / 2 / 2 + state / 4)   # 2 KV heads: TP 4 copies each twice, DCP 2 stripes
+    assert tp4_dcp2 == pytest.approx(kv / 2 / 2 + state / 4)  # 2 KV heads: TP 4 copies each twice, DCP 2 stripes
 
 
 def test_fp32_state_input_changes_only_the_state():
@@ -63,7 +66,7 @@ def test_mamba2_layer_state_matches_vllm_shapes():
     nemo = P["nemotron-h-8b"]
     assert state_elements_per_layer(nemo.linear_mixer) == (3 * (8192 + 2 * 8 * 128), 128 * 64 * 128)
     out = run("kv_cache", {"model": "nemotron-h-8b", "context_tokens": 8192})
-    assert out["kv_bytes_per_token"] == 4 * 2 * 8 * 128 * 2          # MLP blocks hold nothing
+    assert out["kv_bytes_per_token"] == 4 * 2 * 8 * 128 * 2  # MLP blocks hold nothing
     assert out["state_bytes_per_sequence"] == 24 * (3 * 10240 + 128 * 64 * 128) * 2
 
 
@@ -72,9 +75,16 @@ def test_non_hybrid_models_hold_no_state():
 
 
 def test_linear_layers_need_a_mixer():
-    bad = {"id": "x", "name": "x", "num_layers": 4, "hidden_size": 64, "vocab_size": 10, "intermediate_size": 64,
-           "layer_pattern": ["linear", "full"],
-           "attention": {"kind": "gqa", "num_heads": 4, "num_kv_heads": 2, "head_dim": 16}}
+    bad = {
+        "id": "x",
+        "name": "x",
+        "num_layers": 4,
+        "hidden_size": 64,
+        "vocab_size": 10,
+        "intermediate_size": 64,
+        "layer_pattern": ["linear", "full"],
+        "attention": {"kind": "gqa", "num_heads": 4, "num_kv_heads": 2, "head_dim": 16},
+    }
     with pytest.raises(InputError) as e:
         run("kv_cache", {"model": bad})
     assert e.value.field == "model.linear_mixer"
@@ -85,9 +95,16 @@ def test_linear_layers_need_a_mixer():
 
 
 def test_mlp_only_layers_need_the_split_ffn_flag():
-    bad = {"id": "x", "name": "x", "num_layers": 2, "hidden_size": 64, "vocab_size": 10, "intermediate_size": 64,
-           "layer_kinds": ["full", "mlp"],
-           "attention": {"kind": "gqa", "num_heads": 4, "num_kv_heads": 2, "head_dim": 16}}
+    bad = {
+        "id": "x",
+        "name": "x",
+        "num_layers": 2,
+        "hidden_size": 64,
+        "vocab_size": 10,
+        "intermediate_size": 64,
+        "layer_kinds": ["full", "mlp"],
+        "attention": {"kind": "gqa", "num_heads": 4, "num_kv_heads": 2, "head_dim": 16},
+    }
     with pytest.raises(InputError) as e:
         run("kv_cache", {"model": bad})
     assert e.value.field == "model.ffn_in_mixer_layers"

@@ -6,6 +6,7 @@ Rules reproduced from vLLM: DCP divides TP (vllm/config/parallel.py, commit 0019
 [1, TP / H_kv] (docs/serving/context_parallel_deployment.md, commit 020505c; MLA counts as one
 KV head: "DeepSeek-R1 ... -tp 8 causes 8x KV cache duplication. We can consider adding -dcp 8").
 """
+
 import pytest
 
 from calculators import InputError, run
@@ -22,7 +23,11 @@ def test_deepseek_v3_fp8_on_8_h200_sequences_scale_with_dcp(dcp):
     assert striped["kv_budget_bytes_per_gpu"] == base["kv_budget_bytes_per_gpu"]  # no extra GPUs, same weights
     assert striped["kv_bytes_per_sequence_per_gpu"] == pytest.approx(base["kv_bytes_per_sequence_per_gpu"] / dcp)
     # floor() can lose at most one sequence per factor
-    assert dcp * base["max_concurrent_sequences"] <= striped["max_concurrent_sequences"] < dcp * (base["max_concurrent_sequences"] + 1)
+    assert (
+        dcp * base["max_concurrent_sequences"]
+        <= striped["max_concurrent_sequences"]
+        < dcp * (base["max_concurrent_sequences"] + 1)
+    )
 
 
 def test_gqa_dcp_removes_only_the_replication():
@@ -31,7 +36,7 @@ def test_gqa_dcp_removes_only_the_replication():
     assert kv_fraction_per_gpu(m, 8) == 1 / 4
     assert kv_fraction_per_gpu(m, 8, 2) == 1 / 8
     with pytest.raises(InputError) as e:
-        kv_fraction_per_gpu(m, 8, 4)   # 4 > TP / H_kv = 2
+        kv_fraction_per_gpu(m, 8, 4)  # 4 > TP / H_kv = 2
     assert e.value.field == "decode_context_parallel" and "2" in e.value.message
 
 

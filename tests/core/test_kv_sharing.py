@@ -2,15 +2,22 @@
 Part 4 item 1). Semantics of Gemma 3n's num_kv_shared_layers (the last N layers share), which vLLM's
 CacheConfig.kv_sharing_fast_prefill docstring names with YOCO (arXiv 2405.05254); CLA (arXiv
 2405.12981) is the same saving with another pairing."""
+
 import pytest
 
 from calculators import InputError, run
 from calculators.calcs.steptime import attention_terms
 from calculators.catalog import model_presets
 
-LLAMA = {"id": "llama-shared", "name": "Llama 3.1 8B, last 16 layers sharing KV", "num_layers": 32,
-         "hidden_size": 4096, "vocab_size": 128256, "intermediate_size": 14336,
-         "attention": {"kind": "gqa", "num_heads": 32, "num_kv_heads": 8, "head_dim": 128}}
+LLAMA = {
+    "id": "llama-shared",
+    "name": "Llama 3.1 8B, last 16 layers sharing KV",
+    "num_layers": 32,
+    "hidden_size": 4096,
+    "vocab_size": 128256,
+    "intermediate_size": 14336,
+    "attention": {"kind": "gqa", "num_heads": 32, "num_kv_heads": 8, "head_dim": 128},
+}
 
 
 def test_shared_layers_store_nothing():
@@ -22,6 +29,7 @@ def test_shared_layers_store_nothing():
 
 def test_shared_layers_still_compute_attention():
     from calculators.checks import model_from_dict
+
     shared = model_from_dict(dict(LLAMA, kv_shared_layers=16))
     assert attention_terms(shared) == attention_terms(model_presets()["llama-3.1-8b"])
 
@@ -34,8 +42,13 @@ def test_capacity_doubles_when_half_the_layers_share():
 
 
 def test_a_sharing_kind_needs_a_storing_layer_of_that_kind():
-    bad = dict(LLAMA, num_layers=4, layer_kinds=["full", "full", "full", "sliding"], sliding_window_tokens=512,
-               kv_shared_layers=1)
+    bad = dict(
+        LLAMA,
+        num_layers=4,
+        layer_kinds=["full", "full", "full", "sliding"],
+        sliding_window_tokens=512,
+        kv_shared_layers=1,
+    )
     with pytest.raises(InputError) as e:
         run("kv_cache", {"model": bad})
     assert e.value.field == "model.kv_shared_layers"

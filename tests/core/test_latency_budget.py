@@ -5,6 +5,7 @@ than A100 and 2,048 otherwise (vllm/engine/arg_utils.py at commit 99d7eb5d, Engi
 16 x 1,024-token batch takes two prefill steps on an H100, and the first half of the requests see
 about half the TTFT that one unbounded pass gives all of them.
 """
+
 import pytest
 
 from calculators import run
@@ -43,6 +44,8 @@ def test_a_long_prompt_takes_several_steps_before_its_first_token():
 
 
 def test_a_tiny_budget_on_a_huge_batch_is_computed_not_enumerated():
-    out = run("latency", dict(PART3, batch_size=100_000, input_tokens=10_000_000, prefill_budget_rule="set",
-                              max_num_batched_tokens=1))
-    assert out["prefill_steps"] == 10 ** 12
+    out = run(
+        "latency",
+        dict(PART3, batch_size=100_000, input_tokens=10_000_000, prefill_budget_rule="set", max_num_batched_tokens=1),
+    )
+    assert out["prefill_steps"] == 10**12

@@ -5,6 +5,7 @@ deferred import only hides a cycle until someone moves it, and no function may i
 registry imports the modules under calcs/ at run time (importlib, found by pkgutil); the graph adds an
 edge from the registry to every calculator, so a calculator importing the registry is still a cycle.
 """
+
 from __future__ import annotations
 
 import ast
@@ -15,13 +16,13 @@ from pathlib import Path
 import calculators
 
 PACKAGE = Path(calculators.__file__).parent
-REGISTRY = "calculators.api"   # imports every calculator module at run time
+REGISTRY = "calculators.api"  # imports every calculator module at run time
 
 
 @dataclass(frozen=True)
 class Import:
-    source: str           # importing module, dotted
-    target: str           # imported module of the core, dotted
+    source: str  # importing module, dotted
+    target: str  # imported module of the core, dotted
     function: str | None  # the enclosing function's name; None at module level
 
 
@@ -75,14 +76,16 @@ def imports() -> list[Import]:
     for source, path in MODULES.items():
         for node, function in _imports_in(source, ast.parse(path.read_text(encoding="utf-8"))):
             found += [Import(source, target, function) for target in sorted(_targets(source, node))]
-            if function and not _targets(source, node):   # a stdlib import in a function counts too
+            if function and not _targets(source, node):  # a stdlib import in a function counts too
                 found.append(Import(source, "<stdlib>", function))
     return found
 
 
 def _defines_schema(path: Path) -> bool:
-    return any(isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "SCHEMA" for t in n.targets)
-               for n in ast.parse(path.read_text(encoding="utf-8")).body)
+    return any(
+        isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "SCHEMA" for t in n.targets)
+        for n in ast.parse(path.read_text(encoding="utf-8")).body
+    )
 
 
 CALCULATOR_MODULES = sorted(m for m, p in MODULES.items() if m.startswith("calculators.calcs.") and _defines_schema(p))
@@ -93,7 +96,7 @@ def graph() -> dict[str, set[str]]:
     for imp in imports():
         if imp.target in MODULES and imp.target != imp.source:
             edges[imp.source].add(imp.target)
-    edges[REGISTRY] |= set(CALCULATOR_MODULES)   # what the registry imports at run time
+    edges[REGISTRY] |= set(CALCULATOR_MODULES)  # what the registry imports at run time
     return edges
 
 
@@ -128,8 +131,8 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_sees_the_core():
     edges = graph()
     assert len(MODULES) > 25 and sum(map(len, edges.values())) > 50
-    assert "calculators.model" in edges["calculators.params"]            # a plain `from .model import`
-    assert "calculators.errors" in edges["calculators.calcs.ring"]      # `from ..errors import`
+    assert "calculators.model" in edges["calculators.params"]  # a plain `from .model import`
+    assert "calculators.errors" in edges["calculators.calcs.ring"]  # `from ..errors import`
 
 
 def test_finds_a_cycle_when_there_is_one():
@@ -181,8 +184,9 @@ def _absolute_names(tree: ast.AST) -> set[str]:
 
 def test_only_the_catalog_reads_files():
     # the browser's memory snapshot has no files: what the catalog has read by then is all there is
-    readers = {m: sorted(_absolute_names(ast.parse(p.read_text(encoding="utf-8"))) & FILE_READERS)
-               for m, p in MODULES.items()}
+    readers = {
+        m: sorted(_absolute_names(ast.parse(p.read_text(encoding="utf-8"))) & FILE_READERS) for m, p in MODULES.items()
+    }
     assert {m: r for m, r in readers.items() if r} == {"calculators.catalog": ["importlib.resources", "tomllib"]}
 
 

@@ -4,6 +4,7 @@ vLLM's MLA backend (v1/attention/backends/mla/common.py) prefills "compute frien
 query-key heads of qk_nope + qk_rope and value heads of v_head_dim) and decodes "data-movement
 friendly" (MQA over the cached latent: query-key kv_lora_rank + qk_rope, value kv_lora_rank).
 """
+
 import pytest
 
 from calculators import run
@@ -16,10 +17,10 @@ from calculators.schema import validate
 MODELS = model_presets()
 
 T = 8192
-CAUSAL_KEYS = T * (T + 1) // 2            # 33,558,528 query-key pairs under a causal mask
-L, H = 61, 128                            # DeepSeek-V3 config_671B.json: n_layers, n_heads
-EXPANDED = 2 * H * ((128 + 64) + 128) * L * CAUSAL_KEYS     # QKᵀ over 192, AV over 128
-ABSORBED = 2 * H * ((512 + 64) + 512) * L * CAUSAL_KEYS     # QKᵀ over 576, AV over 512
+CAUSAL_KEYS = T * (T + 1) // 2  # 33,558,528 query-key pairs under a causal mask
+L, H = 61, 128  # DeepSeek-V3 config_671B.json: n_layers, n_heads
+EXPANDED = 2 * H * ((128 + 64) + 128) * L * CAUSAL_KEYS  # QKᵀ over 192, AV over 128
+ABSORBED = 2 * H * ((512 + 64) + 512) * L * CAUSAL_KEYS  # QKᵀ over 576, AV over 512
 
 
 def _steps(model="deepseek-v3", **extra):
@@ -43,7 +44,7 @@ def test_decode_is_priced_in_the_absorbed_form_and_reads_the_latent():
     sm = _steps()
     flops, kv = sm.per_sequence(T)
     assert flops == 2 * sm.active + 2 * H * (576 + 512) * L * T
-    assert kv == L * (512 + 64) * 2 * T   # BF16 latent + RoPE key, per layer per token
+    assert kv == L * (512 + 64) * 2 * T  # BF16 latent + RoPE key, per layer per token
     step = sm.decode(4, T)
     assert (step.flops, step.kv_bytes) == (4 * flops, 4 * kv)
 

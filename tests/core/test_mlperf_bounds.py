@@ -9,6 +9,7 @@ per vendor blogs (not verified in the logs).
 The bound: with every GPU computing at dense peak, a generated token costs at least
 2 × active parameters FLOPs (Kaplan et al., arXiv 2001.08361), so tokens/s per GPU ≤ peak ÷ (2 P).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -18,10 +19,19 @@ from calculators.catalog import model_presets
 from calculators.resolve import model_to_json
 
 # Llama 2 70B (Touvron et al., arXiv 2307.09288): Llama 3.1 70B's shape with a 32,000-token vocabulary.
-LLAMA2_70B = dict(model_to_json(model_presets()["llama-3.1-70b"]), id="llama-2-70b", name="Llama 2 70B",
-                  vocab_size=32000, max_context_tokens=4096)
-MODELS = {"llama2-70b": LLAMA2_70B, "llama3.1-405b": "llama-3.1-405b", "llama3.1-8b": "llama-3.1-8b",
-          "deepseek-r1": "deepseek-r1"}
+LLAMA2_70B = dict(
+    model_to_json(model_presets()["llama-3.1-70b"]),
+    id="llama-2-70b",
+    name="Llama 2 70B",
+    vocab_size=32000,
+    max_context_tokens=4096,
+)
+MODELS = {
+    "llama2-70b": LLAMA2_70B,
+    "llama3.1-405b": "llama-3.1-405b",
+    "llama3.1-8b": "llama-3.1-8b",
+    "deepseek-r1": "deepseek-r1",
+}
 
 # (round, system, GPUs, accelerator preset, precision, benchmark, scenario, system tokens/s)
 ROWS = [
@@ -62,13 +72,23 @@ ROWS = [
 @pytest.mark.parametrize("row", ROWS, ids=[f"{r[0]}-{r[1]}-{r[5]}-{r[6]}" for r in ROWS])
 def test_measured_rate_within_upper_bound(row):
     _, _, gpus, hardware, precision, benchmark, _, tokens_per_s = row
-    r = run("roofline", {"model": MODELS[benchmark], "hardware": hardware, "num_gpus": gpus,
-                         "weight_dtype": precision, "kv_dtype": "fp8", "compute_dtype": precision})
+    r = run(
+        "roofline",
+        {
+            "model": MODELS[benchmark],
+            "hardware": hardware,
+            "num_gpus": gpus,
+            "weight_dtype": precision,
+            "kv_dtype": "fp8",
+            "compute_dtype": precision,
+        },
+    )
     assert r["decode_tokens_per_s_per_gpu_ceiling"] >= tokens_per_s / gpus
 
 
-@pytest.mark.parametrize("row", [r for r in ROWS if r[3] in ("h100-sxm", "h200")],
-                         ids=lambda r: f"{r[0]}-{r[1]}-{r[6]}")
+@pytest.mark.parametrize(
+    "row", [r for r in ROWS if r[3] in ("h100-sxm", "h200")], ids=lambda r: f"{r[0]}-{r[1]}-{r[6]}"
+)
 def test_hopper_rates_within_bound_even_at_bf16_compute(row):
     """A tighter check on Hopper: even at BF16 dense peak the ceiling stays above the FP8 measurements."""
     _, _, gpus, hardware, _, benchmark, _, tokens_per_s = row

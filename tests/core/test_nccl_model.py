@@ -2,13 +2,14 @@
 
 Constants from NCCL v2.30.7-1 src/graph/tuning.cc (tag commit 73cf112), read from source; each
 test names the review row (shared/reviews/parts-1-3.md) it reproduces."""
+
 import pytest
 
 from calculators import run
 from calculators.calcs.ring import NCCL
 from calculators.errors import InputError
 
-MSG64 = 64 * 8192 * 2          # 70B, batch 64, BF16: 1 MiB
+MSG64 = 64 * 8192 * 2  # 70B, batch 64, BF16: 1 MiB
 
 
 def _run(**kw):
@@ -35,12 +36,12 @@ def test_ll_bandwidth_is_capped_at_llmaxbw():
     assert _run(batch_size=64, protocol="simple")["link_bandwidth_bytes_per_s"] == 450e9
 
 
-@pytest.mark.parametrize("proto, base, hop", [("ll", 6.6e-6, 0.6e-6), ("ll128", 14.0e-6, 1.9e-6),
-                                              ("simple", 8.4e-6, 3.4e-6)])
+@pytest.mark.parametrize(
+    "proto, base, hop", [("ll", 6.6e-6, 0.6e-6), ("ll128", 14.0e-6, 1.9e-6), ("simple", 8.4e-6, 3.4e-6)]
+)
 def test_protocol_latencies(proto, base, hop):
     r = _run(batch_size=1, protocol=proto)
-    assert r["time_per_allreduce_s"] - 1.75 * 16384 / r["link_bandwidth_bytes_per_s"] == pytest.approx(
-        base + 14 * hop)
+    assert r["time_per_allreduce_s"] - 1.75 * 16384 / r["link_bandwidth_bytes_per_s"] == pytest.approx(base + 14 * hop)
 
 
 def test_auto_picks_ll_for_decode_and_a_bandwidth_protocol_for_prefill():
@@ -66,8 +67,10 @@ def test_one_shot_two_shot_and_nvls():
     ring = _run(batch_size=1)
     assert one["time_per_allreduce_s"] < two["time_per_allreduce_s"] < ring["time_per_allreduce_s"]
     # big messages: one-shot moves (n - 1) M, so it loses to two-shot
-    assert _run(batch_size=4096, algorithm="one-shot")["time_per_allreduce_s"] > \
-        _run(batch_size=4096, algorithm="two-shot")["time_per_allreduce_s"]
+    assert (
+        _run(batch_size=4096, algorithm="one-shot")["time_per_allreduce_s"]
+        > _run(batch_size=4096, algorithm="two-shot")["time_per_allreduce_s"]
+    )
 
 
 def test_nvls_needs_nvswitch_and_direct_algorithms_one_domain():
@@ -91,9 +94,9 @@ def test_tp_beyond_the_links_domain_is_refused_and_clipped():
     nv4 = next(v for k, v in ys.items() if k.startswith("NVLink 4"))
     nv5 = next(v for k, v in ys.items() if k.startswith("NVLink 5"))
     assert all((v is None) == (x > 8) for x, v in zip(xs, nv4))
-    assert all(v is not None for v in nv5)                     # NVL72: up to 72
+    assert all(v is not None for v in nv5)  # NVL72: up to 72
     ib = next(v for k, v in ys.items() if k.startswith("InfiniBand"))
-    assert all(v is not None for v in ib)                      # servers of 8 scale out
+    assert all(v is not None for v in ib)  # servers of 8 scale out
 
 
 def test_count_is_2l_plus_1_and_a_logits_gather():
@@ -102,11 +105,11 @@ def test_count_is_2l_plus_1_and_a_logits_gather():
     r = _run(batch_size=1)
     assert r["allreduces_per_step"] == 2 * 80 + 1
     assert r["logits_gather_time_s"] > 0
-    assert r["allreduce_time_per_step_s"] == pytest.approx(161 * r["time_per_allreduce_s"]
-                                                           + r["logits_gather_time_s"])
+    assert r["allreduce_time_per_step_s"] == pytest.approx(161 * r["time_per_allreduce_s"] + r["logits_gather_time_s"])
     # prefill computes logits for one row, decode for every sequence
-    assert _run(batch_size=2048, phase="prefill")["logits_gather_time_s"] < \
-        _run(batch_size=2048)["logits_gather_time_s"]
+    assert (
+        _run(batch_size=2048, phase="prefill")["logits_gather_time_s"] < _run(batch_size=2048)["logits_gather_time_s"]
+    )
 
 
 def test_largest_tp_below_the_weight_sweep():
@@ -131,7 +134,7 @@ def test_energy_against_batch_is_the_estimate_at_each_batch():
     assert ys == sorted(ys, reverse=True)
     assert "estimate" in s["title"]
     tpu = run("allreduce", {"hardware": "tpu-v5e", "num_gpus": 8})["series"]["energy_vs_batch"]["y"][0]["values"]
-    assert all(v is None for v in tpu)          # power not published: gaps, never zeros
+    assert all(v is None for v in tpu)  # power not published: gaps, never zeros
 
 
 def test_auto_never_picks_ll128_on_pcie():

@@ -1,4 +1,5 @@
 """Paging calculator: contiguous reservation vs paged blocks (Kwon et al., SOSP 2023, arXiv 2309.06180)."""
+
 import math
 
 import pytest
@@ -20,13 +21,14 @@ def test_slot_sum_closed_form_matches_brute_force(h, s):
 
 def test_fixed_request_by_hand():
     # p = 50, o = 50, M = 200: held = Σ_{t=1..50} (50 + t) = 3,775 slot-steps of 50 × 200 = 10,000
-    r = _run(length_distribution="fixed", mean_tokens=100, output_share=0.5, max_context_tokens=200,
-             block_size_tokens=1)
+    r = _run(
+        length_distribution="fixed", mean_tokens=100, output_share=0.5, max_context_tokens=200, block_size_tokens=1
+    )
     assert r["contiguous_token_fraction"] == pytest.approx(0.3775)
-    assert r["contiguous_reserved_fraction"] == pytest.approx(0.1225)   # 50 × 100 − 3,775
-    assert r["contiguous_internal_fraction"] == pytest.approx(0.5)      # 50 × (200 − 100)
+    assert r["contiguous_reserved_fraction"] == pytest.approx(0.1225)  # 50 × 100 − 3,775
+    assert r["contiguous_internal_fraction"] == pytest.approx(0.5)  # 50 × (200 − 100)
     assert r["mean_tokens_held"] == pytest.approx(75.5)
-    assert r["paged_token_fraction"] == 1.0                               # block of one token: no waste
+    assert r["paged_token_fraction"] == 1.0  # block of one token: no waste
 
 
 @pytest.mark.parametrize("dist", ["lognormal", "uniform", "fixed"])
@@ -50,7 +52,7 @@ def test_long_requests_waste_about_half_a_block():
 
 
 def test_bigger_blocks_never_hold_a_larger_token_share():
-    shares = [_run(block_size_tokens=2 ** k)["paged_token_fraction"] for k in range(11)]
+    shares = [_run(block_size_tokens=2**k)["paged_token_fraction"] for k in range(11)]
     assert all(a >= b for a, b in zip(shares, shares[1:]))
     assert shares[0] == 1.0
 
@@ -62,7 +64,8 @@ def test_bigger_reservation_lowers_contiguous_share_only():
 
 
 def test_concurrency_for_a_budget():
-    # Llama 3.1 8B, BF16: 131,072 B per token (2 × 32 layers × 8 KV heads × 128 × 2 B, meta-llama config); 8,192 slots = 1 GiB
+    # Llama 3.1 8B, BF16: 131,072 B per token (2 × 32 layers × 8 KV heads × 128 × 2 B, meta-llama config);
+    # 8,192 slots = 1 GiB
     r = _run(model="llama-3.1-8b", kv_budget_gib=50, max_context_tokens=8192)
     assert r["kv_bytes_per_token"] == 131_072
     assert r["contiguous_concurrency"] == 50
@@ -74,7 +77,7 @@ def test_opt_13b_block_is_12_5_mib():
     """§3: OPT-13B needs 800 KB (= KiB) per token, so a 16-token block is 12.5 MiB."""
     r = _run(model="opt-13b", kv_dtype="fp16", block_size_tokens=16)
     assert r["kv_bytes_per_token"] == 800 * 1024
-    assert r["block_bytes"] == 12.5 * 2 ** 20
+    assert r["block_bytes"] == 12.5 * 2**20
 
 
 def test_paged_share_is_in_the_range_the_paper_measured():
@@ -107,12 +110,12 @@ def test_requests_longer_than_the_reservation_are_reported():
 
 
 def test_split_and_sums_edge_cases():
-    assert split(1.0, 0.5, 100) == (1, 1)        # at least one prompt and one output token
+    assert split(1.0, 0.5, 100) == (1, 1)  # at least one prompt and one output token
     assert split(10.0, 1.0, 100) == (1, 9)
     assert split(10.0, 0.0, 100) == (9, 1)
-    assert split(1e9, 0.5, 100) == (50, 50)      # truncated to the reservation
+    assert split(1e9, 0.5, 100) == (50, 50)  # truncated to the reservation
     s = request_sums(3, 2, 4, 8)
-    assert s == {"steps": 2, "held": 9, "future": 1, "never": 6, "paged": 12}   # h = 4, 5 → 4 + 8 slots
+    assert s == {"steps": 2, "held": 9, "future": 1, "never": 6, "paged": 12}  # h = 4, 5 → 4 + 8 slots
     occ = occupancy([5.0], 0.4, 4, 8)
     assert occ["token_contig"] + occ["future_contig"] + occ["never_contig"] == pytest.approx(1.0)
 
@@ -129,8 +132,9 @@ def test_one_rule_turns_a_mean_and_spread_into_a_distribution():
     """paging's quantiles and goodput's draws share lengths.py: a lognormal with E[X] = m, sd = cv × m,
     and a uniform of half-width cv × √3 × m (sd = half-width ÷ √3), capped where asked."""
     from calculators.calcs.lengths import lognormal_mu_sigma, uniform_half_width
+
     mu, sigma = lognormal_mu_sigma(381.0, 1.0)
-    assert math.exp(mu + sigma ** 2 / 2) == pytest.approx(381.0, rel=1e-12)
-    assert math.sqrt(math.exp(sigma ** 2) - 1) == pytest.approx(1.0, rel=1e-12)
+    assert math.exp(mu + sigma**2 / 2) == pytest.approx(381.0, rel=1e-12)
+    assert math.sqrt(math.exp(sigma**2) - 1) == pytest.approx(1.0, rel=1e-12)
     assert uniform_half_width(100.0, 0.5) / math.sqrt(3) == pytest.approx(50.0)
     assert uniform_half_width(100.0, 2.0, 1.0) == 100.0

@@ -1,4 +1,5 @@
 """Parameter counts derived from the architecture against the published figures."""
+
 import pytest
 
 from calculators.params import active_params, moe_layer_count, total_params, weight_bytes
@@ -27,8 +28,10 @@ def test_total_and_active_within_1_percent_of_official(mid):
     total, active, info = _expected(mid)
     m = PRESETS[mid]
     loose = set(info.params_loose)
-    for what, derived, official in (("total", total, m.official_total_params),
-                                    ("active", active, m.official_active_params)):
+    for what, derived, official in (
+        ("total", total, m.official_total_params),
+        ("active", active, m.official_active_params),
+    ):
         err = derived / official - 1
         if what == "active" and mid in NAME_ONLY_ACTIVE:
             assert "rounded" in info.params_note, f"{mid}: say why the active figure is not checked"
@@ -44,16 +47,27 @@ def test_loose_exceptions_are_the_known_few():
     loose = {mid for mid in PRESETS if model_info(mid).params_loose}
     # deepseek-v3.2: DeepSeek publishes no activated count for V3.2; the rounded V3 figure (37B)
     # leaves out the 0.85B of indexers every token runs through (params_note).
-    assert loose == {"opt-13b", "llama-4-scout", "llama-4-maverick", "qwen3-30b-a3b", "kimi-k2", "deepseek-v3.2",
-                     "qwen3-next-80b-a3b", "nemotron-h-8b"}
+    assert loose == {
+        "opt-13b",
+        "llama-4-scout",
+        "llama-4-maverick",
+        "qwen3-30b-a3b",
+        "kimi-k2",
+        "deepseek-v3.2",
+        "qwen3-next-80b-a3b",
+        "nemotron-h-8b",
+    }
 
 
-@pytest.mark.parametrize("mid, expected", [
-    ("llama-2-7b", 6_738_415_616),      # HF safetensors metadata
-    ("llama-2-13b", 13_015_864_320),
-    ("mistral-7b-v0.1", 7_241_732_096),
-    ("gemma-2-9b", 9_241_705_984 - 2 * 3584 * 42),   # Gemma 2 report; minus 2 extra norms/layer we skip
-])
+@pytest.mark.parametrize(
+    "mid, expected",
+    [
+        ("llama-2-7b", 6_738_415_616),  # HF safetensors metadata
+        ("llama-2-13b", 13_015_864_320),
+        ("mistral-7b-v0.1", 7_241_732_096),
+        ("gemma-2-9b", 9_241_705_984 - 2 * 3584 * 42),  # Gemma 2 report; minus 2 extra norms/layer we skip
+    ],
+)
 def test_exact_counts(mid, expected):
     assert abs(total_params(PRESETS[mid]) - expected) <= 2 * 3584 * 42 * 2
 
@@ -85,6 +99,7 @@ def test_weight_bytes_uses_format_width():
 
 def test_weight_bytes_unknown_format():
     from calculators.errors import InputError
+
     with pytest.raises(InputError) as e:
         weight_bytes(PRESETS["llama-3.1-8b"], "fp7", field="weights_dtype")
     assert e.value.field == "weights_dtype" and "bf16" in e.value.message
@@ -94,9 +109,10 @@ def test_nemotron_h_blocks_hold_either_a_mixer_or_an_ffn():
     """Nemotron-H: 24 Mamba-2 + 4 attention + 24 MLP blocks, one norm each (transformers
     NemotronHBlock); counting an FFN in every block would add 28 x 2 x 4096 x 21504 = 4.9B."""
     from calculators.params import linear_mixer_params
+
     m = PRESETS["nemotron-h-8b"]
     d = 4096
     attention = d * (4096 + 2 * 1024) + 4096 * d
-    expected = (2 * 131072 * d + 24 * linear_mixer_params(m) + 4 * attention + 24 * 2 * d * 21504 + 52 * d + d)
+    expected = 2 * 131072 * d + 24 * linear_mixer_params(m) + 4 * attention + 24 * 2 * d * 21504 + 52 * d + d
     assert total_params(m) == expected
     assert linear_mixer_params(m) == d * (2 * 8192 + 2 * 8 * 128 + 128) + (8192 + 2048) * 5 + 3 * 128 + 8192 + 8192 * d

@@ -1,4 +1,5 @@
 """Percentile explorer: closed forms, a seeded sampling oracle, and the published fan-out figure."""
+
 import math
 import random
 
@@ -7,7 +8,7 @@ import pytest
 from calculators import InputError, run
 from calculators.calcs.percentiles import Latency
 
-Z99 = 2.3263478740408408   # Φ⁻¹(0.99)
+Z99 = 2.3263478740408408  # Φ⁻¹(0.99)
 
 
 def test_lognormal_closed_forms():
@@ -24,7 +25,7 @@ def test_tail_at_scale_fanout():
     """Dean and Barroso, CACM 56(2) 2013: p99 of 1 s per server, fan-out 100 → 63% of requests over 1 s."""
     r = run("percentiles", {"calls_per_task": 100, "percentile": 99})
     assert r["task_any_above_fraction"] == pytest.approx(0.634, abs=0.001)
-    assert r["task_all_below_fraction"] == pytest.approx(0.99 ** 100, rel=1e-10)
+    assert r["task_all_below_fraction"] == pytest.approx(0.99**100, rel=1e-10)
 
 
 def test_slowest_call_and_slo_consistency():
@@ -46,8 +47,7 @@ def test_mixture_quantiles_invert_the_cdf(f, k):
 def test_mixture_against_seeded_samples():
     """Independent oracle: 200,000 seeded draws from the same mixture."""
     rng, f, k = random.Random(1), 0.03, 8.0
-    xs = sorted((0.4 * (k if rng.random() < f else 1.0)) * math.exp(0.5 * rng.gauss(0, 1))
-                for _ in range(200_000))
+    xs = sorted((0.4 * (k if rng.random() < f else 1.0)) * math.exp(0.5 * rng.gauss(0, 1)) for _ in range(200_000))
     r = run("percentiles", {"median_s": 0.4, "sigma": 0.5, "slow_fraction": f, "slow_multiplier": k})
     assert r["mean_s"] == pytest.approx(sum(xs) / len(xs), rel=0.02)
     for key, q in (("p50_s", 0.5), ("p90_s", 0.9), ("p99_s", 0.99)):
@@ -67,18 +67,21 @@ def test_monotone_percentiles_and_series():
     tail = r["series"]["task_tail"]
     assert 7 in tail["x"]["values"]
     for y in tail["y"]:
-        assert all(a >= b for a, b in zip(y["values"], y["values"][1:]))   # falls with n
+        assert all(a >= b for a, b in zip(y["values"], y["values"][1:]))  # falls with n
 
 
 def test_extremes_stay_finite():
-    r = run("percentiles", {"calls_per_task": 100_000, "percentile": 50, "sigma": 3.0,
-                            "slow_fraction": 0.5, "slow_multiplier": 1000})
+    r = run(
+        "percentiles",
+        {"calls_per_task": 100_000, "percentile": 50, "sigma": 3.0, "slow_fraction": 0.5, "slow_multiplier": 1000},
+    )
     assert r["task_all_below_fraction"] == 0.0
     assert math.isfinite(r["slowest_call_p99_s"])
 
 
-@pytest.mark.parametrize("field,value", [("sigma", 0), ("slow_fraction", 0.9), ("percentile", 100),
-                                         ("calls_per_task", 0), ("median_s", -1)])
+@pytest.mark.parametrize(
+    "field,value", [("sigma", 0), ("slow_fraction", 0.9), ("percentile", 100), ("calls_per_task", 0), ("median_s", -1)]
+)
 def test_bad_inputs_name_the_field(field, value):
     with pytest.raises(InputError) as exc:
         run("percentiles", {field: value})
@@ -98,22 +101,22 @@ from calculators.display import by_output_format  # noqa: E402
 def _exact_cdf(n, q, k):
     """P(Binomial(n, q) ≤ k) in exact rational arithmetic."""
     q = Fraction(str(q))
-    return float(sum(comb(n, j) * q ** j * (1 - q) ** (n - j) for j in range(0, k + 1))) if k >= 0 else 0.0
+    return float(sum(comb(n, j) * q**j * (1 - q) ** (n - j) for j in range(0, k + 1))) if k >= 0 else 0.0
 
 
 @pytest.mark.parametrize("n, q", [(100, 0.9), (500, 0.99), (1000, 0.99), (1000, 0.999)])
 def test_order_statistic_interval_is_the_tightest_with_both_tails_within_alpha_over_2(n, q):
     r, s, coverage = order_statistic_ci(n, q, 0.95)
-    assert _exact_cdf(n, q, r - 1) <= 0.025 < _exact_cdf(n, q, r)          # r as large as it may be
-    assert _exact_cdf(n, q, s - 1) >= 0.975 > _exact_cdf(n, q, s - 2)      # s as small as it may be
+    assert _exact_cdf(n, q, r - 1) <= 0.025 < _exact_cdf(n, q, r)  # r as large as it may be
+    assert _exact_cdf(n, q, s - 1) >= 0.975 > _exact_cdf(n, q, s - 2)  # s as small as it may be
     assert coverage == pytest.approx(_exact_cdf(n, q, s - 1) - _exact_cdf(n, q, r - 1), abs=1e-9)
     assert coverage >= 0.95
 
 
 def test_requests_needed_before_the_slowest_bounds_the_tail():
-    assert requests_for_upper_bound(0.99, 0.95) == 368      # 0.99^368 ≤ 0.025 < 0.99^367
+    assert requests_for_upper_bound(0.99, 0.95) == 368  # 0.99^368 ≤ 0.025 < 0.99^367
     assert requests_for_upper_bound(0.999, 0.95) == 3688
-    assert order_statistic_ci(367, 0.99, 0.95)[1] == 368     # open: no request bounds it
+    assert order_statistic_ci(367, 0.99, 0.95)[1] == 368  # open: no request bounds it
     assert order_statistic_ci(368, 0.99, 0.95)[1] <= 368
 
 

@@ -1,5 +1,6 @@
 """Preemption calculator: swap (out + in over the host link) vs recompute (one prefill).
 Kwon et al., SOSP 2023 (arXiv 2309.06180) §4.5 and §7.3."""
+
 import pytest
 
 from calculators import run
@@ -13,17 +14,17 @@ def _run(**kw):
 
 
 def test_host_link_presets_are_halved_datasheet_totals_with_sources():
-    assert HOST_LINKS["pcie4-x16"]["bandwidth_bytes_per_s"] == 32e9    # A100 datasheet: 64 GB/s total
-    assert HOST_LINKS["pcie5-x16"]["bandwidth_bytes_per_s"] == 64e9    # H100 datasheet: 128 GB/s total
+    assert HOST_LINKS["pcie4-x16"]["bandwidth_bytes_per_s"] == 32e9  # A100 datasheet: 64 GB/s total
+    assert HOST_LINKS["pcie5-x16"]["bandwidth_bytes_per_s"] == 64e9  # H100 datasheet: 128 GB/s total
     assert all(e["source"] for e in HOST_LINKS.values())
 
 
 def test_swap_time_by_hand():
     # Llama 3.1 8B BF16, 8,192 tokens: 131,072 B × 8,192 = 1 GiB; out and in over 64 GB/s
     r = _run(model="llama-3.1-8b", context_tokens=8192, host_link="pcie5-x16")
-    assert r["kv_bytes_per_sequence"] == 2 ** 30
-    assert r["swap_out_time_s"] == pytest.approx(2 ** 30 / 64e9)
-    assert r["swap_time_s"] == pytest.approx(2 * 2 ** 30 / 64e9)
+    assert r["kv_bytes_per_sequence"] == 2**30
+    assert r["swap_out_time_s"] == pytest.approx(2**30 / 64e9)
+    assert r["swap_time_s"] == pytest.approx(2 * 2**30 / 64e9)
     assert r["swap_time_per_token_s"] == pytest.approx(2 * 131_072 / 64e9)
 
 
@@ -101,7 +102,7 @@ def test_series_covers_the_context():
     assert 3000 in plot["x"]["values"]
     assert [y["name"] for y in plot["y"]] == ["swap out + in", "recompute", "reload (one way)"]
     swap, reload = plot["y"][0]["values"], plot["y"][2]["values"]
-    assert all(r == pytest.approx(w / 2) for r, w in zip(reload, swap))   # offload tier: one crossing
+    assert all(r == pytest.approx(w / 2) for r, w in zip(reload, swap))  # offload tier: one crossing
 
 
 def test_break_even_search_is_bounded():
@@ -123,8 +124,15 @@ def test_tie_link_efficiency_makes_the_two_equal():
 # vllm/worker/worker.py and worker_base.py), so the whole batch waits; the old model charged
 # the copies to the preempted request only.
 
-OPT_PCIE4 = dict(model="opt-13b", hardware="a100-40gb", host_link="pcie4-x16", kv_dtype="fp16",
-                 weight_dtype="fp16", compute_dtype="fp16", link_efficiency=0.25)
+OPT_PCIE4 = dict(
+    model="opt-13b",
+    hardware="a100-40gb",
+    host_link="pcie4-x16",
+    kv_dtype="fp16",
+    weight_dtype="fp16",
+    compute_dtype="fp16",
+    link_efficiency=0.25,
+)
 
 
 def test_serialised_swap_makes_every_running_request_wait():
@@ -138,7 +146,7 @@ def test_serialised_swap_makes_every_running_request_wait():
 def test_overlapped_swap_delays_only_the_preempted_request_and_the_trigger():
     r = _run(swap_schedule="overlapped", batch_requests=7, context_tokens=8192)
     assert r["swap_batch_delay_s"] == 0
-    assert r["swap_trigger_delay_s"] == pytest.approx(r["swap_out_time_s"])   # waits for its blocks
+    assert r["swap_trigger_delay_s"] == pytest.approx(r["swap_out_time_s"])  # waits for its blocks
     assert r["swap_batch_cost_s"] == pytest.approx(r["swap_time_s"] + r["swap_out_time_s"])
     assert r["recompute_batch_cost_s"] == pytest.approx(8 * r["recompute_time_s"])
 
@@ -165,9 +173,10 @@ def test_batch_break_even_under_both_schedules():
 
 # ---- offload tiers: reload a prefix from host memory or recompute it (review (c) Part 5 item 2) --
 
+
 def test_reload_is_one_way_over_the_same_link():
     r = _run(model="llama-3.1-8b", context_tokens=8192, host_link="pcie5-x16")
-    assert r["reload_time_s"] == pytest.approx(2 ** 30 / 64e9)
+    assert r["reload_time_s"] == pytest.approx(2**30 / 64e9)
     assert r["reload_time_s"] == pytest.approx(r["swap_out_time_s"])
     ser = _run(**OPT_PCIE4, swap_schedule="serialised", context_tokens=2048)
     assert ser["recompute_to_reload_ratio"] == pytest.approx(2 * ser["recompute_to_swap_ratio"])
@@ -184,5 +193,6 @@ def test_reload_break_even_is_where_the_sign_flips():
 
 def test_batch_requests_out_of_range_names_the_field():
     from calculators.errors import InputError
+
     with pytest.raises(InputError, match="batch_requests"):
         _run(batch_requests=0)

@@ -1,4 +1,5 @@
 """Properties that must hold for every input, checked with hypothesis over the schema ranges."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,13 @@ from calculators.calcs.kv_cache import kv_bytes_per_sequence
 MODELS = sorted(model_presets())
 ACCELERATORS = sorted(accelerator_presets())
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-H100 = {"id": "x", "name": "X", "memory_bytes": 80 * 10 ** 9, "memory_bandwidth_bytes_per_s": 3.35e12,
-        "dense_flops_per_s": {"bf16": 989.4e12}}
+H100 = {
+    "id": "x",
+    "name": "X",
+    "memory_bytes": 80 * 10**9,
+    "memory_bandwidth_bytes_per_s": 3.35e12,
+    "dense_flops_per_s": {"bf16": 989.4e12},
+}
 
 
 def kv(model, context, **extra):
@@ -32,19 +38,31 @@ def test_more_context_never_less_kv(model, a, b):
 
 
 @FAST
-@given(st.sampled_from(MODELS), st.floats(1e9, 1e13), st.floats(1e9, 1e13), st.integers(1, 4096),
-       st.integers(1, 200_000))
+@given(
+    st.sampled_from(MODELS), st.floats(1e9, 1e13), st.floats(1e9, 1e13), st.integers(1, 4096), st.integers(1, 200_000)
+)
 def test_more_bandwidth_never_a_longer_step(model, bw1, bw2, batch, context):
     lo, hi = sorted((bw1, bw2))
-    step = lambda bw: run("roofline", {"model": model, "hardware": dict(H100, memory_bandwidth_bytes_per_s=bw),  # noqa: E731
-                                       "batch_size": batch, "context_tokens": context})
+
+    def step(bw):
+        hardware = dict(H100, memory_bandwidth_bytes_per_s=bw)
+        return run("roofline", {"model": model, "hardware": hardware, "batch_size": batch, "context_tokens": context})
+
     assert step(hi)["decode_step_time_s_lower_bound"] <= step(lo)["decode_step_time_s_lower_bound"]
     assert step(hi)["prefill_time_s_lower_bound"] <= step(lo)["prefill_time_s_lower_bound"]
 
 
 def _model(attention: Attention, layers=32) -> Model:
-    return Model(id="t", name="t", num_layers=layers, hidden_size=4096, vocab_size=32000,
-                 intermediate_size=11008, attention=attention, layer_kinds=("full",) * layers)
+    return Model(
+        id="t",
+        name="t",
+        num_layers=layers,
+        hidden_size=4096,
+        vocab_size=32000,
+        intermediate_size=11008,
+        attention=attention,
+        layer_kinds=("full",) * layers,
+    )
 
 
 @FAST
@@ -64,7 +82,7 @@ def test_mla_below_gqa_below_mha_at_equal_dimensions(head_dim, heads, context, d
 def test_unit_scaling(model, context, batch):
     fp8, bf16, fp32 = (kv(model, context, kv_dtype=d, batch_size=batch) for d in ("fp8", "bf16", "fp32"))
 
-    def attention_kv(out):   # a hybrid model's linear-layer state does not follow the KV format
+    def attention_kv(out):  # a hybrid model's linear-layer state does not follow the KV format
         return out["kv_bytes_per_sequence"] - out["state_bytes_per_sequence"]
 
     # Outputs are rounded to 12 significant digits (numfmt), so "exactly 2×" holds to that precision.
@@ -74,7 +92,7 @@ def test_unit_scaling(model, context, batch):
         assert attention_kv(bf16) == pytest.approx(2 * attention_kv(fp8), rel=1e-11)
         assert attention_kv(fp32) == pytest.approx(2 * attention_kv(bf16), rel=1e-11)
     assert bf16["kv_bytes_batch"] == pytest.approx(batch * bf16["kv_bytes_per_sequence"], rel=1e-11)
-    assert bf16["kv_gib_batch"] * 2 ** 30 == pytest.approx(bf16["kv_bytes_batch"], rel=1e-11)
+    assert bf16["kv_gib_batch"] * 2**30 == pytest.approx(bf16["kv_bytes_batch"], rel=1e-11)
     parts = sum(bf16[f"kv_bytes_{k}_layers"] for k in ("full", "sliding", "chunked")) + bf16["state_bytes_per_sequence"]
     assert parts == pytest.approx(bf16["kv_bytes_per_sequence"], rel=1e-11)
 
@@ -94,9 +112,10 @@ def _value_strategy(spec):
 
 def _inputs(name):
     specs = schema(name)["inputs"]
-    if name == "goodput":   # keep the simulation small enough for many examples
-        specs = [dict(s, max=min(s["max"], 400)) if s["key"] in ("num_requests", "output_tokens_mean") else s
-                 for s in specs]
+    if name == "goodput":  # keep the simulation small enough for many examples
+        specs = [
+            dict(s, max=min(s["max"], 400)) if s["key"] in ("num_requests", "output_tokens_mean") else s for s in specs
+        ]
     return st.fixed_dictionaries({}, optional={s["key"]: _value_strategy(s) for s in specs})
 
 
@@ -119,11 +138,12 @@ def test_no_nan_or_inf_for_any_valid_input(name):
     def check(inputs):
         try:
             result = run(name, inputs)
-        except InputError as exc:   # a cross-field rule (e.g. the chip lists no FLOP/s for the format)
+        except InputError as exc:  # a cross-field rule (e.g. the chip lists no FLOP/s for the format)
             assert exc.field.split(".")[0] in keys, exc
             assume(False)
         assert _all_finite(result)
         json.dumps(result, allow_nan=False)
+
     check()
 
 

@@ -1,11 +1,12 @@
 """Published figures the calculators must reproduce; the citation sits beside each assert."""
+
 from __future__ import annotations
 
 import pytest
 
 from calculators import run
 
-GIB, GB = 2 ** 30, 1e9
+GIB, GB = 2**30, 1e9
 
 
 def kv(model, context, **extra):
@@ -46,7 +47,7 @@ def test_gpt_oss_120b_sliding_window():
     r = kv("gpt-oss-120b", 131_072)
     assert r["kv_bytes_per_token"] == 36_864
     assert r["kv_bytes_per_sequence"] == 36_864 * 131_072 + 36_864 * 128
-    assert r["kv_bytes_per_sequence"] / GB == pytest.approx(4.84, abs=0.005)    # 4.84 GB
+    assert r["kv_bytes_per_sequence"] / GB == pytest.approx(4.84, abs=0.005)  # 4.84 GB
     assert kv("gpt-oss-120b", 100)["kv_bytes_per_sequence"] == 2 * 36_864 * 100  # inside the window: all layers
 
 
@@ -55,14 +56,14 @@ def test_gemma_3_27b_sliding_window():
     r = kv("gemma-3-27b", 131_072)
     assert r["kv_bytes_per_token"] == 81_920
     assert r["kv_bytes_per_sequence"] == 81_920 * 131_072 + 425_984 * 1024
-    assert r["kv_bytes_per_sequence"] / GB == pytest.approx(11.17, abs=0.005)   # 11.17 GB
+    assert r["kv_bytes_per_sequence"] / GB == pytest.approx(11.17, abs=0.005)  # 11.17 GB
 
 
 def test_llama_4_chunked_attention():
     # Llama 4 iRoPE: 12 global + 36 chunked-8192 layers → 49,152 + 147,456 × min(T, 8192)
     r = kv("llama-4-scout", 32_768)
     assert r["kv_bytes_per_sequence"] == 49_152 * 32_768 + 147_456 * 8192
-    assert r["kv_bytes_per_sequence"] / GB == pytest.approx(2.82, abs=0.005)    # 2.82 GB at 32K
+    assert r["kv_bytes_per_sequence"] / GB == pytest.approx(2.82, abs=0.005)  # 2.82 GB at 32K
 
 
 def test_ridge_points():

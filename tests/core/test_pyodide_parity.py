@@ -4,6 +4,7 @@ memory snapshot the site ships.
 
 Skips only when node_modules/pyodide is missing and CI is unset; in CI it always runs.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,10 @@ def _core(kind: str, out_dir: Path) -> Path:
     return path
 
 
-@pytest.mark.skipif(not PYODIDE.exists() and not os.environ.get("CI"),
-                    reason="node_modules/pyodide is absent (run `npm ci`); required when CI is set")
+@pytest.mark.skipif(
+    not PYODIDE.exists() and not os.environ.get("CI"),
+    reason="node_modules/pyodide is absent (run `npm ci`); required when CI is set",
+)
 @pytest.mark.parametrize("kind", ["wheel", "snapshot"])
 def test_pyodide_matches_cpython_byte_for_byte(tmp_path, kind):
     node = shutil.which("node")
@@ -47,8 +50,9 @@ def test_pyodide_matches_cpython_byte_for_byte(tmp_path, kind):
     all_cases = cases()
     cases_file = tmp_path / "cases.json"
     cases_file.write_text(json.dumps(all_cases))
-    proc = subprocess.run([node, str(SCRIPT), str(core.resolve()), str(cases_file)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    proc = subprocess.run(
+        [node, str(SCRIPT), str(core.resolve()), str(cases_file)], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     browser = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(browser) == len(all_cases)

@@ -1,4 +1,5 @@
 """resolve_model / resolve_accelerator: every way in, every number checked, JSON round trip."""
+
 import json
 import math
 
@@ -8,8 +9,7 @@ from hypothesis import given, settings, strategies as st
 from calculators.errors import InputError
 from calculators.model import Accelerator, Model
 from calculators.catalog import accelerator_presets, model_presets
-from calculators.resolve import (accelerator_to_json, model_to_json, resolve_accelerator,
-                                 resolve_model)
+from calculators.resolve import accelerator_to_json, model_to_json, resolve_accelerator, resolve_model
 
 
 @pytest.mark.parametrize("mid", sorted(model_presets()))
@@ -38,8 +38,13 @@ def test_unknown_preset_lists_choices():
 
 
 def small_model(**over):
-    d = {"num_layers": 4, "hidden_size": 256, "vocab_size": 1000, "intermediate_size": 512,
-         "attention": {"kind": "gqa", "num_heads": 8, "num_kv_heads": 2, "head_dim": 32}}
+    d = {
+        "num_layers": 4,
+        "hidden_size": 256,
+        "vocab_size": 1000,
+        "intermediate_size": 512,
+        "attention": {"kind": "gqa", "num_heads": 8, "num_kv_heads": 2, "head_dim": 32},
+    }
     d.update(over)
     return d
 
@@ -54,27 +59,48 @@ def test_layer_pattern_expands():
     assert m.layer_kinds == ("sliding", "full", "sliding", "full")
 
 
-@pytest.mark.parametrize("over, field", [
-    ({"num_layers": 0}, "model.num_layers"),
-    ({"num_layers": 2.5}, "model.num_layers"),
-    ({"num_layers": True}, "model.num_layers"),
-    ({"hidden_size": float("nan")}, "model.hidden_size"),
-    ({"vocab_size": float("inf")}, "model.vocab_size"),
-    ({"num_layers": 10**6}, "model.num_layers"),
-    ({"attention": {"kind": "gqa", "num_heads": 8, "num_kv_heads": 3, "head_dim": 32}}, "model.attention.num_kv_heads"),
-    ({"attention": {"kind": "mqa", "num_heads": 8, "num_kv_heads": 2, "head_dim": 32}}, "model.attention.num_kv_heads"),
-    ({"attention": {"kind": "flash", "num_heads": 8, "head_dim": 32}}, "model.attention.kind"),
-    ({"attention": {"kind": "mla", "num_heads": 8, "head_dim": 32}}, "model.attention.kv_lora_rank"),
-    ({"layer_kinds": ["full"] * 3}, "model.layer_kinds"),
-    ({"layer_pattern": ["sliding"]}, "model.sliding_window_tokens"),
-    ({"layer_pattern": ["chunked"]}, "model.attention_chunk_tokens"),
-    ({"ffn_kind": "swiglu"}, "model.ffn_kind"),
-    ({"tie_embeddings": "yes"}, "model.tie_embeddings"),
-    ({"moe": {"num_experts": 8, "experts_per_token": 9, "expert_intermediate_size": 64}}, "model.moe.experts_per_token"),
-    ({"moe": {"num_experts": 8, "experts_per_token": 2, "expert_intermediate_size": 64, "first_dense_layers": 4}},
-     "model.moe.first_dense_layers"),
-    ({"heads": 8}, "model.heads"),
-])
+@pytest.mark.parametrize(
+    "over, field",
+    [
+        ({"num_layers": 0}, "model.num_layers"),
+        ({"num_layers": 2.5}, "model.num_layers"),
+        ({"num_layers": True}, "model.num_layers"),
+        ({"hidden_size": float("nan")}, "model.hidden_size"),
+        ({"vocab_size": float("inf")}, "model.vocab_size"),
+        ({"num_layers": 10**6}, "model.num_layers"),
+        (
+            {"attention": {"kind": "gqa", "num_heads": 8, "num_kv_heads": 3, "head_dim": 32}},
+            "model.attention.num_kv_heads",
+        ),
+        (
+            {"attention": {"kind": "mqa", "num_heads": 8, "num_kv_heads": 2, "head_dim": 32}},
+            "model.attention.num_kv_heads",
+        ),
+        ({"attention": {"kind": "flash", "num_heads": 8, "head_dim": 32}}, "model.attention.kind"),
+        ({"attention": {"kind": "mla", "num_heads": 8, "head_dim": 32}}, "model.attention.kv_lora_rank"),
+        ({"layer_kinds": ["full"] * 3}, "model.layer_kinds"),
+        ({"layer_pattern": ["sliding"]}, "model.sliding_window_tokens"),
+        ({"layer_pattern": ["chunked"]}, "model.attention_chunk_tokens"),
+        ({"ffn_kind": "swiglu"}, "model.ffn_kind"),
+        ({"tie_embeddings": "yes"}, "model.tie_embeddings"),
+        (
+            {"moe": {"num_experts": 8, "experts_per_token": 9, "expert_intermediate_size": 64}},
+            "model.moe.experts_per_token",
+        ),
+        (
+            {
+                "moe": {
+                    "num_experts": 8,
+                    "experts_per_token": 2,
+                    "expert_intermediate_size": 64,
+                    "first_dense_layers": 4,
+                }
+            },
+            "model.moe.first_dense_layers",
+        ),
+        ({"heads": 8}, "model.heads"),
+    ],
+)
 def test_bad_model_fields_named(over, field):
     with pytest.raises(InputError) as e:
         resolve_model(small_model(**over))
@@ -87,25 +113,29 @@ def test_integral_float_accepted_for_int():  # JS numbers arrive as floats
 
 
 def acc(**over):
-    d = {"memory_bytes": 80e9, "memory_bandwidth_bytes_per_s": 3.35e12,
-         "dense_flops_per_s": {"bf16": 989e12}}
+    d = {"memory_bytes": 80e9, "memory_bandwidth_bytes_per_s": 3.35e12, "dense_flops_per_s": {"bf16": 989e12}}
     d.update(over)
     return d
 
 
-@pytest.mark.parametrize("over, field", [
-    ({"memory_bytes": -1}, "hardware.memory_bytes"),
-    ({"memory_bandwidth_bytes_per_s": 0}, "hardware.memory_bandwidth_bytes_per_s"),
-    ({"dense_flops_per_s": {"bf17": 1e12}}, "hardware.dense_flops_per_s.bf17"),
-    ({"dense_flops_per_s": {"bf16": -1}}, "hardware.dense_flops_per_s.bf16"),
-    ({"dense_flops_per_s": [1]}, "hardware.dense_flops_per_s"),
-    ({"price_usd_per_hour": float("nan")}, "hardware.price_usd_per_hour"),
-    ({"scale_up_domain": 0}, "hardware.scale_up_domain"),
-    ({"scale_up_topology": "ring"}, "hardware.scale_up_topology"),
-    ({"scale_up_bandwidth_bytes_per_s": 100e9, "scale_up_link_bandwidth_bytes_per_s": 200e9},
-     "hardware.scale_up_link_bandwidth_bytes_per_s"),                 # one link cannot exceed the total
-    ({"hbm": 1}, "hardware.hbm"),
-])
+@pytest.mark.parametrize(
+    "over, field",
+    [
+        ({"memory_bytes": -1}, "hardware.memory_bytes"),
+        ({"memory_bandwidth_bytes_per_s": 0}, "hardware.memory_bandwidth_bytes_per_s"),
+        ({"dense_flops_per_s": {"bf17": 1e12}}, "hardware.dense_flops_per_s.bf17"),
+        ({"dense_flops_per_s": {"bf16": -1}}, "hardware.dense_flops_per_s.bf16"),
+        ({"dense_flops_per_s": [1]}, "hardware.dense_flops_per_s"),
+        ({"price_usd_per_hour": float("nan")}, "hardware.price_usd_per_hour"),
+        ({"scale_up_domain": 0}, "hardware.scale_up_domain"),
+        ({"scale_up_topology": "ring"}, "hardware.scale_up_topology"),
+        (
+            {"scale_up_bandwidth_bytes_per_s": 100e9, "scale_up_link_bandwidth_bytes_per_s": 200e9},
+            "hardware.scale_up_link_bandwidth_bytes_per_s",
+        ),  # one link cannot exceed the total
+        ({"hbm": 1}, "hardware.hbm"),
+    ],
+)
 def test_bad_accelerator_fields_named(over, field):
     with pytest.raises(InputError) as e:
         resolve_accelerator(acc(**over))
@@ -125,9 +155,12 @@ def test_wrong_type_input():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from(["num_layers", "hidden_size", "vocab_size", "intermediate_size"]),
-                       st.one_of(st.integers(-10, 10**8), st.floats(allow_nan=True), st.text(max_size=3),
-                                 st.none(), st.booleans())))
+@given(
+    st.dictionaries(
+        st.sampled_from(["num_layers", "hidden_size", "vocab_size", "intermediate_size"]),
+        st.one_of(st.integers(-10, 10**8), st.floats(allow_nan=True), st.text(max_size=3), st.none(), st.booleans()),
+    )
+)
 def test_fuzzed_model_input_never_escapes_as_other_error(over):
     try:
         m = resolve_model(small_model(**over))

@@ -4,6 +4,7 @@ Sources reproduced: deepseek-ai/FlashMLA README @066b5ba ("each token's KV cache
 512 float8_e4m3 + 4 float32 scales + 64 bfloat16 rope); DeepSeek-V3.2-Exp inference/model.py @6d8cb70
 (Indexer.k_cache float8_e4m3fn of index_head_dim 128, k_scale_cache float32 of 128 // block_size 128).
 """
+
 import pytest
 
 from calculators import InputError, run
@@ -40,8 +41,15 @@ def test_indexer_adds_its_projections_to_the_v3_count():
 
 
 def test_indexer_needs_mla():
-    bad = {"id": "x", "name": "x", "num_layers": 2, "hidden_size": 64, "vocab_size": 10, "intermediate_size": 64,
-           "attention": {"kind": "gqa", "num_heads": 4, "num_kv_heads": 2, "head_dim": 16, "index_head_dim": 128}}
+    bad = {
+        "id": "x",
+        "name": "x",
+        "num_layers": 2,
+        "hidden_size": 64,
+        "vocab_size": 10,
+        "intermediate_size": 64,
+        "attention": {"kind": "gqa", "num_heads": 4, "num_kv_heads": 2, "head_dim": 16, "index_head_dim": 128},
+    }
     with pytest.raises(InputError) as e:
         run("kv_cache", {"model": bad})
     assert e.value.field.endswith("index_head_dim")

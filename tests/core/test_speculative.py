@@ -1,5 +1,6 @@
 """Speculative decoding (calculators/calcs/speculative.py): published figures first, each cited beside its assert
 with its tolerance, then the model's own properties on real deployments, then bad inputs."""
+
 from __future__ import annotations
 
 from itertools import pairwise
@@ -28,8 +29,14 @@ def steps(**inputs) -> StepModel:
 # ---- Leviathan, Kalman and Matias, arXiv 2211.17192v2 (read in a stored copy of the paper's text) ---------------
 
 # Table 1: (α, γ, operations, speed) "for various values of γ and α, assuming c = ĉ = 0", printed to two decimals
-TABLE_1 = [(0.6, 2, 1.53, 1.96), (0.7, 3, 1.58, 2.53), (0.8, 2, 1.23, 2.44),
-           (0.8, 5, 1.63, 3.69), (0.9, 2, 1.11, 2.71), (0.9, 10, 1.60, 6.86)]
+TABLE_1 = [
+    (0.6, 2, 1.53, 1.96),
+    (0.7, 3, 1.58, 2.53),
+    (0.8, 2, 1.23, 2.44),
+    (0.8, 5, 1.63, 3.69),
+    (0.9, 2, 1.11, 2.71),
+    (0.9, 10, 1.60, 6.86),
+]
 
 
 @pytest.mark.parametrize("alpha, k, operations, speed", TABLE_1)
@@ -37,14 +44,25 @@ def test_leviathan_table_1(alpha, k, operations, speed):
     # Speed is Theorem 3.8 at c = 0 and Operations Theorem 3.11 at ĉ = 0; Table 1 prints both to two decimals,
     # so each must agree within half a unit of the last printed digit (0.005).
     assert spec.improvement_factor(alpha, k, 0.0) == pytest.approx(speed, abs=0.005)
-    assert spec.expected_tokens_per_step(alpha, k) == pytest.approx(speed, abs=0.005)   # c = 0: speed = E[tokens]
+    assert spec.expected_tokens_per_step(alpha, k) == pytest.approx(speed, abs=0.005)  # c = 0: speed = E[tokens]
     assert spec.operations_factor(alpha, k, 0.0) == pytest.approx(operations, abs=0.005)
 
 
 # Table 4 (Appendix A.3): (γ, α, c, Exp), T5-XXL with T5-small / base / large drafts, EnDe then CNNDM, T=0 then T=1
-TABLE_4 = [(7, 0.75, 0.02, 3.2), (7, 0.8, 0.04, 3.3), (7, 0.82, 0.11, 2.5), (7, 0.62, 0.02, 2.3),
-           (5, 0.68, 0.04, 2.4), (3, 0.71, 0.11, 2.0), (5, 0.65, 0.02, 2.4), (5, 0.73, 0.04, 2.6),
-           (3, 0.74, 0.11, 2.0), (5, 0.53, 0.02, 1.9), (3, 0.55, 0.04, 1.8), (3, 0.56, 0.11, 1.6)]
+TABLE_4 = [
+    (7, 0.75, 0.02, 3.2),
+    (7, 0.8, 0.04, 3.3),
+    (7, 0.82, 0.11, 2.5),
+    (7, 0.62, 0.02, 2.3),
+    (5, 0.68, 0.04, 2.4),
+    (3, 0.71, 0.11, 2.0),
+    (5, 0.65, 0.02, 2.4),
+    (5, 0.73, 0.04, 2.6),
+    (3, 0.74, 0.11, 2.0),
+    (5, 0.53, 0.02, 1.9),
+    (3, 0.55, 0.04, 1.8),
+    (3, 0.56, 0.11, 1.6),
+]
 
 
 @pytest.mark.parametrize("k, alpha, c, expected", TABLE_4)
@@ -81,13 +99,16 @@ def test_optimal_draft_tokens_is_the_best_integer():
     # can be easily found numerically". The search must beat or tie every k it could have picked.
     for alpha, c in [(0.6, 0.02), (0.8, 0.05), (0.9, 0.01), (0.5, 0.2)]:
         best = spec.optimal_draft_tokens(alpha, c)
-        assert all(spec.improvement_factor(alpha, best, c) >= spec.improvement_factor(alpha, k, c)
-                   for k in range(1, spec.MAX_DRAFT_TOKENS + 1))
-    assert spec.optimal_draft_tokens(0.8, 0.0, 10) == 10      # a free draft: every extra token helps
-    assert spec.optimal_draft_tokens(0.0, 0.1) == 1           # nothing accepted: the cheapest draft
+        assert all(
+            spec.improvement_factor(alpha, best, c) >= spec.improvement_factor(alpha, k, c)
+            for k in range(1, spec.MAX_DRAFT_TOKENS + 1)
+        )
+    assert spec.optimal_draft_tokens(0.8, 0.0, 10) == 10  # a free draft: every extra token helps
+    assert spec.optimal_draft_tokens(0.0, 0.1) == 1  # nothing accepted: the cheapest draft
 
 
 # ---- DeepSeek-V3's MTP, arXiv 2412.19437v2 §5.4.3 (read in stored verbatim quotations of the section) ---------
+
 
 @pytest.mark.parametrize("alpha", [0.85, 0.90])
 def test_deepseek_v3_mtp_acceptance_and_back(alpha):
@@ -127,6 +148,7 @@ def test_moe_speculation_pays_little_at_batch_one():
 
 # ---- EAGLE-3, arXiv 2503.01840v3 (read in a stored copy of the paper's text) -------------------------------------
 
+
 def test_eagle_3_acceptance_length_as_alpha_and_back():
     # Table 1, LLaMA-Instruct 3.1 8B, MT-bench, temperature 0: speedup 4.40x at τ = 6.13, drafted as a dynamic tree
     # of depth 8 (Appendix A: "increase the draft tree depth from 6 to 8"). A chain of 8 drafts would need an i.i.d.
@@ -154,7 +176,7 @@ def test_eagle_3_tree_verification_is_nearly_free_at_batch_one(hardware):
     assert free.verify.time_s == pytest.approx(free.plain.time_s, rel=1e-3)
     c = (6.13 / 4.40 - free.verify.time_s / free.plain.time_s) / 8
     m = target.dep.model
-    weights = total_params(m) - embedding_params(m)            # what a batch-1 step reads, less one embedding row
+    weights = total_params(m) - embedding_params(m)  # what a batch-1 step reads, less one embedding row
     layer = (weights - lm_head_params(m)) / m.num_layers
     assert layer / weights < c < (layer + lm_head_params(m)) / weights
     assert spec.tree_step(target, spec.draft_heads(c), 1, 1024, 6.13, 8, 60).speedup == pytest.approx(4.40, rel=1e-3)
@@ -169,6 +191,7 @@ def test_tree_step_verifies_every_drafted_token():
 
 
 # ---- the model on deployments ----------------------------------------------------------------------------------
+
 
 def test_batch_one_dense_matches_theorem_3_8():
     # Memory-bound and dense, a k + 1-token verification costs a plain step (plus k embedding rows), which is
@@ -206,15 +229,22 @@ def test_speedup_falls_to_one_as_batch_grows():
     # A dense model at a short context turns compute-bound as the batch grows: the speedup must never rise with
     # the batch, and it must end at or below 1.
     target = steps(model="llama-3.1-8b", hardware="h100-sxm")
-    curve = [spec.speculative_step(target, spec.draft_heads(0.05), b, 256, 0.8, 4).speedup
-             for b in [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384, 65536]]
+    curve = [
+        spec.speculative_step(target, spec.draft_heads(0.05), b, 256, 0.8, 4).speedup
+        for b in [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384, 65536]
+    ]
     assert all(later <= earlier * (1 + 1e-12) for earlier, later in pairwise(curve))
     assert curve[0] > 2 and curve[-1] < 1
 
 
 SCANNED = [  # (target, drafter, context, α, k): dense with a draft model and with heads, MoE with heads and n-gram
-    (dict(model="llama-3.1-70b", hardware="h100-sxm", num_gpus=4),
-     dict(model="llama-3.1-8b", hardware="h100-sxm", num_gpus=4), 2048, 0.8, 4),
+    (
+        dict(model="llama-3.1-70b", hardware="h100-sxm", num_gpus=4),
+        dict(model="llama-3.1-8b", hardware="h100-sxm", num_gpus=4),
+        2048,
+        0.8,
+        4,
+    ),
     (dict(model="llama-3.1-8b", hardware="h100-sxm"), 0.05, 128, 0.8, 4),
     (dict(model="qwen3-30b-a3b", hardware="h100-sxm"), 0.0, 256, 0.6, 3),
     (dict(model="mixtral-8x7b", hardware="h100-sxm", num_gpus=2), 0.03, 256, 0.7, 3),
@@ -239,9 +269,9 @@ def test_paying_range_matches_a_scan_of_every_batch(target, draft, context, alph
 def test_break_even_batch_edges():
     target = steps(model="llama-3.1-70b", hardware="h100-sxm", num_gpus=4)
     draft = spec.draft_model(steps(model="llama-3.1-8b", hardware="h100-sxm", num_gpus=4))
-    assert spec.break_even_batch(target, draft, 2048, 0.8, 4) == 323   # pays at 322, not at 323
-    assert spec.break_even_batch(target, draft, 2048, 0.8, 4, max_batch=200) is None   # still pays at 200
-    assert spec.break_even_batch(target, draft, 2048, 0.0, 4) == 1     # nothing accepted: never pays
+    assert spec.break_even_batch(target, draft, 2048, 0.8, 4) == 323  # pays at 322, not at 323
+    assert spec.break_even_batch(target, draft, 2048, 0.8, 4, max_batch=200) is None  # still pays at 200
+    assert spec.break_even_batch(target, draft, 2048, 0.0, 4) == 1  # nothing accepted: never pays
     assert spec.paying_range(target, draft, 2048, 0.0, 4) is None
     # MoE: four tokens per sequence touch up to four times the experts, so speculation starts paying above batch 1
     moe = steps(model="qwen3-30b-a3b", hardware="h100-sxm")
@@ -262,8 +292,15 @@ MODELS, ACCELERATORS = sorted(model_presets()), sorted(accelerator_presets())
 
 
 @FAST
-@given(st.sampled_from(MODELS), st.sampled_from(ACCELERATORS), st.sampled_from([1, 2, 4, 8]), st.integers(1, 2048),
-       st.integers(1, 100_000), st.integers(1, 16), st.integers(1, 16))
+@given(
+    st.sampled_from(MODELS),
+    st.sampled_from(ACCELERATORS),
+    st.sampled_from([1, 2, 4, 8]),
+    st.integers(1, 2048),
+    st.integers(1, 100_000),
+    st.integers(1, 16),
+    st.integers(1, 16),
+)
 def test_more_tokens_per_step_never_lower_the_rate_while_memory_bound(model, hardware, tp, batch, context, t1, t2):
     # While a step of τ tokens per sequence is memory-bound, τ ÷ step time never falls as τ grows: KV is read
     # once, the weights once, and the experts and embedding rows touched grow less than in proportion.
@@ -296,27 +333,35 @@ def test_acceptance_rate_inverts_expected_tokens(alpha, k):
 def test_acceptance_limits():
     assert spec.expected_tokens_per_step(1.0, 7) == 8.0 and spec.expected_tokens_per_step(0.0, 7) == 1.0
     assert spec.acceptance_rate(8.0, 7) == 1.0 and spec.acceptance_rate(1.0, 7) == 0.0
-    assert spec.expected_tokens_per_step(1 - 1e-12, 7) == pytest.approx(8.0, rel=1e-10)   # no cancellation near 1
+    assert spec.expected_tokens_per_step(1 - 1e-12, 7) == pytest.approx(8.0, rel=1e-10)  # no cancellation near 1
 
 
 # ---- bad inputs name the field and the allowed range -----------------------------------------------------------
 
-@pytest.mark.parametrize("call, field, allowed", [
-    (lambda: spec.expected_tokens_per_step(-0.1, 3), "acceptance_rate", "between 0 and 1"),
-    (lambda: spec.expected_tokens_per_step(1.1, 3), "acceptance_rate", "between 0 and 1"),
-    (lambda: spec.expected_tokens_per_step("often", 3), "acceptance_rate", "between 0 and 1"),
-    (lambda: spec.expected_tokens_per_step(0.5, 0), "draft_tokens", "between 1 and 63"),
-    (lambda: spec.expected_tokens_per_step(0.5, 2.5), "draft_tokens", "an integer between 1 and 63"),
-    (lambda: spec.improvement_factor(0.5, 64, 0.0), "draft_tokens", "between 1 and 63"),
-    (lambda: spec.improvement_factor(0.5, 3, -0.01), "draft_cost_ratio", "between 0 and 1"),
-    (lambda: spec.draft_heads(1.5), "draft_cost_ratio", "between 0 and 1"),
-    (lambda: spec.acceptance_rate(0.9, 3), "accepted_tokens_per_step", "between 1 and 4"),
-    (lambda: spec.acceptance_rate(4.5, 3), "accepted_tokens_per_step", "between 1 and 4"),
-    (lambda: spec.speculative_step(steps(), spec.NGRAM, 0, 1024, 0.8, 3), "batch_size", "between 1 and 100,000"),
-    (lambda: spec.tree_step(steps(), spec.NGRAM, 1, 1024, 9.5, 8, 60), "accepted_tokens_per_step", "between 1 and 9"),
-    (lambda: spec.tree_step(steps(), spec.NGRAM, 1, 1024, 3.0, 8, 7), "tree_tokens", "between 8 and 1,023"),
-    (lambda: spec.tree_step(steps(), spec.NGRAM, 1, 1024, 1.0, 0, 7), "draft_depth", "between 1 and 63"),
-])
+
+@pytest.mark.parametrize(
+    "call, field, allowed",
+    [
+        (lambda: spec.expected_tokens_per_step(-0.1, 3), "acceptance_rate", "between 0 and 1"),
+        (lambda: spec.expected_tokens_per_step(1.1, 3), "acceptance_rate", "between 0 and 1"),
+        (lambda: spec.expected_tokens_per_step("often", 3), "acceptance_rate", "between 0 and 1"),
+        (lambda: spec.expected_tokens_per_step(0.5, 0), "draft_tokens", "between 1 and 63"),
+        (lambda: spec.expected_tokens_per_step(0.5, 2.5), "draft_tokens", "an integer between 1 and 63"),
+        (lambda: spec.improvement_factor(0.5, 64, 0.0), "draft_tokens", "between 1 and 63"),
+        (lambda: spec.improvement_factor(0.5, 3, -0.01), "draft_cost_ratio", "between 0 and 1"),
+        (lambda: spec.draft_heads(1.5), "draft_cost_ratio", "between 0 and 1"),
+        (lambda: spec.acceptance_rate(0.9, 3), "accepted_tokens_per_step", "between 1 and 4"),
+        (lambda: spec.acceptance_rate(4.5, 3), "accepted_tokens_per_step", "between 1 and 4"),
+        (lambda: spec.speculative_step(steps(), spec.NGRAM, 0, 1024, 0.8, 3), "batch_size", "between 1 and 100,000"),
+        (
+            lambda: spec.tree_step(steps(), spec.NGRAM, 1, 1024, 9.5, 8, 60),
+            "accepted_tokens_per_step",
+            "between 1 and 9",
+        ),
+        (lambda: spec.tree_step(steps(), spec.NGRAM, 1, 1024, 3.0, 8, 7), "tree_tokens", "between 8 and 1,023"),
+        (lambda: spec.tree_step(steps(), spec.NGRAM, 1, 1024, 1.0, 0, 7), "draft_depth", "between 1 and 63"),
+    ],
+)
 def test_bad_inputs_raise_input_error(call, field, allowed):
     with pytest.raises(InputError) as error:
         call()

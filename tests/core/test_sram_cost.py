@@ -1,4 +1,5 @@
 """The SRAM calculator (moved out of allreduce, review (c)) and the cost calculator's replicas (row 13)."""
+
 import pytest
 
 from calculators import run
@@ -20,7 +21,7 @@ def test_gpus_needed_comes_in_whole_replicas():
     base = {"num_gpus": 8, "output_tokens_per_s": 24524.9}
     assert run("cost", {**base, "gpus_per_replica": 2})["gpus_needed"] == 4
     assert run("cost", {**base, "gpus_per_replica": 8})["gpus_needed"] == 8
-    assert run("cost", {**base, "gpus_per_replica": 1})["gpus_needed"] == 3     # the old, undeployable count
+    assert run("cost", {**base, "gpus_per_replica": 1})["gpus_needed"] == 3  # the old, undeployable count
     with pytest.raises(InputError) as exc:
         run("cost", {**base, "gpus_per_replica": 16})
     assert exc.value.to_json()["field"] == "gpus_per_replica"

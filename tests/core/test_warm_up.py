@@ -4,6 +4,7 @@ The worker restores a memory snapshot taken after warm_up() (hooks/snapshot.mjs)
 core's files are not on its file system, so every module must already be imported and every
 data file already read.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,5 +50,5 @@ def test_after_warm_up_no_calculator_reads_a_file(monkeypatch):
     for name in calculators.calculator_names():
         assert '"error"' not in page.present_json(name, "{}"), name
     assert page.present_json("kv_cache", '{"model": "llama-3.1-70b"}') == other_model
-    assert page.describe_json("accelerator", mine) == described   # the "define your own" dialog's check
+    assert page.describe_json("accelerator", mine) == described  # the "define your own" dialog's check
     assert '"error"' not in described

@@ -1,4 +1,5 @@
 """Mixed weight formats: MoE expert weights in one format, everything else in another (gpt-oss)."""
+
 import pytest
 
 from calculators import run
@@ -6,7 +7,7 @@ from calculators.params import embedding_params, expert_params, total_params
 from calculators.catalog import model_presets
 
 GPT_OSS = model_presets()["gpt-oss-120b"]
-NATIVE = dict(weight_dtype="bf16", expert_weight_dtype="mxfp4")   # as gpt-oss ships
+NATIVE = dict(weight_dtype="bf16", expert_weight_dtype="mxfp4")  # as gpt-oss ships
 
 
 def test_expert_params_match_the_model_card_split():
@@ -38,9 +39,14 @@ def test_gpt_oss_batch_1_bytes_with_native_formats():
     assert all_mxfp4["decode_weight_bytes_per_step"] == pytest.approx(3.034e9 - lookup * 0.53125, rel=1e-3)
 
 
-@pytest.mark.parametrize("calc, key", [("roofline", "decode_weight_bytes_per_step"),
-                                       ("memory", "weight_bytes_total"),
-                                       ("decode_limits", "weight_bytes_all_experts")])
+@pytest.mark.parametrize(
+    "calc, key",
+    [
+        ("roofline", "decode_weight_bytes_per_step"),
+        ("memory", "weight_bytes_total"),
+        ("decode_limits", "weight_bytes_all_experts"),
+    ],
+)
 def test_dense_models_ignore_the_expert_format(calc, key):
     base = dict(model="llama-3.1-8b", weight_dtype="fp8")
     assert run(calc, dict(base, expert_weight_dtype="nvfp4"))[key] == run(calc, base)[key]

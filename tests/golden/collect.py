@@ -7,6 +7,7 @@ inline texts, plot tables, notes); `texts.json` holds derivation wording and glo
 change may mean to improve (the commit that changes them says what changed). Regenerate with
 `UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/golden`.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 
 def _present(name: str, inputs: dict) -> dict:
     from calculators import page
+
     return page.present(name, inputs)
 
 
@@ -28,17 +30,22 @@ def _block_record(name: str, inputs: dict) -> tuple[dict, list]:
     shown = _present(name, inputs)
     result = dict(shown["result"])
     work = result.pop("derivation", [])
-    numbers = {"name": name, "inputs": inputs, "result": result,
-               "outputs": {o["key"]: o["text"] for o in shown["outputs"]},
-               "derivation_values": [[s["label"], s["value"], s.get("unit", "")] for s in work],
-               "derivation_value_texts": [w["text"] for w in shown["work"]],
-               "tables": shown["tables"]}
+    numbers = {
+        "name": name,
+        "inputs": inputs,
+        "result": result,
+        "outputs": {o["key"]: o["text"] for o in shown["outputs"]},
+        "derivation_values": [[s["label"], s["value"], s.get("unit", "")] for s in work],
+        "derivation_value_texts": [w["text"] for w in shown["work"]],
+        "tables": shown["tables"],
+    }
     texts = [[w["label"], w["formula"], w["substituted"]] for w in shown["work"]]
     return numbers, texts
 
 
 def _page(markdown: str) -> tuple[dict, dict]:
     from sitegen import markup, pages
+
     numbers, texts = {"inline": [], "blocks": []}, {"blocks": []}
 
     def on_inline(ref):
@@ -60,9 +67,14 @@ def _page(markdown: str) -> tuple[dict, dict]:
 
 def _glossary_tables() -> dict:
     from sitegen import glossary
-    return {"accelerators": glossary.render_accelerators(), "models": glossary.render_models(),
-            "formats": glossary.render_formats(), "engines": glossary.render_engines(),
-            "prices": glossary.render_prices()}
+
+    return {
+        "accelerators": glossary.render_accelerators(),
+        "models": glossary.render_models(),
+        "formats": glossary.render_formats(),
+        "engines": glossary.render_engines(),
+        "prices": glossary.render_prices(),
+    }
 
 
 def collect() -> tuple[dict, dict]:

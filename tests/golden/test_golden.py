@@ -3,6 +3,7 @@
 An intended change regenerates the record (`UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/golden`)
 in the same commit, whose message lists what changed and why.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -35,6 +36,7 @@ def test_the_record_covers_every_page_and_calculator(collected):
     numbers = collected["numbers.json"]
     assert {"parts/01-decode-loop.md", "parts/05-paged-attention.md", "workbench.md", "index.md"} <= set(numbers)
     from calculators import calculator_names
+
     seen = {b["name"] for page in numbers.values() for b in page["blocks"]}
     assert seen == set(calculator_names())
     assert sum(len(p["inline"]) for p in numbers.values()) > 100

@@ -1,4 +1,5 @@
 """The glossary's tables: numbers from the core (`calculators.tables`), text from `calculators.display`."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,6 +9,7 @@ from sitegen import glossary as G
 
 
 # ---- tables from the numeric core -----------------------------------------------------
+
 
 def _first_row(table: str, name: str) -> list[str]:
     for line in table.splitlines():
@@ -19,13 +21,20 @@ def _first_row(table: str, name: str) -> list[str]:
 def _patched(monkeypatch, filename: str, edit):
     """Point the core at edited data (a temp override) and clear its caches."""
     from calculators import catalog
+
     original = catalog._load.__wrapped__
 
     def load(name):
         data = original(name)
         return edit(data) if name == filename else data
-    for fn in (catalog.model_presets, catalog.accelerator_presets, catalog.formats, catalog.format_index,
-               catalog.model_info):
+
+    for fn in (
+        catalog.model_presets,
+        catalog.accelerator_presets,
+        catalog.formats,
+        catalog.format_index,
+        catalog.model_info,
+    ):
         fn.cache_clear()
     monkeypatch.setattr(catalog, "_load", load)
 
@@ -33,6 +42,7 @@ def _patched(monkeypatch, filename: str, edit):
 def test_model_table_follows_the_core(monkeypatch):
     import calculators
     from calculators import catalog
+
     before = _first_row(G.render_models(), "Llama 3.1 8B")
     expected = calculators.run("kv_cache", {"model": "llama-3.1-8b"})["kv_bytes_per_token"]
     assert before[1] == "32" and before[12] == G.fig(expected, 6) == "131,072"
@@ -43,20 +53,27 @@ def test_model_table_follows_the_core(monkeypatch):
         entry["num_layers"] = 16
         entry.pop("layer_pattern", None)
         return data
+
     _patched(monkeypatch, "models.toml", fewer_layers)
     try:
         after = _first_row(G.render_models(), "Llama 3.1 8B")
         assert after[1] == "16" and after[12] == "65,536"
-        assert after[7] != before[7]         # total parameters recomputed by the core
+        assert after[7] != before[7]  # total parameters recomputed by the core
     finally:
         monkeypatch.undo()
-        for fn in (catalog.model_presets, catalog.accelerator_presets, catalog.formats, catalog.format_index,
-                   catalog.model_info):
+        for fn in (
+            catalog.model_presets,
+            catalog.accelerator_presets,
+            catalog.formats,
+            catalog.format_index,
+            catalog.model_info,
+        ):
             fn.cache_clear()
 
 
 def test_accelerator_table_follows_the_core(monkeypatch):
     from calculators import catalog
+
     name = catalog.accelerator_presets()["h100-sxm"].name
     before = _first_row(G.render_accelerators(), name)
 
@@ -64,6 +81,7 @@ def test_accelerator_table_follows_the_core(monkeypatch):
         data = {**data, "accelerator": [dict(a) for a in data["accelerator"]]}
         next(a for a in data["accelerator"] if a["id"] == "h100-sxm")["memory_bandwidth_bytes_per_s"] = 4.0e12
         return data
+
     _patched(monkeypatch, "accelerators.toml", faster)
     try:
         after = _first_row(G.render_accelerators(), name)
@@ -71,8 +89,13 @@ def test_accelerator_table_follows_the_core(monkeypatch):
         assert after != before
     finally:
         monkeypatch.undo()
-        for fn in (catalog.model_presets, catalog.accelerator_presets, catalog.formats, catalog.format_index,
-                   catalog.model_info):
+        for fn in (
+            catalog.model_presets,
+            catalog.accelerator_presets,
+            catalog.formats,
+            catalog.format_index,
+            catalog.model_info,
+        ):
             fn.cache_clear()
 
 
@@ -94,7 +117,7 @@ def test_accelerator_table_states_its_memory_policy_and_links_every_row():
     rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| Accelerator")]
     assert rows and all("([link](https://" in r for r in rows)
     mi300x = _first_row(table, "AMD Instinct MI300X")
-    assert mi300x[2] == "192" and mi300x[3] == "vendor"       # GiB column
+    assert mi300x[2] == "192" and mi300x[3] == "vendor"  # GiB column
 
 
 def test_tgi_row_carries_its_maintenance_status():

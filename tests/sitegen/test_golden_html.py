@@ -4,6 +4,7 @@ A changed template, chart or hub renderer fails here with a diff; an intended ch
 files (`UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/sitegen/test_golden_html.py`) in the same
 commit, whose message says what changed. Files keep one tag per line (`><` split) so diffs read.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -17,17 +18,21 @@ from sitegen import blocks, hub, markup, pages, series, svgplot
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
-RUNTIME = {"worker": "../assets/calculators/worker.js", "pyodide": "../assets/vendor/pyodide/0/",
-           "wheel": "../assets/wheels/x/core.whl", "snapshot": "../assets/snapshots/x/calculators.snapshot",
-           "plotly": "../assets/vendor/plotly/0/plotly-cartesian.min.js"}
+RUNTIME = {
+    "worker": "../assets/calculators/worker.js",
+    "pyodide": "../assets/vendor/pyodide/0/",
+    "wheel": "../assets/wheels/x/core.whl",
+    "snapshot": "../assets/snapshots/x/calculators.snapshot",
+    "plotly": "../assets/vendor/plotly/0/plotly-cartesian.min.js",
+}
 
-BLOCKS = {   # a plot and a model select; two preset selects and a bar chart; defaults, no plot
+BLOCKS = {  # a plot and a model select; two preset selects and a bar chart; defaults, no plot
     "block-kv-cache-plot": "name: kv_cache\ntitle: KV cache of Llama 3.1 70B\n"
-                           "inputs: {model: llama-3.1-70b, context_tokens: 32768}\nplot: kv_vs_context\n",
+    "inputs: {model: llama-3.1-70b, context_tokens: 32768}\nplot: kv_vs_context\n",
     "block-memory-bar": "name: memory\ninputs: {model: llama-3.1-8b, hardware: h100-sxm}\nplot: by_tensor_parallel\n",
     "block-cost-defaults": "name: cost\n",
 }
-CHARTS = {   # one of each series kind the core emits, and a log-axis line with operating points
+CHARTS = {  # one of each series kind the core emits, and a log-axis line with operating points
     "svg-line": ("kv_cache", {}, "kv_vs_context"),
     "svg-bar": ("memory", {}, "by_tensor_parallel"),
     "svg-scatter": ("roofline", {}, "tokens_per_user_vs_gpu"),
@@ -71,8 +76,10 @@ def test_page_config():
 
 def test_hub():
     s, written = series.load_series(), frozenset({1, 2, 3, 4, 5})
-    check("hub", "\n".join(f(s, written, _fake_href)
-                           for f in (hub.render_diagram, hub.render_part_list, hub.render_routes)))
+    check(
+        "hub",
+        "\n".join(f(s, written, _fake_href) for f in (hub.render_diagram, hub.render_part_list, hub.render_routes)),
+    )
 
 
 def test_a_changed_template_fails(monkeypatch):

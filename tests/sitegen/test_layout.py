@@ -1,5 +1,6 @@
 """The build's shape (#12): hooks handle MkDocs events only, the build functions import no MkDocs,
 and the DOM contract the calculator HTML writes is the one `sitegen.dom` declares."""
+
 from __future__ import annotations
 
 import ast
@@ -44,8 +45,11 @@ def test_the_build_functions_import_no_mkdocs(path):
 @pytest.mark.parametrize("path", HOOKS + SITEGEN, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_no_function_over_40_lines(path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    long = [f"{f.name}: {f.end_lineno - f.lineno + 1}" for f in ast.walk(tree)
-            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.end_lineno - f.lineno + 1 > 40]
+    long = [
+        f"{f.name}: {f.end_lineno - f.lineno + 1}"
+        for f in ast.walk(tree)
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.end_lineno - f.lineno + 1 > 40
+    ]
     assert long == []
 
 
@@ -54,5 +58,5 @@ def test_the_calculator_html_uses_only_the_declared_data_attributes():
     html = pages.block_html(block, "calc-x")
     used = set(re.findall(r"\s(data-[a-z-]+)", html))
     assert used <= set(DOM.values())
-    assert set(DOM.values()) - used == {"data-error"}   # the one the script makes, on an input's first error
+    assert set(DOM.values()) - used == {"data-error"}  # the one the script makes, on an input's first error
     assert all(v == f"data-{k}" for k, v in DOM.items()) and len(DOM) == 15

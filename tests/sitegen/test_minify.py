@@ -1,4 +1,5 @@
 """The site's own scripts and styles are minified into site/ and keep working (the browser suite runs them)."""
+
 from __future__ import annotations
 
 import shutil
@@ -16,7 +17,7 @@ def test_every_own_script_and_style_is_minified_to_well_under_its_source(tmp_pat
     assert after.keys() == before.keys()
     for path, size in after.items():
         assert size < 0.8 * before[path], path
-        assert "/*" not in (tmp_path / path).read_text(encoding="utf-8")   # comments gone
+        assert "/*" not in (tmp_path / path).read_text(encoding="utf-8")  # comments gone
     # the module graph is kept: calculators.js still imports its siblings by the same names
     assert 'from"./figures.js"' in (tmp_path / "assets/calculators/calculators.js").read_text(encoding="utf-8")
 

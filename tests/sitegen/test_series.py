@@ -1,4 +1,5 @@
 """The series hub: data, generated HTML, navigation, part headers (no browser; tests/site/test_series.py has those)."""
+
 from __future__ import annotations
 
 import re
@@ -9,19 +10,54 @@ from sitegen import hub as H
 from sitegen import series as S
 
 SEED_STAGES = {  # lane -> stage names, as the seed draws them
-    "a": ["Client / API gateway", "KV-aware load balancer", "Queue + scheduler", "Prefill worker",
-          "KV transfer over RDMA", "Decode worker", "Next step / preemption"],
-    "b": ["Paged KV cache", "Prefix cache / radix tree", "Attention & sampling", "Quantized weights",
-          "Draft model", "TP · PP · EP shards"],
-    "c": ["GPU + HBM bandwidth", "MoE experts & all-to-all", "K8s autoscaling / cold start",
-          "SLOs, goodput, $/M tokens"],
+    "a": [
+        "Client / API gateway",
+        "KV-aware load balancer",
+        "Queue + scheduler",
+        "Prefill worker",
+        "KV transfer over RDMA",
+        "Decode worker",
+        "Next step / preemption",
+    ],
+    "b": [
+        "Paged KV cache",
+        "Prefix cache / radix tree",
+        "Attention & sampling",
+        "Quantized weights",
+        "Draft model",
+        "TP · PP · EP shards",
+    ],
+    "c": [
+        "GPU + HBM bandwidth",
+        "MoE experts & all-to-all",
+        "K8s autoscaling / cold start",
+        "SLOs, goodput, $/M tokens",
+    ],
     "w": ["Long context", "Structured output", "Agents & multimodal", "Reasoning"],
 }
-SEED_PARTS = {"gateway": (17, 19), "load-balancer": (8, 19), "scheduler": (6, 7), "prefill": (1, 6, 12),
-              "decode": (1, 6, 12), "kv-transfer": (13,), "preemption-loop": (7,), "paged-kv": (4, 5),
-              "prefix-cache": (8,), "attention": (9,), "quantized-weights": (10,), "draft-model": (11,),
-              "shards": (12,), "gpu": (2,), "moe": (14,), "autoscaling": (19,), "slo": (3, 20),
-              "long-context": (15,), "structured-output": (16,), "agents": (18,), "reasoning": (18, 20)}
+SEED_PARTS = {
+    "gateway": (17, 19),
+    "load-balancer": (8, 19),
+    "scheduler": (6, 7),
+    "prefill": (1, 6, 12),
+    "decode": (1, 6, 12),
+    "kv-transfer": (13,),
+    "preemption-loop": (7,),
+    "paged-kv": (4, 5),
+    "prefix-cache": (8,),
+    "attention": (9,),
+    "quantized-weights": (10,),
+    "draft-model": (11,),
+    "shards": (12,),
+    "gpu": (2,),
+    "moe": (14,),
+    "autoscaling": (19,),
+    "slo": (3, 20),
+    "long-context": (15,),
+    "structured-output": (16,),
+    "agents": (18,),
+    "reasoning": (18, 20),
+}
 
 
 def fake_href(src: str, anchor: str) -> str:
@@ -100,8 +136,13 @@ def test_nav_lists_written_parts_and_keeps_other_entries(series, tmp_path):
     written = S.written_parts(series, tmp_path)
     assert written == {2}
     nav = S.build_nav(series, written, tmp_path, [{"Home": "index.md"}, {"Other": "other.md"}])
-    assert nav == [{"Home": "index.md"}, {"Parts": [{"2 · The machine": "parts/02-the-machine.md"}]},
-                   {"Glossary & numbers": "glossary.md"}, {"Workbench": "workbench.md"}, {"Other": "other.md"}]
+    assert nav == [
+        {"Home": "index.md"},
+        {"Parts": [{"2 · The machine": "parts/02-the-machine.md"}]},
+        {"Glossary & numbers": "glossary.md"},
+        {"Workbench": "workbench.md"},
+        {"Other": "other.md"},
+    ]
 
 
 def test_part_header_and_pager(series):

@@ -1,4 +1,5 @@
 """The glossary's terms: anchors in both directions, abbreviations, slugs from the series (no browser)."""
+
 from __future__ import annotations
 
 import re
@@ -19,6 +20,7 @@ def terms():
 
 
 # ---- checks on Markdown sources (also run against fake parts below) -------------------
+
 
 def heading_ids(markdown: str) -> set[str]:
     """Ids Markdown gives the headings of a part: `{#id}` if pinned, else the toc slug."""
@@ -42,9 +44,17 @@ ABBR = re.compile(r"(?<![\w/.-])([A-Z][A-Z0-9]*[A-Z]s?|[A-Z]{2,}/[a-zA-Z]+)(?![\
 def abbreviations_used(markdown: str) -> set[str]:
     """All-capitals tokens in prose (code, maths, links, HTML and attributes removed)."""
     text = re.sub(r"```.*?```|~~~.*?~~~", "", markdown, flags=re.S)
-    text = re.sub(r"^\*\[[^\]]+\]:.*$", "", text, flags=re.M)      # abbreviation definitions
-    for pattern in (r"`[^`]*`", r"\$\$.*?\$\$", r"\$[^$\n]*\$", r"\]\([^)]*\)", r"\{[#.:][^}]*\}",
-                    r"<[^>]+>", r"\{\{.*?\}\}", r"https?://\S+"):
+    text = re.sub(r"^\*\[[^\]]+\]:.*$", "", text, flags=re.M)  # abbreviation definitions
+    for pattern in (
+        r"`[^`]*`",
+        r"\$\$.*?\$\$",
+        r"\$[^$\n]*\$",
+        r"\]\([^)]*\)",
+        r"\{[#.:][^}]*\}",
+        r"<[^>]+>",
+        r"\{\{.*?\}\}",
+        r"https?://\S+",
+    ):
         text = re.sub(pattern, " ", text, flags=re.S)
     return {w for w in ABBR.findall(text) if not any(c.isdigit() for c in w)}
 
@@ -56,8 +66,7 @@ def missing_anchors(terms, part: int, markdown: str) -> list[str]:
 
 def undefined_abbreviations(terms, markdown: str) -> list[str]:
     known = {t.abbr for t in terms.terms if t.abbr} | {a for a, _ in terms.expansions} | terms.ignore
-    return sorted(w for w in abbreviations_used(markdown)
-                  if w not in known and w.rstrip("s") not in known)
+    return sorted(w for w in abbreviations_used(markdown) if w not in known and w.rstrip("s") not in known)
 
 
 def written(terms) -> dict[int, str]:
@@ -67,13 +76,42 @@ def written(terms) -> dict[int, str]:
 
 # ---- the term list ---------------------------------------------------------------------
 
+
 def test_core_terms_are_in_the_glossary(terms):
     names = {t.term.lower() for t in terms.terms} | {t.abbr for t in terms.terms}
-    for word in ("decode", "prefill", "memory wall", "arithmetic intensity", "roofline", "ridge point", "HBM",
-                 "TTFT", "TPOT", "ITL", "goodput", "SLO", "percentile", "kv cache", "GQA", "MQA", "MLA", "SWA",
-                 "pagedattention", "block table", "internal fragmentation", "external fragmentation",
-                 "copy-on-write", "preemption", "recompute", "swap", "continuous batching", "TP", "all-reduce",
-                 "nvlink", "MoE"):
+    for word in (
+        "decode",
+        "prefill",
+        "memory wall",
+        "arithmetic intensity",
+        "roofline",
+        "ridge point",
+        "HBM",
+        "TTFT",
+        "TPOT",
+        "ITL",
+        "goodput",
+        "SLO",
+        "percentile",
+        "kv cache",
+        "GQA",
+        "MQA",
+        "MLA",
+        "SWA",
+        "pagedattention",
+        "block table",
+        "internal fragmentation",
+        "external fragmentation",
+        "copy-on-write",
+        "preemption",
+        "recompute",
+        "swap",
+        "continuous batching",
+        "TP",
+        "all-reduce",
+        "nvlink",
+        "MoE",
+    ):
         assert word in names, word
 
 
@@ -116,10 +154,10 @@ def test_links_are_markdown_for_written_parts_and_plain_otherwise(terms):
 
 def test_abbreviation_lines_feed_the_tooltips(terms):
     lines = G.abbreviations(terms).splitlines()
-    assert "*[TTFT]: Time to first token" in lines            # the expansion, not the definition
-    assert "*[KV]: Key–value (cache)" in lines                 # an explicit expansion wins
+    assert "*[TTFT]: Time to first token" in lines  # the expansion, not the definition
+    assert "*[KV]: Key–value (cache)" in lines  # an explicit expansion wins
     assert all(re.match(r"^\*\[[^\]]+\]: [^\[\]]+$", line) for line in lines)
-    assert any(line.startswith("*[OSDI]: ") for line in lines)     # tooltip-only expansions too
+    assert any(line.startswith("*[OSDI]: ") for line in lines)  # tooltip-only expansions too
     table = G.render_abbreviations(terms)
     assert "| TTFT | [Time to first token](#time-to-first-token) |" in table
 
@@ -129,5 +167,5 @@ def test_term_wording_follows_the_review(terms):
     d = {t.term: t.definition for t in terms.terms}
     assert "5.13 billion" in d["Active parameters"] and "5.1 billion of 117" not in d["Active parameters"]
     assert "several steps" in d["Prefill"] and "all prompt tokens pass through the model together" not in d["Prefill"]
-    assert "Alpaca" in d["Block size"] and "ShareGPT" in d["Block size"]      # Kwon et al. §7.2
+    assert "Alpaca" in d["Block size"] and "ShareGPT" in d["Block size"]  # Kwon et al. §7.2
     assert "(V0)" in d["Swap"] and "V1" in d["Swap"] and "(V0)" in d["Preemption"]
