@@ -1,4 +1,5 @@
-"""The build's shape (#12): hooks handle MkDocs events only, the build functions import no MkDocs,
+"""The project's shape (#12): hooks handle MkDocs events only, the build functions import no MkDocs,
+no function anywhere is over 40 lines, the browser code is at most six modules of at most 200 lines,
 and the DOM contract the calculator HTML writes is the one `sitegen.dom` declares."""
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from sitegen.dom import DOM
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = sorted((ROOT / "hooks").glob("*.py"))
 SITEGEN = sorted((ROOT / "sitegen").glob("*.py"))
+CORE = sorted((ROOT / "calculators").rglob("*.py"))
+BROWSER = sorted((ROOT / "docs" / "assets").rglob("*.js"))
 
 
 def _imports(tree: ast.Module) -> set[str]:
@@ -42,7 +45,7 @@ def test_the_build_functions_import_no_mkdocs(path):
     assert "mkdocs" not in _imports(ast.parse(path.read_text(encoding="utf-8")))
 
 
-@pytest.mark.parametrize("path", HOOKS + SITEGEN, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", HOOKS + SITEGEN + CORE, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_no_function_over_40_lines(path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
     long = [
@@ -51,6 +54,12 @@ def test_no_function_over_40_lines(path):
         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.end_lineno - f.lineno + 1 > 40
     ]
     assert long == []
+
+
+def test_the_browser_code_is_six_modules_or_fewer_none_over_200_lines():
+    assert 0 < len(BROWSER) <= 6, [p.name for p in BROWSER]
+    lengths = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in BROWSER}
+    assert max(lengths.values()) <= 200, lengths
 
 
 def test_the_calculator_html_uses_only_the_declared_data_attributes():
