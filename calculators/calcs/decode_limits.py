@@ -151,10 +151,8 @@ def _derivation(lim: Limits, at_max: StepCost) -> list[dict]:
              [(lim.context, "tokens"), lim.sm.kv_share], lim.kv_seq, "B"),
         step("Batch where KV reads equal weight reads", "(W ÷ N) ÷ KV_seq", "({} ÷ {}) ÷ {}",
              [(lim.weights, "B"), n, kv_seq], lim.kv_equals_weights, "sequences"),
-        # the value as the page has always shown it, F_seq ÷ KV_seq: the output divides by N as well (they
-        # differ for N > 1; kept so that no derivation value changes in a refactor)
         step("Intensity limit", "(F_seq ÷ N) ÷ KV_seq", "({} ÷ {}) ÷ {}", [(lim.flops_seq, "FLOP"), n, kv_seq],
-             lim.flops_seq / lim.kv_seq, "FLOP/B"),
+             lim.intensity_limit, "FLOP/B"),
     ] + _ridge_steps(lim.dep) + [
         # "never" is text: no batch up to the search's end turns compute-bound
         step("Batch at the ridge", "smallest B with B × F_seq ÷ (W + N × B × KV_seq) > effective ridge",

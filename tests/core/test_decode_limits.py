@@ -95,3 +95,11 @@ def test_efficiencies_move_the_ridge_batch_the_right_way():
         > base
         > _run(compute_efficiency=0.5, **kw)["batch_at_ridge"]
     )
+
+
+def test_the_intensity_limit_step_shows_the_output_it_derives_at_any_tp():
+    """The derivation's "Intensity limit" line divides by N as its formula and the output do (it showed
+    F_seq ÷ KV_seq, N times the output, for N > 1)."""
+    out = run("decode_limits", {"model": "llama-3.1-70b", "hardware": "h100-sxm", "num_gpus": 4})
+    shown = next(s for s in out["derivation"] if s["label"] == "Intensity limit")
+    assert shown["value"] == pytest.approx(out["intensity_limit_flops_per_byte"], rel=1e-12)
