@@ -184,7 +184,7 @@ class Engine:
             if self.state[i] != RUNNING:  # preempted earlier in this loop
                 continue
             new = min(self.tokens[i] - self.done[i], budget)
-            while self.pool.blocks_for(self.done[i] + new) - self.pool.blocks[i] > self.pool.free:
+            while self.pool.need(i, self.done[i] + new) > self.pool.free:
                 victim = self._victim()
                 self._preempt(victim)
                 preempted, budget = True, budget + plan.pop(victim, 0)
@@ -342,11 +342,10 @@ class Engine:
 
     def _blocks_allow(self, k: int) -> int:
         """The most steps ≤ k whose new blocks the free pool covers (blocks for one step are held)."""
-        pool, done, running = self.pool, self.done, self.running
-        blocks, held, blocks_for = pool.blocks, pool.held, pool.blocks_for
+        pool, done, running, need = self.pool, self.done, self.running, self.pool.need
 
         def fits(steps: int) -> bool:
-            return sum([blocks_for(done[i] + steps) - blocks[i] - len(held[i]) for i in running]) <= pool.free
+            return sum([need(i, done[i] + steps) for i in running]) <= pool.free
 
         if k == 1 or self.cfg.reserve_full_length or fits(k):
             return k

@@ -29,9 +29,13 @@ class KvPool:
         whole = (request.prompt_tokens + request.output_tokens) // self.block_size
         self.names[i] = self.block_names.chain(request.pieces(), self.block_size, whole)
 
+    def need(self, i: int, tokens: int) -> int:
+        """Blocks sequence i still lacks for `tokens` computed tokens (its own and its cached ones count)."""
+        return self.blocks_for(tokens) - self.blocks[i] - len(self.held[i])
+
     def allocate(self, i: int, tokens: int) -> None:
         """Blocks for `tokens` computed tokens of sequence i."""
-        need = self.blocks_for(tokens) - self.blocks[i] - len(self.held[i])
+        need = self.need(i, tokens)
         if need > 0:
             self.take(need)
             self.blocks[i] += need

@@ -378,3 +378,12 @@ def test_in_the_goodput_calculators_terms_the_engine_agrees_with_its_simulator(r
     assert len(engine.ttft_s) == len(reference) == 1500
     for ours, theirs in ((engine.ttft_s, [r[0] for r in reference]), (engine.tpot_s, [r[1] for r in reference])):
         assert statistics.mean(ours) == pytest.approx(statistics.mean(theirs), rel=0.001)
+
+
+def test_a_sequence_holding_cached_blocks_is_not_preempted_for_blocks_it_has():
+    # 0 holds its 4 system-prompt blocks as cached ones while 1 prefills in 8-token chunks, so 0's decodes
+    # go through the general path; the pool (18 blocks) holds both at their peak (7 + 11), so nobody is
+    # preempted (counting 0's own blocks only asked for 4 it already held, and preempted 1 once)
+    reqs = [Request(0.0, 16, 10, prefix=(("system", 0, 16),)), Request(0.06, 40, 2)]
+    r = simulate(Stub(), reqs, cached(kv_blocks=18, block_size_tokens=4, max_num_batched_tokens=8))
+    assert r.preemptions == (0, 0)
