@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..calcs.goodput import percentile
 from ..calcs.percentiles import order_statistic_ci
 
 
@@ -15,6 +16,5 @@ def percentile_with_ci(values, pct: float, confidence: float = 0.95) -> tuple[fl
     n = len(ordered)
     if not n:
         return 0.0, 0.0, 0.0
-    estimate = ordered[max(0, math.ceil(pct / 100 * n) - 1)]
     lo, hi, _ = order_statistic_ci(n, pct / 100, confidence)
-    return estimate, ordered[lo - 1] if lo >= 1 else 0.0, ordered[hi - 1] if hi <= n else math.inf
+    return percentile(ordered, pct), ordered[lo - 1] if lo >= 1 else 0.0, ordered[hi - 1] if hi <= n else math.inf
