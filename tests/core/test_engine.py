@@ -78,6 +78,25 @@ def test_swap_keeps_the_kv_and_pays_the_host_link_each_way():
     assert r.e2e_s == pytest.approx((0.102, 0.114))
 
 
+def test_a_sequence_swapped_out_mid_prefill_resumes_its_prefill():
+    # blocks of 4, a pool of 7, a budget of 8 tokens: at t = 0.15 request 1 has 18 of its 24 prompt tokens
+    # and asks for 6 more (6 blocks) while 0 needs its 2nd block: 1 is swapped out (5 blocks). Back at
+    # 0.325, after 0 finishes, its last 6 prompt tokens are a prefill chunk (50 ms) plus 5 blocks × 10 kB
+    # ÷ 10 MB/s = 5 ms of swap-in, so its first token comes at 0.38 (priced as a 10 ms decode it was 0.34)
+    reqs = [Request(0.0, 4, 20), Request(0.0, 24, 2)]
+    swap = cfg(
+        kv_blocks=7,
+        block_size_tokens=4,
+        max_num_batched_tokens=8,
+        preemption="swap",
+        swap_bytes_per_s=1e7,
+        kv_bytes_per_block=1e4,
+    )
+    r = simulate(Stub(), reqs, swap)
+    assert r.preemptions == (0, 1)
+    assert r.ttft_s == pytest.approx((0.05, 0.38))
+
+
 def test_static_batching_admits_nothing_until_the_batch_drains():
     reqs = [Request(0.0, 10, 5), Request(0.001, 10, 2)]
     static = simulate(Stub(), reqs, cfg(batching="static"))
