@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 BATCHING = ("continuous", "static")
 POLICIES = ("fcfs", "priority", "sjf")
 PREEMPTION = ("recompute", "swap")
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(NamedTuple):
+    """One request (a named tuple: immutable, and cheap to make by the thousand for every run)."""
+
     arrival_s: float
     prompt_tokens: int
     output_tokens: int
@@ -20,6 +22,7 @@ class Request:
     output_stream: tuple | None = None  # (stream, start): the output continues a shared stream (a later turn)
     after: int = -1  # ≥ 0: arrives think_s after request `after` ends (its arrival_s unused)
     think_s: float = 0.0
+    generated: int = 0  # > 0: a warm start, decoding at t = 0 with this many tokens out (arrival_s unused)
 
     def pieces(self) -> list:
         """The whole sequence as pieces (stream, start, length); stream None = the request's own."""

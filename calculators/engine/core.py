@@ -28,14 +28,15 @@ from __future__ import annotations
 import heapq
 import math
 
-from ..calcs.goodput_sim import Gaps
 from .config import EngineConfig, Request
 from .decoding import Decoding
+from .metrics import Gaps
 from .pool import KvPool
 from .queue import WaitingQueue
 from .steps import StepTimes
 
 RUNNING, WAITING, FINISHED, REJECTED = "running", "waiting", "finished", "rejected"
+NO_HITS = (0, 0, 0)  # no prefix cache: (GPU, host, evictable) blocks found
 
 
 class Engine:
@@ -86,9 +87,14 @@ class Engine:
         "hit_host",
         "decoding",
         "admitted",
+        "misses",
+        "stop",
+        "stopped",
     )
 
-    def __init__(self, times: StepTimes, requests: list[Request], cfg: EngineConfig, measured: tuple[int, int]):
+    def __init__(
+        self, times: StepTimes, requests: list[Request], cfg: EngineConfig, measured: tuple[int, int], stop=None
+    ):
         n = self.n = len(requests)
         self.cfg, self.times = cfg, times
         self.arrival = [r.arrival_s for r in requests]
@@ -107,7 +113,7 @@ class Engine:
         self.now, self.left, self.gaps = 0.0, self.hi - self.lo, Gaps()
         # Arrivals to come, (time, index); a request that follows another (closed loop, agent turns)
         # joins when its predecessor ends, think_s later.
-        self.pending = [(r.arrival_s, i) for i, r in enumerate(requests) if r.after < 0]
+        self.pending = [(r.arrival_s, i) for i, r in enumerate(requests) if r.after < 0 and not r.generated]
         heapq.heapify(self.pending)
         self.followers: dict[int, list[int]] = {}
         for i, r in enumerate(requests):
@@ -118,6 +124,19 @@ class Engine:
         arrays = (self.done, self.gen, self.tokens, self.last, self.out, self.measured)
         grows = cfg.batching == "continuous" and not cfg.reserve_full_length
         self.decoding = Decoding(arrays, self.pool, grows)
+        self.misses, self.stop, self.stopped = 0, stop, False
+        for i, r in enumerate(requests):
+            if r.generated:
+                self._warm(i, r.generated)
+
+    def _warm(self, i: int, generated: int) -> None:
+        """i is decoding at t = 0, `generated` tokens out (the last one's KV still to compute)."""
+        self.gen[i], self.tokens[i] = generated, self.prompt[i] + generated
+        self.done[i] = self.tokens[i] - 1
+        self.first[i] = self.started[i] = self.arrival[i] = 0.0
+        self.pool.allocate(i, self.prompt[i] + self.out[i] if self.cfg.reserve_full_length else self.done[i])
+        self.running[i], self.admitted, self.state[i] = self.admitted, self.admitted + 1, RUNNING
+        self.decoding.add(i, self.running[i])
 
     # ---- arrivals and departures ----------------------------------------------------------------------
     def _arrive(self) -> None:
@@ -144,8 +163,21 @@ class Engine:
             self.pool.release(i)
         if self.measured[i]:
             self.left -= 1
+            if self.stop is not None and self._missed(i, state):
+                self.misses += 1
+                if self.misses > self.stop[2]:  # the run has answered its question: stop here
+                    self.stopped, self.left = True, 0
         for j in self.followers.get(i, ()):
             heapq.heappush(self.pending, (self.now + self.requests[j].think_s, j))
+
+    def _missed(self, i: int, state: str) -> bool:
+        """Whether request i, ended, missed the stop's TTFT or mean-TPOT target (a rejection misses both)."""
+        if state != FINISHED:
+            return True
+        ttft, tpot = self.first[i] - self.arrival[i], 0.0
+        if self.out[i] > 1:
+            tpot = (self.finished[i] - self.first[i]) / (self.out[i] - 1)
+        return ttft > self.stop[0] or tpot > self.stop[1]
 
     def _preempt(self, i: int) -> None:
         del self.running[i]
@@ -193,9 +225,10 @@ class Engine:
         """Waiting requests in policy order, into `plan`, while the budget, the cap and the blocks last."""
         cfg, waiting = self.cfg, self.waiting
         bs = cfg.block_size_tokens
-        while budget > 0 and len(waiting) and len(self.running) < cfg.max_num_seqs:
+        while budget > 0 and waiting.heap and len(self.running) < cfg.max_num_seqs:
             i = waiting.peek()
-            gpu, host, evictable = self.pool.hits(i, self.done[i], self.tokens[i])
+            cached = self.pool.cache is not None
+            gpu, host, evictable = self.pool.hits(i, self.done[i], self.tokens[i]) if cached else NO_HITS
             start = self.done[i] or (gpu + host) * bs
             remaining = self.tokens[i] - start
             if not cfg.chunked_prefill and remaining > budget:
@@ -205,14 +238,13 @@ class Engine:
             if self.pool.blocks_for(reserve) - gpu + evictable > self.pool.free:
                 return
             waiting.pop()
-            self._reuse(i, gpu, host)
+            if gpu + host:
+                self._reuse(i, gpu, host)
             self._start(i, reserve)
             plan[i], budget = new, budget - new
 
     def _reuse(self, i: int, gpu: int, host: int) -> None:
         """Start i from its cached leading blocks (host-tier ones copied back, the copy added to the step)."""
-        if not gpu + host:
-            return
         bs = self.cfg.block_size_tokens
         self.extra_s += self.pool.reuse(i, gpu, host)
         self.done[i] = (gpu + host) * bs
@@ -264,7 +296,8 @@ class Engine:
         grow = dec.blocks_needed(1)
         if not cfg.mixed_batches:  # vLLM V0: admitted prompts are prefilled alone, decodes wait
             plan: dict = {}
-            self._admit(plan, cfg.max_num_batched_tokens)
+            if self.waiting.heap:
+                self._admit(plan, cfg.max_num_batched_tokens)
             if plan or self.prefilling or grow > pool.free or len(dec) > cfg.max_num_batched_tokens:
                 return plan or None
             pool.take(grow)
@@ -290,9 +323,10 @@ class Engine:
         self._admit(chunks, budget)
         return chunks
 
-    def _stretch(self) -> int:
-        """How many decode-only steps may run as one: to the next finish, the step that passes the next
-        arrival that could be admitted, or the last step the free blocks cover (1 while tracing)."""
+    def _stretch(self, step_s: float) -> int:
+        """How many decode-only steps of step_s (the next one's time) may run as one: to the next finish,
+        the step that passes the next arrival that could be admitted, or the last step the free blocks
+        cover (1 while tracing)."""
         cfg, dec = self.cfg, self.decoding
         if self.extra_s or self.prefilling or self.steps < cfg.trace_steps:
             return 1
@@ -300,7 +334,6 @@ class Engine:
         # only an arrival (under priority or sjf it may rank first and fit) can change the next plan.
         k = dec.steps_to_finish()
         if len(self.running) < cfg.max_num_seqs and cfg.batching == "continuous" and self.pending:
-            step_s = self.times.decode(len(dec), dec.context())
             k = min(k, max(1, math.ceil((self.pending[0][0] - self.now) / step_s)))
         first, free = dec.blocks_needed(1), self.pool.free  # the plan took the first step's blocks
 
@@ -315,21 +348,36 @@ class Engine:
             lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
         return lo
 
-    def _run_fast(self, plan: dict, decode: bool) -> None:
-        """A step of the fast path: every decoding sequence decodes (unless `decode` is False: vLLM V0's
-        prefill-only step, where they wait) and plan's sequences compute their tokens; with no plan, a
-        stretch of such decode-only steps."""
-        dec, pool = self.decoding, self.pool
-        n = len(dec) if decode else 0
-        k = self._stretch() if n and not plan else 1
+    def _run_decodes(self) -> None:
+        """A stretch of decode-only steps of the decoding set (see _stretch): the hot loop of a run."""
+        dec, pool, decode = self.decoding, self.pool, self.times.decode
+        step_s = decode(len(dec), dec.context())
+        k = self._stretch(step_s)
         if k > 1:
             pool.take(dec.blocks_needed(k) - dec.blocks_needed(1))
+            step_s = decode(len(dec), dec.context(k))  # each step at the stretch's middle context
         start = self.now
-        took = k * self._fast_step_time(plan, n, k) + self.extra_s
+        took = k * step_s + self.extra_s
+        self.now, self.extra_s = start + took, 0.0
+        self._record(start, took, {}, len(dec))
+        self._book(dec.advance(k, self.now, took / k))
+        if pool.cache is not None:  # filled blocks with a name become cached before anyone leaves
+            dec.sync()
+            pool.register(dec.members(), self.done)
+        self._finish_decodes()
+        self.steps += k
+
+    def _run_fast(self, plan: dict, decode: bool) -> None:
+        """A step of the fast path: every decoding sequence decodes (unless `decode` is False: vLLM V0's
+        prefill-only step, where they wait) and plan's sequences compute their tokens."""
+        dec, pool = self.decoding, self.pool
+        n = len(dec) if decode else 0
+        start = self.now
+        took = self._fast_step_time(plan, n) + self.extra_s
         self.now, self.extra_s = start + took, 0.0
         self._record(start, took, plan, n)
         if n:
-            self._book(dec.advance(k, self.now, took / k))
+            self._book(dec.advance(1, self.now, took))
         done = self.done
         for i, new in plan.items():
             done[i] += new
@@ -337,16 +385,19 @@ class Engine:
             dec.sync()
             pool.register([*dec.members(), *plan], done)
         self._emit_and_join(plan)
-        for i in dec.finished():
+        self._finish_decodes()
+        self.steps += 1
+
+    def _finish_decodes(self) -> None:
+        for i in self.decoding.finished():
             self._end(i, FINISHED)
             del self.running[i]
-        self.steps += k
 
-    def _fast_step_time(self, plan: dict, n: int, k: int) -> float:
-        """n decoding-set members at their mean context over k steps, with plan's chunks and decodes."""
+    def _fast_step_time(self, plan: dict, n: int) -> float:
+        """n decoding-set members, with plan's chunks and decodes."""
         dec, done, prefilling = self.decoding, self.done, self.prefilling
         others = [i for i in plan if i not in prefilling]  # decodes outside the set (back from a swap)
-        context = (dec.context(k) if n else 0) + sum([done[i] + 1 for i in others])
+        context = (dec.context() if n else 0) + sum([done[i] + 1 for i in others])
         chunks = [(done[i], new) for i, new in plan.items() if i in prefilling]
         if not chunks:
             return self.times.decode(n + len(others), context)
@@ -424,23 +475,26 @@ class Engine:
     def _record(self, start: float, took: float, plan: dict, n: int) -> None:
         """Occupancy at this step, and (the first trace_steps steps) who ran: the n decoding-set members
         first, in running order, then plan's sequences."""
-        self.occupancy.append((start, len(self.running), len(self.waiting), self.cfg.kv_blocks - self.pool.free))
+        self.occupancy.append((start, len(self.running), len(self.waiting.heap), self.cfg.kv_blocks - self.pool.free))
         if self.steps < self.cfg.trace_steps:
             dec = self.decoding
             ran = [(i, 1) for i in self.running if i in dec] if n else []
             self.trace.append((start, took, (*ran, *plan.items()), tuple(i for _, _, i in self.waiting.heap)))
 
     def run(self) -> None:
-        while self.left:
+        while self.left > 0:
             self._arrive()
-            if not self.running and not len(self.waiting):
+            if not self.running and not self.waiting.heap:
                 if not self.pending:
                     return
                 self.now = self.pending[0][0]
                 continue
             plan = self._fast_plan()
-            if plan is not None and (plan or self.decoding):
-                self._run_fast(plan, decode=self.cfg.mixed_batches or not plan)
+            if plan:
+                self._run_fast(plan, decode=self.cfg.mixed_batches)
+                continue
+            if plan is not None and self.decoding:
+                self._run_decodes()
                 continue
             plan, preempted = self._run_general()
             if not plan and not preempted:  # nothing can run (a safety net: requests that never fit are rejected)

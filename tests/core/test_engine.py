@@ -357,48 +357,6 @@ def test_percentiles_carry_an_order_statistic_interval():
     assert percentile_with_ci(values[:50], 99)[2] == float("inf")  # 50 requests cannot bound a p99
 
 
-@pytest.mark.parametrize("rate", [10.0, 25.0, 35.0])
-def test_in_the_goodput_calculators_terms_the_engine_agrees_with_its_simulator(rate):
-    """Configured as the goodput calculator models a server (prefill-only steps, KV reserved for the
-    whole length, FCFS, no token budget), the engine reproduces goodput_sim's latencies. The two loops
-    cut decode stretches at different events and price each at its middle context, so they need not
-    agree bit for bit: measured within 0.02% (rates 10–40 requests/s); asserted within 0.1%."""
-    from calculators.calcs.goodput_sim import Workload, simulate as goodput_simulate
-
-    _, model = _real_times()
-    times = StepTimes(model)
-    v = {
-        "seed": 2,
-        "burstiness": 1.0,
-        "input_distribution": "lognormal",
-        "input_tokens_mean": 512,
-        "input_tokens_cv": 0.5,
-        "output_distribution": "lognormal",
-        "output_tokens_mean": 128,
-        "output_tokens_cv": 0.5,
-    }
-    draws = Workload(v).first(1500)
-    capacity = 60_000
-    reference = goodput_simulate(model, draws, rate, 256, capacity)
-    reqs = workload.open_loop(draws, rate)
-    engine = simulate(
-        times,
-        reqs,
-        cfg(
-            kv_blocks=capacity,
-            block_size_tokens=1,
-            max_num_seqs=256,
-            max_num_batched_tokens=10**9,
-            chunked_prefill=False,
-            mixed_batches=False,
-            reserve_full_length=True,
-        ),
-    )
-    assert len(engine.ttft_s) == len(reference) == 1500
-    for ours, theirs in ((engine.ttft_s, [r[0] for r in reference]), (engine.tpot_s, [r[1] for r in reference])):
-        assert statistics.mean(ours) == pytest.approx(statistics.mean(theirs), rel=0.001)
-
-
 def test_a_sequence_holding_cached_blocks_is_not_preempted_for_blocks_it_has():
     # 0 holds its 4 system-prompt blocks as cached ones while 1 prefills in 8-token chunks, so 0's decodes
     # go through the general path; the pool (18 blocks) holds both at their peak (7 + 11), so nobody is
