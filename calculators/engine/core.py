@@ -37,6 +37,7 @@ from .steps import StepTimes
 
 RUNNING, WAITING, FINISHED, REJECTED = "running", "waiting", "finished", "rejected"
 NO_HITS = (0, 0, 0)  # no prefix cache: (GPU, host, evictable) blocks found
+EMPTY: dict = {}  # no sequence outside the decoding set runs (never written to)
 
 
 class Engine:
@@ -123,7 +124,7 @@ class Engine:
         self.requests, self.hit_gpu, self.hit_host, self.pool = requests, [0] * n, [0] * n, KvPool(cfg, n)
         arrays = (self.done, self.gen, self.tokens, self.last, self.out, self.measured)
         grows = cfg.batching == "continuous" and not cfg.reserve_full_length
-        self.decoding = Decoding(arrays, self.pool, grows)
+        self.decoding = Decoding(arrays, self.pool, grows, self.gaps)
         self.misses, self.stop, self.stopped = 0, stop, False
         for i, r in enumerate(requests):
             if r.generated:
@@ -293,7 +294,7 @@ class Engine:
         cfg, dec, pool = self.cfg, self.decoding, self.pool
         if cfg.batching == "static":
             return {} if dec else None
-        grow = dec.blocks_needed(1)
+        grow = dec.blocks_needed(1) if dec.grows else 0
         if not cfg.mixed_batches:  # vLLM V0: admitted prompts are prefilled alone, decodes wait
             plan: dict = {}
             if self.waiting.heap:
@@ -332,15 +333,22 @@ class Engine:
             return 1
         # A request still waiting now waits for blocks or budget, neither of which a decode step frees;
         # only an arrival (under priority or sjf it may rank first and fit) can change the next plan.
-        k = dec.steps_to_finish()
-        if len(self.running) < cfg.max_num_seqs and cfg.batching == "continuous" and self.pending:
-            k = min(k, max(1, math.ceil((self.pending[0][0] - self.now) / step_s)))
-        first, free = dec.blocks_needed(1), self.pool.free  # the plan took the first step's blocks
+        k = dec.ends[0][0] - dec.g
+        if self.pending and len(self.running) < cfg.max_num_seqs and cfg.batching == "continuous":
+            to_arrival = math.ceil((self.pending[0][0] - self.now) / step_s)
+            if to_arrival < k:
+                k = to_arrival if to_arrival > 1 else 1
+        return self._blocks_allow(k) if k > 1 and dec.grows else k
+
+    def _blocks_allow(self, k: int) -> int:
+        """The most steps ≤ k whose new blocks the free pool covers (the plan took the first step's)."""
+        dec, free = self.decoding, self.pool.free
+        first = dec.blocks_needed(1)
 
         def fits(steps: int) -> bool:
             return dec.blocks_needed(steps) - first <= free
 
-        if k == 1 or fits(k):
+        if fits(k):
             return k
         lo, hi = 1, k - 1
         while lo < hi:
@@ -350,20 +358,22 @@ class Engine:
 
     def _run_decodes(self) -> None:
         """A stretch of decode-only steps of the decoding set (see _stretch): the hot loop of a run."""
-        dec, pool, decode = self.decoding, self.pool, self.times.decode
-        step_s = decode(len(dec), dec.context())
+        dec, decode = self.decoding, self.times.decode
+        n = len(dec.joined)
+        step_s = decode(n, dec.context())
         k = self._stretch(step_s)
         if k > 1:
-            pool.take(dec.blocks_needed(k) - dec.blocks_needed(1))
-            step_s = decode(len(dec), dec.context(k))  # each step at the stretch's middle context
+            if dec.grows:
+                self.pool.take(dec.blocks_needed(k) - dec.blocks_needed(1))
+            step_s = decode(n, dec.context(k))  # each step at the stretch's middle context
         start = self.now
         took = k * step_s + self.extra_s
         self.now, self.extra_s = start + took, 0.0
-        self._record(start, took, {}, len(dec))
-        self._book(dec.advance(k, self.now, took / k))
-        if pool.cache is not None:  # filled blocks with a name become cached before anyone leaves
+        self._record(start, took, EMPTY, n)
+        dec.advance(k, self.now, took / k)
+        if self.pool.cache is not None:  # filled blocks with a name become cached before anyone leaves
             dec.sync()
-            pool.register(dec.members(), self.done)
+            self.pool.register(dec.members(), self.done)
         self._finish_decodes()
         self.steps += k
 
@@ -377,7 +387,7 @@ class Engine:
         self.now, self.extra_s = start + took, 0.0
         self._record(start, took, plan, n)
         if n:
-            self._book(dec.advance(1, self.now, took))
+            dec.advance(1, self.now, took)
         done = self.done
         for i, new in plan.items():
             done[i] += new
@@ -389,7 +399,10 @@ class Engine:
         self.steps += 1
 
     def _finish_decodes(self) -> None:
-        for i in self.decoding.finished():
+        dec = self.decoding
+        if not dec.ends or dec.ends[0][0] > dec.g:  # nobody's last token yet (the common case)
+            return
+        for i in dec.finished():
             self._end(i, FINISHED)
             del self.running[i]
 
@@ -483,7 +496,8 @@ class Engine:
 
     def run(self) -> None:
         while self.left > 0:
-            self._arrive()
+            if self.pending and self.pending[0][0] <= self.now:
+                self._arrive()
             if not self.running and not self.waiting.heap:
                 if not self.pending:
                     return

@@ -16,12 +16,26 @@ from heapq import heappop, heappush
 
 
 class Decoding:
-    __slots__ = ("g", "joined", "ends", "phase", "rel_sum", "cohorts", "step_end", "newest", "arrays", "pool", "grows")
+    __slots__ = (
+        "g",
+        "joined",
+        "ends",
+        "phase",
+        "rel_sum",
+        "cohorts",
+        "step_end",
+        "newest",
+        "arrays",
+        "pool",
+        "grows",
+        "gaps",
+    )
 
-    def __init__(self, arrays: tuple, pool, grows: bool):
+    def __init__(self, arrays: tuple, pool, grows: bool, gaps):
         """arrays: the engine's (done, gen, tokens, last, out, measured); pool: its KvPool, whose own-block
-        counts are kept for members only when `grows` (KV not reserved up front)."""
-        self.arrays, self.pool, self.grows = arrays, pool, grows
+        counts are kept for members only when `grows` (KV not reserved up front); gaps: the run's Gaps,
+        where advance() books the measured members' inter-token gaps."""
+        self.arrays, self.pool, self.grows, self.gaps = arrays, pool, grows, gaps
         self.phase = [0] * pool.block_size
         self.g, self.joined, self.ends, self.rel_sum, self.cohorts = 0, {}, [], 0, {}
         self.step_end, self.newest = 0.0, -1
@@ -66,19 +80,20 @@ class Decoding:
                     need += count * ((k - 1 - first) // bs + 1)
         return need
 
-    def advance(self, k: int, end: float, step_s: float) -> list:
-        """k decode steps of every member, the last ending at `end`; returns the measured gaps as
-        (value, weight): each cohort's first gap, then k − 1 steps for every measured member."""
+    def advance(self, k: int, end: float, step_s: float) -> None:
+        """k decode steps of every member, the last ending at `end`; books the measured gaps: each
+        cohort's first gap, then k − 1 steps for every measured member."""
         first_at, total = end - (k - 1) * step_s, 0
-        gaps = []
+        values, weights = self.gaps.values, self.gaps.weights
         for t, count in self.cohorts.items():
             if count:
-                gaps.append((first_at - t, count))
+                values.append(first_at - t)
+                weights.append(count)
                 total += count
         if k > 1 and total:
-            gaps.append((step_s, (k - 1) * total))
+            values.append(step_s)
+            weights.append((k - 1) * total)
         self.cohorts, self.g, self.step_end = {end: total}, self.g + k, end
-        return gaps
 
     def finished(self) -> list:
         """Members whose last token the steps so far generated: synced and removed."""
