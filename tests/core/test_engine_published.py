@@ -165,16 +165,17 @@ def test_vllm_fig13a_paged_kv_batches_more_requests_than_orca():
     regime the paper attributes the gap to ("PagedAttention can efficiently manage the memory usage and
     thus enable batching more requests").
 
-    What the engine leaves out: the paper's Orca keeps each reservation in a buddy allocator, which
-    rounds it up; Fig. 2 (the memory of the §6.2 experiment) has Orca (Oracle) at 38.2% token states,
-    25.2% reservation and 36.6% internal fragmentation. The engine's Oracle reserves exactly, so its
-    batch should exceed the paper's by 1 ÷ (0.382 + 0.252) = 1.58. Asserted, each within its reason:
+    What the engine leaves out: the paper's Orca keeps each reservation contiguous (a buddy allocator);
+    Fig. 2 (averages over the §6.2 experiments, as read in docs/parts/05-paged-attention.md) has Orca
+    (Oracle) at 38.2% token states, 25.2% reserved slots and 36.6% external fragmentation and other
+    waste. The engine's Oracle reserves exactly from a paged pool, so it has no such waste and its batch
+    should exceed the paper's by 1 ÷ (0.382 + 0.252) = 1.58. Asserted, each within its reason:
       - Orca (Max): exactly 7 (the cap binds, as in the paper);
       - Orca (Oracle) × 0.634 within ±15% of 13.7 (seed and length-spread assumption: ±7% measured
         over 3 seeds and spreads 0.7–1.4; the figure's ratios are printed to 2 digits);
       - vLLM ÷ Orca (Max) between 4.3 × 0.9 and 4.3 × 1.35: a saturated pool is an upper bound for the
         paper's vLLM, which at 2 requests/s may sit below its memory limit; measured 5.1;
-      - vLLM ÷ Orca (Oracle) above 1.3: paging gains over exact reservations without the buddy waste
+      - vLLM ÷ Orca (Oracle) above 1.3: paging gains over exact reservations without that waste
         (measured 1.6–1.7; the paper's 2.2 × 0.634 = 1.39 is the same comparison)."""
     times = _times("opt-13b", "a100-40gb")
     slots = int(12 * GIB / OPT13B_KV_BYTES_PER_TOKEN)
