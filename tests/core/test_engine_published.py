@@ -16,7 +16,7 @@ import statistics
 import pytest
 
 from calculators.calcs import goodput
-from calculators.calcs.goodput_sim import Workload
+from calculators.engine.workload import Workload
 from calculators.calcs.steptime import StepModel, deployment
 from calculators.engine import workload
 from calculators.engine.config import EngineConfig, Request
