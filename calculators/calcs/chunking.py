@@ -1,12 +1,13 @@
 """Chunked prefill: one long prompt arrives into a decoding batch; TTFT against the batch's inter-token gaps.
 
-The scene (Sarathi-Serve, OSDI 2024, arXiv 2403.02310 §3: a prefill "stalls" the decodes that share
-its step): B sequences are decoding at a context of C tokens when a prompt of P tokens arrives. vLLM
-V1 and SGLang schedule the running decodes first and fill the rest of the step's token budget
-(max_num_batched_tokens) with prompt tokens, so the prompt is prefilled in chunks of budget − B
-tokens, one chunk a step, each step carrying every decode; the engine simulator does exactly this.
-Without chunking the whole prompt goes in one step (which must hold P + B tokens); vLLM V0's default
-scheduler ran it in a step of its own, the decodes waiting (engine mixed_batches False).
+The scene (Sarathi-Serve, OSDI 2024, arXiv 2403.02310, abstract: stall-free schedules add requests
+without pausing ongoing decodes): B sequences are decoding at a context of C tokens when a prompt of
+P tokens arrives. vLLM V1 (v0.33.0; SGLang 0.5.23 only with --enable-mixed-chunk) schedules the
+running decodes first and fills the rest of the step's token budget (max_num_batched_tokens) with
+prompt tokens, so the prompt is prefilled in chunks of budget − B tokens, one chunk a step, each step
+carrying every decode; the engine simulator does exactly this. Without chunking the whole prompt goes
+in one step (which must hold P + B tokens); vLLM V0's default scheduler ran it in a step of its own,
+the decodes waiting (engine mixed_batches False).
 
 Measured on the simulator, per budget: the long prompt's TTFT (arrival at a step boundary to its first
 token) and the gaps between tokens of the decoding sequences over their next `window` tokens after the
@@ -67,7 +68,7 @@ def _fields() -> list[dict]:
 def _mode_outputs() -> list[dict]:
     names = {
         "chunked": "At your budget, chunked",
-        "unchunked": "Unchunked (one step, vLLM V1 / SGLang off)",
+        "unchunked": "Unchunked (one mixed step)",
         "prefill_first": "Prefill-only step (vLLM V0)",
     }
     out = []
@@ -87,11 +88,12 @@ SCHEMA = {
     "description": (
         "A batch of sequences is decoding when one long prompt arrives. The engine simulator schedules the "
         "decodes first and fills the rest of each step's token budget with prompt tokens (chunked prefill, "
-        "as vLLM V1 and SGLang do), or runs the whole prompt in one step (unchunked), or in a step of its "
-        "own while the decodes wait (vLLM V0's default). It reports the prompt's time to first token and "
-        "the decoding sequences' gaps between tokens over a window after it arrives, for token budgets "
-        "from small to whole-prompt, and the budget with the best TTFT that meets your ITL target. Step "
-        "times from the roofline model scaled by the efficiency factors, plus a fixed overhead per step."
+        "as vLLM V1 does, and SGLang with --enable-mixed-chunk), or runs the whole prompt in one step "
+        "(unchunked), or in a step of its own while the decodes wait (vLLM V0's default). It reports the "
+        "prompt's time to first token and the decoding sequences' gaps between tokens over a window after "
+        "it arrives, for token budgets from small to whole-prompt, and the budget with the best TTFT that "
+        "meets your ITL target. Step times from the roofline model scaled by the efficiency factors, plus a "
+        "fixed overhead per step."
     ),
     "inputs": _fields(),
     "outputs": _mode_outputs()
