@@ -67,60 +67,72 @@ def _fields() -> list[dict]:
                 "Every request is measured; both batchings run the same ones.",
             ),
             integer("seed", "Random seed", 0, 0, 2**31 - 1),
-            choice("input_distribution", "Prompt length distribution", "lognormal", DISTRIBUTIONS),
-            integer("input_tokens_mean", "Mean prompt length", 512, 1, 200_000, "tokens"),
-            number("input_tokens_cv", "Prompt length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
-            choice("output_distribution", "Output length distribution", "lognormal", DISTRIBUTIONS),
-            integer("output_tokens_mean", "Mean output length", 128, 1, 20_000, "tokens"),
-            number(
-                "output_tokens_cv",
-                "Output length spread (std ÷ mean)",
-                1.0,
-                0.0,
-                4.0,
-                "",
-                step=0.05,
-                help="Static batching loses most when lengths differ: a batch runs as long as its longest member.",
-            ),
-            integer(
-                "max_num_seqs",
-                "Running-sequence cap (max_num_seqs; the static batch size)",
-                256,
-                1,
-                4096,
-                "sequences",
-                "vLLM V1 v0.33.0 defaults to 1,024 on an H100 and 256 on smaller GPUs.",
-            ),
-            integer(
-                "max_num_batched_tokens",
-                "Token budget per step (max_num_batched_tokens)",
-                8192,
-                16,
-                1_048_576,
-                "tokens",
-                "vLLM V1 v0.33.0's API server: 8,192 on an H100 (vllm/engine/arg_utils.py).",
-            ),
-            choice(
-                "chunked_prefill",
-                "Chunked prefill (continuous run)",
-                "on",
-                ON_OFF,
-                "Off: a prompt that does not fit in the budget left waits for a step where it does.",
-            ),
-            number(
-                "step_overhead_ms",
-                "Fixed overhead per step",
-                0.0,
-                0.0,
-                100.0,
-                "ms",
-                "CPU scheduling and kernel launches; CUDA graphs shrink it. 0 is the roofline bound.",
-            ),
-            choice("timeline_of", "Timeline shows", "continuous", BATCHINGS),
-            integer("timeline_requests", "Requests in the timeline", 8, 1, 24, "requests"),
-            integer("timeline_steps", "Steps in the timeline", 40, 1, 200, "steps"),
         ]
+        + _length_fields()
+        + _engine_fields()
     )
+
+
+def _length_fields() -> list[dict]:
+    return [
+        choice("input_distribution", "Prompt length distribution", "lognormal", DISTRIBUTIONS),
+        integer("input_tokens_mean", "Mean prompt length", 512, 1, 200_000, "tokens"),
+        number("input_tokens_cv", "Prompt length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
+        choice("output_distribution", "Output length distribution", "lognormal", DISTRIBUTIONS),
+        integer("output_tokens_mean", "Mean output length", 128, 1, 20_000, "tokens"),
+        number(
+            "output_tokens_cv",
+            "Output length spread (std ÷ mean)",
+            1.0,
+            0.0,
+            4.0,
+            "",
+            step=0.05,
+            help="Static batching loses most when lengths differ: a batch runs as long as its longest member.",
+        ),
+    ]
+
+
+def _engine_fields() -> list[dict]:
+    return [
+        integer(
+            "max_num_seqs",
+            "Running-sequence cap (max_num_seqs; the static batch size)",
+            256,
+            1,
+            4096,
+            "sequences",
+            "vLLM V1 v0.33.0 defaults to 1,024 on an H100 and 256 on smaller GPUs.",
+        ),
+        integer(
+            "max_num_batched_tokens",
+            "Token budget per step (max_num_batched_tokens)",
+            8192,
+            16,
+            1_048_576,
+            "tokens",
+            "vLLM V1 v0.33.0's API server: 8,192 on an H100 (vllm/engine/arg_utils.py).",
+        ),
+        choice(
+            "chunked_prefill",
+            "Chunked prefill (continuous run)",
+            "on",
+            ON_OFF,
+            "Off: a prompt that does not fit in the budget left waits for a step where it does.",
+        ),
+        number(
+            "step_overhead_ms",
+            "Fixed overhead per step",
+            0.0,
+            0.0,
+            100.0,
+            "ms",
+            "CPU scheduling and kernel launches; CUDA graphs shrink it. 0 is the roofline bound.",
+        ),
+        choice("timeline_of", "Timeline shows", "continuous", BATCHINGS),
+        integer("timeline_requests", "Requests in the timeline", 8, 1, 24, "requests"),
+        integer("timeline_steps", "Steps in the timeline", 40, 1, 200, "steps"),
+    ]
 
 
 def _metric_outputs() -> list[dict]:
@@ -272,44 +284,27 @@ def _curve(steps: StepModel, context: int) -> tuple[dict, dict]:
     return plot, costs
 
 
-def compute(v: dict) -> dict:
-    dep = deployment(v)
-    steps = StepModel(dep)
-    times = StepTimes(steps, v["step_overhead_ms"] / 1e3)
-    capacity = budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"]).tokens
-    blocks = max(1, int(capacity // 16))
-    requests = _requests(v)
+def _runs(v: dict, times: StepTimes, requests: list, blocks: int) -> tuple[dict, dict]:
+    """Both batchings on the same requests: (their results, their outputs keyed by batching)."""
     out, results = {}, {}
     for kind in KINDS:
         trace = v["timeline_steps"] if kind == v["timeline_of"] else 0
         results[kind] = r = simulate(times, requests, _config(v, kind, blocks, trace))
         out.update({f"{kind}_{k}": x for k, x in _metrics(r).items()})
-    context = max(1, round(sum(r.prompt_tokens + r.output_tokens / 2 for r in requests) / len(requests)))
-    plot, costs = _curve(steps, context)
-    c64 = costs[64]
-    bw = dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency
+    return results, out
+
+
+def _ratios(out: dict) -> dict:
+    s, c, ttft = out["static_output_tokens_per_s"], out["continuous_output_tokens_per_s"], out["continuous_ttft_p99_s"]
+    return {
+        "throughput_ratio": c / s if s else 0.0,
+        "ttft_p99_ratio": out["static_ttft_p99_s"] / ttft if ttft else 0.0,
+    }
+
+
+def _derivation(dep, capacity: float, context: int, c64, out: dict) -> list[dict]:
     s, c = out["static_output_tokens_per_s"], out["continuous_output_tokens_per_s"]
-    out.update(
-        {
-            "throughput_ratio": c / s if s else 0.0,
-            "ttft_p99_ratio": out["static_ttft_p99_s"] / out["continuous_ttft_p99_s"]
-            if out["continuous_ttft_p99_s"]
-            else 0.0,
-            "kv_capacity_tokens": int(capacity),
-            "mean_context_tokens": context,
-            "step_time_batch_1_s": costs[1].time_s,
-            "step_time_batch_64_s": c64.time_s,
-            "step_time_batch_256_s": costs[256].time_s,
-            "weights_share_batch_64": (c64.weight_bytes_per_gpu / bw) / c64.time_s,
-        }
-    )
-    rejected = {k: results[k].rejected for k in KINDS if results[k].rejected}
-    notes = [
-        f"{n} requests rejected under {k} batching (longer than the KV pool or, unchunked, the token budget)"
-        for k, n in rejected.items()
-    ]
-    out["notes"] = notes
-    out["derivation"] = efficiency_steps(dep) + [
+    return efficiency_steps(dep) + [
         step("KV pool", "engine budget ÷ KV per token (all layers)", "{}", [(capacity, "tokens")], capacity, "tokens"),
         step(
             "Decode step, 64 sequences",
@@ -328,6 +323,36 @@ def compute(v: dict) -> dict:
             "×",
         ),
     ]
+
+
+def compute(v: dict) -> dict:
+    dep = deployment(v)
+    steps = StepModel(dep)
+    capacity = budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"]).tokens
+    requests = _requests(v)
+    results, out = _runs(v, StepTimes(steps, v["step_overhead_ms"] / 1e3), requests, max(1, int(capacity // 16)))
+    context = max(1, round(sum(r.prompt_tokens + r.output_tokens / 2 for r in requests) / len(requests)))
+    plot, costs = _curve(steps, context)
+    c64 = costs[64]
+    bw = dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency
+    out.update(_ratios(out))
+    out.update(
+        {
+            "kv_capacity_tokens": int(capacity),
+            "mean_context_tokens": context,
+            "step_time_batch_1_s": costs[1].time_s,
+            "step_time_batch_64_s": c64.time_s,
+            "step_time_batch_256_s": costs[256].time_s,
+            "weights_share_batch_64": (c64.weight_bytes_per_gpu / bw) / c64.time_s,
+        }
+    )
+    out["notes"] = [
+        f"{results[k].rejected} requests rejected under {k} batching (longer than the KV pool or, unchunked, "
+        "the token budget)"
+        for k in KINDS
+        if results[k].rejected
+    ]
+    out["derivation"] = _derivation(dep, capacity, context, c64, out)
     out["series"] = {
         "timeline": _timeline_series(v, results[v["timeline_of"]].trace, requests),
         "step_time_vs_batch": plot,

@@ -202,6 +202,67 @@ def budgets(v: dict) -> list[int]:
     return sorted(grid)
 
 
+def _mode_values(modes: dict) -> dict:
+    out = {}
+    for m, res in modes.items():
+        out.update({f"{m}_ttft_s": res["ttft"], f"{m}_itl_p50_s": res["p50"], f"{m}_itl_p99_s": res["p99"]})
+        out[f"{m}_itl_max_s"] = res["max"]
+    return out
+
+
+def _series(v: dict, sweep: dict) -> dict:
+    xs = sorted(sweep)
+    return series(
+        f"TTFT of a {v['prompt_tokens']:,}-token prompt and the batch's gaps, against the token budget",
+        "Token budget per step",
+        "tokens",
+        xs,
+        [
+            ("prompt's TTFT", "ms", [sweep[t]["ttft"] * 1e3 for t in xs]),
+            ("batch ITL max", "ms", [sweep[t]["max"] * 1e3 for t in xs]),
+            ("batch ITL p99", "ms", [sweep[t]["p99"] * 1e3 for t in xs]),
+            ("batch ITL p50", "ms", [sweep[t]["p50"] * 1e3 for t in xs]),
+            ("ITL target", "ms", [v["itl_target_ms"] for _ in xs]),
+        ],
+        log_axes=True,
+    )
+
+
+def _derivation(v: dict, scene: Scene, out: dict, ttft: float) -> list[dict]:
+    b, chunk, best, metric = scene.b, out["chunk_tokens"], out["best_budget_tokens"], v["itl_metric"]
+    budget_tokens, prompt = (v["max_num_batched_tokens"], "tokens"), (v["prompt_tokens"], "tokens")
+    return efficiency_steps(scene.dep) + [
+        step(
+            "Decode step of the batch",
+            "step(B, C)",
+            "step({}, {})",
+            [b, (scene.c + 1, "tokens")],
+            out["decode_step_s"],
+            "s",
+        ),
+        step(
+            "Prompt tokens per chunk", "budget − B (decodes go first)", "{} − {}", [budget_tokens, b], chunk, "tokens"
+        ),
+        step("Chunks", "⌈P ÷ chunk⌉", "⌈{} ÷ {}⌉", [prompt, (chunk, "tokens")], out["chunks"], "chunks"),
+        step(
+            "TTFT at your budget",
+            "simulated: arrival to the end of the last chunk's step",
+            "{} chunks",
+            [out["chunks"]],
+            ttft,
+            "s",
+        ),
+        step(
+            "Best budget",
+            f"lowest TTFT with ITL {metric} ≤ target",
+            "target {}",
+            [(v["itl_target_ms"] / 1e3, "s")],
+            best,
+            "tokens",
+        ),
+    ]
+
+
 def compute(v: dict) -> dict:
     if v["max_num_batched_tokens"] <= v["decode_batch"]:
         raise InputError(
@@ -209,86 +270,30 @@ def compute(v: dict) -> dict:
             f"must be more than the decoding batch ({v['decode_batch']}): "
             "the decodes take one token each before any prompt token",
         )
-    scene = Scene(v)
+    scene, yours_t = Scene(v), v["max_num_batched_tokens"]
     sweep = {t: scene.run(t, "chunked") for t in budgets(v)}
-    yours = sweep[v["max_num_batched_tokens"]]
     modes = {
-        "chunked": yours,
-        "unchunked": scene.run(v["max_num_batched_tokens"], "unchunked"),
-        "prefill_first": scene.run(v["max_num_batched_tokens"], "prefill_first"),
+        "chunked": sweep[yours_t],
+        "unchunked": scene.run(yours_t, "unchunked"),
+        "prefill_first": scene.run(yours_t, "prefill_first"),
     }
-    out = {}
-    for m, res in modes.items():
-        out.update(
-            {
-                f"{m}_ttft_s": res["ttft"],
-                f"{m}_itl_p50_s": res["p50"],
-                f"{m}_itl_p99_s": res["p99"],
-                f"{m}_itl_max_s": res["max"],
-            }
-        )
+    out = _mode_values(modes)
     target, metric = v["itl_target_ms"] / 1e3, v["itl_metric"]
     meeting = [(res["ttft"], t) for t, res in sweep.items() if res[metric] <= target]
     best = min(meeting)[1] if meeting else 0
-    chunk = v["max_num_batched_tokens"] - v["decode_batch"]
-    decode_s = scene.times.decode(scene.b, scene.b * (scene.c + 1))
+    chunk = yours_t - v["decode_batch"]
     out.update(
         {
             "best_budget_tokens": best,
             "best_ttft_s": sweep[best]["ttft"] if best else 0.0,
             "best_itl_s": sweep[best][metric] if best else 0.0,
-            "decode_step_s": decode_s,
+            "decode_step_s": scene.times.decode(scene.b, scene.b * (scene.c + 1)),
             "prefill_alone_s": scene.model.prefill([scene.p]).time_s + scene.times.overhead_s,
             "chunk_tokens": chunk,
             "chunks": -(-v["prompt_tokens"] // chunk),
         }
     )
-    xs = sorted(sweep)
-    out["series"] = {
-        "ttft_itl_vs_budget": series(
-            f"TTFT of a {v['prompt_tokens']:,}-token prompt and the batch's gaps, against the token budget",
-            "Token budget per step",
-            "tokens",
-            xs,
-            [
-                ("prompt's TTFT", "ms", [sweep[t]["ttft"] * 1e3 for t in xs]),
-                ("batch ITL max", "ms", [sweep[t]["max"] * 1e3 for t in xs]),
-                ("batch ITL p99", "ms", [sweep[t]["p99"] * 1e3 for t in xs]),
-                ("batch ITL p50", "ms", [sweep[t]["p50"] * 1e3 for t in xs]),
-                ("ITL target", "ms", [v["itl_target_ms"] for _ in xs]),
-            ],
-            log_axes=True,
-        )
-    }
+    out["series"] = {"ttft_itl_vs_budget": _series(v, sweep)}
     out["notes"] = [] if best else [f"no budget in the sweep meets the ITL target ({metric} ≤ {v['itl_target_ms']} ms)"]
-    out["derivation"] = efficiency_steps(scene.dep) + [
-        step(
-            "Decode step of the batch", "step(B, C)", "step({}, {})", [scene.b, (scene.c + 1, "tokens")], decode_s, "s"
-        ),
-        step(
-            "Prompt tokens per chunk",
-            "budget − B (decodes go first)",
-            "{} − {}",
-            [(v["max_num_batched_tokens"], "tokens"), scene.b],
-            chunk,
-            "tokens",
-        ),
-        step(
-            "Chunks",
-            "⌈P ÷ chunk⌉",
-            "⌈{} ÷ {}⌉",
-            [(v["prompt_tokens"], "tokens"), (chunk, "tokens")],
-            out["chunks"],
-            "chunks",
-        ),
-        step(
-            "TTFT at your budget",
-            "simulated: arrival to the end of the last chunk's step",
-            "{} chunks",
-            [out["chunks"]],
-            yours["ttft"],
-            "s",
-        ),
-        step("Best budget", f"lowest TTFT with ITL {metric} ≤ target", "target {}", [(target, "s")], best, "tokens"),
-    ]
+    out["derivation"] = _derivation(v, scene, out, sweep[yours_t]["ttft"])
     return out
