@@ -149,8 +149,8 @@ class Scene:
 
     def run(self, tokens: int, mode: str) -> dict:
         """TTFT and the window's gaps for a budget of `tokens` (unchunked modes: at least P + B)."""
-        if mode != "chunked":
-            tokens = max(tokens, self.p + self.b)
+        if mode != "chunked":  # unchunked, the engine admits only a request whose prompt + output fit the budget
+            tokens = max(tokens, self.p + self.b, self.p + LONG_OUTPUT, self.c + self.batch[0].output_tokens)
         warm = simulate(self.times, self.batch, self._config(tokens, mode, 0))
         ready = max(warm.ttft_s)  # every sequence of the batch has its first token: a step starts
         before = sum(1 for o in warm.occupancy if o[0] < ready)  # steps so far (none stretched: prefilling)
