@@ -128,13 +128,21 @@ class Scene:
             v["prompt_tokens"],
             v["window_tokens"],
         )
-        out = self.w + LONG_OUTPUT + 2  # the batch outlives the window
-        need = self.b * (self.c + out) + self.p + LONG_OUTPUT
-        if need > capacity:
+
+    def _batch(self, tokens: int) -> list:
+        """The decoding sequences, with answers long enough to outlive their own warm-up (at most
+        ⌈B × C ÷ (budget − B)⌉ + B steps: each step gives prompts at least budget − B tokens, or one whole
+        prompt unchunked), the long prompt's chunks and the window."""
+        b, chunk = self.b, max(1, tokens - self.b)
+        out = -(-b * self.c // chunk) + b + 2 + -(-self.p // chunk) + self.w + LONG_OUTPUT + 4
+        need = b * (self.c + out) + self.p + LONG_OUTPUT
+        if need > self.capacity:
             raise InputError(
-                "decode_batch", f"the batch and the prompt need {need:,} tokens of KV; the pool holds {int(capacity):,}"
+                "decode_batch",
+                f"the batch and the prompt need {need:,} tokens of KV at a budget of {tokens:,}; the pool holds "
+                f"{int(self.capacity):,}",
             )
-        self.batch = [Request(0.0, self.c, out) for _ in range(self.b)]
+        return [Request(0.0, self.c, out) for _ in range(b)]
 
     def _config(self, tokens: int, mode: str, trace: int) -> EngineConfig:
         return EngineConfig(
@@ -150,12 +158,14 @@ class Scene:
     def run(self, tokens: int, mode: str) -> dict:
         """TTFT and the window's gaps for a budget of `tokens` (unchunked modes: at least P + B)."""
         if mode != "chunked":  # unchunked, the engine admits only a request whose prompt + output fit the budget
-            tokens = max(tokens, self.p + self.b, self.p + LONG_OUTPUT, self.c + self.batch[0].output_tokens)
-        warm = simulate(self.times, self.batch, self._config(tokens, mode, 0))
+            tokens = max(tokens, self.p + self.b, self.p + LONG_OUTPUT)
+            tokens = max(tokens, self.c + self._batch(tokens)[0].output_tokens)
+        batch = self._batch(tokens)
+        warm = simulate(self.times, batch, self._config(tokens, mode, 0))
         ready = max(warm.ttft_s)  # every sequence of the batch has its first token: a step starts
         before = sum(1 for o in warm.occupancy if o[0] < ready)  # steps so far (none stretched: prefilling)
         chunks = -(-self.p // max(1, tokens - self.b)) if mode == "chunked" else 1
-        reqs = [*self.batch, Request(ready + ARRIVAL_LAG_S, self.p, LONG_OUTPUT)]
+        reqs = [*batch, Request(ready + ARRIVAL_LAG_S, self.p, LONG_OUTPUT)]
         r = simulate(
             self.times, reqs, self._config(tokens, mode, before + chunks + self.w + 4), measured=(0, self.b + 1)
         )
@@ -166,6 +176,7 @@ class Scene:
             "p99": percentile(gaps, 99),
             "max": gaps[-1] if gaps else 0.0,
             "tokens": tokens,
+            "gaps": len(gaps),
         }
 
 

@@ -36,6 +36,17 @@ def test_window_gaps_by_hand():
     assert chunking.window_gaps(trace, 0.11, 1, 5) == pytest.approx([0.01, 0.05])  # gaps starting ≥ 0.11
 
 
+@pytest.mark.parametrize(
+    "tokens, mode", [(512, "chunked"), (40, "chunked"), (2048, "unchunked"), (2048, "prefill_first")]
+)
+def test_the_whole_batch_is_still_decoding_through_the_window(tokens, mode):
+    """Every one of the B sequences gives `window` gaps after the prompt lands: none has finished (its
+    answer outlives its own warm-up, even at a budget that prefills the batch a few tokens a step)."""
+    v = validate(chunking.SCHEMA["inputs"], {"decode_context_tokens": 256})
+    res = chunking.Scene(v).run(tokens, mode)
+    assert res["gaps"] == 32 * 64
+
+
 def test_budget_grid():
     v = {"decode_batch": 32, "prompt_tokens": 8192, "max_num_batched_tokens": 3000}
     assert chunking.budgets(v) == [512, 1024, 2048, 3000, 4096, 8192, 16384]
