@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from ..engine import workload as engine_workload
 from ..engine.config import EngineConfig, Request
+from ..engine.metrics import Gaps, percentile
 from ..engine.run import simulate
 from ..engine.steps import StepTimes
+from ..engine.workload import Workload
 from ..schema import choice, integer, number, output, series, step
 from .deployment import deployment_fields, efficiency_steps
-from .goodput import percentile
-from .goodput_sim import Gaps, Workload
 from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
 from .steptime import StepModel, deployment
 

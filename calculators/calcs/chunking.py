@@ -23,12 +23,12 @@ the batch is wholly decoding, with its context within a few tokens of C, when it
 from __future__ import annotations
 
 from ..engine.config import EngineConfig, Request
+from ..engine.metrics import percentile
 from ..engine.run import simulate
 from ..engine.steps import StepTimes
 from ..errors import InputError
 from ..schema import choice, integer, number, output, series, step
 from .deployment import deployment_fields, efficiency_steps
-from .goodput import percentile
 from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
 from .steptime import StepModel, deployment
 
