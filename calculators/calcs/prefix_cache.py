@@ -86,7 +86,7 @@ SCHEMA = {
         integer("turns", "Turns per conversation", 4, 1, 50, "turns", "Conversations only."),
         number("think_s", "Think time between turns", 5.0, 0.0, 3600.0, "s", "Conversations only."),
         number("request_rate_per_s", "Request rate (new conversations, for chats)", 4.0, 0.001, 10_000.0, "requests/s"),
-        integer("num_requests", "Requests simulated", 100, 10, 2000, "requests"),
+        integer("num_requests", "Requests simulated", 80, 10, 2000, "requests"),
         integer("seed", "Random seed", 0, 0, 2**31 - 1),
         integer(
             "kv_pool_cap_tokens",
