@@ -18,6 +18,7 @@ from calculators import catalog, display, page as calc_page
 
 from . import blocks, markup, svgplot, workbench
 
+
 @cache
 def _present(name: str, inputs_json: str) -> dict:
     return calc_page.present(name, json.loads(inputs_json))
@@ -114,6 +115,7 @@ def block_html(block: markup.CalculatorBlock, root: str) -> str:
 
 def expand_workbench(markdown: str) -> str:
     """The workbench markers of a page (an index or a family of calculators; see `workbench`) written out."""
+
     def plots(name: str) -> list[str]:
         return list(present(name, {})["result"].get("series", {}))
 
