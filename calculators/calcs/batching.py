@@ -102,7 +102,7 @@ def _engine_fields() -> list[dict]:
             1,
             4096,
             "sequences",
-            "vLLM V1 v0.33.0 defaults to 1,024 on an H100 and 256 on smaller GPUs.",
+            "vLLM V1 v0.33.0 defaults to 1,024 on an H100 and 256 on an A100 or a GPU under 70 GiB.",
         ),
         integer(
             "max_num_batched_tokens",
