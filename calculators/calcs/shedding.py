@@ -1,0 +1,195 @@
+"""Load shedding and a wrong length predictor: what a queue-length threshold and a predictor's error cost.
+
+Shedding (the engine's max_waiting, config.py): an arrival that finds max_waiting requests waiting is
+rejected at once, as an HTTP 429 would tell the client to retry elsewhere or later. A rejected request
+counts as missing the SLO, so attainment and per-run goodput (rate × attainment, Part 3) are over every
+arrival; the share rejected is reported beside them. THRESHOLDS are the queue lengths plotted (0 is no
+shedding).
+
+The predictor: shortest predicted output first (the engine's "sjf") with predictions = true output × a
+log-normal factor of median 1 and spread ERRORS (workload.with_predictions); 0 is an oracle. FCFS, which
+needs no prediction, is the reference line. Same requests, rate and replica as scheduler_sim.
+"""
+
+from __future__ import annotations
+
+
+from ..engine import workload as engine_workload
+from ..schema import choice, integer, output, series, step
+from .deployment import efficiency_steps
+from .scheduler_sim import fields, run, setup
+from .steptime import deployment
+
+THRESHOLDS = (0, 2, 4, 8, 16)
+ERRORS = (0.0, 0.5, 1.0, 2.0, 4.0)
+
+
+def _fields() -> list[dict]:
+    return fields(8.0, 50) + [
+        integer(
+            "max_waiting",
+            "Shedding threshold: most requests waiting",
+            4,
+            0,
+            100_000,
+            "requests",
+            "An arrival that finds this many waiting is rejected (HTTP 429); 0 sheds nothing.",
+        ),
+        choice(
+            "shed_policy",
+            "Queue order while shedding",
+            "fcfs",
+            [("fcfs", "First come first served"), ("sjf", "Shortest predicted output first")],
+        ),
+    ]
+
+
+SCHEMA = {
+    "name": "shedding",
+    "title": "Load shedding and length-predictor error (simulated)",
+    "description": (
+        "The replica, workload and objectives of the scheduling calculator, at one rate. Shedding: an "
+        "arrival that finds the threshold's number of requests waiting is rejected at once (an HTTP 429) "
+        "and counts as missing the SLO; attainment and per-run goodput (rate × attainment) are over every "
+        "arrival. Predictor: shortest predicted output first with a log-normal prediction error of each "
+        "plotted spread, against first come first served. Finite runs from an empty server."
+    ),
+    "inputs": _fields(),
+    "outputs": [
+        output("capacity_requests_per_s", "Capacity (measured, all queued at once)", "requests/s", "rate"),
+        output("utilisation", "Load ÷ capacity (ρ)", "", "percent"),
+        output("attainment_shed", "With your threshold: SLO attainment (every arrival)", "", "percent"),
+        output("goodput_shed_requests_per_s", "With your threshold: goodput (rate × attainment)", "requests/s", "rate"),
+        output("rejected_share_shed", "With your threshold: share rejected (429)", "", "percent"),
+        output("ttft_p99_served_shed_s", "With your threshold: TTFT p99 of those served", "s", "seconds"),
+        output("attainment_no_shed", "No shedding: SLO attainment", "", "percent"),
+        output("goodput_no_shed_requests_per_s", "No shedding: goodput (rate × attainment)", "requests/s", "rate"),
+        output("ttft_p99_no_shed_s", "No shedding: TTFT p99", "s", "seconds"),
+        output(
+            "best_threshold", "Threshold with the highest goodput (of those plotted and yours)", "requests", "integer"
+        ),
+        output("attainment_sjf_your_predictor", "SJF with your predictor: SLO attainment", "", "percent"),
+        output("attainment_sjf_oracle", "SJF with an exact predictor: SLO attainment", "", "percent"),
+        output("attainment_fcfs", "FCFS (no predictor): SLO attainment", "", "percent"),
+        output("queue_mean_sjf_your_predictor_s", "SJF with your predictor: mean queueing delay", "s", "seconds"),
+        output("queue_mean_fcfs_s", "FCFS: mean queueing delay", "s", "seconds"),
+    ],
+}
+
+
+def compute(v: dict) -> dict:
+    dep = deployment(v)
+    s = setup(v)
+    rate, policy = v["request_rate_per_s"], v["shed_policy"]
+    thresholds = sorted({*THRESHOLDS, v["max_waiting"]})
+    shed = {t: run(v, s, policy, rate, max_waiting=t) for t in thresholds}
+    errors = sorted({*ERRORS, v["predictor_error_cv"]})
+    base = list(s.requests)
+    sjf = {e: run(v, s, "sjf", rate, requests=engine_workload.with_predictions(base, e, v["seed"])) for e in errors}
+    fcfs = shed[0] if policy == "fcfs" else run(v, s, "fcfs", rate)
+    mine, none = shed[v["max_waiting"]], shed[0]
+    best = max(thresholds, key=lambda t: (shed[t]["goodput"], -t))
+    ours = sjf[v["predictor_error_cv"]]
+    return {
+        "capacity_requests_per_s": s.capacity,
+        "utilisation": rate / s.capacity if s.capacity else 0.0,
+        "attainment_shed": mine["attainment"],
+        "goodput_shed_requests_per_s": mine["goodput"],
+        "rejected_share_shed": mine["rejected_share"],
+        "ttft_p99_served_shed_s": mine["ttft_p99"],
+        "attainment_no_shed": none["attainment"],
+        "goodput_no_shed_requests_per_s": none["goodput"],
+        "ttft_p99_no_shed_s": none["ttft_p99"],
+        "best_threshold": best,
+        "attainment_sjf_your_predictor": ours["attainment"],
+        "attainment_sjf_oracle": sjf[0.0]["attainment"],
+        "attainment_fcfs": fcfs["attainment"],
+        "queue_mean_sjf_your_predictor_s": ours["queue_mean"],
+        "queue_mean_fcfs_s": fcfs["queue_mean"],
+        "notes": [],
+        "derivation": efficiency_steps(dep) + _steps(v, s, mine, none),
+        "series": _series(thresholds, shed, errors, sjf, fcfs),
+    }
+
+
+def _steps(v: dict, s, mine: dict, none: dict) -> list[dict]:
+    rate = (v["request_rate_per_s"], "requests/s")
+    return [
+        step(
+            "Load ÷ capacity",
+            "rate ÷ capacity (measured)",
+            "{} ÷ {}",
+            [rate, (s.capacity, "requests/s")],
+            v["request_rate_per_s"] / s.capacity if s.capacity else 0.0,
+            "",
+        ),
+        step(
+            "Rejected with your threshold",
+            "arrivals that found max_waiting waiting ÷ arrivals",
+            "max_waiting = {}",
+            [v["max_waiting"]],
+            mine["rejected_share"],
+            "",
+        ),
+        step(
+            "Goodput with your threshold",
+            "rate × (served within TTFT and TPOT targets ÷ arrivals)",
+            "{} × {}",
+            [rate, mine["attainment"]],
+            mine["goodput"],
+            "requests/s",
+        ),
+        step(
+            "Goodput without shedding",
+            "rate × attainment",
+            "{} × {}",
+            [rate, none["attainment"]],
+            none["goodput"],
+            "requests/s",
+        ),
+    ]
+
+
+def _series(thresholds, shed, errors, sjf, fcfs) -> dict:
+    return {
+        "shedding_vs_threshold": series(
+            "Goodput, attainment and share rejected vs shedding threshold (0 = none)",
+            "max_waiting",
+            "requests",
+            thresholds,
+            [
+                ("SLO attainment", "%", [100 * shed[t]["attainment"] for t in thresholds]),
+                ("rejected (429)", "%", [100 * shed[t]["rejected_share"] for t in thresholds]),
+            ],
+        ),
+        "served_ttft_vs_threshold": series(
+            "TTFT of the requests served vs shedding threshold",
+            "max_waiting",
+            "requests",
+            thresholds,
+            [
+                ("TTFT p99", "s", [shed[t]["ttft_p99"] for t in thresholds]),
+                ("TTFT mean", "s", [shed[t]["ttft_mean"] for t in thresholds]),
+            ],
+        ),
+        "predictor_error": series(
+            "SLO attainment vs length-predictor error (SJF), FCFS for reference",
+            "Predictor spread (std ÷ mean)",
+            "",
+            errors,
+            [
+                ("SJF (predicted)", "%", [100 * sjf[e]["attainment"] for e in errors]),
+                ("FCFS", "%", [100 * fcfs["attainment"] for _ in errors]),
+            ],
+        ),
+        "predictor_queue": series(
+            "Mean queueing delay vs length-predictor error (SJF), FCFS for reference",
+            "Predictor spread (std ÷ mean)",
+            "",
+            errors,
+            [
+                ("SJF (predicted)", "s", [sjf[e]["queue_mean"] for e in errors]),
+                ("FCFS", "s", [fcfs["queue_mean"] for _ in errors]),
+            ],
+        ),
+    }
