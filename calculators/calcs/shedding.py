@@ -13,6 +13,8 @@ needs no prediction, is the reference line. Same requests, rate and replica as s
 
 from __future__ import annotations
 
+import math
+
 
 from ..engine import workload as engine_workload
 from ..schema import choice, integer, output, series, step
@@ -66,6 +68,12 @@ SCHEMA = {
         output("goodput_no_shed_requests_per_s", "No shedding: goodput (rate × attainment)", "requests/s", "rate"),
         output("ttft_p99_no_shed_s", "No shedding: TTFT p99", "s", "seconds"),
         output(
+            "little_threshold",
+            "Threshold from Little's law: capacity × TTFT target",
+            "requests",
+            "integer",
+        ),
+        output(
             "best_threshold", "Threshold with the highest goodput (of those plotted and yours)", "requests", "integer"
         ),
         output("attainment_sjf_your_predictor", "SJF with your predictor: SLO attainment", "", "percent"),
@@ -100,6 +108,7 @@ def compute(v: dict) -> dict:
         "attainment_no_shed": none["attainment"],
         "goodput_no_shed_requests_per_s": none["goodput"],
         "ttft_p99_no_shed_s": none["ttft_p99"],
+        "little_threshold": math.floor(s.capacity * v["ttft_slo_s"]),
         "best_threshold": best,
         "attainment_sjf_your_predictor": ours["attainment"],
         "attainment_sjf_oracle": sjf[0.0]["attainment"],
