@@ -149,6 +149,14 @@ def _steps(v: dict, s, mine: dict, none: dict) -> list[dict]:
             "requests/s",
         ),
         step(
+            "Threshold from Little's law",
+            "a request that finds k waiting waits about k ÷ capacity: k = ⌊capacity × TTFT target⌋",
+            "⌊{} × {}⌋",
+            [(s.capacity, "requests/s"), (v["ttft_slo_s"], "s")],
+            math.floor(s.capacity * v["ttft_slo_s"]),
+            "requests",
+        ),
+        step(
             "Goodput without shedding",
             "rate × attainment",
             "{} × {}",
