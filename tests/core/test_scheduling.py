@@ -111,3 +111,9 @@ def test_bad_input_names_its_field(name, field, value):
     with pytest.raises(InputError) as e:
         run(name, {field: value})
     assert field in str(e.value)
+
+
+def test_littles_law_threshold_is_capacity_times_the_ttft_target():
+    # A request that finds k waiting waits about k ÷ capacity; k = ⌊capacity × TTFT target⌋
+    r = run("shedding", {"ttft_slo_s": 2.0})
+    assert r["little_threshold"] == int(r["capacity_requests_per_s"] * 2.0)
