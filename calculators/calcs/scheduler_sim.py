@@ -40,109 +40,109 @@ POLICY_NAMES = {
 
 def fields(rate: float, requests: int) -> list[dict]:
     """The deployment, the workload, the engine and the objectives both calculators take."""
-    return (
-        deployment_fields(0.8, 0.6)
-        + engine_fields()
-        + [
-            number(
-                "request_rate_per_s",
-                "Request rate",
-                rate,
-                0.001,
-                1e6,
-                "requests/s",
-                "Poisson arrivals at this rate (burstiness 1), or gamma gaps with the burstiness below.",
-            ),
-            number(
-                "burstiness",
-                "Arrival burstiness (gamma shape)",
-                0.5,
-                0.05,
-                100.0,
-                "",
-                "As vLLM's vllm bench serve --burstiness: 1 is Poisson, below 1 burstier.",
-                0.05,
-            ),
-            integer(
-                "num_requests",
-                "Requests simulated",
-                requests,
-                20,
-                2000,
-                "requests",
-                "From an empty server; every policy and every rate sees the same requests.",
-            ),
-            integer("seed", "Random seed", 0, 0, 2**31 - 1),
-            choice("input_distribution", "Prompt length distribution", "lognormal", DISTRIBUTIONS),
-            integer("input_tokens_mean", "Mean prompt length", 1024, 1, 100_000, "tokens"),
-            number("input_tokens_cv", "Prompt length spread (std ÷ mean)", 1.0, 0.0, 4.0, "", step=0.05),
-            choice("output_distribution", "Output length distribution", "lognormal", DISTRIBUTIONS),
-            integer("output_tokens_mean", "Mean output length", 256, 1, 20_000, "tokens"),
-            number("output_tokens_cv", "Output length spread (std ÷ mean)", 1.5, 0.0, 4.0, "", step=0.05),
-            integer(
-                "max_num_seqs",
-                "Running-sequence cap (max_num_seqs)",
-                8,
-                1,
-                4096,
-                "sequences",
-                "vLLM's --max-num-seqs. Kept small here so that a few dozen requests fill it and the queue "
-                "forms in a run short enough to recompute live; vLLM V1's default on an H100 is 1,024.",
-            ),
-            integer(
-                "max_num_batched_tokens",
-                "Token budget per step (max_num_batched_tokens)",
-                8192,
-                16,
-                1_000_000,
-                "tokens",
-                "vLLM V1 with chunked prefill: 8,192 for online serving (v0.33.0).",
-            ),
-            number(
-                "step_overhead_ms",
-                "Fixed overhead per step",
-                0.0,
-                0.0,
-                100.0,
-                "ms",
-                "CPU scheduling and kernel launches each step; CUDA graphs shrink it.",
-                0.1,
-            ),
-            number(
-                "high_priority_percent",
-                "Share of requests in the high-priority class",
-                20.0,
-                0.0,
-                100.0,
-                "%",
-                "Drawn at random (seeded) whatever their length; used by the priority policy.",
-            ),
-            number(
-                "predictor_error_cv",
-                "Length predictor error (spread of predicted ÷ true)",
-                0.5,
-                0.0,
-                4.0,
-                "",
-                "Predicted = true output × a log-normal factor of median 1 and this coefficient of variation; "
-                "0 is an oracle.",
-                0.05,
-            ),
-            number(
-                "ageing_s",
-                "Ageing: seconds of waiting worth one predicted token",
-                0.0005,
-                0.0,
-                10.0,
-                "s",
-                "The starvation guard of SJF + ageing: a request that has waited w seconds ranks as if its "
-                "predicted output were w ÷ this shorter.",
-                0.0001,
-            ),
-            number("ttft_slo_s", "TTFT target", 1.0, 0.001, 3600.0, "s"),
-            number("tpot_slo_s", "TPOT target (per-request mean)", 0.1, 0.0001, 60.0, "s"),
-        ]
+    rate_field = number(
+        "request_rate_per_s",
+        "Request rate",
+        rate,
+        0.001,
+        1e6,
+        "requests/s",
+        "Poisson arrivals at this rate (burstiness 1), or gamma gaps with the burstiness below.",
     )
+    count = integer(
+        "num_requests",
+        "Requests simulated",
+        requests,
+        20,
+        2000,
+        "requests",
+        "From an empty server; every policy and every rate sees the same requests.",
+    )
+    return deployment_fields(0.8, 0.6) + engine_fields() + [rate_field, BURSTINESS, count] + WORKLOAD + POLICY
+
+
+BURSTINESS = number(
+    "burstiness",
+    "Arrival burstiness (gamma shape)",
+    0.5,
+    0.05,
+    100.0,
+    "",
+    "As vLLM's vllm bench serve --burstiness: 1 is Poisson, below 1 burstier.",
+    0.05,
+)
+WORKLOAD = [
+    integer("seed", "Random seed", 0, 0, 2**31 - 1),
+    choice("input_distribution", "Prompt length distribution", "lognormal", DISTRIBUTIONS),
+    integer("input_tokens_mean", "Mean prompt length", 1024, 1, 100_000, "tokens"),
+    number("input_tokens_cv", "Prompt length spread (std ÷ mean)", 1.0, 0.0, 4.0, "", step=0.05),
+    choice("output_distribution", "Output length distribution", "lognormal", DISTRIBUTIONS),
+    integer("output_tokens_mean", "Mean output length", 256, 1, 20_000, "tokens"),
+    number("output_tokens_cv", "Output length spread (std ÷ mean)", 1.5, 0.0, 4.0, "", step=0.05),
+    integer(
+        "max_num_seqs",
+        "Running-sequence cap (max_num_seqs)",
+        8,
+        1,
+        4096,
+        "sequences",
+        "vLLM's --max-num-seqs. Kept small here so that a few dozen requests fill it and the queue "
+        "forms in a run short enough to recompute live; vLLM V1's default on an H100 is 1,024.",
+    ),
+    integer(
+        "max_num_batched_tokens",
+        "Token budget per step (max_num_batched_tokens)",
+        8192,
+        16,
+        1_000_000,
+        "tokens",
+        "vLLM V1 with chunked prefill: 8,192 for online serving on an H100 (v0.33.0).",
+    ),
+    number(
+        "step_overhead_ms",
+        "Fixed overhead per step",
+        0.0,
+        0.0,
+        100.0,
+        "ms",
+        "CPU scheduling and kernel launches each step; CUDA graphs shrink it.",
+        0.1,
+    ),
+]
+POLICY = [
+    number(
+        "high_priority_percent",
+        "Share of requests in the high-priority class",
+        20.0,
+        0.0,
+        100.0,
+        "%",
+        "Drawn at random (seeded) whatever their length; used by the priority policy.",
+    ),
+    number(
+        "predictor_error_cv",
+        "Length predictor error (spread of predicted ÷ true)",
+        0.5,
+        0.0,
+        4.0,
+        "",
+        "Predicted = true output × a log-normal factor of median 1 and this coefficient of variation; 0 is an oracle.",
+        0.05,
+    ),
+    number(
+        "ageing_s",
+        "Ageing: seconds of waiting worth one predicted token",
+        0.0005,
+        0.0,
+        10.0,
+        "s",
+        "The starvation guard of SJF + ageing: a request that has waited w seconds ranks as if its "
+        "predicted output were w ÷ this shorter.",
+        0.0001,
+    ),
+    number("ttft_slo_s", "TTFT target", 1.0, 0.001, 3600.0, "s"),
+    number("tpot_slo_s", "TPOT target (per-request mean)", 0.1, 0.0001, 60.0, "s"),
+]
 
 
 CAPACITY_KEYS = (

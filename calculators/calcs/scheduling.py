@@ -94,7 +94,10 @@ def _notes(v: dict, s, here: dict) -> list[str]:
 
 
 def _steps(v: dict, s, here: dict) -> list[dict]:
-    fcfs, sjf = here["fcfs"], here["sjf"]
+    return _load_steps(v, s) + _policy_steps(v, here)
+
+
+def _load_steps(v: dict, s) -> list[dict]:
     return [
         step(
             "Capacity (measured)",
@@ -112,6 +115,12 @@ def _steps(v: dict, s, here: dict) -> list[dict]:
             v["request_rate_per_s"] / s.capacity if s.capacity else 0.0,
             "",
         ),
+    ]
+
+
+def _policy_steps(v: dict, here: dict) -> list[dict]:
+    fcfs, sjf = here["fcfs"], here["sjf"]
+    return [
         step(
             "SLO attainment, FCFS",
             "requests with TTFT ≤ target and TPOT ≤ target ÷ arrivals",

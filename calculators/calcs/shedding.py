@@ -122,6 +122,10 @@ def compute(v: dict) -> dict:
 
 
 def _steps(v: dict, s, mine: dict, none: dict) -> list[dict]:
+    return _shed_steps(v, s, mine) + _goodput_steps(v, s, mine, none)
+
+
+def _shed_steps(v: dict, s, mine: dict) -> list[dict]:
     rate = (v["request_rate_per_s"], "requests/s")
     return [
         step(
@@ -140,6 +144,12 @@ def _steps(v: dict, s, mine: dict, none: dict) -> list[dict]:
             mine["rejected_share"],
             "",
         ),
+    ]
+
+
+def _goodput_steps(v: dict, s, mine: dict, none: dict) -> list[dict]:
+    rate = (v["request_rate_per_s"], "requests/s")
+    return [
         step(
             "Goodput with your threshold",
             "rate × (served within TTFT and TPOT targets ÷ arrivals)",
@@ -168,9 +178,13 @@ def _steps(v: dict, s, mine: dict, none: dict) -> list[dict]:
 
 
 def _series(thresholds, shed, errors, sjf, fcfs) -> dict:
+    return _shedding_series(thresholds, shed) | _predictor_series(errors, sjf, fcfs)
+
+
+def _shedding_series(thresholds, shed) -> dict:
     return {
         "shedding_vs_threshold": series(
-            "Goodput, attainment and share rejected vs shedding threshold (0 = none)",
+            "SLO attainment and share rejected vs shedding threshold (0 = none)",
             "max_waiting",
             "requests",
             thresholds,
@@ -189,6 +203,11 @@ def _series(thresholds, shed, errors, sjf, fcfs) -> dict:
                 ("TTFT mean", "s", [shed[t]["ttft_mean"] for t in thresholds]),
             ],
         ),
+    }
+
+
+def _predictor_series(errors, sjf, fcfs) -> dict:
+    return {
         "predictor_error": series(
             "SLO attainment vs length-predictor error (SJF), FCFS for reference",
             "Predictor spread (std ÷ mean)",
