@@ -81,6 +81,16 @@ SCHEMA = {
         output("attainment_fcfs", "FCFS (no predictor): SLO attainment", "", "percent"),
         output("queue_mean_sjf_your_predictor_s", "SJF with your predictor: mean queueing delay", "s", "seconds"),
         output("queue_mean_fcfs_s", "FCFS: mean queueing delay", "s", "seconds"),
+        output("queue_mean_sjf_oracle_s", "SJF with an exact predictor: mean queueing delay", "s", "seconds"),
+        output(
+            "queue_mean_sjf_worst_s",
+            "SJF with the worst predictor plotted (spread 4): mean queueing delay",
+            "s",
+            "seconds",
+        ),
+        output(
+            "attainment_sjf_worst", "SJF with the worst predictor plotted (spread 4): SLO attainment", "", "percent"
+        ),
     ],
 }
 
@@ -115,6 +125,9 @@ def compute(v: dict) -> dict:
         "attainment_fcfs": fcfs["attainment"],
         "queue_mean_sjf_your_predictor_s": ours["queue_mean"],
         "queue_mean_fcfs_s": fcfs["queue_mean"],
+        "queue_mean_sjf_oracle_s": sjf[0.0]["queue_mean"],
+        "queue_mean_sjf_worst_s": sjf[ERRORS[-1]]["queue_mean"],
+        "attainment_sjf_worst": sjf[ERRORS[-1]]["attainment"],
         "notes": [],
         "derivation": efficiency_steps(dep) + _steps(v, s, mine, none),
         "series": _series(thresholds, shed, errors, sjf, fcfs),
