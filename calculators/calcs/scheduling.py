@@ -37,7 +37,7 @@ SCHEMA = {
         "of 1 the latencies are those of an overload of that length, not a steady state. A request meets "
         "the SLO when its TTFT and mean TPOT are both within target; attainment counts every arrival."
     ),
-    "inputs": fields(5.5, 50),
+    "inputs": fields(5.5, 40),
     "outputs": [
         output("capacity_requests_per_s", "Capacity (measured, all queued at once)", "requests/s", "rate"),
         output("utilisation", "Load ÷ capacity at your rate (ρ)", "", "percent"),
