@@ -6,7 +6,8 @@ between 0 and the edge of steady state (ρ = STABLE_BELOW), whatever rate the re
 attainment at one rate is the per-run "request goodput" vLLM's `vllm bench serve --goodput` prints.
 Step times come from steptime.StepModel.
 
-Steady state at a browser's cost (goodput_sim): utilisation ρ = rate × server time per request when
+Each run is the engine simulator (calculators/engine) set up as the server above (run_server); steady
+state at a browser's cost (offered_load): utilisation ρ = rate × server time per request when
 saturated; ρ ≥ 0.98 counts as overload (the capacity is an estimate good to a few percent, so no
 steady state is claimed: attainment 0, latencies from one saturated schedule shared by every
 overloaded rate); below it, a warm start at the implied batch, a settling stretch, then
@@ -20,7 +21,13 @@ import operator
 from dataclasses import dataclass, field, replace
 
 from ..schema import choice, integer, number, output, series, step
-from .goodput_sim import ANALYSIS_REQUESTS, SIZE_CAP, Gaps, Load, Workload, offered_load, simulate, warm_start
+from ..engine import workload as requests_from
+from ..engine.config import EngineConfig, Request
+from ..engine.metrics import Gaps, percentile
+from ..engine.run import simulate
+from ..engine.steps import StepTimes
+from ..engine.workload import Workload
+from .offered_load import ANALYSIS_REQUESTS, SIZE_CAP, Load, offered_load, warm_start
 from .engine_defaults import vllm_max_num_seqs
 from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
 from .deployment import deployment_fields, efficiency_steps
@@ -32,6 +39,7 @@ OVERLOAD_PLOTTED = 1.1    # ρ of the one overloaded point on the plots
 QUEUE_GRID, QUEUE_SAMPLE = (0.25, 0.5, 0.7, 0.8), 300   # extra utilisations for the queueing plot, and their sample
 RESOLUTION = 0.01        # the goodput search stops when its bracket is narrower than this × capacity
 FIRST_GUESS = 0.9        # ρ of the second probe, after the edge of steady state
+NO_BUDGET = 10 ** 12     # tokens per step: the server modelled has no token budget
 
 
 SCHEMA = {
@@ -115,13 +123,6 @@ def max_num_seqs(v: dict, accelerator) -> int:
     return v["max_batch_size"] if v["max_seqs_rule"] == "set" else vllm_max_num_seqs(accelerator)
 
 
-def percentile(sorted_values: list[float], pct: float) -> float:
-    """Nearest-rank percentile; 0.0 for no values."""
-    if not sorted_values:
-        return 0.0
-    return sorted_values[max(0, math.ceil(pct / 100 * len(sorted_values)) - 1)]
-
-
 def summarise(result, ttft_slo: float, tpot_slo: float, gaps: Gaps | None = None) -> dict:
     served = [r for r in result if r is not None]
     ttft, tpot, prefill = zip(*served) if served else ((), (), ())
@@ -165,7 +166,7 @@ class Simulation:
     capacity: int         # the KV pool, in tokens
     workload: Workload
     steps: StepModel
-    alone: dict           # one prompt's prefill time by length, kept with the step model
+    times: StepTimes      # the engine's step times, kept with the step model
     max_seqs: int         # the cap on running sequences
     target: float         # share of requests that must meet TTFT and TPOT
     cs2: float            # squared spread of server time per request (Kingman's Cs²)
@@ -181,7 +182,7 @@ def _measure(v: dict, sim: Simulation, rate: float, probe: bool = False) -> dict
     Memoised by rate in sim.runs; inter-token gaps are booked unless sim.itl is False."""
     if rate in sim.runs and (probe or "attainment" in sim.runs[rate]):
         return sim.runs[rate]
-    load, capacity, workload, cap = sim.load, sim.capacity, sim.workload, sim.max_seqs
+    load, capacity, workload = sim.load, sim.capacity, sim.workload
     rho = load.utilisation(rate)
     if rho >= STABLE_BELOW:
         gaps = Gaps()
@@ -192,8 +193,8 @@ def _measure(v: dict, sim: Simulation, rate: float, probe: bool = False) -> dict
         settle, n = math.ceil(SETTLE * batch), v["num_requests"]
         warm = warm_start(workload.first(ANALYSIS_REQUESTS), batch, v["seed"], capacity)
         stop = (v["ttft_slo_s"], v["tpot_slo_s"], math.floor(n * (1 - sim.target) + 1e-9)) if probe else None
-        result = simulate(sim.steps, workload.first(settle + n + batch), rate, cap, capacity,
-                          warm, (settle, settle + n), sim.alone, gaps, stop)
+        result = run_server(sim.times, capacity, sim.max_seqs, workload.first(settle + n + batch), rate, warm,
+                            (settle, settle + n), gaps, stop)
         if result is None:
             sim.runs[rate] = {"meets": False}
             return sim.runs[rate]
@@ -214,8 +215,8 @@ def _overloaded(v: dict, sim: Simulation, rate: float, gaps: Gaps) -> list:
         queued = [(0.0, a, b) for _, a, b in sim.workload.first(n + batch)]
         warm = warm_start(sim.workload.first(ANALYSIS_REQUESTS), batch, v["seed"], sim.capacity)
         kept.saturated_gaps = Gaps()
-        kept.saturated = simulate(sim.steps, queued, 1.0, sim.max_seqs, sim.capacity, warm, (0, n), sim.alone,
-                                  kept.saturated_gaps)
+        kept.saturated = run_server(sim.times, sim.capacity, sim.max_seqs, queued, 1.0, warm, (0, n),
+                                    kept.saturated_gaps)
     gaps.values, gaps.weights = kept.saturated_gaps.values, kept.saturated_gaps.weights   # never mutated
     out, t = [], 0.0
     for r, (gap, _, _) in zip(kept.saturated, sim.workload.first(v["num_requests"])):
@@ -284,22 +285,58 @@ def _workload(v: dict) -> Workload:
     return _kept(_workloads, tuple(v[k] for k in WORKLOAD_KEYS), lambda: Workload(v))
 
 
-def _step_model(dep, key: str) -> tuple[StepModel, dict]:
-    """(StepModel, memo of one prompt's prefill time by length) for this deployment. The key is the
-    deployment's repr: every field, exactly (floats repr round-trip); Accelerator holds a dict."""
-    return _kept(_step_models, key, lambda: (StepModel(dep), {}))
+def _step_model(dep, key: str) -> tuple[StepModel, StepTimes]:
+    """(StepModel, the engine's StepTimes on it) for this deployment. The key is the deployment's repr:
+    every field, exactly (floats repr round-trip); Accelerator holds a dict."""
+
+    def make():
+        model = StepModel(dep)
+        return model, StepTimes(model)
+
+    return _kept(_step_models, key, make)
+
+
+def server(capacity: int, max_seqs: int) -> EngineConfig:
+    """The engine set up as the server this calculator models: prefill-first steps (vLLM V0's default
+    scheduler), KV for prompt + output reserved on admission in a pool of `capacity` tokens (no
+    preemption), first come first served, no token budget."""
+    return EngineConfig(kv_blocks=max(1, int(capacity)), block_size_tokens=1, max_num_seqs=max_seqs,
+                        max_num_batched_tokens=NO_BUDGET, chunked_prefill=False, mixed_batches=False,
+                        reserve_full_length=True)
+
+
+def run_server(times: StepTimes, capacity: int, max_seqs: int, work, rate: float, warm=(), measured=(0, None),
+               gaps: Gaps | None = None, stop=None):
+    """One engine run of server(capacity, max_seqs): `warm` sequences (prompt, output, steps left) decoding
+    at t = 0, then `work`'s draws arriving at `rate`; work[lo:hi] measured. Returns (TTFT, mean TPOT,
+    prefill time) per measured request (None for one whose KV never fits), or None once `stop` (TTFT
+    target, TPOT target, misses allowed) says more have missed than allowed; the measured requests'
+    inter-token gaps go to `gaps`."""
+    requests = [Request(0.0, a, b, generated=b - left) for a, b, left in warm]
+    requests += requests_from.open_loop(work, rate)
+    lo, hi = len(warm) + measured[0], len(warm) + (len(work) if measured[1] is None else measured[1])
+    run = simulate(times, requests, server(capacity, max_seqs), (lo, hi), stop)
+    if run.stopped:
+        return None
+    if gaps is not None:
+        gaps.values.extend(run.gap_values_s)
+        gaps.weights.extend(run.gap_weights)
+    out = [None] * (hi - lo)
+    for i, ttft, tpot, queue in zip(run.ids, run.ttft_s, run.tpot_s, run.queue_s):
+        out[i - lo] = (ttft, tpot, ttft - queue)
+    return out
 
 
 def simulation(v: dict, dep) -> Simulation:
     """The setup every rate's run shares; the kept parts come from the stores above."""
     workload, key = _workload(v), repr(dep)
-    (steps, alone), cap = _step_model(dep, key), max_num_seqs(v, dep.accelerator)
+    (steps, times), cap = _step_model(dep, key), max_num_seqs(v, dep.accelerator)
     capacity = budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"]).tokens   # the KV pool, in tokens
     load = offered_load(steps, workload.first(ANALYSIS_REQUESTS), cap, capacity)
     # Everything the saturated schedule and the queueing grid depend on (load, warm starts and batches
     # follow from these); the objectives and the rate typed are not among them.
     kept = _kept(_setups, (key, tuple(v[k] for k in WORKLOAD_KEYS), cap, capacity, v["num_requests"]), Kept)
-    return Simulation(load, capacity, workload, steps, alone, cap, v["slo_target_percent"] / 100,
+    return Simulation(load, capacity, workload, steps, times, cap, v["slo_target_percent"] / 100,
                       service_cv2(load, workload.first(ANALYSIS_REQUESTS)), kept)
 
 

@@ -1,5 +1,5 @@
 """Distributions given by a mean and a coefficient of variation (spread ÷ mean), shared by the
-calculators that draw or tabulate request lengths (goodput_sim, paging).
+calculators that draw or tabulate request lengths (the engine's workloads, paging).
 
   lognormal: σ² = ln(1 + cv²), μ = ln(mean) − σ²/2   (so that E[X] = mean and sd(X) = cv × mean)
   uniform:   half-width a = cv × √3 × mean            (a uniform of half-width a has sd a ÷ √3)

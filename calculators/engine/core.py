@@ -13,11 +13,14 @@ under swap its KV goes to host memory and comes back, each way costing blocks ×
 added to that step. Static batching admits a batch only when the engine is idle, reserving every
 member's whole length, and admits nothing until the last member finishes.
 
-Speed: a stretch of decode-only steps with no admission possible (the same batch, every sequence
-decoding) runs as one chunk up to the next finish, the next arrival that could be admitted, or the
-last step the free blocks cover; each step of the chunk is priced at the chunk's middle context. When
-every running sequence decodes and the pool has the blocks, the plan is made in one pass (the common
-step); inter-token gaps are pooled by value as they are booked.
+Speed: the sequences that decode are kept as one set (decoding.Decoding) advanced together, so a
+step's cost does not grow with the batch. A step in which every one of them decodes, and any
+prefilling sequence comes after them in the running order (the common case), is planned from the
+set's sums (the fast path); anything else (a sequence cut by the budget, blocks short, preemption,
+static admission) goes the general way above, one sequence at a time. A stretch of decode-only steps
+with nothing to change the next plan (the same batch, no prefill) runs as one chunk up to the next
+finish, the next arrival that could be admitted, or the last step the free blocks cover; each step of
+the chunk is priced at the chunk's middle context. Inter-token gaps are pooled by value as booked.
 """
 
 from __future__ import annotations
@@ -25,20 +28,26 @@ from __future__ import annotations
 import heapq
 import math
 
-from ..calcs.goodput_sim import Gaps
 from .config import EngineConfig, Request
+from .decoding import Decoding
+from .metrics import Gaps
 from .pool import KvPool
 from .queue import WaitingQueue
 from .steps import StepTimes
 
 RUNNING, WAITING, FINISHED, REJECTED = "running", "waiting", "finished", "rejected"
+NO_HITS = (0, 0, 0)  # no prefix cache: (GPU, host, evictable) blocks found
+PREDICTOR_CHUNK = 8192  # tokens of the prefill step whose rate predicts a TTFT on arrival
+EMPTY: dict = {}  # no sequence outside the decoding set runs (never written to)
 
 
 class Engine:
     """State of one simulated replica; run() advances it until the measured requests are done.
     Per request i: tokens[i] = prompt + generated, done[i] = tokens whose KV is computed and held,
     blocks[i] = KV blocks held (blocks_for(done[i]) between steps, except under static batching);
-    `prefilling` holds running sequences that have tokens to compute before their next token. With
+    `prefilling` holds running sequences that have tokens to compute before their next token, and
+    `decoding` (a Decoding) the others, whose arrays it keeps up to date lazily; `running` maps the
+    running sequences, in the order they were admitted, to that order's number. With
     prefix caching, held[i] lists the cached blocks i holds (shared, counted once in the pool) and
     blocks[i] counts only its own; names[i] names the blocks of its whole sequence."""
 
@@ -78,9 +87,16 @@ class Engine:
         "pool",
         "hit_gpu",
         "hit_host",
+        "decoding",
+        "admitted",
+        "misses",
+        "stop",
+        "stopped",
     )
 
-    def __init__(self, times: StepTimes, requests: list[Request], cfg: EngineConfig, measured: tuple[int, int]):
+    def __init__(
+        self, times: StepTimes, requests: list[Request], cfg: EngineConfig, measured: tuple[int, int], stop=None
+    ):
         n = self.n = len(requests)
         self.cfg, self.times = cfg, times
         self.arrival = [r.arrival_s for r in requests]
@@ -94,12 +110,12 @@ class Engine:
         self.preemptions, self.state, self.swapped = [0] * n, [None] * n, [False] * n
         self.lo, self.hi = measured
         self.measured = [self.lo <= i < self.hi for i in range(n)]
-        self.running, self.prefilling = [], set()
+        self.running, self.prefilling, self.admitted = {}, set(), 0
         self.waiting = WaitingQueue(cfg.policy, cfg.ageing_s, self.arrival, rank)
         self.now, self.left, self.gaps = 0.0, self.hi - self.lo, Gaps()
         # Arrivals to come, (time, index); a request that follows another (closed loop, agent turns)
         # joins when its predecessor ends, think_s later.
-        self.pending = [(r.arrival_s, i) for i, r in enumerate(requests) if r.after < 0]
+        self.pending = [(r.arrival_s, i) for i, r in enumerate(requests) if r.after < 0 and not r.generated]
         heapq.heapify(self.pending)
         self.followers: dict[int, list[int]] = {}
         for i, r in enumerate(requests):
@@ -107,6 +123,22 @@ class Engine:
                 self.followers.setdefault(r.after, []).append(i)
         self.extra_s, self.steps, self.trace, self.occupancy = 0.0, 0, [], []
         self.requests, self.hit_gpu, self.hit_host, self.pool = requests, [0] * n, [0] * n, KvPool(cfg, n)
+        arrays = (self.done, self.gen, self.tokens, self.last, self.out, self.measured)
+        grows = cfg.batching == "continuous" and not cfg.reserve_full_length
+        self.decoding = Decoding(arrays, self.pool, grows, self.gaps)
+        self.misses, self.stop, self.stopped = 0, stop, False
+        for i, r in enumerate(requests):
+            if r.generated:
+                self._warm(i, r.generated)
+
+    def _warm(self, i: int, generated: int) -> None:
+        """i is decoding at t = 0, `generated` tokens out (the last one's KV still to compute)."""
+        self.gen[i], self.tokens[i] = generated, self.prompt[i] + generated
+        self.done[i] = self.tokens[i] - 1
+        self.first[i] = self.started[i] = self.arrival[i] = 0.0
+        self.pool.allocate(i, self.prompt[i] + self.out[i] if self.cfg.reserve_full_length else self.done[i])
+        self.running[i], self.admitted, self.state[i] = self.admitted, self.admitted + 1, RUNNING
+        self.decoding.add(i, self.running[i])
 
     # ---- arrivals and departures ----------------------------------------------------------------------
     def _arrive(self) -> None:
@@ -118,13 +150,32 @@ class Engine:
             too_long = self.pool.blocks_for(whole) > cfg.kv_blocks or (
                 not cfg.chunked_prefill and whole > cfg.max_num_batched_tokens
             )
-            if too_long or (cfg.max_waiting and len(self.waiting) >= cfg.max_waiting):
+            if too_long or self._shed(i):
                 self._end(i, REJECTED)
             else:
                 self.state[i] = WAITING
                 self.waiting.push(i)
                 if self.pool.cache is not None:
                     self.pool.name(i, self.requests[i])
+
+    def _shed(self, i: int) -> bool:
+        """Admission control on arrival: the queue already holds max_waiting requests, or i's predicted TTFT
+        is over max_predicted_ttft_s (both answered with an HTTP 429)."""
+        cfg = self.cfg
+        if cfg.max_waiting and len(self.waiting.heap) >= cfg.max_waiting:
+            return True
+        return bool(cfg.max_predicted_ttft_s) and self._predicted_ttft(i) > cfg.max_predicted_ttft_s
+
+    def _predicted_ttft(self, i: int) -> float:
+        """What a gateway can predict on arrival: the prompt tokens waiting ahead (all of the queue, whatever
+        the policy) and i's own, prefilled at the rate of a full-budget prefill chunk (capped at 8,192
+        tokens). It ignores the decodes that share each step and prefix-cache hits, so it errs low under
+        load and high with caching: an estimate, as a real one is."""
+        chunk = min(self.cfg.max_num_batched_tokens, PREDICTOR_CHUNK)
+        rate = chunk / self.times.mixed(0, 0.0, [(0, chunk)])
+        tokens, done = self.tokens, self.done
+        ahead = sum([tokens[j] - done[j] for _, _, j in self.waiting.heap])
+        return (ahead + self.prompt[i]) / rate
 
     def _end(self, i: int, state: str) -> None:
         self.state[i] = state
@@ -133,11 +184,24 @@ class Engine:
             self.pool.release(i)
         if self.measured[i]:
             self.left -= 1
+            if self.stop is not None and self._missed(i, state):
+                self.misses += 1
+                if self.misses > self.stop[2]:  # the run has answered its question: stop here
+                    self.stopped, self.left = True, 0
         for j in self.followers.get(i, ()):
             heapq.heappush(self.pending, (self.now + self.requests[j].think_s, j))
 
+    def _missed(self, i: int, state: str) -> bool:
+        """Whether request i, ended, missed the stop's TTFT or mean-TPOT target (a rejection misses both)."""
+        if state != FINISHED:
+            return True
+        ttft, tpot = self.first[i] - self.arrival[i], 0.0
+        if self.out[i] > 1:
+            tpot = (self.finished[i] - self.first[i]) / (self.out[i] - 1)
+        return ttft > self.stop[0] or tpot > self.stop[1]
+
     def _preempt(self, i: int) -> None:
-        self.running.remove(i)
+        del self.running[i]
         self.prefilling.discard(i)
         held = self.pool.release(i)
         self.preemptions[i] += 1
@@ -146,34 +210,17 @@ class Engine:
             self.swapped[i] = True
             self.extra_s += held * self.cfg.kv_bytes_per_block / self.cfg.swap_bytes_per_s
         else:
-            self.done[i] = 0
-            self.prefilling.add(i)
+            self.done[i] = 0  # to prefill again when readmitted
         self.waiting.push_preempted(i)
 
     def _victim(self) -> int:
         """The running sequence to preempt: the last admitted, or under priority the lowest ranked."""
         if self.cfg.policy != "priority":
-            return self.running[-1]
+            return next(reversed(self.running))
         rank, arrival = self.waiting.rank, self.arrival
         return max(self.running, key=lambda j: (rank[j], arrival[j]))
 
-    # ---- scheduling -----------------------------------------------------------------------------------
-    def _decode_all(self, budget: int) -> dict | None:
-        """The common step in one pass: every running sequence decodes and the pool has the blocks
-        (a sequence needs a new block when its held tokens fill its last one); None otherwise."""
-        running, done, bs = self.running, self.done, self.cfg.block_size_tokens
-        if self.prefilling or len(running) > budget:
-            return None
-        if self.cfg.reserve_full_length:
-            return dict.fromkeys(running, 1)
-        growing = [i for i in running if done[i] % bs == 0]
-        if len(growing) > self.pool.free:
-            return None
-        for i in growing:
-            self.pool.blocks[i] += 1
-        self.pool.take(len(growing))
-        return dict.fromkeys(running, 1)
-
+    # ---- the general path: one sequence at a time ------------------------------------------------------
     def _schedule_running(self, budget: int) -> tuple[dict, bool]:
         """Running sequences in order, each its uncomputed tokens cut to the budget; blocks run out:
         preempt (a victim already planned this step gives its tokens back) until they fit."""
@@ -195,13 +242,14 @@ class Engine:
                 plan[i], budget = new, budget - new
         return plan, preempted
 
-    def _admit(self, plan: dict) -> None:
+    def _admit(self, plan: dict, budget: int) -> None:
+        """Waiting requests in policy order, into `plan`, while the budget, the cap and the blocks last."""
         cfg, waiting = self.cfg, self.waiting
-        budget = cfg.max_num_batched_tokens - sum(plan.values())
         bs = cfg.block_size_tokens
-        while budget > 0 and len(waiting) and len(self.running) < cfg.max_num_seqs:
+        while budget > 0 and waiting.heap and len(self.running) < cfg.max_num_seqs:
             i = waiting.peek()
-            gpu, host, evictable = self.pool.hits(i, self.done[i], self.tokens[i])
+            cached = self.pool.cache is not None
+            gpu, host, evictable = self.pool.hits(i, self.done[i], self.tokens[i]) if cached else NO_HITS
             start = self.done[i] or (gpu + host) * bs
             remaining = self.tokens[i] - start
             if not cfg.chunked_prefill and remaining > budget:
@@ -211,14 +259,13 @@ class Engine:
             if self.pool.blocks_for(reserve) - gpu + evictable > self.pool.free:
                 return
             waiting.pop()
-            self._reuse(i, gpu, host)
+            if gpu + host:
+                self._reuse(i, gpu, host)
             self._start(i, reserve)
             plan[i], budget = new, budget - new
 
     def _reuse(self, i: int, gpu: int, host: int) -> None:
         """Start i from its cached leading blocks (host-tier ones copied back, the copy added to the step)."""
-        if not gpu + host:
-            return
         bs = self.cfg.block_size_tokens
         self.extra_s += self.pool.reuse(i, gpu, host)
         self.done[i] = (gpu + host) * bs
@@ -229,18 +276,17 @@ class Engine:
         if self.swapped[i]:  # its KV comes back from host memory first
             self.swapped[i] = False
             self.extra_s += self.pool.blocks_for(self.done[i]) * self.cfg.kv_bytes_per_block / self.cfg.swap_bytes_per_s
-        elif self.gen[i] == 0 or self.done[i] < self.tokens[i] - 1:
+        if self.gen[i] == 0 or self.done[i] < self.tokens[i] - 1:  # prompt (or recomputed) tokens to go
             self.prefilling.add(i)
         self.pool.allocate(i, tokens)
-        self.running.append(i)
+        self.running[i] = self.admitted
+        self.admitted += 1
         self.state[i] = RUNNING
         if self.started[i] < 0:
             self.started[i] = self.now
 
-    def _schedule_static(self) -> dict:
-        """Idle: admit a batch (whole lengths reserved) and prefill it; busy: decode every member."""
-        if self.running:
-            return dict.fromkeys(self.running, 1)
+    def _admit_static(self) -> dict:
+        """Static batching, idle engine: admit a batch (whole lengths reserved) to prefill together."""
         plan, waiting = {}, self.waiting
         while len(waiting) and len(plan) < self.cfg.max_num_seqs:
             i = waiting.peek()
@@ -251,24 +297,205 @@ class Engine:
             plan[i] = self.tokens[i]
         return plan
 
-    def schedule(self) -> tuple[dict, bool]:
+    def _general(self) -> tuple[dict, bool]:
+        """The plan of a step the fast path cannot make, with every sequence taken one by one."""
         if self.cfg.batching == "static":
-            return self._schedule_static(), False
-        budget = self.cfg.max_num_batched_tokens
-        if not self.cfg.mixed_batches:  # vLLM V0: admitted prompts are prefilled alone, decodes wait
-            prefills: dict = {}
-            self._admit(prefills)
-            if prefills:
-                return prefills, False
-        plan = self._decode_all(budget)
-        preempted = False
-        if plan is None:
-            plan, preempted = self._schedule_running(budget)
-        if not preempted and self.cfg.mixed_batches:
-            self._admit(plan)
+            return self._admit_static(), False
+        plan, preempted = self._schedule_running(self.cfg.max_num_batched_tokens)
+        if not preempted:
+            self._admit(plan, self.cfg.max_num_batched_tokens - sum(plan.values()))
         return plan, preempted
 
-    # ---- running a step -------------------------------------------------------------------------------
+    # ---- the fast path: the decoding set at once ------------------------------------------------------
+    def _fast_plan(self) -> dict | None:
+        """The step in which every decoding sequence decodes: the prefilling ones' chunks and admissions
+        (in `plan`), or None when the general path must decide (budget or blocks too short for that, a
+        prefilling sequence ahead of a decoding one, static admission)."""
+        cfg, dec, pool = self.cfg, self.decoding, self.pool
+        if cfg.batching == "static":
+            return {} if dec else None
+        grow = dec.blocks_needed(1) if dec.grows else 0
+        if not cfg.mixed_batches:  # vLLM V0: admitted prompts are prefilled alone, decodes wait
+            plan: dict = {}
+            if self.waiting.heap:
+                self._admit(plan, cfg.max_num_batched_tokens)
+            if plan or self.prefilling or grow > pool.free or len(dec) > cfg.max_num_batched_tokens:
+                return plan or None
+            pool.take(grow)
+            return plan
+        budget, free = cfg.max_num_batched_tokens - len(dec), pool.free - grow
+        if budget < 0 or free < 0:
+            return None
+        order = sorted(self.prefilling, key=self.running.__getitem__)
+        if order and self.running[order[0]] < dec.newest:
+            return None
+        chunks = {}
+        for i in order:
+            if budget <= 0:
+                break
+            new = min(self.tokens[i] - self.done[i], budget)
+            need = max(0, pool.need(i, self.done[i] + new))
+            if need > free:
+                return None
+            chunks[i], budget, free = new, budget - new, free - need
+        pool.take(grow)
+        for i, new in chunks.items():
+            pool.allocate(i, self.done[i] + new)
+        self._admit(chunks, budget)
+        return chunks
+
+    def _stretch(self, step_s: float) -> int:
+        """How many decode-only steps of step_s (the next one's time) may run as one: to the next finish,
+        the step that passes the next arrival that could be admitted, or the last step the free blocks
+        cover (1 while tracing)."""
+        cfg, dec = self.cfg, self.decoding
+        if self.extra_s or self.prefilling or self.steps < cfg.trace_steps:
+            return 1
+        # A request still waiting now waits for blocks or budget, neither of which a decode step frees;
+        # only an arrival (under priority or sjf it may rank first and fit) can change the next plan.
+        k = dec.ends[0][0] - dec.g
+        if self.pending and len(self.running) < cfg.max_num_seqs and cfg.batching == "continuous":
+            to_arrival = math.ceil((self.pending[0][0] - self.now) / step_s)
+            if to_arrival < k:
+                k = to_arrival if to_arrival > 1 else 1
+        return self._blocks_allow(k) if k > 1 and dec.grows else k
+
+    def _blocks_allow(self, k: int) -> int:
+        """The most steps ≤ k whose new blocks the free pool covers (the plan took the first step's)."""
+        dec, free = self.decoding, self.pool.free
+        first = dec.blocks_needed(1)
+
+        def fits(steps: int) -> bool:
+            return dec.blocks_needed(steps) - first <= free
+
+        if fits(k):
+            return k
+        lo, hi = 1, k - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+        return lo
+
+    def _run_decodes(self) -> None:
+        """A stretch of decode-only steps of the decoding set (see _stretch): the hot loop of a run."""
+        dec, decode = self.decoding, self.times.decode
+        n = len(dec.joined)
+        step_s = decode(n, dec.context())
+        k = self._stretch(step_s)
+        if k > 1:
+            if dec.grows:
+                self.pool.take(dec.blocks_needed(k) - dec.blocks_needed(1))
+            step_s = decode(n, dec.context(k))  # each step at the stretch's middle context
+        start = self.now
+        took = k * step_s + self.extra_s
+        self.now, self.extra_s = start + took, 0.0
+        self._record(start, took, EMPTY, n)
+        dec.advance(k, self.now, took / k)
+        if self.pool.cache is not None:  # filled blocks with a name become cached before anyone leaves
+            dec.sync()
+            self.pool.register(dec.members(), self.done)
+        self._finish_decodes()
+        self.steps += k
+
+    def _run_fast(self, plan: dict, decode: bool) -> None:
+        """A step of the fast path: every decoding sequence decodes (unless `decode` is False: vLLM V0's
+        prefill-only step, where they wait) and plan's sequences compute their tokens."""
+        dec, pool = self.decoding, self.pool
+        n = len(dec) if decode else 0
+        start = self.now
+        took = self._fast_step_time(plan, n) + self.extra_s
+        self.now, self.extra_s = start + took, 0.0
+        self._record(start, took, plan, n)
+        if n:
+            dec.advance(1, self.now, took)
+        done = self.done
+        for i, new in plan.items():
+            done[i] += new
+        if pool.cache is not None:  # filled blocks with a name become cached before anyone leaves
+            dec.sync()
+            pool.register([*dec.members(), *plan], done)
+        self._emit_and_join(plan)
+        self._finish_decodes()
+        self.steps += 1
+
+    def _finish_decodes(self) -> None:
+        dec = self.decoding
+        if not dec.ends or dec.ends[0][0] > dec.g:  # nobody's last token yet (the common case)
+            return
+        for i in dec.finished():
+            self._end(i, FINISHED)
+            del self.running[i]
+
+    def _fast_step_time(self, plan: dict, n: int) -> float:
+        """n decoding-set members, with plan's chunks and decodes."""
+        dec, done, prefilling = self.decoding, self.done, self.prefilling
+        others = [i for i in plan if i not in prefilling]  # decodes outside the set (back from a swap)
+        context = (dec.context() if n else 0) + sum([done[i] + 1 for i in others])
+        chunks = [(done[i], new) for i, new in plan.items() if i in prefilling]
+        if not chunks:
+            return self.times.decode(n + len(others), context)
+        return self.times.mixed(n + len(others), context, chunks)
+
+    def _emit_and_join(self, plan: dict) -> None:
+        """Plan's sequences (outside the decoding set) that computed all their tokens emit the next one;
+        those still running join the decoding set."""
+        done, tokens = self.done, self.tokens
+        emitted = [i for i in plan if done[i] == tokens[i]]
+        self._emit(emitted, self.now)
+        for i in emitted:
+            if i in self.running:
+                self.decoding.add(i, self.running[i])
+
+    # ---- both paths -----------------------------------------------------------------------------------
+    def _emit(self, ids, at: float) -> None:
+        """A token of each sequence in ids (outside the decoding set), at `at`; measured gaps booked."""
+        gen, tokens, last, first, out, measured = self.gen, self.tokens, self.last, self.first, self.out, self.measured
+        pooled, finished = {}, []
+        for i in ids:
+            if gen[i] == 0:
+                first[i] = at
+            elif measured[i]:
+                gap = at - last[i]
+                pooled[gap] = pooled.get(gap, 0) + 1
+            gen[i] += 1
+            tokens[i] += 1
+            last[i] = at
+            if gen[i] >= out[i]:
+                finished.append(i)
+        self.prefilling.difference_update(ids)
+        self._book(pooled.items())
+        for i in finished:
+            self._end(i, FINISHED)
+            del self.running[i]
+
+    def _book(self, gaps) -> None:
+        values, weights = self.gaps.values, self.gaps.weights
+        for value, weight in gaps:
+            values.append(value)
+            weights.append(weight)
+
+    def _run_general(self) -> tuple[dict, bool]:
+        """A step planned one sequence at a time (the decoding set is taken apart first, and rebuilt)."""
+        dec = self.decoding
+        dec.clear()
+        plan, preempted = self._general()
+        if plan:
+            start = self.now
+            took = self._step_time(plan) + self.extra_s
+            self.now, self.extra_s = start + took, 0.0
+            self._record(start, took, plan, 0)
+            done, tokens = self.done, self.tokens
+            for i, new in plan.items():
+                done[i] += new
+            if self.pool.cache is not None:
+                self.pool.register(plan, done)
+            self._emit([i for i in plan if done[i] == tokens[i]], self.now)
+            self.steps += 1
+        for i, order in self.running.items():
+            if i not in self.prefilling:
+                dec.add(i, order)
+        return plan, preempted
+
     def _step_time(self, plan: dict) -> float:
         prefilling, done = self.prefilling, self.done
         decodes = [i for i in plan if i not in prefilling]
@@ -278,119 +505,33 @@ class Engine:
         chunks = [(done[i], new) for i, new in plan.items() if i in prefilling]
         return self.times.mixed(len(decodes), context, chunks)
 
-    def _emit(self, ids, step_s: float, count: int = 1) -> None:
-        """`count` tokens of each sequence in ids, the last at self.now, `step_s` apart; gaps pooled."""
-        gen, tokens, last, first, out, measured = self.gen, self.tokens, self.last, self.first, self.out, self.measured
-        first_at, pooled, finished, booked = self.now - (count - 1) * step_s, {}, [], 0
-        for i in ids:
-            if gen[i] == 0:
-                first[i] = first_at
-            elif measured[i]:
-                gap = first_at - last[i]
-                pooled[gap] = pooled.get(gap, 0) + 1
-            booked += measured[i]
-            gen[i] += count
-            tokens[i] += count
-            last[i] = self.now
-            if gen[i] >= out[i]:
-                finished.append(i)
-        self.prefilling.difference_update(ids)
-        self._book(pooled, step_s, booked * (count - 1))
-        self._finish(finished)
-
-    def _book(self, pooled: dict, step_s: float, repeats: int) -> None:
-        values, weights = self.gaps.values, self.gaps.weights
-        values.extend(pooled)
-        weights.extend(pooled.values())
-        if repeats:
-            values.append(step_s)
-            weights.append(repeats)
-
-    def _finish(self, finished: list) -> None:
-        if finished:
-            for i in finished:
-                self._end(i, FINISHED)
-            gone = set(finished)
-            self.running = [i for i in self.running if i not in gone]
-
-    def _run_step(self, plan: dict) -> None:
-        start = self.now
-        took = self._step_time(plan) + self.extra_s
-        self.now, self.extra_s = start + took, 0.0
-        self._record(start, took, plan)
-        done, tokens = self.done, self.tokens
-        for i, new in plan.items():
-            done[i] += new
-        if self.pool.cache is not None:
-            self.pool.register(plan, done)
-        self._emit([i for i in plan if done[i] == tokens[i]], took)
-        self.steps += 1
-
-    def _stretch(self, plan: dict) -> int:
-        """How many identical decode-only steps may run as one (1 when the next step differs)."""
-        cfg, running = self.cfg, self.running
-        if self.extra_s or self.prefilling or self.steps < cfg.trace_steps or len(plan) != len(running):
-            return 1
-        # A request still waiting now waits for blocks or budget, neither of which a decode step frees;
-        # only an arrival (under priority or sjf it may rank first and fit) can change the next plan.
-        gen, out = self.gen, self.out
-        k = min([out[i] - gen[i] for i in running])
-        if len(running) < cfg.max_num_seqs and cfg.batching == "continuous" and self.pending:
-            step_s = self.times.decode(len(running), sum([self.done[i] for i in running]) + len(running))
-            k = min(k, max(1, math.ceil((self.pending[0][0] - self.now) / step_s)))
-        return self._blocks_allow(k)
-
-    def _blocks_allow(self, k: int) -> int:
-        """The most steps ≤ k whose new blocks the free pool covers (blocks for one step are held)."""
-        pool, done, running, need = self.pool, self.done, self.running, self.pool.need
-
-        def fits(steps: int) -> bool:
-            return sum([need(i, done[i] + steps) for i in running]) <= pool.free
-
-        if k == 1 or self.cfg.reserve_full_length or fits(k):
-            return k
-        lo, hi = 1, k - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
-        return lo
-
-    def _run_stretch(self, k: int) -> None:
-        running, done = list(self.running), self.done
-        context = sum([done[i] for i in running]) + len(running) * (1 + (k - 1) / 2)
-        step_s = self.times.decode(len(running), context)
-        start, self.now = self.now, self.now + k * step_s
-        self._record(start, k * step_s, dict.fromkeys(running, 1))
-        if self.cfg.reserve_full_length:  # reserved on admission
-            for i in running:
-                done[i] += k
-        else:
-            for i in running:
-                self.pool.allocate(i, done[i] + k)
-                done[i] += k
-        if self.pool.cache is not None:
-            self.pool.register(running, done)
-        self._emit(running, step_s, k)
-        self.steps += k
-
-    def _record(self, start: float, took: float, plan: dict) -> None:
-        self.occupancy.append((start, len(self.running), len(self.waiting), self.cfg.kv_blocks - self.pool.free))
+    def _record(self, start: float, took: float, plan: dict, n: int) -> None:
+        """Occupancy at this step, and (the first trace_steps steps) who ran: the n decoding-set members
+        first, in running order, then plan's sequences."""
+        self.occupancy.append((start, len(self.running), len(self.waiting.heap), self.cfg.kv_blocks - self.pool.free))
         if self.steps < self.cfg.trace_steps:
-            self.trace.append((start, took, tuple(plan.items()), tuple(i for _, _, i in self.waiting.heap)))
+            dec = self.decoding
+            ran = [(i, 1) for i in self.running if i in dec] if n else []
+            self.trace.append((start, took, (*ran, *plan.items()), tuple(i for _, _, i in self.waiting.heap)))
 
     def run(self) -> None:
-        while self.left:
-            self._arrive()
-            if not self.running and not len(self.waiting):
+        while self.left > 0:
+            if self.pending and self.pending[0][0] <= self.now:
+                self._arrive()
+            if not self.running and not self.waiting.heap:
                 if not self.pending:
                     return
                 self.now = self.pending[0][0]
                 continue
-            plan, preempted = self.schedule()
+            plan = self._fast_plan()
             if plan:
-                k = 1 if preempted else self._stretch(plan)
-                self._run_stretch(k) if k > 1 else self._run_step(plan)
-            elif not preempted:  # nothing can run (a safety net: requests that never fit are rejected)
+                self._run_fast(plan, decode=self.cfg.mixed_batches)
+                continue
+            if plan is not None and self.decoding:
+                self._run_decodes()
+                continue
+            plan, preempted = self._run_general()
+            if not plan and not preempted:  # nothing can run (a safety net: requests that never fit are rejected)
                 if not self.pending:
                     return
                 self.now = max(self.now, self.pending[0][0])

@@ -25,6 +25,8 @@ class EngineResult:
     prompt_tokens: int = 0  # measured, finished requests' prompts ...
     hit_tokens_gpu: int = 0  # ... of which found in the GPU prefix cache at first admission
     hit_tokens_host: int = 0  # ... and in the host tier
+    ids: tuple[int, ...] = ()  # the index of each measured request that finished, in the order above
+    stopped: bool = False  # the run ended early: more measured requests missed the stop's targets than allowed
 
 
 def summarise(engine: Engine) -> EngineResult:
@@ -50,4 +52,6 @@ def summarise(engine: Engine) -> EngineResult:
         prompt_tokens=sum(e.prompt[i] for i in done),
         hit_tokens_gpu=sum(e.hit_gpu[i] for i in done),
         hit_tokens_host=sum(e.hit_host[i] for i in done),
+        ids=tuple(done),
+        stopped=e.stopped,
     )

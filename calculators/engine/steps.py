@@ -14,11 +14,12 @@ from ..calcs.steptime import StepModel
 
 
 class StepTimes:
-    __slots__ = ("model", "overhead_s", "decode_time")
+    __slots__ = ("model", "overhead_s", "decode_time", "alone")
 
     def __init__(self, model: StepModel, overhead_s: float = 0.0):
         self.model, self.overhead_s = model, overhead_s
         self.decode_time = model.decode_time
+        self.alone: dict = {}  # a step that prefills one whole prompt and nothing else, by length
 
     def decode(self, batch: int, context_sum: float) -> float:
         """A decode-only step of `batch` sequences holding `context_sum` keys in all (after appending)."""
@@ -26,6 +27,14 @@ class StepTimes:
 
     def mixed(self, decodes: int, context_sum: float, chunks) -> float:
         """`decodes` decode tokens (contexts summing to context_sum) and prefill chunks [(start, length)]."""
+        if not decodes and len(chunks) == 1 and not chunks[0][0]:
+            length = chunks[0][1]
+            if length not in self.alone:
+                self.alone[length] = self._mixed(0, 0.0, chunks)
+            return self.alone[length]
+        return self._mixed(decodes, context_sum, chunks)
+
+    def _mixed(self, decodes: int, context_sum: float, chunks) -> float:
         model, flops, kv, tokens = self.model, 0.0, 0.0, decodes
         if decodes:
             per_token, held = model.per_sequence(round(context_sum / decodes))

@@ -1,21 +1,57 @@
 """Requests for the simulator: open-loop arrivals at a rate, shared-prefix structures, pasted traces.
 
-Draws come from calcs.goodput_sim.Workload (gamma gaps at rate 1 with shape = burstiness, as vLLM's
-`vllm bench serve --burstiness`; prompt and output lengths from the core's distributions), so the
-engine and today's goodput calculator see the same requests for the same seed.
+Draws come from Workload (gamma gaps at rate 1 with shape = burstiness, as vLLM's
+`vllm bench serve --burstiness`; prompt and output lengths from the core's distributions), so every
+calculator on the engine sees the same requests for the same seed.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from dataclasses import replace
 
+from ..calcs.lengths import lognormal_mu_sigma, uniform_half_width
 from ..errors import InputError
 from .config import Request
 
 TRACE_FIELD = "trace"
 TRACE_COLUMNS = "arrival_s, input_tokens, output_tokens[, prefix_id, prefix_tokens]"
+
+
+def length_sampler(kind: str, mean: float, cv: float):
+    """rng -> one length with the given mean and coefficient of variation (spread ÷ mean); the
+    distribution's constants are worked out once, not per draw."""
+    if kind == "fixed" or cv == 0:
+        fixed = max(1, round(mean))
+        return lambda rng: fixed
+    if kind == "uniform":  # no wider than the mean: lengths stay positive
+        half = uniform_half_width(mean, cv, 1.0)
+        lo, hi = mean - half, mean + half
+        return lambda rng: max(1, round(rng.uniform(lo, hi)))
+    mu, sigma = lognormal_mu_sigma(mean, cv)
+    return lambda rng: max(1, round(rng.lognormvariate(mu, sigma)))
+
+
+class Workload:
+    """(arrival gap at rate 1, input tokens, output tokens) per request, drawn on demand: every
+    prefix is the same whatever length is asked for later. Gaps are gamma with shape k = burstiness
+    and mean 1, as vLLM's `vllm bench serve --burstiness` draws them (k = 1: exponential, Poisson
+    arrivals; k < 1 burstier, k > 1 more even; squared coefficient of variation 1 ÷ k). One draw per
+    request at rate 1, scaled by 1 ÷ rate, so every rate sees the same requests (common random numbers);
+    gaps come from a stream of their own, so the lengths do not depend on the burstiness."""
+
+    def __init__(self, v: dict):
+        self.rng, self.items = random.Random(v["seed"]), []
+        self.gap_rng, self.shape = random.Random(f"arrivals {v['seed']}"), v.get("burstiness", 1.0)
+        self.prompt = length_sampler(v["input_distribution"], v["input_tokens_mean"], v["input_tokens_cv"])
+        self.output = length_sampler(v["output_distribution"], v["output_tokens_mean"], v["output_tokens_cv"])
+
+    def first(self, n: int) -> list[tuple[float, int, int]]:
+        rng, gap_rng = self.rng, self.gap_rng
+        while len(self.items) < n:
+            gap = gap_rng.gammavariate(self.shape, 1.0 / self.shape)  # shape 1: the same draw as expovariate(1)
+            self.items.append((gap, self.prompt(rng), self.output(rng)))
+        return self.items[:n]
 
 
 def open_loop(draws, rate_per_s: float, prefix: tuple = ()) -> list[Request]:
@@ -105,9 +141,9 @@ def with_predictions(requests: list[Request], error_cv: float, seed: int = 0) ->
     output × a log-normal factor of median 1 whose spread (std ÷ mean) is error_cv; 0 is a perfect
     predictor."""
     if error_cv <= 0:
-        return [replace(r, predicted_output_tokens=r.output_tokens) for r in requests]
+        return [r._replace(predicted_output_tokens=r.output_tokens) for r in requests]
     rng, sigma = random.Random(f"predictor {seed}"), math.sqrt(math.log1p(error_cv * error_cv))
     return [
-        replace(r, predicted_output_tokens=max(1, round(r.output_tokens * rng.lognormvariate(0.0, sigma))))
+        r._replace(predicted_output_tokens=max(1, round(r.output_tokens * rng.lognormvariate(0.0, sigma))))
         for r in requests
     ]

@@ -5,8 +5,10 @@ import pytest
 from calculators import run
 from calculators.calcs.kv_cache import kv_bytes_per_sequence
 from calculators.calcs.steptime import StepModel, _causal_keys, attention_flops_per_token, deployment
-from calculators.calcs.goodput import SCHEMA, max_num_seqs
-from calculators.calcs.goodput_sim import Gaps, Workload, simulate, weighted_percentile
+from calculators.calcs.goodput import SCHEMA, max_num_seqs, run_server
+from calculators.engine.metrics import Gaps
+from calculators.engine.steps import StepTimes
+from calculators.engine.workload import Workload
 from calculators.calcs.memory import budget, footprint, usable_bytes_per_gpu
 from calculators.schema import validate
 
@@ -113,7 +115,7 @@ def test_pooled_gaps_add_up_to_each_requests_decode_time():
     pool = budget(footprint(v), usable_bytes_per_gpu(v), 1).tokens
     work = Workload(v).first(600)
     gaps = Gaps()
-    result = simulate(StepModel(dep), work, 18.0, 1024, pool, (), (100, 400), None, gaps)
+    result = run_server(StepTimes(StepModel(dep)), pool, 1024, work, 18.0, (), (100, 400), gaps)
     outs = [b for _, _, b in work[100:400]]
     assert sum(w for _, w in gaps.pairs) == sum(b - 1 for b in outs)
     decode = sum(r[1] * (b - 1) for r, b in zip(result, outs))
@@ -125,10 +127,11 @@ def test_itl_tail_shows_the_prefill_stalls_that_mean_tpot_hides():
     assert out["itl_p50_s"] < out["tpot_p50_s"] < out["itl_p99_s"] <= out["itl_max_s"]
 
 
-def test_weighted_percentile_is_nearest_rank():
-    assert weighted_percentile([(1.0, 98), (5.0, 2)], 98) == 1.0
-    assert weighted_percentile([(1.0, 98), (5.0, 2)], 99) == 5.0
-    assert weighted_percentile([], 50) == 0.0
+def test_pooled_gap_percentiles_are_nearest_rank():
+    gaps = Gaps()
+    gaps.values, gaps.weights = [1.0, 5.0], [98, 2]
+    assert gaps.percentiles((98, 99)) == [1.0, 5.0]
+    assert Gaps().percentiles((50,)) == [0.0]
 
 
 # --- Burstiness: gamma gaps with shape k, as vLLM's --burstiness ------------------------------------------
@@ -211,11 +214,9 @@ def test_a_recompute_gives_the_same_answer_warm_or_cold():
 
 def test_the_queueing_grid_books_no_gaps_but_the_same_waits():
     """The grid's four extra runs only feed the mean wait; skipping their inter-token gaps changes no wait."""
-    from calculators.calcs.goodput_sim import simulate
-
     v = validate(SCHEMA["inputs"], dict(PART3))
-    steps = StepModel(deployment(v))
+    times = StepTimes(StepModel(deployment(v)))
     pool = budget(footprint(v), usable_bytes_per_gpu(v), 1).tokens
     work = Workload(v).first(400)
-    with_gaps = simulate(steps, work, 8.0, 1024, pool, (), (50, 350), None, Gaps())
-    assert simulate(steps, work, 8.0, 1024, pool, (), (50, 350), None, None) == with_gaps
+    with_gaps = run_server(times, pool, 1024, work, 8.0, (), (50, 350), Gaps())
+    assert run_server(times, pool, 1024, work, 8.0, (), (50, 350), None) == with_gaps

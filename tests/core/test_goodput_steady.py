@@ -8,8 +8,10 @@ outputs ~256, TTFT ≤ 500 ms, TPOT ≤ 50 ms, capacity ~21 requests/s.
 import pytest
 
 from calculators import run
-from calculators.calcs.goodput import SCHEMA, max_num_seqs, summarise
-from calculators.calcs.goodput_sim import Workload, offered_load, simulate
+from calculators.calcs.goodput import SCHEMA, max_num_seqs, run_server, summarise
+from calculators.calcs.offered_load import offered_load
+from calculators.engine.steps import StepTimes
+from calculators.engine.workload import Workload
 from calculators.calcs.memory import budget, footprint, usable_bytes_per_gpu
 from calculators.calcs.steptime import StepModel, deployment
 from calculators.schema import validate
@@ -34,7 +36,7 @@ def _setup(inputs: dict):
 
 def _long_run(rate: float, seed: int, n: int = 5000) -> dict:
     v, steps, pool = _setup(dict(PART3, seed=seed))
-    return summarise(simulate(steps, Workload(v).first(n), rate, v["max_batch_size"], pool), 0.5, 0.05)
+    return summarise(run_server(StepTimes(steps), pool, v["max_batch_size"], Workload(v).first(n), rate), 0.5, 0.05)
 
 
 @pytest.mark.parametrize("rate", [10, 20, 22, 25, 30, 40])
@@ -63,7 +65,7 @@ def _saturated_rate(inputs: dict, n: int = 3000) -> tuple[float, float]:
     queued = [(0.0, a, b) for _, a, b in work]
     ends = sorted(
         r[0] + r[1] * (b - 1)
-        for r, (_, _, b) in zip(simulate(steps, queued, 1.0, v["max_batch_size"], pool), queued)
+        for r, (_, _, b) in zip(run_server(StepTimes(steps), pool, v["max_batch_size"], queued, 1.0), queued)
         if r is not None
     )
     lo, hi = n // 3, n - n // 6
