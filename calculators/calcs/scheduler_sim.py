@@ -2,7 +2,7 @@
 
 One replica (calculators.engine) with its step times from steptime.StepModel, as the roofline and
 latency calculators price a step, and its KV pool from the memory calculator's budget. The workload is
-goodput_sim.Workload's (the same requests for the same seed); a seeded share of them is the high
+engine.workload.Workload's (the same requests for the same seed); a seeded share of them is the high
 priority class, and a length predictor of stated spread (workload.with_predictions) guesses every
 output length. Every policy sees these same requests (common random numbers), so the differences
 between policies are the scheduler's, not the draw's.
@@ -22,9 +22,9 @@ from ..engine import workload as engine_workload
 from ..engine.config import EngineConfig, Request
 from ..engine.run import simulate
 from ..engine.steps import StepTimes
+from ..engine.workload import Workload
 from ..schema import choice, integer, number
 from .deployment import deployment_fields
-from .goodput_sim import Workload
 from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
 from .steptime import StepModel, deployment
 
@@ -182,7 +182,7 @@ def setup(v: dict) -> Setup:
     draws = Workload(v).first(v["num_requests"])
     base = engine_workload.open_loop(draws, 1.0)
     rng, share = random.Random(f"priority {v['seed']}"), v["high_priority_percent"] / 100
-    classed = [replace(r, priority=0 if rng.random() < share else 1) for r in base]
+    classed = [r._replace(priority=0 if rng.random() < share else 1) for r in base]
     requests = tuple(engine_workload.with_predictions(classed, v["predictor_error_cv"], v["seed"]))
     s = Setup(times, requests, kv_blocks, v["max_num_seqs"], v["max_num_batched_tokens"], 0.0, kv_tokens)
     # The capacity depends on neither the rate, the policy, the classes, the predictor nor the objectives:
@@ -195,7 +195,9 @@ def setup(v: dict) -> Setup:
     return replace(s, capacity=_capacities[key])
 
 
-def config(s: Setup, policy: str, ageing_s: float = 0.0, max_waiting: int = 0) -> EngineConfig:
+def config(
+    s: Setup, policy: str, ageing_s: float = 0.0, max_waiting: int = 0, max_predicted_ttft_s: float = 0.0
+) -> EngineConfig:
     engine_policy = "sjf" if policy == "sjf_ageing" else policy
     return EngineConfig(
         kv_blocks=s.kv_blocks,
@@ -205,17 +207,18 @@ def config(s: Setup, policy: str, ageing_s: float = 0.0, max_waiting: int = 0) -
         policy=engine_policy,
         ageing_s=ageing_s if policy == "sjf_ageing" else 0.0,
         max_waiting=max_waiting,
+        max_predicted_ttft_s=max_predicted_ttft_s,
     )
 
 
 def at_rate(requests, rate: float) -> list[Request]:
-    return [replace(r, arrival_s=r.arrival_s / rate) for r in requests]
+    return [r._replace(arrival_s=r.arrival_s / rate) for r in requests]
 
 
 def measured_capacity(s: Setup) -> float:
     """Requests/s a saturated server completes: all queued at t = 0 (FCFS); completions up to the last
     admission ÷ its time (the batch is full until then); with no queue at all, requests ÷ makespan."""
-    queued = [replace(r, arrival_s=0.0) for r in s.requests]
+    queued = [r._replace(arrival_s=0.0) for r in s.requests]
     r = simulate(s.times, queued, config(s, "fcfs"))
     if not r.e2e_s:
         return 0.0
@@ -237,11 +240,13 @@ def nearest_rank(values, pct: float) -> float:
     return ordered[max(0, -(-len(ordered) * pct // 100) - 1)]
 
 
-def run(v: dict, s: Setup, policy: str, rate: float, max_waiting: int = 0, requests=None) -> dict:
+def run(
+    v: dict, s: Setup, policy: str, rate: float, max_waiting: int = 0, requests=None, max_predicted_ttft_s: float = 0.0
+) -> dict:
     """One policy at one rate: latencies of the served, SLO attainment over every arrival (a rejected
     request misses), per-run goodput = rate × attainment (Part 3), and the high class's attainment."""
     reqs = at_rate(requests or s.requests, rate)
-    r = simulate(s.times, reqs, config(s, policy, v["ageing_s"], max_waiting))
+    r = simulate(s.times, reqs, config(s, policy, v["ageing_s"], max_waiting, max_predicted_ttft_s))
     ttft_slo, tpot_slo = v["ttft_slo_s"], v["tpot_slo_s"]
     by_arrival = {a: i for i, a in enumerate(x.arrival_s for x in reqs)}
     met = [a <= ttft_slo and b <= tpot_slo for a, b in zip(r.ttft_s, r.tpot_s)]

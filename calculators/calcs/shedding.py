@@ -17,12 +17,13 @@ import math
 
 
 from ..engine import workload as engine_workload
-from ..schema import choice, integer, output, series, step
+from ..schema import choice, integer, number, output, series, step
 from .deployment import efficiency_steps
 from .scheduler_sim import fields, run, setup
 from .steptime import deployment
 
 THRESHOLDS = (0, 2, 4, 8, 16)
+TTFT_THRESHOLDS = (0.05, 0.1, 0.2, 0.5, 1.0)  # predicted-TTFT thresholds plotted (s)
 ERRORS = (0.0, 0.5, 1.0, 2.0, 4.0)
 
 
@@ -36,6 +37,18 @@ def _fields() -> list[dict]:
             100_000,
             "requests",
             "An arrival that finds this many waiting is rejected (HTTP 429); 0 sheds nothing.",
+        ),
+        number(
+            "max_predicted_ttft_s",
+            "Predicted-TTFT shedding threshold",
+            1.0,
+            0.0,
+            3600.0,
+            "s",
+            "An arrival whose predicted TTFT (the prompt tokens waiting ahead plus its own, at the rate of a "
+            "full-budget prefill chunk) is above this is rejected; 0 sheds nothing. The prediction leaves out "
+            "the wait for a free slot and the decodes that share each step.",
+            0.01,
         ),
         choice(
             "shed_policy",
@@ -53,7 +66,9 @@ SCHEMA = {
         "The replica, workload and objectives of the scheduling calculator, at one rate. Shedding: an "
         "arrival that finds the threshold's number of requests waiting is rejected at once (an HTTP 429) "
         "and counts as missing the SLO; attainment and per-run goodput (rate × attainment) are over every "
-        "arrival. Predictor: shortest predicted output first with a log-normal prediction error of each "
+        "arrival. The engine's second rule rejects an arrival whose predicted TTFT (prompt tokens waiting "
+        "ahead plus its own, at the rate of a full-budget prefill chunk) is above its threshold. "
+        "Predictor: shortest predicted output first with a log-normal prediction error of each "
         "plotted spread, against first come first served. Finite runs from an empty server."
     ),
     "inputs": _fields(),
@@ -64,6 +79,15 @@ SCHEMA = {
         output("goodput_shed_requests_per_s", "With your threshold: goodput (rate × attainment)", "requests/s", "rate"),
         output("rejected_share_shed", "With your threshold: share rejected (429)", "", "percent"),
         output("ttft_p99_served_shed_s", "With your threshold: TTFT p99 of those served", "s", "seconds"),
+        output("attainment_ttft_shed", "Predicted-TTFT threshold: SLO attainment", "", "percent"),
+        output("goodput_ttft_shed_requests_per_s", "Predicted-TTFT threshold: goodput", "requests/s", "rate"),
+        output("rejected_share_ttft_shed", "Predicted-TTFT threshold: share rejected (429)", "", "percent"),
+        output(
+            "best_ttft_threshold_s",
+            "Predicted-TTFT threshold with the highest goodput (of those plotted)",
+            "s",
+            "seconds",
+        ),
         output("attainment_no_shed", "No shedding: SLO attainment", "", "percent"),
         output("goodput_no_shed_requests_per_s", "No shedding: goodput (rate × attainment)", "requests/s", "rate"),
         output("ttft_p99_no_shed_s", "No shedding: TTFT p99", "s", "seconds"),
@@ -108,6 +132,7 @@ def compute(v: dict) -> dict:
     mine, none = shed[v["max_waiting"]], shed[0]
     best = max(thresholds, key=lambda t: (shed[t]["goodput"], -t))
     ours = sjf[v["predictor_error_cv"]]
+    ttft, ttft_series = _predicted_ttft_shedding(v, s, rate, policy)
     return {
         "capacity_requests_per_s": s.capacity,
         "utilisation": rate / s.capacity if s.capacity else 0.0,
@@ -128,10 +153,35 @@ def compute(v: dict) -> dict:
         "queue_mean_sjf_oracle_s": sjf[0.0]["queue_mean"],
         "queue_mean_sjf_worst_s": sjf[ERRORS[-1]]["queue_mean"],
         "attainment_sjf_worst": sjf[ERRORS[-1]]["attainment"],
+        **ttft,
         "notes": [],
         "derivation": efficiency_steps(dep) + _steps(v, s, mine, none),
-        "series": _series(thresholds, shed, errors, sjf, fcfs),
+        "series": _series(thresholds, shed, errors, sjf, fcfs) | ttft_series,
     }
+
+
+def _predicted_ttft_shedding(v: dict, s, rate: float, policy: str) -> tuple[dict, dict]:
+    """The engine's second rule (max_predicted_ttft_s) at the reader's threshold and at TTFT_THRESHOLDS."""
+    limits = sorted({*TTFT_THRESHOLDS, v["max_predicted_ttft_s"]} - {0.0})
+    runs = {t: run(v, s, policy, rate, max_predicted_ttft_s=t) for t in limits}
+    mine = runs.get(v["max_predicted_ttft_s"]) or run(v, s, policy, rate)
+    outputs = {
+        "attainment_ttft_shed": mine["attainment"],
+        "goodput_ttft_shed_requests_per_s": mine["goodput"],
+        "rejected_share_ttft_shed": mine["rejected_share"],
+        "best_ttft_threshold_s": max(limits, key=lambda t: (runs[t]["goodput"], -t)) if limits else 0.0,
+    }
+    plot = series(
+        "SLO attainment and share rejected vs predicted-TTFT shedding threshold",
+        "max_predicted_ttft_s",
+        "s",
+        limits,
+        [
+            ("SLO attainment", "%", [100 * runs[t]["attainment"] for t in limits]),
+            ("rejected (429)", "%", [100 * runs[t]["rejected_share"] for t in limits]),
+        ],
+    )
+    return outputs, {"ttft_shedding_vs_threshold": plot}
 
 
 def _steps(v: dict, s, mine: dict, none: dict) -> list[dict]:

@@ -117,3 +117,14 @@ def test_littles_law_threshold_is_capacity_times_the_ttft_target():
     # A request that finds k waiting waits about k ÷ capacity; k = ⌊capacity × TTFT target⌋
     r = run("shedding", {"ttft_slo_s": 2.0})
     assert r["little_threshold"] == int(r["capacity_requests_per_s"] * 2.0)
+
+
+def test_predicted_ttft_shedding_rejects_more_as_the_threshold_falls():
+    # The engine's max_predicted_ttft_s: prompt tokens waiting ahead plus the arrival's own, at the rate of a
+    # full-budget prefill chunk; a lower threshold can only reject more of the same arrivals in this run
+    r = run("shedding", {"num_requests": 200})
+    plot = r["series"]["ttft_shedding_vs_threshold"]
+    rejected = dict(zip(plot["x"]["values"], plot["y"][1]["values"]))
+    assert rejected[0.05] > rejected[0.2] > rejected[1.0] > 0
+    off = run("shedding", {"num_requests": 200, "max_predicted_ttft_s": 0.0})
+    assert off["rejected_share_ttft_shed"] == 0.0 and off["attainment_ttft_shed"] == off["attainment_no_shed"]
