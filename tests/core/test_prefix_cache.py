@@ -82,6 +82,12 @@ def test_a_model_whose_weights_fill_the_gpu_names_the_gpu_count():
     assert exc.value.field == "num_gpus"
 
 
+def test_a_pool_cap_below_one_block_names_the_cap_not_the_gpu_count():
+    with pytest.raises(InputError) as exc:
+        run("prefix_cache", {**SMALL, "kv_pool_cap_tokens": 10})
+    assert exc.value.field == "kv_pool_cap_tokens"
+
+
 def test_percentile_plot_is_ordered_and_matches_the_outputs():
     out = run("prefix_cache", SMALL)
     s = out["series"]["ttft_by_percentile"]
