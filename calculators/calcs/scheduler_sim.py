@@ -9,8 +9,11 @@ between policies are the scheduler's, not the draw's.
 
 Capacity is measured, not estimated: every request queued at t = 0 under FCFS, the completions up to
 the last admission (the batch stays full until then) divided by that time. Load ÷ capacity (ρ) is the
-offered rate over it. A run is finite (num_requests from an empty server), so past ρ = 1 its
-latencies grow with the length of the run: they are what those requests saw, not a steady state.
+offered rate over it. The measurement needs the batch full for a while: with fewer than max_num_seqs
+completions before the last admission (too few requests for the cap) it is not the replica's capacity,
+and Setup.saturated is False (unsaturated_note says so). A run is finite (num_requests from an empty
+server), so past ρ = 1 its latencies grow with the length of the run: they are what those requests saw,
+not a steady state.
 """
 
 from __future__ import annotations
@@ -172,6 +175,7 @@ class Setup:
     max_num_batched_tokens: int
     capacity: float  # requests/s, measured (see module docstring)
     kv_tokens: int
+    saturated: bool = True  # the capacity run kept the batch full long enough to measure it
 
 
 def setup(v: dict) -> Setup:
@@ -192,7 +196,8 @@ def setup(v: dict) -> Setup:
         if len(_capacities) >= KEPT:
             del _capacities[next(iter(_capacities))]
         _capacities[key] = measured_capacity(s)
-    return replace(s, capacity=_capacities[key])
+    capacity, saturated = _capacities[key]
+    return replace(s, capacity=capacity, saturated=saturated)
 
 
 def config(
@@ -215,18 +220,32 @@ def at_rate(requests, rate: float) -> list[Request]:
     return [r._replace(arrival_s=r.arrival_s / rate) for r in requests]
 
 
-def measured_capacity(s: Setup) -> float:
+def measured_capacity(s: Setup) -> tuple[float, bool]:
     """Requests/s a saturated server completes: all queued at t = 0 (FCFS); completions up to the last
-    admission ÷ its time (the batch is full until then); with no queue at all, requests ÷ makespan."""
+    admission ÷ its time (the batch is full until then); with no queue at all, requests ÷ makespan. The
+    flag says whether the batch stayed full long enough to measure it: at least max_num_seqs completions
+    before the last admission (with fewer requests than the cap, or barely more, the figure is the
+    ramp-up or the makespan of the longest request, not a capacity)."""
     queued = [r._replace(arrival_s=0.0) for r in s.requests]
     r = simulate(s.times, queued, config(s, "fcfs"))
     if not r.e2e_s:
-        return 0.0
+        return 0.0, False
     last_start = max(r.queue_s)
     done = sum(1 for e in r.e2e_s if e <= last_start)
     if last_start > 0 and done:
-        return done / last_start
-    return len(r.e2e_s) / max(r.e2e_s)
+        return done / last_start, done >= s.max_num_seqs
+    return len(r.e2e_s) / max(r.e2e_s), False
+
+
+def unsaturated_note(v: dict, s: Setup) -> list[str]:
+    """The warning when the capacity run could not fill the batch (Setup.saturated is False)."""
+    if s.saturated:
+        return []
+    return [
+        f"{v['num_requests']:,} requests queued at once are too few to keep {s.max_num_seqs:,} running sequences "
+        f"busy, so the capacity shown ({s.capacity:.2f} requests/s), and every load measured against it, is not "
+        "the replica's: simulate several times more requests than the running-sequence cap, or lower the cap"
+    ]
 
 
 def mean(values) -> float:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..schema import output, series, step
 from .deployment import efficiency_steps
-from .scheduler_sim import POLICY_NAMES, fields, run, setup
+from .scheduler_sim import POLICY_NAMES, fields, run, setup, unsaturated_note
 from .steptime import deployment
 
 RHO_GRID = (0.6, 1.4)  # loads plotted beside the reader's rate, × measured capacity
@@ -81,8 +81,8 @@ def compute(v: dict) -> dict:
 
 
 def _notes(v: dict, s, here: dict) -> list[str]:
-    notes = []
-    if s.capacity and v["request_rate_per_s"] >= s.capacity:
+    notes = unsaturated_note(v, s)
+    if s.saturated and s.capacity and v["request_rate_per_s"] >= s.capacity:
         notes.append(
             "the offered load is at or above the measured capacity: the queue grows for as long as the run "
             "lasts, so the delays shown grow with the number of requests simulated"

@@ -19,7 +19,7 @@ import math
 from ..engine import workload as engine_workload
 from ..schema import choice, integer, number, output, series, step
 from .deployment import efficiency_steps
-from .scheduler_sim import fields, run, setup
+from .scheduler_sim import fields, run, setup, unsaturated_note
 from .steptime import deployment
 
 THRESHOLDS = (0, 2, 4, 8, 16)
@@ -154,7 +154,7 @@ def compute(v: dict) -> dict:
         "queue_mean_sjf_worst_s": sjf[ERRORS[-1]]["queue_mean"],
         "attainment_sjf_worst": sjf[ERRORS[-1]]["attainment"],
         **ttft,
-        "notes": [],
+        "notes": unsaturated_note(v, s),
         "derivation": efficiency_steps(dep) + _steps(v, s, mine, none),
         "series": _series(thresholds, shed, errors, sjf, fcfs) | ttft_series,
     }

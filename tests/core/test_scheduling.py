@@ -128,3 +128,18 @@ def test_predicted_ttft_shedding_rejects_more_as_the_threshold_falls():
     assert rejected[0.05] > rejected[0.2] > rejected[1.0] > 0
     off = run("shedding", {"num_requests": 200, "max_predicted_ttft_s": 0.0})
     assert off["rejected_share_ttft_shed"] == 0.0 and off["attainment_ttft_shed"] == off["attainment_no_shed"]
+
+
+def test_too_few_requests_for_the_cap_say_the_capacity_is_not_measured():
+    # With max_num_seqs at vLLM's 1,024 and 40 requests, all are admitted at once and the batch never fills:
+    # "capacity" was 40 ÷ the longest request's time, and the page read the default rate as 182% of it while
+    # every request met its objectives. The flag and the note say so; the defaults (8 slots) are saturated.
+    for name in ("scheduling", "shedding"):
+        assert not any("too few" in n for n in run(name, {})["notes"])
+        r = run(name, {"max_num_seqs": 1024})
+        assert any("too few to keep 1,024 running sequences busy" in n for n in r["notes"])
+        assert not any("at or above the measured capacity" in n for n in r["notes"])
+    v, s = _setup(max_num_seqs=1024)
+    assert not s.saturated
+    v, s = _setup()
+    assert s.saturated
