@@ -51,7 +51,10 @@ class EngineConfig:
     (v0.6.3, vllm/core/scheduler.py `_schedule_default`: "Don't schedule decodes if prefills are
     scheduled"; chunked prefill off): a step that prefills admitted requests runs no decodes, which stall
     meanwhile. reserve_full_length reserves KV for prompt + output on admission, so nothing is ever
-    preempted (the policy the goodput calculator models)."""
+    preempted (the policy the goodput calculator models). whole_prompt_must_fit admits a waiting request
+    only when the blocks for its whole sequence so far (its prompt, and any output it must recompute)
+    are free, though its first chunk is all it takes: vLLM V1's scheduler_reserve_full_isl, on by
+    default (v0.33.0, vllm/config/scheduler.py; KVCacheManager.allocate_slots, full_sequence_must_fit)."""
 
     kv_blocks: int
     block_size_tokens: int = 16
@@ -71,6 +74,7 @@ class EngineConfig:
     prefix_caching: bool = False
     mixed_batches: bool = True
     reserve_full_length: bool = False
+    whole_prompt_must_fit: bool = True
     host_cache_blocks: int = 0
     host_cache_bytes_per_s: float = 0.0
 

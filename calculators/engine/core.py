@@ -142,12 +142,12 @@ class Engine:
 
     # ---- arrivals and departures ----------------------------------------------------------------------
     def _arrive(self) -> None:
-        cfg, arrival = self.cfg, self.arrival
-        while self.pending and self.pending[0][0] <= self.now:
-            t, i = heapq.heappop(self.pending)
+        cfg, arrival, pending, now, bs = self.cfg, self.arrival, self.pending, self.now, self.pool.block_size
+        while pending and pending[0][0] <= now:
+            t, i = heapq.heappop(pending)
             arrival[i] = t
             whole = self.prompt[i] + self.out[i]  # never fits the pool, or (no chunking) never the budget
-            too_long = self.pool.blocks_for(whole) > cfg.kv_blocks or (
+            too_long = -(-whole // bs) > cfg.kv_blocks or (
                 not cfg.chunked_prefill and whole > cfg.max_num_batched_tokens
             )
             if too_long or self._shed(i):
@@ -256,7 +256,8 @@ class Engine:
                 return
             new = min(remaining, budget)
             reserve = self.prompt[i] + self.out[i] if cfg.reserve_full_length else start + new
-            if self.pool.blocks_for(reserve) - gpu + evictable > self.pool.free:
+            must_fit = max(reserve, self.tokens[i]) if cfg.whole_prompt_must_fit else reserve
+            if self.pool.blocks_for(must_fit) - gpu + evictable > self.pool.free:
                 return
             waiting.pop()
             if gpu + host:

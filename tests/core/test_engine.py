@@ -135,6 +135,19 @@ def test_shedding_on_predicted_ttft_turns_away_the_arrival_that_would_wait_too_l
     assert r.rejected == 1 and r.ids == (0, 1, 2)
 
 
+def test_a_waiting_request_is_admitted_only_when_its_whole_prompt_fits():
+    # blocks of 4, a pool of 8: 0 holds 6 blocks (a 24-token prompt); 1's 16-token prompt needs 4 blocks
+    # but its first 8-token chunk only 2. vLLM V1 (scheduler_reserve_full_isl) waits until 0 is done;
+    # checking the chunk alone admits 1 at once, and one of the two is preempted when they grow
+    reqs = [Request(0.0, 24, 3), Request(0.0, 16, 3)]
+    whole = simulate(Stub(), reqs, cfg(kv_blocks=8, block_size_tokens=4, max_num_batched_tokens=32))
+    chunk = simulate(
+        Stub(), reqs, cfg(kv_blocks=8, block_size_tokens=4, max_num_batched_tokens=32, whole_prompt_must_fit=False)
+    )
+    assert whole.preemptions == (0, 0) and whole.queue_s[1] > 0.05
+    assert chunk.queue_s[1] == 0.0
+
+
 def test_a_request_that_can_never_fit_is_rejected():
     r = simulate(Stub(), [Request(0.0, 100, 100)], cfg(kv_blocks=4, block_size_tokens=16))
     assert r.rejected == 1 and r.e2e_s == ()
