@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import fields
 
+from .display import plain
 from .errors import InputError
 from .model import (
     ATTENTION_KINDS,
@@ -44,7 +45,7 @@ def _num(
         ok = math.isfinite(value) and value.is_integer()
         value = int(value) if ok else value
     if not ok or not math.isfinite(value) or not lo <= value <= hi:
-        raise InputError(name, f"must be {kind} between {lo:g} and {hi:g}, got {value!r}")
+        raise InputError(name, f"must be {kind} between {plain(lo)} and {plain(hi)}, got {value!r}")
     return value
 
 

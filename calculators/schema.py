@@ -8,6 +8,7 @@ range lives in exactly one place.
 from __future__ import annotations
 
 import math
+import re
 
 from .errors import InputError
 from .display import plain
@@ -115,6 +116,11 @@ def output(key, label, unit, format):
 # ---- validation ---------------------------------------------------------------------
 
 
+# What a reader may type: a plain or scientific numeral, with commas between groups of three (10,000,000).
+_NUMERAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_THOUSANDS = re.compile(r"(?<![0-9.,])[0-9]{1,3}(,[0-9]{3})+(?![0-9,])")
+
+
 def _range_text(spec, kind):
     return f"must be {kind} between {plain(spec['min'])} and {plain(spec['max'])}"
 
@@ -124,10 +130,10 @@ def _as_float(spec, value, kind):
     if isinstance(value, bool) or value is None:
         raise InputError(spec["key"], _range_text(spec, kind))
     if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            raise InputError(spec["key"], _range_text(spec, kind)) from None
+        text = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), value.strip())
+        if not _NUMERAL.fullmatch(text):  # ASCII digits only: no 1_000, no full-width ١٢ (Python's float() takes both)
+            raise InputError(spec["key"], _range_text(spec, kind))
+        value = float(text)
     if not isinstance(value, (int, float)):
         raise InputError(spec["key"], _range_text(spec, kind))
     x = float(value) if not isinstance(value, int) else value
