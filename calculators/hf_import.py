@@ -81,7 +81,7 @@ _MAX_LAYERS = 1000  # checks.model_from_dict's bound, checked here first: a laye
 def _family(cfg: dict, field: str) -> str:
     mt = cfg.get("model_type")
     if mt is not None and not isinstance(mt, str):
-        raise InputError(f"{field}.model_type", f"must be a string such as \"llama\", got {mt!r}")
+        raise InputError(f"{field}.model_type", f'must be a string such as "llama", got {mt!r}')
     archs = cfg.get("architectures")
     if archs is not None and (not isinstance(archs, list) or not all(isinstance(a, str) for a in archs)):
         example = '["LlamaForCausalLM"]'
@@ -375,8 +375,11 @@ def model_from_hf_config(cfg: dict, id: str = "custom", name: str | None = None,
     except InputError as exc:
         if fam != GENERIC:
             raise
-        raise InputError(exc.field, f"{exc.message} (model_type {cfg.get('model_type')!r} is not one this site "
-                         "knows, so only the standard decoder fields are read)") from None
+        raise InputError(
+            exc.field,
+            f"{exc.message} (model_type {cfg.get('model_type')!r} is not one this site "
+            "knows, so only the standard decoder fields are read)",
+        ) from None
 
 
 def _read(cfg: dict, fam: str, id: str, name: str | None, field: str) -> Model:
