@@ -382,6 +382,15 @@ def model_from_hf_config(cfg: dict, id: str = "custom", name: str | None = None,
         ) from None
 
 
+def _layer_count(cfg: dict, field: str) -> int:
+    """num_hidden_layers, bounded before any per-layer list is built (10^9 layers: a MemoryError in Pyodide)."""
+    n = _int(cfg, field, "num_hidden_layers", "n_layer", "num_layers")
+    if not 1 <= n <= _MAX_LAYERS:
+        key = next(k for k in _HF_KEYS["num_layers"] if cfg.get(k) is not None)
+        raise InputError(f"{field}.{key}", f"must be an integer between 1 and {_MAX_LAYERS:,}, got {n:,}")
+    return n
+
+
 def _read(cfg: dict, fam: str, id: str, name: str | None, field: str) -> Model:
     raw = cfg
     text = cfg.get("text_config")
@@ -389,10 +398,7 @@ def _read(cfg: dict, fam: str, id: str, name: str | None, field: str) -> Model:
         if not isinstance(text, dict):
             raise InputError(f"{field}.text_config", "must be an object")
         cfg, field = text, f"{field}.text_config"
-    n = _int(cfg, field, "num_hidden_layers", "n_layer", "num_layers")
-    if not 1 <= n <= _MAX_LAYERS:
-        key = next(k for k in _HF_KEYS["num_layers"] if cfg.get(k) is not None)
-        raise InputError(f"{field}.{key}", f"must be an integer between 1 and {_MAX_LAYERS:,}, got {n:,}")
+    n = _layer_count(cfg, field)
     hidden = _int(cfg, field, "hidden_size", "n_embd", "d_model")
     default_vocab = 262208 if fam == "gemma3" else ...  # Gemma3TextConfig's default; published configs omit it
     kinds = _pattern_kinds(cfg, fam, n, field)
