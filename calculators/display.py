@@ -95,6 +95,15 @@ def usd(x: float, decimals: int | None = None) -> str:
     return f"${x:,.2f}" if abs(x) >= 0.01 or x == 0 else f"${sig(x, 2)}"
 
 
+def output_text(value, spec: dict) -> str:
+    """Text for a calculator output by its schema spec: its words for a sentinel value, else by format."""
+    words = spec.get("words", {})
+    if not isinstance(value, bool) and isinstance(value, int | float) and float(value).is_integer():
+        if str(int(value)) in words:
+            return words[str(int(value))]
+    return by_output_format(value, spec["format"], spec["unit"])
+
+
 def by_output_format(value, fmt: str, unit: str = "") -> str:
     """Text for a calculator output, by its schema `format` and `unit`."""
     if isinstance(value, bool):

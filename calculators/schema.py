@@ -108,9 +108,13 @@ def accelerator_field(key="hardware", label="Accelerator", default="h100-sxm", h
     )
 
 
-def output(key, label, unit, format):
+def output(key, label, unit, format, words=None):
+    """An output; `words` says a sentinel value in words ({0: "never"}): the raw value stays the number."""
     assert format in OUTPUT_FORMATS, format
-    return {"key": key, "label": label, "unit": unit, "format": format}
+    spec = {"key": key, "label": label, "unit": unit, "format": format}
+    if words:
+        spec["words"] = {str(k): v for k, v in words.items()}
+    return spec
 
 
 # ---- validation ---------------------------------------------------------------------

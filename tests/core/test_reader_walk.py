@@ -103,3 +103,25 @@ def test_other_numerals_are_refused(text):
         validate([integer("n", "N", 1, 1, 10_000_000)], {"n": text})
     with pytest.raises(InputError):
         validate([number("x", "X", 1.0, 0.0, 1e7)], {"x": text})
+
+
+# ---- rows 16 and 18: verdicts and rows that do not apply read as words ------------------------------
+def _shown(name, inputs=None) -> dict:
+    from calculators.page import present
+
+    return {o["key"]: o["text"] for o in present(name, inputs or {})["outputs"]}
+
+
+def test_sentinels_read_as_words_and_raw_values_stay_numbers():
+    from calculators.api import run
+
+    assert _shown("memory")["fits"] == "yes"
+    big = {"model": "llama-3.1-405b", "tensor_parallel": 1, "hardware": "h100-sxm"}
+    assert _shown("memory", big)["fits"] == "no" and run("memory", big)["fits"] == 0
+    assert _shown("preemption")["break_even_context_tokens"] == "none below 10M tokens"
+    assert run("preemption", {})["break_even_context_tokens"] == 0
+    kv = _shown("kv_cache", {"model": "llama-3.1-8b"})
+    assert kv["kv_bytes_sliding_layers"].startswith("none") and kv["kv_bytes_chunked_layers"].startswith("none")
+    assert _shown("kv_cache", {"model": "gpt-oss-20b"})["kv_bytes_sliding_layers"][0].isdigit()
+    assert _shown("cost")["usd_per_million_input_tokens"].startswith("not priced")
+    assert _shown("roofline", {"model": "llama-3.1-8b"})["moe_experts_touched_per_layer"] == "none: dense model"
