@@ -120,9 +120,25 @@ def by_output_format(value, fmt: str, unit: str = "") -> str:
         return usd(value)
     if fmt == "percent":
         return f"{sig(value * 100, 3)}%"
+    unit = SINGULAR.get(unit, unit) if value == 1 else unit  # "1 GPU", "1 sequence"
     if fmt == "integer":
         return f"{round(value):,}" + (f" {unit}" if unit else "")
     return sig(value) + (f" {unit}" if unit else "")
+
+
+# Count units read in the singular for exactly one.
+SINGULAR = {
+    "GPUs": "GPU",
+    "sequences": "sequence",
+    "tokens": "token",
+    "experts": "expert",
+    "blocks": "block",
+    "requests": "request",
+    "layers": "layer",
+    "replicas": "replica",
+    "steps": "step",
+    "chips": "chip",
+}
 
 
 # ---- derivations: a value or a term carries a unit, not an output format ------------------

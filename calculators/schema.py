@@ -94,7 +94,7 @@ def model_field(key="model", label="Model", default="llama-3.1-70b", help=""):
         label,
         "model",
         default,
-        help=help or "A preset id, a model definition, or a pasted Hugging Face config.json.",
+        help=help or "A preset, or one of yours: “Define your own…” reads a Hugging Face config.json.",
     )
 
 
@@ -104,7 +104,7 @@ def accelerator_field(key="hardware", label="Accelerator", default="h100-sxm", h
         label,
         "accelerator",
         default,
-        help=help or "A preset id or an accelerator definition (memory, bandwidth, FLOP/s).",
+        help=help or "A preset, or one of yours: “Define your own…” sets memory, bandwidth and FLOP/s.",
     )
 
 

@@ -125,3 +125,13 @@ def test_sentinels_read_as_words_and_raw_values_stay_numbers():
     assert _shown("kv_cache", {"model": "gpt-oss-20b"})["kv_bytes_sliding_layers"][0].isdigit()
     assert _shown("cost")["usd_per_million_input_tokens"].startswith("not priced")
     assert _shown("roofline", {"model": "llama-3.1-8b"})["moe_experts_touched_per_layer"] == "none: dense model"
+
+
+# ---- row 19: one GPU, one sequence ----------------------------------------------------------------
+def test_a_count_of_one_reads_in_the_singular():
+    from calculators.display import by_output_format
+
+    assert by_output_format(1, "integer", "GPUs") == "1 GPU"
+    assert by_output_format(1.0, "number", "sequences") == "1 sequence"
+    assert by_output_format(2, "integer", "GPUs") == "2 GPUs"
+    assert _shown("memory", {"model": "llama-3.1-8b"})["min_tensor_parallel_to_fit"] == "1 GPU"

@@ -263,3 +263,17 @@ def test_attainment_axis_is_0_to_100_and_tp_axis_categorical(open_page):
     memory = live_layout(page, "workbench-memory")
     assert memory["x"] == "category" and memory["y2"], memory
     assert log.errors == []
+
+
+# ---- row 33: tabbing out of the reader-settings panel closes it ------------------------------------
+def test_tabbing_past_the_settings_panel_closes_it(open_page):
+    page, log = open_page("/")
+    toggle = page.locator("[data-rs-toggle]")
+    toggle.focus()
+    page.keyboard.press("Enter")
+    assert page.is_visible("#rs-panel")
+    page.focus("#rs-panel [data-rs-reset]")
+    page.keyboard.press("Tab")
+    assert not page.evaluate("document.getElementById('rs-panel').contains(document.activeElement)")
+    assert page.is_hidden("#rs-panel") and toggle.get_attribute("aria-expanded") == "false"
+    assert log.errors == []

@@ -78,11 +78,12 @@ function themeColours() {
   return { fg: v("--md-default-fg-color", "#000"), grid: v("--md-default-fg-color--lightest", "#ddd"), series };
 }
 
-// A percentage axis runs from 0 (to 100 or the largest value); a bar chart's x values are categories.
+// A percentage axis runs from 0 (to 100 or the largest value); a log axis labels every tick 10ⁿ (not
+// "10¹⁵" beside "100T"); a bar chart's x values are categories.
 function axis(spec, log, c, values = [], category = false) {
   const title = spec.unit ? `${spec.label} (${spec.unit})` : spec.label;
   const top = Math.max(100, ...values.filter((v) => v !== null));
-  const range = spec.unit === "%" && !log ? { range: [0, top * 1.04] } : {};
+  const range = log ? { exponentformat: "power" } : spec.unit === "%" ? { range: [0, top * 1.04] } : {};
   return { title: { text: title }, type: category ? "category" : log ? "log" : "linear", gridcolor: c.grid,
            zerolinecolor: c.grid, linecolor: c.fg, automargin: true, ...range };
 }

@@ -1,6 +1,6 @@
-"""Reader walk row 15 (issue #18): the static charts' series names neither overlap nor run past the
-chart's right edge (the all-reduce chart's "NVLink 4" and "NVLink 5" end labels were drawn on top of
-each other, and the InfiniBand and PCIe ones were clipped)."""
+"""Issue #18's reader walk, the rows the build's static HTML shows. Row 15: the static charts' series
+names neither overlap nor run past the chart's right edge (the all-reduce chart's "NVLink 4" and
+"NVLink 5" end labels were drawn on top of each other, and the InfiniBand and PCIe ones were clipped)."""
 
 import re
 
@@ -30,3 +30,15 @@ def test_allreduce_static_labels_are_stacked_and_inside_the_chart():
     for x, line in zip(xs, [line for _, lines in labels for line in lines]):
         assert x + CHAR_PX * len(line) <= W + 2, (x, line)
     assert all(x >= W - RIGHT for x in xs)
+
+
+def test_a_unit_the_label_names_is_not_repeated():
+    """Reader walk row 19: "Concurrent sequences (sequences)", "GPUs (tensor parallel) (GPUs)"."""
+    from calculators.api import schema
+    from sitegen.blocks import _field
+
+    spec = next(i for i in schema("kv_cache")["inputs"] if i["key"] == "batch_size")
+    assert spec["label"] == "Concurrent sequences" and spec["unit"] == "sequences"
+    assert "calc__unit" not in _field(spec, spec["default"], "kv", {})
+    context = next(i for i in schema("kv_cache")["inputs"] if i["key"] == "context_tokens")
+    assert "(tokens)" in _field(context, context["default"], "kv", {})
