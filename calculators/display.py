@@ -120,12 +120,16 @@ def by_output_format(value, fmt: str, unit: str = "") -> str:
         return usd(value)
     if fmt == "percent":
         return f"{sig(value * 100, 3)}%"
+    if unit in SCALED_UNITS:  # 450 GB/s, not 450,000,000,000 B/s
+        return UNIT_FORMATS[unit](value)
     unit = SINGULAR.get(unit, unit) if value == 1 else unit  # "1 GPU", "1 sequence"
     if fmt == "integer":
         return f"{round(value):,}" + (f" {unit}" if unit else "")
     return sig(value) + (f" {unit}" if unit else "")
 
 
+# Rates and counts of bytes and FLOPs read with a prefix, as in the derivations (UNIT_FORMATS).
+SCALED_UNITS = ("B/s", "FLOP/s", "FLOP")
 # Count units read in the singular for exactly one.
 SINGULAR = {
     "GPUs": "GPU",

@@ -135,3 +135,11 @@ def test_a_count_of_one_reads_in_the_singular():
     assert by_output_format(1.0, "number", "sequences") == "1 sequence"
     assert by_output_format(2, "integer", "GPUs") == "2 GPUs"
     assert _shown("memory", {"model": "llama-3.1-8b"})["min_tensor_parallel_to_fit"] == "1 GPU"
+
+
+# ---- row 17: rates in GB/s, as the derivations print them -------------------------------------
+def test_byte_rates_read_with_a_prefix():
+    shown = _shown("allreduce")
+    assert all("0,000,000" not in text for text in shown.values()), shown
+    assert "141 GB/s" in shown.values()
+    assert "64 GB/s" in _shown("preemption").values()

@@ -277,3 +277,38 @@ def test_tabbing_past_the_settings_panel_closes_it(open_page):
     assert not page.evaluate("document.getElementById('rs-panel').contains(document.activeElement)")
     assert page.is_hidden("#rs-panel") and toggle.get_attribute("aria-expanded") == "false"
     assert log.errors == []
+
+
+# ---- row 13: the title's permalink stays on the title's line ---------------------------------------
+@pytest.mark.parametrize("path, width", [("/parts/04-kv-cache/", 1280), ("/parts/03-ttft-tpot-goodput/", 390)])
+def test_a_one_line_title_is_one_line_tall(open_page, path, width):
+    page, _ = open_page(path, viewport={"width": width, "height": 900})
+    lines = page.evaluate("""() => {
+      const h = document.querySelector('.md-typeset h1');
+      const range = document.createRange();
+      range.selectNodeContents(h);
+      range.setEndBefore(h.querySelector('.headerlink'));
+      const text = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+      const lineHeight = parseFloat(getComputedStyle(h).lineHeight);
+      return { textLines: text.size, height: h.getBoundingClientRect().height, lineHeight,
+               scroll: document.documentElement.scrollWidth - document.documentElement.clientWidth };
+    }""")
+    expected = lines["lineHeight"] * lines["textLines"]
+    assert lines["height"] <= expected + 2, lines
+    assert lines["scroll"] <= 0, lines
+
+
+# ---- row 26: one of yours can be deleted -------------------------------------------------------
+def test_the_chosen_one_of_yours_can_be_deleted(open_page):
+    page, log = ready(open_page)
+    open_define(page)
+    save_definition(page, "To delete", LLAMA_8B)
+    page.wait_for_function("() => !document.querySelector('dialog.calc-define').open")
+    assert page.input_value(f"#{KV}-model") == "custom:to-delete"
+    page.once("dialog", lambda d: d.accept())
+    open_define(page)
+    page.click("dialog [data-do='remove']")
+    assert message(page) == 'Deleted "To delete".'
+    assert page.evaluate(STORED)["model"] == {}
+    assert not page.input_value(f"#{KV}-model").startswith("custom:")
+    assert log.errors == []

@@ -29,12 +29,11 @@ function merge(into, from, idFor = (id) => id) {
   return count;
 }
 
-// Through the site's scoped storage (window.llmsi.store, set up by the page's head script).
+// Through the site's scoped storage (window.llmsi.store, set up by the page's head script). Storage may
+// be disabled, full or hold a foreign value: any of those means "none yet".
 const storage = () => window.llmsi.store;
-
 function load() {
   const data = empty();
-  // Storage may be disabled, full or hold a foreign value: any of those means "none yet".
   try {
     const stored = JSON.parse(storage().read(KEY));
     if (stored?.v === 1) merge(data, stored);
@@ -147,8 +146,7 @@ async function store({ calc, runtime, kind, key }) {
     return tell(`Definition: not valid JSON (${err.message}).`);
   }
   const checked = await runtime.describe(kind, value);
-  const data = load();
-  const id = slug(name);
+  const [data, id] = [load(), slug(name)];
   const old = data[kind][id];
   if (old && !window.confirm(`Replace your ${kind} "${old.name}" with this one?`)) {
     return tell(`Not saved: your "${old.name}" is kept. Give this one another name.`);
@@ -160,6 +158,18 @@ async function store({ calc, runtime, kind, key }) {
   calc.recompute();
   if (checked.notes) return tell(`Saved. Note: ${checked.notes}`, true);  // what the reading assumed
   dialog.close();
+}
+
+// Deletes the one of yours the calculator's select has chosen, after asking (rename: save anew, delete this).
+function remove({ calc, kind, key }) {
+  const [data, value] = [load(), document.getElementById(`${calc.id}-${key}`).value];
+  const entry = value.startsWith("custom:") && data[kind][value.slice(7)];
+  if (!entry) return tell(`Choose one of yours in the ${kind} list first; this deletes the chosen one.`);
+  if (!window.confirm(`Delete your ${kind} "${entry.name}" from this browser?`)) return undefined;
+  delete data[kind][value.slice(7)];
+  if (!save(data)) return tell("This browser refused to store the change.");
+  refreshSelects();
+  return [calc.recompute(), tell(`Deleted "${entry.name}".`, true)];
 }
 
 async function importFile(input, runtime) {
@@ -178,6 +188,7 @@ export function openDefine(calc, runtime, button) {
   const run = (fn) => fn().catch((err) => tell(err.message));
   const actions = {
     prefill: () => run(() => prefill(job, true)), save: () => run(() => store(job)), cancel: () => dialog.close(),
+    remove: () => remove(job),
     export: () => download("llm-serving-definitions.json", JSON.stringify(load(), null, 2), "application/json"),
   };
   dialog.onclick = (e) => actions[e.target.dataset.do]?.();
