@@ -222,7 +222,7 @@ SCHEMA = {
             "Smallest power-of-two TP that fits at this DCP",
             "GPUs",
             "integer",
-            words={0: "none up to TP 1,024"},
+            words={0: "none to 1,024"},
         ),
     ],
 }

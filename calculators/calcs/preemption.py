@@ -90,7 +90,7 @@ SCHEMA = {
         output("recompute_time_s", "Recompute (prefill of the context)", "s", "seconds"),
         output("recompute_to_swap_ratio", "Recompute ÷ swap", "×", "number"),
         output("break_even_context_tokens", "Break-even context", "tokens", "integer",
-               words={0: "none below 10M tokens"}),
+               words={0: "none below 10M"}),
         output("tie_link_efficiency", "Link efficiency at which swap and recompute tie (this context)", "",
                "number"),
         output("swap_time_per_token_s", "Swap out + in per token", "s", "seconds"),

@@ -118,7 +118,7 @@ def test_sentinels_read_as_words_and_raw_values_stay_numbers():
     assert _shown("memory")["fits"] == "yes"
     big = {"model": "llama-3.1-405b", "tensor_parallel": 1, "hardware": "h100-sxm"}
     assert _shown("memory", big)["fits"] == "no" and run("memory", big)["fits"] == 0
-    assert _shown("preemption")["break_even_context_tokens"] == "none below 10M tokens"
+    assert _shown("preemption")["break_even_context_tokens"] == "none below 10M"
     assert run("preemption", {})["break_even_context_tokens"] == 0
     kv = _shown("kv_cache", {"model": "llama-3.1-8b"})
     assert kv["kv_bytes_sliding_layers"].startswith("none") and kv["kv_bytes_chunked_layers"].startswith("none")
