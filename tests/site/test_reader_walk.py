@@ -259,7 +259,7 @@ def live_layout(page, root):
 def test_attainment_axis_is_0_to_100_and_tp_axis_categorical(open_page):
     page, log = ready(open_page)
     goodput = live_layout(page, "workbench-goodput")
-    assert goodput["y"][0] == 0 and goodput["y"][1] >= 100, goodput
+    assert -5 <= goodput["y"][0] <= 0 and goodput["y"][1] >= 100, goodput  # room for a marker at 0
     memory = live_layout(page, "workbench-memory")
     assert memory["x"] == "category" and memory["y2"], memory
     assert log.errors == []

@@ -83,7 +83,7 @@ function themeColours() {
 function axis(spec, log, c, values = [], category = false) {
   const title = spec.unit ? `${spec.label} (${spec.unit})` : spec.label;
   const top = Math.max(100, ...values.filter((v) => v !== null));
-  const range = log ? { exponentformat: "power" } : spec.unit === "%" ? { range: [0, top * 1.04] } : {};
+  const range = log ? { exponentformat: "power" } : spec.unit === "%" ? { range: [-top * 0.03, top * 1.04] } : {};
   return { title: { text: title }, type: category ? "category" : log ? "log" : "linear", gridcolor: c.grid,
            zerolinecolor: c.grid, linecolor: c.fg, automargin: true, ...range };
 }
