@@ -135,6 +135,9 @@ def test_a_count_of_one_reads_in_the_singular():
     assert by_output_format(1.0, "number", "sequences") == "1 sequence"
     assert by_output_format(2, "integer", "GPUs") == "2 GPUs"
     assert _shown("memory", {"model": "llama-3.1-8b"})["min_tensor_parallel_to_fit"] == "1 GPU"
+    from calculators.api import run
+
+    assert "(1 token per step;" in next(iter(run("allreduce", {})["series"].values()))["title"]
 
 
 # ---- row 17: rates in GB/s, as the derivations print them -------------------------------------
@@ -143,3 +146,14 @@ def test_byte_rates_read_with_a_prefix():
     assert all("0,000,000" not in text for text in shown.values()), shown
     assert "141 GB/s" in shown.values()
     assert "64 GB/s" in _shown("preemption").values()
+
+
+# ---- row 9 (fixed by the engine renovation, 0df107f): goodput is bisected, not a 6-point sweep capped at 3x --
+def test_goodput_is_not_capped_at_three_times_the_rate_and_moves_with_the_slo():
+    from calculators.api import run
+
+    default = run("goodput", {})
+    best = default["max_rate_meeting_slo_requests_per_s"]
+    assert 3 * 10.0 < best <= default["capacity_requests_per_s"]  # the report saw 30 req/s = 3 x 10
+    tight = run("goodput", {"ttft_slo_s": 0.05})["max_rate_meeting_slo_requests_per_s"]
+    assert tight < best
