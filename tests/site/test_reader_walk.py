@@ -262,6 +262,12 @@ def test_attainment_axis_is_0_to_100_and_tp_axis_categorical(open_page):
     assert -5 <= goodput["y"][0] <= 0 and goodput["y"][1] >= 100, goodput  # room for a marker at 0
     memory = live_layout(page, "workbench-memory")
     assert memory["x"] == "category" and memory["y2"], memory
+    live_layout(page, "workbench-roofline")  # row 34: one notation on a log axis, 10ⁿ
+    fmt = page.evaluate(
+        "() => { const y = document.querySelector('#workbench-roofline .js-plotly-plot')._fullLayout.yaxis;"
+        " return { type: y.type, exponentformat: y.exponentformat }; }"
+    )
+    assert fmt["type"] == "log" and fmt["exponentformat"] == "power", fmt
     assert log.errors == []
 
 
