@@ -135,6 +135,11 @@ def host_links() -> dict[str, dict]:
     return _by_id("host_links.toml", "host_link")
 
 
+def kv_tiers() -> dict[str, dict]:
+    """Tiers a cached prefix's KV is fetched from, by id (kv_tiers.toml)."""
+    return _by_id("kv_tiers.toml", "tier")
+
+
 def engines() -> dict[str, dict]:
     """Serving engines by id and the features each documents (engines.toml)."""
     return _by_id("engines.toml", "engine")

@@ -65,6 +65,11 @@ def boolean(key, label, default, help=""):
     return _field(key, label, "boolean", default, help=help)
 
 
+def text(key, label, default, max_length, help=""):
+    """A line of text (the reader's prompts, a pasted list), at most max_length characters."""
+    return _field(key, label, "text", default, max=max_length, help=help)
+
+
 def dtype_field(key, label, default, help="", choices=DTYPE_CHOICES):
     return _field(key, label, "dtype", default, help=help, choices=choices)
 
@@ -176,6 +181,14 @@ def _check_boolean(spec, value):
     raise InputError(spec["key"], "must be true or false")
 
 
+def _check_text(spec, value):
+    if not isinstance(value, str):
+        raise InputError(spec["key"], "must be text")
+    if len(value) > spec["max"]:
+        raise InputError(spec["key"], f"must be at most {spec['max']:,} characters")
+    return value
+
+
 def _check_model(spec, value):
     return value if isinstance(value, Model) else _resolved(resolve_model, spec, value)
 
@@ -199,6 +212,7 @@ CHECKS = {
     "choice": _check_choice,
     "dtype": _check_choice,
     "boolean": _check_boolean,
+    "text": _check_text,
     "model": _check_model,
     "accelerator": _check_accelerator,
 }

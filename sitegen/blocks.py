@@ -56,6 +56,8 @@ def _control(spec: dict, value, fid: str, presets: dict, described: bool = True)
         return f"<select {common}>{_options([(c['value'], c['label']) for c in spec['choices']], value)}</select>"
     if t == "boolean":
         return f'<input type="checkbox" {common}{" checked" if value else ""}>'
+    if t == "text":
+        return f'<input type="text" {common} value="{_attr(value)}">'
     mode = "numeric" if t == "integer" else "decimal"
     return f'<input type="text" inputmode="{mode}" {common} value="{_attr(value)}">'
 

@@ -16,9 +16,7 @@ from collections.abc import Callable
 import calculators
 from calculators import catalog, display, page as calc_page
 
-from . import blocks, markup, svgplot
-
-WORKBENCH_MARKER = "<!-- every calculator -->"
+from . import blocks, markup, svgplot, workbench
 
 
 @cache
@@ -115,18 +113,13 @@ def block_html(block: markup.CalculatorBlock, root: str) -> str:
     )
 
 
-def workbench_markdown() -> str:
-    """A heading and a calculator block for every calculator the core has, plotted where it can."""
-    parts = []
-    for name in calculators.calculator_names():
-        spec, slug = calculators.schema(name), name.replace("_", "-")
-        series = list(present(name, {})["result"].get("series", {}))
-        plot = f"plot: {series[0]}\n" if series else ""
-        parts.append(
-            f"## {spec['title']} {{#{slug}}}\n\n```calculator\nname: {name}\n"
-            f"title: {json.dumps(spec['title'] + ', at its defaults')}\nid: workbench-{slug}\n{plot}```\n"
-        )
-    return "\n".join(parts)
+def expand_workbench(markdown: str) -> str:
+    """The workbench markers of a page (an index or a family of calculators; see `workbench`) written out."""
+
+    def plots(name: str) -> list[str]:
+        return list(present(name, {})["result"].get("series", {}))
+
+    return workbench.expand(markdown, calculators.schema, plots)
 
 
 def scenarios(front_matter: dict) -> dict:
@@ -142,7 +135,7 @@ def render_page(markdown: str, runtime: Callable[[], dict], front_matter: dict |
     before the page's first calculator. `front_matter` may name scenarios for the inline syntax.
     """
     counter = itertools.count(1)
-    markdown = markdown.replace(WORKBENCH_MARKER, workbench_markdown())
+    markdown = expand_workbench(markdown)
 
     def on_block(block: markup.CalculatorBlock, indent: str) -> str:
         n = next(counter)

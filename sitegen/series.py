@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from .workbench import families
+
 DATA = Path(__file__).resolve().parent / "data" / "series.toml"
 HOME = "index.md"
 GLOSSARY = "glossary.md"
@@ -151,7 +153,8 @@ def build_nav(series: Series, written: frozenset[int], docs_dir: Path, existing=
     if (docs_dir / GLOSSARY).is_file():
         nav.append({"Glossary & numbers": GLOSSARY})
     if (docs_dir / WORKBENCH).is_file():
-        nav.append({"Workbench": WORKBENCH})
+        pages = [{f.title: f.src} for f in families() if (docs_dir / f.src).is_file()]
+        nav.append({"Workbench": [{"All calculators": WORKBENCH}, *pages]} if pages else {"Workbench": WORKBENCH})
     ours = set(_nav_srcs(nav)) | {p.src for p in series.parts}
     for entry in existing or []:
         srcs = _nav_srcs(entry)

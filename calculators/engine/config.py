@@ -42,7 +42,9 @@ class EngineConfig:
     its longest member finishes (the pre-Orca baseline). ageing_s is the starvation guard: a request
     that has waited ageing_s seconds ranks as one priority level (or one predicted token, under sjf)
     better. max_waiting > 0 sheds load: an arrival that finds that many requests waiting is rejected
-    (an HTTP 429). step_overhead_s is the fixed CPU and launch time of every step (CUDA graphs shrink it).
+    (an HTTP 429); max_predicted_ttft_s > 0 sheds an arrival whose predicted TTFT exceeds it (see
+    core.Engine._predicted_ttft). step_overhead_s is the fixed CPU and launch time of every step (CUDA
+    graphs shrink it).
     swap_bytes_per_s and kv_bytes_per_block price a swap preemption over the host link. prefix_caching
     reuses cached blocks of shared prefixes (see prefix.py); host_cache_blocks > 0 adds a host tier whose
     hits are copied back at host_cache_bytes_per_s. mixed_batches False is vLLM V0's default scheduler
@@ -64,6 +66,7 @@ class EngineConfig:
     kv_bytes_per_block: float = 0.0
     ageing_s: float = 0.0
     max_waiting: int = 0
+    max_predicted_ttft_s: float = 0.0
     trace_steps: int = 0
     prefix_caching: bool = False
     mixed_batches: bool = True
@@ -75,6 +78,8 @@ class EngineConfig:
         for name, allowed in (("batching", BATCHING), ("policy", POLICIES), ("preemption", PREEMPTION)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
+        if self.max_predicted_ttft_s < 0 or self.max_waiting < 0:
+            raise ValueError("max_predicted_ttft_s and max_waiting must be ≥ 0 (0: no shedding)")
         if min(self.kv_blocks, self.block_size_tokens, self.max_num_seqs, self.max_num_batched_tokens) < 1:
             raise ValueError("kv_blocks, block_size_tokens, max_num_seqs and max_num_batched_tokens must be ≥ 1")
         if self.preemption == "swap" and not (self.swap_bytes_per_s > 0 and self.kv_bytes_per_block > 0):

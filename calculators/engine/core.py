@@ -37,6 +37,7 @@ from .steps import StepTimes
 
 RUNNING, WAITING, FINISHED, REJECTED = "running", "waiting", "finished", "rejected"
 NO_HITS = (0, 0, 0)  # no prefix cache: (GPU, host, evictable) blocks found
+PREDICTOR_CHUNK = 8192  # tokens of the prefill step whose rate predicts a TTFT on arrival
 EMPTY: dict = {}  # no sequence outside the decoding set runs (never written to)
 
 
@@ -149,13 +150,32 @@ class Engine:
             too_long = self.pool.blocks_for(whole) > cfg.kv_blocks or (
                 not cfg.chunked_prefill and whole > cfg.max_num_batched_tokens
             )
-            if too_long or (cfg.max_waiting and len(self.waiting) >= cfg.max_waiting):
+            if too_long or self._shed(i):
                 self._end(i, REJECTED)
             else:
                 self.state[i] = WAITING
                 self.waiting.push(i)
                 if self.pool.cache is not None:
                     self.pool.name(i, self.requests[i])
+
+    def _shed(self, i: int) -> bool:
+        """Admission control on arrival: the queue already holds max_waiting requests, or i's predicted TTFT
+        is over max_predicted_ttft_s (both answered with an HTTP 429)."""
+        cfg = self.cfg
+        if cfg.max_waiting and len(self.waiting.heap) >= cfg.max_waiting:
+            return True
+        return bool(cfg.max_predicted_ttft_s) and self._predicted_ttft(i) > cfg.max_predicted_ttft_s
+
+    def _predicted_ttft(self, i: int) -> float:
+        """What a gateway can predict on arrival: the prompt tokens waiting ahead (all of the queue, whatever
+        the policy) and i's own, prefilled at the rate of a full-budget prefill chunk (capped at 8,192
+        tokens). It ignores the decodes that share each step and prefix-cache hits, so it errs low under
+        load and high with caching: an estimate, as a real one is."""
+        chunk = min(self.cfg.max_num_batched_tokens, PREDICTOR_CHUNK)
+        rate = chunk / self.times.mixed(0, 0.0, [(0, chunk)])
+        tokens, done = self.tokens, self.done
+        ahead = sum([tokens[j] - done[j] for _, _, j in self.waiting.heap])
+        return (ahead + self.prompt[i]) / rate
 
     def _end(self, i: int, state: str) -> None:
         self.state[i] = state

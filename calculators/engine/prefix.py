@@ -22,15 +22,40 @@ from collections import OrderedDict
 class BlockNames:
     """Interned names of block-aligned prefixes."""
 
-    __slots__ = ("names",)
+    __slots__ = ("names", "chains")
 
     def __init__(self):
         self.names: dict = {}
+        self.chains: dict = {}  # (shared pieces, block size) → names: many requests open alike
 
     def chain(self, pieces: list, block_size: int, blocks: int) -> list[int]:
         """Names of the first `blocks` full blocks of a sequence made of pieces [(stream, start, length)];
         a stream of None is the request's own (never shared: the chain stops there). Contiguous pieces
-        of one stream are one run, however the request split them (a prompt and the answer it continues)."""
+        of one stream are one run, however the request split them (a prompt and the answer it continues).
+        Only the pieces before the first own one name blocks, so requests that open with the same shared
+        pieces get the same names, computed once (a slice: a copy callers may cut)."""
+        shared = []
+        for piece in pieces:
+            if piece[0] is None:
+                break
+            shared.append(piece)
+        key = (tuple(shared), block_size)
+        if key not in self.chains:  # every full block the shared pieces fill, whatever `blocks` asks
+            self.chains[key] = self._chain(shared, block_size, sum(length for _, _, length in shared))
+        return self.chains[key][:blocks]
+
+    def tokens(self, tokens: list, block_size: int) -> list[int]:
+        """Names of the full blocks of a list of token ids: block j is named by (name of block j − 1,
+        its tokens), the rule vLLM's hashed blocks follow (v0.33.0, vllm/v1/core/kv_cache_utils.py,
+        hash_block_tokens), in the same table as the pieces' names (the radix-tree calculator)."""
+        out, parent = [], -1
+        for j in range(len(tokens) // block_size):
+            block = ("tokens", tuple(tokens[j * block_size : (j + 1) * block_size]))
+            parent = self.names.setdefault((parent, block), len(self.names))
+            out.append(parent)
+        return out
+
+    def _chain(self, pieces: list, block_size: int, blocks: int) -> list[int]:
         out, parent, at, span = [], -1, 0, []
         for stream, start, length in pieces:
             if stream is None:

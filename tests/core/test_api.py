@@ -14,7 +14,7 @@ import calculators
 from calculators import InputError, calculator_names, describe_json, present_json, run, run_json, schema
 from calculators.schema import OUTPUT_FORMATS
 
-INPUT_TYPES = {"model", "accelerator", "dtype", "number", "integer", "choice", "boolean"}
+INPUT_TYPES = {"model", "accelerator", "dtype", "number", "integer", "choice", "boolean", "text"}
 NAMES = calculator_names()
 HF = Path(__file__).parent / "fixtures" / "hf"
 

@@ -127,6 +127,14 @@ def test_load_shedding_rejects_arrivals_beyond_the_queue_limit():
     assert r.rejected == 1 and len(r.e2e_s) == 3
 
 
+def test_shedding_on_predicted_ttft_turns_away_the_arrival_that_would_wait_too_long():
+    # the stub prefills any chunk in 50 ms, so 8,192 tokens go at 163,840 tokens/s: with 0 running,
+    # arrival 1 predicts 0.05 s, 2 (one prompt ahead) 0.10 s, 3 (two ahead) 0.15 s > 0.12 s: a 429
+    reqs = [Request(0.0, 8192, 5)] + [Request(0.01, 8192, 5)] * 3
+    r = simulate(Stub(), reqs, cfg(max_num_seqs=1, max_predicted_ttft_s=0.12))
+    assert r.rejected == 1 and r.ids == (0, 1, 2)
+
+
 def test_a_request_that_can_never_fit_is_rejected():
     r = simulate(Stub(), [Request(0.0, 100, 100)], cfg(kv_blocks=4, block_size_tokens=16))
     assert r.rejected == 1 and r.e2e_s == ()

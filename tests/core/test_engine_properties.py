@@ -36,6 +36,7 @@ config = st.fixed_dictionaries(
         "preemption": st.sampled_from(["recompute", "swap"]),
         "ageing_s": st.sampled_from([0.0, 0.5]),
         "max_waiting": st.sampled_from([0, 3]),
+        "max_predicted_ttft_s": st.sampled_from([0.0, 0.1]),
         "prefix_caching": st.booleans(),
         "mixed_batches": st.booleans(),
         "reserve_full_length": st.booleans(),

@@ -107,6 +107,8 @@ def _value_strategy(spec):
         return st.sampled_from([c["value"] for c in spec["choices"]])
     if t == "boolean":
         return st.booleans()
+    if t == "text":
+        return st.text(max_size=spec["max"])
     return st.sampled_from(MODELS if t == "model" else ACCELERATORS)
 
 
@@ -116,6 +118,15 @@ def _inputs(name):
         specs = [
             dict(s, max=min(s["max"], 400)) if s["key"] in ("num_requests", "output_tokens_mean") else s for s in specs
         ]
+    if name == "prefix_cache":  # the same, for the prefix-cache simulation
+        small = {
+            "num_requests": 40,
+            "system_prompt_tokens": 4000,
+            "message_tokens_mean": 2000,
+            "output_tokens_mean": 400,
+            "turns": 8,
+        }
+        specs = [dict(s, max=min(s["max"], small[s["key"]])) if s["key"] in small else s for s in specs]
     return st.fixed_dictionaries({}, optional={s["key"]: _value_strategy(s) for s in specs})
 
 
@@ -156,6 +167,8 @@ def _invalid_values(spec):
         return ["no-such-choice", 3, None]
     if t == "boolean":
         return ["maybe", 2]
+    if t == "text":
+        return [None, 42, "x" * (spec["max"] + 1)]
     return ["no-such-preset", 42, None, {"bogus": 1}]
 
 

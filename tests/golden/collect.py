@@ -60,7 +60,7 @@ def _page(markdown: str) -> tuple[dict, dict]:
         return ""
 
     markdown, meta = get_data(markdown)
-    markdown = markdown.replace(pages.WORKBENCH_MARKER, pages.workbench_markdown())
+    markdown = pages.expand_workbench(markdown)
     markup.transform(markdown, on_inline, on_block, pages.scenarios(meta))
     return numbers, texts
 

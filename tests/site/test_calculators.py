@@ -8,9 +8,16 @@ import calculators
 from calculators import catalog, page as calc_page
 from conftest import run_axe
 from harness import ROOT, calculator_worker
-from sitegen import dom
+from sitegen import dom, workbench as families
 
-WORKBENCH = "/workbench/"
+PAGES = [f"/workbench/{f.slug}/" for f in families.families()]  # every calculator, a family a page
+
+
+def page_of(name: str) -> str:
+    return next(f"/workbench/{f.slug}/" for f in families.families() if name in f.calculators)
+
+
+WORKBENCH = page_of("kv_cache")  # the page most tests use (workbench-kv-cache is on it)
 LIVE = "el => el.textContent.startsWith('Live')"
 
 
@@ -62,12 +69,15 @@ def test_the_scripts_spell_no_dom_name_of_their_own():
 def test_results_are_in_the_html_before_any_script(browser, server):
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
-    page.goto(server.origin + WORKBENCH)
-    found = roots(page)
-    assert {name for _, name, _ in found} == set(calculators.calculator_names())
-    for root_id, name, inputs in found:
-        assert shown_outputs(page, root_id) == expected_outputs(name, inputs), name
-        assert page.locator(f"#{root_id} [data-calc-work] li").count() > 0
+    names = set()
+    for path in PAGES:
+        page.goto(server.origin + path)
+        found = roots(page)
+        names |= {name for _, name, _ in found}
+        for root_id, name, inputs in found:
+            assert shown_outputs(page, root_id) == expected_outputs(name, inputs), name
+            assert page.locator(f"#{root_id} [data-calc-work] li").count() > 0
+    assert names == set(calculators.calculator_names())
     context.close()
 
 
@@ -84,23 +94,33 @@ def test_each_select_offers_every_preset_and_keeps_the_chosen_one(browser, serve
     for js, expect_all in ((False, False), (True, True)):
         context = browser.new_context(java_script_enabled=js)
         page = context.new_page()
-        page.goto(server.origin + WORKBENCH)
-        inputs = {root_id: values for root_id, _, values in roots(page)}
-        found = page.evaluate(SELECTS)
-        assert found, "no model or accelerator selects on the workbench"
-        for root_id, kind, key, value, options in found:
-            assert value == inputs[root_id][key], (root_id, key)
-            assert options == (counts[kind] if expect_all else 1), (root_id, kind, js)
+        for path in PAGES:
+            page.goto(server.origin + path)
+            inputs = {root_id: values for root_id, _, values in roots(page)}
+            found = page.evaluate(SELECTS)
+            assert found, f"no model or accelerator selects on {path}"
+            for root_id, kind, key, value, options in found:
+                assert value == inputs[root_id][key], (root_id, key)
+                assert options == (counts[kind] if expect_all else 1), (root_id, kind, js)
         context.close()
 
 
-@pytest.fixture
-def workbench(open_page):
-    page, log = open_page(WORKBENCH)
+def _ready(open_page, path):
+    page, log = open_page(path)
     page.wait_for_function("() => window.llmsi && window.llmsi.runtime")
     page.evaluate("() => window.llmsi.runtime.start()")
     page.wait_for_function("() => window.llmsi.runtime.state === 'ready'", timeout=120_000)
     return page, log
+
+
+@pytest.fixture
+def workbench(open_page):
+    return _ready(open_page, WORKBENCH)
+
+
+@pytest.fixture(params=PAGES)
+def family_page(open_page, request):
+    return _ready(open_page, request.param)
 
 
 def _valid(name, inputs):
@@ -149,8 +169,8 @@ def set_field(page, root_id, key, value):
         control.fill(str(value))
 
 
-def test_changing_each_input_updates_the_results(workbench):
-    page, _ = workbench
+def test_changing_each_input_updates_the_results(family_page):
+    page, _ = family_page
     for root_id, name, base in roots(page):
         for change in sample_inputs(name)[1:]:
             (key, value), = change.items()
@@ -192,7 +212,7 @@ def test_shared_link_restores_the_same_results(workbench, browser):
     wait_for_outputs(page, root, expected_outputs("kv_cache", wait_for))
     page.click(f"#{root} [data-action='link']")
     link = page.evaluate("id => window.llmsi.calcs.find(c => c.id === id) && "
-                         "new URL(location.href).origin + '/workbench/?' + new URLSearchParams({calc: id, model: 'qwen3-32b', "
+                         f"new URL(location.href).origin + '{WORKBENCH}?' + new URLSearchParams({{calc: id, model: 'qwen3-32b', "
                          "context_tokens: '65536', bogus: '<img src=x onerror=alert(1)>'}).toString()", root)
     fresh = browser.new_context()
     other = fresh.new_page()
@@ -207,8 +227,8 @@ def test_shared_link_restores_the_same_results(workbench, browser):
     fresh.close()
 
 
-def test_a_custom_accelerator_appears_on_another_page(workbench):
-    page, _ = workbench
+def test_a_custom_accelerator_appears_on_another_page(open_page):
+    page, _ = _ready(open_page, page_of("roofline"))
     root = "workbench-roofline"
     page.click(f"#{root} [data-define='accelerator']")
     page.wait_for_function("() => document.querySelector('#calc-define-json').value.includes('memory_bandwidth')",
@@ -224,7 +244,7 @@ def test_a_custom_accelerator_appears_on_another_page(workbench):
     assert "Test chip 5 TB/s" in page.evaluate("() => localStorage.getItem('/.llmsi-custom:v1')")
     wait_live(page, root)
     again = page.context.new_page()
-    again.goto(page.url.split("?")[0])
+    again.goto(page.url.split("/workbench/")[0] + page_of("memory"))  # another family's page
     options = again.eval_on_selector_all("#workbench-memory select[data-kind='accelerator'] option",
                                          "os => os.map(o => o.textContent)")
     assert "Test chip 5 TB/s" in options
@@ -249,10 +269,10 @@ def test_a_broken_config_json_is_explained(workbench, definition, field_word):
 
 def test_a_hung_worker_is_replaced_and_the_reader_told(workbench):
     page, log = workbench
-    root = "workbench-cost"
+    root = "workbench-memory"
     page.evaluate("""() => { const rt = window.llmsi.runtime; rt.callTimeoutMs = 1000;
                              rt.worker.postMessage = () => {}; }""")   # the worker stops answering
-    set_field(page, root, "num_gpus", 16)
+    set_field(page, root, "tensor_parallel", 2)
     page.wait_for_function(f"() => document.querySelector('#{root} [data-calc-status]').textContent.includes('restarted')"
                            f" || document.querySelector('#{root} [data-calc-status]').textContent.startsWith('Live')",
                            timeout=30_000)

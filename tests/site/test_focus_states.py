@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-WORKBENCH = "/workbench/"
+WORKBENCH = "/workbench/memory/"  # workbench-kv-cache is on it
 ROOT = "workbench-kv-cache"
 
 # Contrast of an element's text against what is behind it: its background blended over its ancestors'

@@ -9,7 +9,15 @@ import json
 
 import pytest
 
-WORKBENCH = "/workbench/"
+from sitegen import workbench as families
+
+
+def page_of(name: str) -> str:
+    """The workbench family page a calculator is on."""
+    return next(f"/workbench/{f.slug}/" for f in families.families() if name in f.calculators)
+
+
+WORKBENCH = page_of("kv_cache")  # workbench-kv-cache and workbench-memory are on it
 KV = "workbench-kv-cache"
 STORED = "() => JSON.parse(localStorage.getItem('/.llmsi-custom:v1') || '{}')"
 LLAMA_8B = {
@@ -191,7 +199,7 @@ def test_import_refuses_broken_files_and_bad_entries(open_page, tmp_path):
 
 # ---- row 27: a definition started from a preset does not keep the preset's provenance -------------
 def test_a_prefilled_accelerator_leaves_the_presets_id_and_notes_out(open_page):
-    page, _ = ready(open_page)
+    page, _ = ready(open_page, page_of("roofline"))
     open_define(page, "workbench-roofline", "accelerator")
     started = json.loads(page.input_value("#calc-define-json"))
     assert not {"id", "source", "notes", "memory_note", "url"} & set(started), sorted(started)
@@ -257,11 +265,13 @@ def live_layout(page, root):
 
 
 def test_attainment_axis_is_0_to_100_and_tp_axis_categorical(open_page):
-    page, log = ready(open_page)
+    page, log = ready(open_page, page_of("goodput"))
     goodput = live_layout(page, "workbench-goodput")
     assert -5 <= goodput["y"][0] <= 0 and goodput["y"][1] >= 100, goodput  # room for a marker at 0
+    page.goto(page.url.split("/workbench/")[0] + WORKBENCH)
     memory = live_layout(page, "workbench-memory")
     assert memory["x"] == "category" and memory["y2"], memory
+    page.goto(page.url.split("/workbench/")[0] + page_of("roofline"))
     live_layout(page, "workbench-roofline")  # row 34: one notation on a log axis, 10ⁿ
     fmt = page.evaluate(
         "() => { const y = document.querySelector('#workbench-roofline .js-plotly-plot')._fullLayout.yaxis;"

@@ -25,7 +25,7 @@ def _text(site, page: str) -> str:
 
 
 def test_calculator_controls_and_results_are_not_indexed(built_site):
-    for page in ("workbench/", "parts/04-kv-cache/"):
+    for page in ("workbench/memory/", "parts/04-kv-cache/"):
         text = _text(built_site, page)
         assert text, f"{page} is missing from the search index"
         for control_text in ("Copy link", "Download CSV", "Show the work", "Results computed for these",
@@ -34,7 +34,7 @@ def test_calculator_controls_and_results_are_not_indexed(built_site):
 
 
 def test_calculator_titles_and_descriptions_stay_findable(built_site):
-    text = _text(built_site, "workbench/")
+    text = _text(built_site, "workbench/memory/")
     assert schema("kv_cache")["description"][:60] in text
 
 
@@ -87,7 +87,7 @@ def _search_finds(page, query: str, expect: str):
 
 
 def test_search_index_waits_for_python_then_works(browser, server):
-    context, page, errors = _open(browser, server, "/workbench/", slow_python=True)
+    context, page, errors = _open(browser, server, "/workbench/memory/", slow_python=True)
     page.wait_for_timeout(1500)
     assert page.evaluate("window.__indexPostedAt") is None, "the index was built while Python was starting"
     page.wait_for_function("() => [...document.querySelectorAll('[data-calc-status]')]"
@@ -109,7 +109,7 @@ def test_search_index_is_built_at_load_on_pages_without_python(browser, server):
 
 
 def test_going_to_search_builds_the_index_at_once(browser, server):
-    context, page, errors = _open(browser, server, "/workbench/", slow_python=True)
+    context, page, errors = _open(browser, server, "/workbench/memory/", slow_python=True)
     page.click(".md-search__input")
     page.wait_for_function("() => window.__indexPostedAt !== undefined", timeout=2_000)
     _search_finds(page, "KV cache", "KV cache")
