@@ -102,7 +102,7 @@ def _engine_fields() -> list[dict]:
             1,
             4096,
             "sequences",
-            "vLLM V1 v0.33.0 defaults to 1,024 on an H100 and 256 on smaller GPUs.",
+            "vLLM V1 v0.33.0 defaults to 1,024 on an H100 and 256 on an A100 or a GPU under 70 GiB.",
         ),
         integer(
             "max_num_batched_tokens",
@@ -189,12 +189,16 @@ def _requests(v: dict) -> list:
     return engine_workload.open_loop(draws, v["request_rate_per_s"])
 
 
-def _config(v: dict, kind: str, blocks: int, trace: int) -> EngineConfig:
+def _config(v: dict, kind: str, blocks: int, trace: int, longest: int = 0) -> EngineConfig:
+    """Static batching prefills its whole batch in one step and ignores the token budget, so its run gets a
+    budget that holds the longest request: the engine rejects an unchunked request longer than the budget,
+    which would otherwise drop long requests from the static run alone."""
+    tokens = v["max_num_batched_tokens"]
     return EngineConfig(
         kv_blocks=blocks,
         block_size_tokens=16,
         max_num_seqs=v["max_num_seqs"],
-        max_num_batched_tokens=v["max_num_batched_tokens"],
+        max_num_batched_tokens=max(tokens, longest) if kind == "static" else tokens,
         chunked_prefill=kind == "continuous" and v["chunked_prefill"] == "on",
         batching=kind,
         step_overhead_s=v["step_overhead_ms"] / 1e3,
@@ -287,9 +291,10 @@ def _curve(steps: StepModel, context: int) -> tuple[dict, dict]:
 def _runs(v: dict, times: StepTimes, requests: list, blocks: int) -> tuple[dict, dict]:
     """Both batchings on the same requests: (their results, their outputs keyed by batching)."""
     out, results = {}, {}
+    longest = max(q.prompt_tokens + q.output_tokens for q in requests)
     for kind in KINDS:
         trace = v["timeline_steps"] if kind == v["timeline_of"] else 0
-        results[kind] = r = simulate(times, requests, _config(v, kind, blocks, trace))
+        results[kind] = r = simulate(times, requests, _config(v, kind, blocks, trace, longest))
         out.update({f"{kind}_{k}": x for k, x in _metrics(r).items()})
     return results, out
 

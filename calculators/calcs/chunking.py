@@ -274,6 +274,20 @@ def _derivation(v: dict, scene: Scene, out: dict, ttft: float) -> list[dict]:
     ]
 
 
+def _sweep(scene: Scene, v: dict) -> tuple[dict, list]:
+    """The chunked runs over the budget grid, and the budgets left out: at a small budget the batch's
+    warm-up can outgrow the KV pool (its answers must outlive it); only the reader's own budget must fit."""
+    sweep, skipped = {}, []
+    for t in budgets(v):
+        try:
+            sweep[t] = scene.run(t, "chunked")
+        except InputError:
+            if t == v["max_num_batched_tokens"]:
+                raise
+            skipped.append(t)
+    return sweep, skipped
+
+
 def compute(v: dict) -> dict:
     if v["max_num_batched_tokens"] <= v["decode_batch"]:
         raise InputError(
@@ -282,7 +296,7 @@ def compute(v: dict) -> dict:
             "the decodes take one token each before any prompt token",
         )
     scene, yours_t = Scene(v), v["max_num_batched_tokens"]
-    sweep = {t: scene.run(t, "chunked") for t in budgets(v)}
+    sweep, skipped = _sweep(scene, v)
     modes = {
         "chunked": sweep[yours_t],
         "unchunked": scene.run(yours_t, "unchunked"),
@@ -306,5 +320,10 @@ def compute(v: dict) -> dict:
     )
     out["series"] = {"ttft_itl_vs_budget": _series(v, sweep)}
     out["notes"] = [] if best else [f"no budget in the sweep meets the ITL target ({metric} ≤ {v['itl_target_ms']} ms)"]
+    if skipped:
+        out["notes"].append(
+            "budgets left out of the sweep (the batch's warm-up at them needs more KV than the pool holds): "
+            + ", ".join(f"{t:,}" for t in skipped)
+        )
     out["derivation"] = _derivation(v, scene, out, sweep[yours_t]["ttft"])
     return out

@@ -171,7 +171,10 @@ class Setup:
         self.dep = deployment(v)
         self.times = StepTimes(StepModel(self.dep))
         b = budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"])
-        pool = int(b.tokens) if not v["kv_pool_cap_tokens"] else min(int(b.tokens), v["kv_pool_cap_tokens"])
+        cap = v["kv_pool_cap_tokens"]
+        if 0 < cap < 16:
+            raise InputError("kv_pool_cap_tokens", "at least one 16-token block (16 tokens), or 0 for the memory rule")
+        pool = int(b.tokens) if not cap else min(int(b.tokens), cap)
         if pool < 16:
             raise InputError(
                 "num_gpus", "the weights leave no room for one 16-token KV block: more GPUs, smaller model"

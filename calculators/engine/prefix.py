@@ -10,7 +10,8 @@ vllm/v1/core/kv_cache_utils.py, hash_block_tokens: parent hash and the block's t
 radix tree over token ids decide. Names are small ints, interned, so runs are deterministic.
 
 Tiers: a block no running sequence holds stays cached on the GPU and can be evicted, oldest released
-first (vLLM's free-block queue hands out its least recently freed block); an evicted block moves to the
+first (vLLM's free-block queue hands out its least recently freed block; of blocks a sequence releases
+together, the chain's tail first, as vLLM frees them in reverse); an evicted block moves to the
 host tier when one is configured (capacity in blocks, LRU), where a later hit costs a copy back.
 """
 
@@ -117,7 +118,7 @@ class PrefixCache:
     def release(self, names: list[int]) -> int:
         """Drop one hold on each name; returns how many became evictable (back in the free pool)."""
         freed = 0
-        for name in names:
+        for name in reversed(names):  # the chain's tail first, so it is evicted first (vLLM's order)
             self.refs[name] -= 1
             if self.refs[name] == 0:
                 self.evictable[name] = None

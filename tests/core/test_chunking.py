@@ -124,3 +124,13 @@ def test_bad_input_names_the_field(kw, field):
     with pytest.raises(InputError) as e:
         _run(**kw)
     assert e.value.field == field
+
+
+def test_a_budget_whose_warm_up_outgrows_the_pool_leaves_the_sweep_not_the_page():
+    """256 sequences at 1,024 tokens: at a budget of 512 their warm-up (256 prompt tokens a step) needs
+    answers so long that the batch outgrows the KV pool; that budget leaves the sweep, with a note, and the
+    reader's own budget (2,048) still runs."""
+    r = _run(decode_batch=256)
+    assert any("512" in note for note in r["notes"])
+    assert 512 not in r["series"]["ttft_itl_vs_budget"]["x"]["values"]
+    assert r["chunk_tokens"] == 2048 - 256 and r["chunked_itl_max_s"] > 0
