@@ -36,7 +36,7 @@ def table(name: str, result: dict) -> str:
     rows = [
         (
             o["label"],
-            display.by_output_format(result[o["key"]], o["format"], o["unit"]),
+            display.output_text(result[o["key"]], o),
             display.plain(result[o["key"]]),
             o["unit"],
         )

@@ -28,6 +28,11 @@ FLOPS_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp6", "fp4
 _BIG = 10**15
 
 
+def _plain(x: float) -> str:
+    """A range end as the site prints numbers: 1,000,000,000 (not 1e+09); 0.5 as it is."""
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+
 def _num(
     d: dict, key: str, field: str, lo: float, hi: float, integer: bool = True, default=..., allow_none: bool = False
 ):
@@ -44,7 +49,7 @@ def _num(
         ok = math.isfinite(value) and value.is_integer()
         value = int(value) if ok else value
     if not ok or not math.isfinite(value) or not lo <= value <= hi:
-        raise InputError(name, f"must be {kind} between {lo:g} and {hi:g}, got {value!r}")
+        raise InputError(name, f"must be {kind} between {_plain(lo)} and {_plain(hi)}, got {value!r}")
     return value
 
 

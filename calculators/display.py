@@ -95,6 +95,15 @@ def usd(x: float, decimals: int | None = None) -> str:
     return f"${x:,.2f}" if abs(x) >= 0.01 or x == 0 else f"${sig(x, 2)}"
 
 
+def output_text(value, spec: dict) -> str:
+    """Text for a calculator output by its schema spec: its words for a sentinel value, else by format."""
+    words = spec.get("words", {})
+    if not isinstance(value, bool) and isinstance(value, int | float) and float(value).is_integer():
+        if str(int(value)) in words:
+            return words[str(int(value))]
+    return by_output_format(value, spec["format"], spec["unit"])
+
+
 def by_output_format(value, fmt: str, unit: str = "") -> str:
     """Text for a calculator output, by its schema `format` and `unit`."""
     if isinstance(value, bool):
@@ -111,9 +120,29 @@ def by_output_format(value, fmt: str, unit: str = "") -> str:
         return usd(value)
     if fmt == "percent":
         return f"{sig(value * 100, 3)}%"
+    if unit in SCALED_UNITS:  # 450 GB/s, not 450,000,000,000 B/s
+        return UNIT_FORMATS[unit](value)
+    unit = SINGULAR.get(unit, unit) if value == 1 else unit  # "1 GPU", "1 sequence"
     if fmt == "integer":
         return f"{round(value):,}" + (f" {unit}" if unit else "")
     return sig(value) + (f" {unit}" if unit else "")
+
+
+# Rates and counts of bytes and FLOPs read with a prefix, as in the derivations (UNIT_FORMATS).
+SCALED_UNITS = ("B/s", "FLOP/s", "FLOP")
+# Count units read in the singular for exactly one.
+SINGULAR = {
+    "GPUs": "GPU",
+    "sequences": "sequence",
+    "tokens": "token",
+    "experts": "expert",
+    "blocks": "block",
+    "requests": "request",
+    "layers": "layer",
+    "replicas": "replica",
+    "steps": "step",
+    "chips": "chip",
+}
 
 
 # ---- derivations: a value or a term carries a unit, not an output format ------------------

@@ -74,19 +74,27 @@ _LAYER_TYPES = {
 }
 
 
+GENERIC = "decoder"  # any other model_type: read from the standard decoder fields, as Llama's
+_MAX_LAYERS = 1000  # checks.model_from_dict's bound, checked here first: a layer list is built per layer
+
+
 def _family(cfg: dict, field: str) -> str:
-    mt = str(cfg.get("model_type", "")).lower()
+    mt = cfg.get("model_type")
+    if mt is not None and not isinstance(mt, str):
+        raise InputError(f"{field}.model_type", f'must be a string such as "llama", got {mt!r}')
+    archs = cfg.get("architectures")
+    if archs is not None and (not isinstance(archs, list) or not all(isinstance(a, str) for a in archs)):
+        example = '["LlamaForCausalLM"]'
+        raise InputError(f"{field}.architectures", f"must be a list of class names such as {example}, got {archs!r}")
+    mt = (mt or "").lower()
     if mt in FAMILIES:
         return FAMILIES[mt]
-    for arch in cfg.get("architectures") or []:
+    for arch in archs or []:
         for prefix, fam in _ARCH_PREFIX.items():
-            if str(arch).startswith(prefix):
+            if arch.startswith(prefix):
                 return fam
-    if mt or cfg.get("architectures"):
-        supported = ", ".join(sorted(FAMILIES))
-        raise InputError(
-            f"{field}.model_type", f"unsupported architecture {mt or cfg['architectures']!r}; supported: {supported}"
-        )
+    if mt or archs:
+        return GENERIC
     raise InputError(f"{field}.model_type", "is required (or architectures) to read a Hugging Face config")
 
 
@@ -241,7 +249,18 @@ def _pattern_kinds(cfg: dict, fam: str, n: int, field: str) -> list[str]:
             return ["full"] * n
         first = _int(cfg, field, "max_window_layers", default=n)
         return ["sliding" if i >= first else "full" for i in range(n)]
+    if fam == GENERIC and _window_covers_context(cfg):
+        return ["full"] * n
     return ["sliding"] * n  # Mistral v0.1 and others: one window on every layer
+
+
+def _window_covers_context(cfg: dict) -> bool:
+    """A window switched off, or as long as the context (Phi-3-mini-128k: 262,144 over 131,072): full attention."""
+    window, context = cfg.get("sliding_window"), cfg.get("max_position_embeddings")
+    if cfg.get("use_sliding_window") is False:
+        return True
+    numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in (window, context))
+    return numbers and window >= context
 
 
 def _llama4_kinds(cfg: dict, n: int, field: str) -> list[str]:
@@ -307,21 +326,84 @@ def _dense_width(cfg: dict, fam: str, hidden: int, field: str) -> int:
     return _int(cfg, field, "intermediate_size")
 
 
+# The project's field -> the config.json keys it is read from (first present one named in an error).
+_HF_KEYS = {
+    "num_layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "hidden_size": ("hidden_size", "n_embd", "d_model"),
+    "vocab_size": ("vocab_size",),
+    "intermediate_size": ("intermediate_size_mlp", "ffn_dim", "n_inner", "ffn_hidden_size", "intermediate_size"),
+    "sliding_window_tokens": ("sliding_window",),
+    "attention_chunk_tokens": ("attention_chunk_size",),
+    "max_context_tokens": ("max_position_embeddings", "n_positions"),
+    "attention.num_heads": ("num_attention_heads", "n_head"),
+    "attention.num_kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv"),
+    "attention.head_dim": ("head_dim",),
+    "attention.v_head_dim": ("v_head_dim",),
+    "moe.num_experts": ("n_routed_experts", "num_local_experts", "num_experts"),
+    "moe.experts_per_token": ("num_experts_per_tok", "experts_per_token"),
+    "moe.expert_intermediate_size": ("moe_intermediate_size", "intermediate_size"),
+}
+
+
+def _as_pasted(exc: InputError, cfg: dict, field: str) -> InputError:
+    """The checker's error on a project field, renamed to the config.json key the reader pasted."""
+    keys = _HF_KEYS.get(exc.field.removeprefix(f"{field}."), ())
+    key = next((k for k in keys if k in cfg), keys[0] if keys else None)
+    return InputError(f"{field}.{key}", exc.message) if key else exc
+
+
+def _notes(cfg: dict, raw: dict, fam: str, attention: dict) -> str:
+    """What the reading assumed, said beside the definition."""
+    notes = []
+    if fam == GENERIC:
+        mt = raw.get("model_type") or raw.get("architectures")
+        notes.append(f"model_type {mt!r} is not one this site knows: read from the standard decoder fields.")
+    stated = any(k in cfg for k in _HF_KEYS["attention.num_kv_heads"])
+    if attention["kind"] == "mha" and attention["num_heads"] > 1 and fam != "falcon" and not stated:
+        notes.append("No num_key_value_heads: multi-head attention assumed (Hugging Face's default).")
+    return " ".join(notes)
+
+
 def model_from_hf_config(cfg: dict, id: str = "custom", name: str | None = None, field: str = "model") -> Model:
-    """A checked Model from a Hugging Face config.json dict, exactly as published."""
+    """A checked Model from a Hugging Face config.json dict, exactly as published. A model_type this
+    module does not list is read from the standard decoder fields; what they cannot size is refused."""
     if not isinstance(cfg, dict):
         raise InputError(field, "must be a config.json object")
     fam = _family(cfg, field)
+    try:
+        return _read(cfg, fam, id, name, field)
+    except InputError as exc:
+        if fam != GENERIC:
+            raise
+        raise InputError(
+            exc.field,
+            f"{exc.message} (model_type {cfg.get('model_type')!r} is not one this site "
+            "knows, so only the standard decoder fields are read)",
+        ) from None
+
+
+def _layer_count(cfg: dict, field: str) -> int:
+    """num_hidden_layers, bounded before any per-layer list is built (10^9 layers: a MemoryError in Pyodide)."""
+    n = _int(cfg, field, "num_hidden_layers", "n_layer", "num_layers")
+    if not 1 <= n <= _MAX_LAYERS:
+        key = next(k for k in _HF_KEYS["num_layers"] if cfg.get(k) is not None)
+        raise InputError(f"{field}.{key}", f"must be an integer between 1 and {_MAX_LAYERS:,}, got {n:,}")
+    return n
+
+
+def _read(cfg: dict, fam: str, id: str, name: str | None, field: str) -> Model:
+    raw = cfg
     text = cfg.get("text_config")
     if text is not None:  # Gemma 3, Llama 4: the decoder lives in text_config
         if not isinstance(text, dict):
             raise InputError(f"{field}.text_config", "must be an object")
         cfg, field = text, f"{field}.text_config"
-    n = _int(cfg, field, "num_hidden_layers", "n_layer", "num_layers")
+    n = _layer_count(cfg, field)
     hidden = _int(cfg, field, "hidden_size", "n_embd", "d_model")
     default_vocab = 262208 if fam == "gemma3" else ...  # Gemma3TextConfig's default; published configs omit it
     kinds = _pattern_kinds(cfg, fam, n, field)
     window = cfg.get("sliding_window") if "sliding" in kinds else None
+    attention = _attention(cfg, fam, hidden, field)
     out = dict(
         id=id,
         name=name or id,
@@ -329,7 +411,7 @@ def model_from_hf_config(cfg: dict, id: str = "custom", name: str | None = None,
         hidden_size=hidden,
         vocab_size=_int(cfg, field, "vocab_size", default=default_vocab),
         intermediate_size=_dense_width(cfg, fam, hidden, field),
-        attention=_attention(cfg, fam, hidden, field),
+        attention=attention,
         layer_kinds=kinds,
         sliding_window_tokens=window,
         attention_chunk_tokens=cfg.get("attention_chunk_size") if "chunked" in kinds else None,
@@ -342,5 +424,9 @@ def model_from_hf_config(cfg: dict, id: str = "custom", name: str | None = None,
             cfg, field, "max_position_embeddings", "n_positions", default=131072 if fam == "gemma3" else None
         ),
         source="Hugging Face config.json",
+        notes=_notes(cfg, raw, fam, attention),
     )
-    return model_from_dict(out, field)
+    try:
+        return model_from_dict(out, field)
+    except InputError as exc:
+        raise _as_pasted(exc, cfg, field) from None

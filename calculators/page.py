@@ -23,7 +23,7 @@ def _outputs(spec: dict, result: dict) -> list[dict]:
             "key": o["key"],
             "label": o["label"],
             "unit": o["unit"],
-            "text": display.by_output_format(result[o["key"]], o["format"], o["unit"]),
+            "text": display.output_text(result[o["key"]], o),
         }
         for o in spec["outputs"]
     ]

@@ -8,6 +8,7 @@ range lives in exactly one place.
 from __future__ import annotations
 
 import math
+import re
 
 from .errors import InputError
 from .display import plain
@@ -98,7 +99,7 @@ def model_field(key="model", label="Model", default="llama-3.1-70b", help=""):
         label,
         "model",
         default,
-        help=help or "A preset id, a model definition, or a pasted Hugging Face config.json.",
+        help=help or "A preset, or one of yours: “Define your own…” reads a Hugging Face config.json.",
     )
 
 
@@ -108,16 +109,25 @@ def accelerator_field(key="hardware", label="Accelerator", default="h100-sxm", h
         label,
         "accelerator",
         default,
-        help=help or "A preset id or an accelerator definition (memory, bandwidth, FLOP/s).",
+        help=help or "A preset, or one of yours: “Define your own…” sets memory, bandwidth and FLOP/s.",
     )
 
 
-def output(key, label, unit, format):
+def output(key, label, unit, format, words=None):
+    """An output; `words` says a sentinel value in words ({0: "never"}): the raw value stays the number."""
     assert format in OUTPUT_FORMATS, format
-    return {"key": key, "label": label, "unit": unit, "format": format}
+    spec = {"key": key, "label": label, "unit": unit, "format": format}
+    if words:
+        spec["words"] = {str(k): v for k, v in words.items()}
+    return spec
 
 
 # ---- validation ---------------------------------------------------------------------
+
+
+# What a reader may type: a plain or scientific numeral, with commas between groups of three (10,000,000).
+_NUMERAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_THOUSANDS = re.compile(r"(?<![0-9.,])[0-9]{1,3}(,[0-9]{3})+(?![0-9,])")
 
 
 def _range_text(spec, kind):
@@ -129,10 +139,10 @@ def _as_float(spec, value, kind):
     if isinstance(value, bool) or value is None:
         raise InputError(spec["key"], _range_text(spec, kind))
     if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            raise InputError(spec["key"], _range_text(spec, kind)) from None
+        text = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), value.strip())
+        if not _NUMERAL.fullmatch(text):  # ASCII digits only: no 1_000, no full-width ١٢ (Python's float() takes both)
+            raise InputError(spec["key"], _range_text(spec, kind))
+        value = float(text)
     if not isinstance(value, (int, float)):
         raise InputError(spec["key"], _range_text(spec, kind))
     x = float(value) if not isinstance(value, int) else value

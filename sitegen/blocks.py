@@ -64,7 +64,9 @@ def _control(spec: dict, value, fid: str, presets: dict, described: bool = True)
 
 def _field(spec: dict, value, root: str, presets: dict) -> str:
     fid = f"{root}-{spec['key']}"
-    unit = f' <span class="calc__unit">({escape(spec["unit"])})</span>' if spec.get("unit") else ""
+    # No "(sequences)" after "Concurrent sequences": a unit the label already names is not repeated.
+    said = spec.get("unit") and spec["unit"] in spec["label"].replace("(", " ").replace(")", " ").split()
+    unit = f' <span class="calc__unit">({escape(spec["unit"])})</span>' if spec.get("unit") and not said else ""
     help_text = " ".join(t for t in (spec.get("help", ""), range_text(spec)) if t)
     return (
         f'<div class="calc__field" {DOM["field"]}="{_attr(spec["key"])}">'

@@ -143,8 +143,11 @@ def _line_series(plot: dict, i: int, y: dict, fx, fy, log: bool) -> str:
     coords = " ".join(f"{fx(x):.1f},{fy(v):.1f}" for x, v in pts)
     dashed = f' stroke-dasharray="{dash}"' if dash else ""
     out = f'<polyline class="s{i % 6}" points="{coords}" fill="none"{dashed}/>'
-    lx, ly = fx(pts[-1][0]) + 4, fy(pts[-1][1]) + 4
-    return out + f'<text class="label s{i % 6}" x="{lx:.1f}" y="{ly:.1f}">{escape(series_label(plot, y))}</text>'
+    # The name in the right-margin legend, wrapped and one row under another: labels at the lines' ends
+    # overlapped where lines end close together (NVLink 4 and 5) and ran past the chart's right edge.
+    row = legend_rows(plot)[i]
+    swatch = f'<line class="s{i % 6}" x1="{W - RIGHT + 2}" x2="{W - RIGHT + 16}" y1="{row}" y2="{row}"{dashed}/>'
+    return out + _legend(plot, i, row, swatch)
 
 
 def _xy_chart(plot: dict) -> list[str]:

@@ -200,7 +200,8 @@ def _tp_series(tokens: int, v: dict) -> dict:
             continue                     # the steps inside a server need the accelerator's own link
         name = e["name"] + (f" (servers of {v['gpus_per_node']})" if e.get("kind") == "network" else "")
         ys.append((name, "ms", [_point(v, k, n, tokens) for n in PLOT_DEGREES]))
-    return series(f"TP communication per step vs TP degree ({tokens} tokens per step; gaps: past the link's "
+    per_step = f"{tokens:,} token{'' if tokens == 1 else 's'} per step"
+    return series(f"TP communication per step vs TP degree ({per_step}; gaps: past the link's "
                   "domain or not possible with this algorithm)", "TP degree n", "GPUs", PLOT_DEGREES, ys)
 
 

@@ -64,7 +64,8 @@ SCHEMA = {
     ],
     "outputs": [
         output("usd_per_million_output_tokens", "Cost per million output tokens", "USD", "usd"),
-        output("usd_per_million_input_tokens", "Cost per million input tokens", "USD", "usd"),
+        output("usd_per_million_input_tokens", "Cost per million input tokens", "USD", "usd",
+               words={0: "not priced"}),
         output("usd_per_task", "Cost per task", "USD", "usd"),
         output("usd_per_hour", "Deployment cost per hour", "USD", "usd"),
         output("output_tokens_per_s_per_gpu", "Output tokens/s per GPU", "tokens/s", "rate"),

@@ -209,7 +209,7 @@ SCHEMA = {
     ]
     + engine_fields(),
     "outputs": [
-        output("fits", "Fits (1 = yes, 0 = no)", "", "integer"),
+        output("fits", "Fits", "", "integer", words={1: "yes", 0: "no"}),
         output("weight_bytes_total", "Weights, all GPUs", "B", "bytes"),
         output("weight_bytes_per_gpu", "Weights per GPU", "B", "bytes"),
         output("usable_bytes_per_gpu", "Memory the engine may use per GPU", "B", "bytes"),
@@ -219,9 +219,10 @@ SCHEMA = {
         output("kv_tokens_capacity", "Tokens the KV pool holds", "tokens", "integer"),
         output(
             "min_tensor_parallel_to_fit",
-            "Smallest power-of-two TP that fits at this DCP (0 = none up to 1024)",
+            "Smallest power-of-two TP that fits at this DCP",
             "GPUs",
             "integer",
+            words={0: "none to 1,024"},
         ),
     ],
 }

@@ -140,6 +140,9 @@ function mountPanel() {
     ev.stopPropagation();
   });
   document.addEventListener("click", (ev) => { if (isOpen() && !disclosure.contains(ev.target)) close(false); });
+  // Tabbing past its last control closes it too: a non-modal panel does not stay open over the page.
+  const leaves = (to) => to && !disclosure.contains(to);
+  disclosure.addEventListener("focusout", ({ relatedTarget }) => { if (leaves(relatedTarget)) close(false); });
   form.addEventListener("submit", (ev) => ev.preventDefault());
   form.addEventListener("input", ({ target: t }) => {
     if (!t.name || !(t.name in rs.defaults)) return;

@@ -1,6 +1,7 @@
 // The build-time tables that scripts fill in or enhance. Progressive: without JavaScript the plain
 // HTML the build wrote stays as it is.
-// - A live calculator's results, notes, worked steps and plot data, rewritten from a present() result.
+// - A live calculator's results, notes, worked steps and plot data, rewritten from a present() result;
+//   the same as a CSV file, a file download, and a link offered to copy.
 // - The glossary's tables (`.data-table` wrappers): each header cell gets a sort button (aria-sort
 //   on the <th>); each table gets a labelled filter.
 export const element = (tag, props = {}, ...children) => {
@@ -41,6 +42,63 @@ export function showResult(root, shown, dom) {
   const figure = root.querySelector(dom.sel("plot"));
   const table = figure && shown.tables[dom.get(figure, "plot")];
   if (table) figure.querySelector(dom.sel("plot-table")).replaceChildren(dataTable(table));
+}
+
+
+// ---- a calculator's files and link: CSV of its inputs, outputs and plot data; typed inputs -------
+function csvCell(value) {
+  const text = String(value ?? "");
+  return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+// An input's label and unit, as its form shows them (the control's id is <calculator id>-<key>).
+function labelOf(base, key) {
+  const label = document.querySelector(`label[for="${CSS.escape(`${base}-${key}`)}"]`);
+  const unit = label?.querySelector(".calc__unit")?.textContent.replace(/^\(|\)$/g, "") ?? "";
+  return [label?.firstChild?.textContent.trim() ?? "", unit];
+}
+
+// A form's value as its type: numbers as numbers (a number typed with thousands commas too).
+const typed = (v) => (typeof v === "string" && /^[+-]?[\d.,]+(e[+-]?\d+)?$/i.test(v.trim())
+  && Number.isFinite(Number(v.replace(/,/g, ""))) ? Number(v.replace(/,/g, "")) : v);
+export const typedInputs = (inputs) => Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, typed(v)]));
+
+// Inputs, outputs and plot data, one value a row.
+export function toCsv(base, inputs, shown) {
+  const rows = [["section", "key", "label", "value", "unit", "shown as"]];
+  for (const [key, value] of Object.entries(typedInputs(inputs))) {
+    const [label, unit] = labelOf(base, key);
+    rows.push(["input", key, label, typeof value === "object" ? JSON.stringify(value) : value, unit, ""]);
+  }
+  for (const o of shown.outputs) rows.push(["output", o.key, o.label, shown.result[o.key], o.unit, o.text]);
+  for (const [id, plot] of Object.entries(shown.result.series || {})) {
+    plot.x.values.forEach((x, i) => {
+      for (const y of plot.y) rows.push([`plot ${id}`, y.name, `${plot.x.label} = ${x}`, y.values[i], y.unit, ""]);
+    });
+  }
+  return rows.map((r) => r.map(csvCell).join(",")).join("\n") + "\n";
+}
+
+// A file for the reader: text of a type, or (no type) a data: URL as it is.
+export function download(filename, data, type) {
+  const url = type ? URL.createObjectURL(new Blob([data], { type })) : data;
+  const link = Object.assign(document.createElement("a"), { href: url, download: filename });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  if (type) setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+// The link goes to the clipboard; where there is none (outside secure contexts), into a box to copy it
+// from. Returns what to tell the reader, and the box.
+export async function offerLink(link) {
+  try {
+    await navigator.clipboard.writeText(link);
+    return { text: "Link copied. Opening it restores these inputs.", box: null };
+  } catch { /* shown instead */ }
+  const box = element("input", { type: "text", value: link, readOnly: true, className: "calc__link" });
+  box.setAttribute("aria-label", "Link to these inputs");
+  return { text: "Copy this link to share these inputs: ", box };
 }
 
 // ---- the glossary's tables: sorting --------------------------------------------------------

@@ -126,10 +126,12 @@ def test_missing_field_inside_text_config():
     assert e.value.field == "model.text_config.hidden_size"
 
 
-def test_unknown_architecture():
-    with pytest.raises(InputError) as e:
-        model_from_hf_config({"model_type": "mamba", "architectures": ["MambaForCausalLM"]})
-    assert e.value.field == "model.model_type" and "llama" in e.value.message
+def test_unknown_architecture_is_read_from_the_standard_fields_or_refused_naming_one():
+    """Reader walk #8: any model_type is read as a decoder; what cannot be sized names the missing key."""
+    mamba = {"model_type": "mamba", "num_hidden_layers": 64, "hidden_size": 2560, "vocab_size": 50280}
+    with pytest.raises(InputError) as e:  # a state-space model has no attention heads to size a KV cache by
+        model_from_hf_config(mamba)
+    assert e.value.field == "model.num_attention_heads" and "'mamba' is not one this site knows" in e.value.message
 
 
 def test_top_k_above_expert_count():

@@ -1,9 +1,10 @@
 // Live calculators. The build wrote each calculator's form and results into the page; this
 // module makes them recompute in the tab's Python worker as the reader types.
 import { Runtime } from "./worker.js";
-import { clearFieldErrors, controlOf, dom, draw, exportAs, offerLink, pageConfig, showFieldError } from "./figures.js";
-import { element, showResult } from "../tables.js";
-import { applyLink, definitionOf, linkFor, openDefine, setupSelects } from "./yours.js";
+import { applyLink, clearFieldErrors, controlOf, dom, draw, exportAs, linkFor, pageConfig, showFieldError }
+  from "./figures.js";
+import { element, offerLink, showResult } from "../tables.js";
+import { definitionOf, openDefine, setupSelects } from "./yours.js";
 
 const DEBOUNCE_MS = 150;
 const NEAR_PX = 200;   // a calculator this close to the viewport counts as in view
@@ -156,8 +157,8 @@ class Calculator {
     if (!action) return;
     if (!this.shown) await this.recompute();
     if (!this.shown) return;
-    const { id: base, name, shownInputs: inputs, shown, chart, plotlyUrl } = this;
-    await exportAs(action, { base, name, inputs, shown, chart, plot: shown.result.series?.[this.plotId], plotlyUrl });
+    const { id: base, name, shownInputs: inputs, shown, plotlyUrl } = this;
+    await exportAs(action, { base, name, inputs, shown, plot: shown.result.series?.[this.plotId], plotlyUrl });
   }
 
   async copyLink() {

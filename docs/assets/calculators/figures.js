@@ -1,8 +1,9 @@
 // What a calculator shows beside its results and hands out: errors next to the fields they are
 // about; Plotly charts (loaded only when a figure is on screen, coloured from the theme's CSS
-// variables, redrawn when the theme changes, never animated); CSV, JSON and PNG files; its link.
+// variables, redrawn when the theme changes, never animated); CSV, JSON and PNG files; links to its
+// inputs (?calc=<id>&<input>=<value>…#<id>: values only ever go into form controls, never into markup).
 // Also the page's contract with the build: its calculator config and the blocks' data-* names.
-import { element } from "../tables.js";
+import { download, element, toCsv, typedInputs } from "../tables.js";
 
 // ---- the page's contract with the build ----------------------------------------------------
 let config;
@@ -77,26 +78,28 @@ function themeColours() {
   return { fg: v("--md-default-fg-color", "#000"), grid: v("--md-default-fg-color--lightest", "#ddd"), series };
 }
 
-function axis(spec, log, c) {
+// A percentage axis runs from 0 (to 100 or the largest value); a log axis labels every tick 10ⁿ (not
+// "10¹⁵" beside "100T"); a bar chart's x values are categories.
+function axis(spec, log, c, values = [], category = false) {
   const title = spec.unit ? `${spec.label} (${spec.unit})` : spec.label;
-  return { title: { text: title }, type: log ? "log" : "linear", gridcolor: c.grid, zerolinecolor: c.grid,
-           linecolor: c.fg, automargin: true };
+  const top = Math.max(100, ...values.filter((v) => v !== null));
+  const range = log ? { exponentformat: "power" } : spec.unit === "%" ? { range: [-top * 0.03, top * 1.04] } : {};
+  return { title: { text: title }, type: category ? "category" : log ? "log" : "linear", gridcolor: c.grid,
+           zerolinecolor: c.grid, linecolor: c.fg, automargin: true, ...range };
 }
 
-// One y unit for the axis when all series share it; otherwise each series names its own.
-function sharedUnit(plot) {
-  const units = new Set(plot.y.map((y) => y.unit));
-  return units.size === 1 ? [...units][0] : "";
-}
+// The y units in order of first use: one is the left axis, a second the right; more: each series names its own.
+const units = (plot) => [...new Set(plot.y.map((y) => y.unit))];
 
 function traces(plot, c) {
-  const shared = sharedUnit(plot);
+  const [, right, more] = units(plot);
   return plot.y.map((y, i) => {
     // A series that is mostly gaps marks operating points: draw it as large markers.
     const points = y.values.filter((v) => v !== null).length <= 3 || plot.kind === "scatter";
     return {
-      type: plot.kind === "bar" ? "bar" : "scatter", mode: points ? "markers" : "lines",
-      x: plot.x.values, y: y.values, name: shared || !y.unit ? y.name : `${y.name} (${y.unit})`,
+      type: plot.kind === "bar" ? "bar" : "scatter", mode: points ? "markers" : "lines", offsetgroup: String(i),
+      x: plot.x.values, y: y.values, name: right !== undefined && y.unit ? `${y.name} (${y.unit})` : y.name,
+      yaxis: !more && right !== undefined && y.unit === right ? "y2" : "y",
       line: { color: c.series[i % 6], dash: DASHES[i % 6], width: 2 },
       marker: { color: c.series[i % 6], symbol: SYMBOLS[i % 6], size: points ? 12 : 6 },
     };
@@ -104,11 +107,15 @@ function traces(plot, c) {
 }
 
 function layout(plot, c) {
+  const [left, right, more] = units(plot);
+  const on = (unit) => plot.y.filter((y) => y.unit === unit).flatMap((y) => y.values);
+  const y = (unit) => axis({ label: "", unit }, plot.log_axes, c, on(unit));
   return {
     paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: c.fg, size: 12 },
-    margin: { t: 10, r: 10, b: 50, l: 60 }, showlegend: plot.y.length > 1,
+    margin: { t: 10, r: 10, b: 50, l: 60 }, showlegend: plot.y.length > 1, barmode: "group",
     legend: { orientation: "h", y: -0.25 }, transition: { duration: 0 },
-    xaxis: axis(plot.x, plot.log_axes, c), yaxis: axis({ label: "", unit: sharedUnit(plot) }, plot.log_axes, c),
+    xaxis: axis(plot.x, plot.log_axes, c, [], plot.kind === "bar"), yaxis: y(more ? "" : left),
+    ...(right !== undefined && !more ? { yaxis2: { ...y(right), overlaying: "y", side: "right" } } : {}),
   };
 }
 
@@ -134,55 +141,60 @@ new MutationObserver(redrawAll).observe(document.body,
   { attributes: true, attributeFilter: ["data-md-color-scheme"] });
 
 // ---- files -----------------------------------------------------------------------------------
-function csvCell(value) {
-  const text = String(value ?? "");
-  return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
-
-// Inputs, outputs and plot data, one value a row.
-function toCsv(inputs, shown) {
-  const rows = [["section", "key", "label", "value", "unit", "shown as"]];
-  for (const [key, value] of Object.entries(inputs)) {
-    rows.push(["input", key, "", typeof value === "object" ? JSON.stringify(value) : value, "", ""]);
-  }
-  for (const o of shown.outputs) rows.push(["output", o.key, o.label, shown.result[o.key], o.unit, o.text]);
-  for (const [id, plot] of Object.entries(shown.result.series || {})) {
-    plot.x.values.forEach((x, i) => {
-      for (const y of plot.y) rows.push([`plot ${id}`, y.name, `${plot.x.label} = ${x}`, y.values[i], y.unit, ""]);
-    });
-  }
-  return rows.map((r) => r.map(csvCell).join(",")).join("\n") + "\n";
-}
-
-export function download(filename, text, type) {
-  const url = URL.createObjectURL(new Blob([text], { type }));
-  const link = Object.assign(document.createElement("a"), { href: url, download: filename });
-  document.body.append(link);
-  link.click();
-  link.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 1000);
-}
-
 // `action` is a calculator button's action: csv, json or png. `shown` is the result on screen.
-export async function exportAs(action, { base, name, inputs, shown, chart, plot, plotlyUrl }) {
-  if (action === "csv") download(`${base}.csv`, toCsv(inputs, shown), "text/csv");
+export async function exportAs(action, { base, name, inputs, shown, plot, plotlyUrl }) {
+  if (action === "csv") download(`${base}.csv`, toCsv(base, inputs, shown), "text/csv");
   if (action === "json") {
-    const text = JSON.stringify({ calculator: name, inputs, result: shown.result }, null, 2) + "\n";
-    download(`${base}.json`, text, "application/json");
+    const text = JSON.stringify({ calculator: name, inputs: typedInputs(inputs), result: shown.result }, null, 2);
+    download(`${base}.json`, `${text}\n`, "application/json");
   }
-  if (action !== "png") return;
-  if (!drawn.has(chart)) await draw(chart, plot, plotlyUrl);
-  await window.Plotly.downloadImage(chart, { format: "png", filename: base, width: 960, height: 480 });
+  if (action === "png") await downloadPng(base, inputs, plot, await loadPlotly(plotlyUrl));
 }
 
-// The link goes to the clipboard; where there is none (outside secure contexts), into a box to copy it
-// from. Returns what to tell the reader, and the box.
-export async function offerLink(link) {
-  try {
-    await navigator.clipboard.writeText(link);
-    return { text: "Link copied. Opening it restores these inputs.", box: null };
-  } catch { /* shown instead */ }
-  const box = element("input", { type: "text", value: link, readOnly: true, className: "calc__link" });
-  box.setAttribute("aria-label", "Link to these inputs");
-  return { text: "Copy this link to share these inputs: ", box };
+// The chart on white in the light theme's colours, whatever the page's theme, titled, with the inputs under it.
+async function downloadPng(base, inputs, plot, Plotly) {
+  const c = { fg: "#1f1f1f", grid: "#e0e0e0", series: themeColours().series };
+  const esc = (t) => String(t).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  const said = Object.entries(inputs).map(([k, v]) => `${k} ${typeof v === "object" ? v.name ?? "custom" : v}`);
+  const caption = esc(said.join(" · ")).replace(/(.{1,150})(?: · |$)/g, "$1<br>");
+  const lines = (caption.match(/<br>/g) || []).length;
+  const figure = { data: traces(plot, c), layout: { ...layout(plot, c), paper_bgcolor: "#fff", plot_bgcolor: "#fff",
+    title: { text: `<b>${esc(plot.title)}</b><br><span style="font-size:10px">${caption}</span>`, x: 0.02 },
+    margin: { t: 70 + 12 * lines, r: 60, b: 50, l: 60 } } };
+  download(`${base}.png`, await Plotly.toImage(figure, { format: "png", width: 960, height: 540 }));
+}
+
+// ---- links -----------------------------------------------------------------------------------
+export function linkFor(id, inputs) {
+  const url = new URL(window.location.href);
+  url.search = "";
+  url.hash = id;
+  url.searchParams.set("calc", id);
+  for (const [key, value] of Object.entries(inputs)) {
+    url.searchParams.set(key, typeof value === "object" ? JSON.stringify(value) : String(value));
+  }
+  return url.href;
+}
+
+// Applies this page's link to the calculator it names; returns what to tell the reader ("" if all was
+// used), or null if the link is not for this calculator.
+export function applyLink(calc) {
+  const params = new URLSearchParams(window.location.search);
+  if (params.get("calc") !== calc.id) return null;
+  params.delete("calc");
+  const known = calc.inputs();
+  const ignored = [];
+  for (const [key, raw] of params) {
+    if (!(key in known) || !calc.setInput(key, fromLink(raw))) ignored.push(key);
+  }
+  if (!ignored.length) return "";
+  const named = ignored.slice(0, 3).map((k) => (k.length > 24 ? `${k.slice(0, 24)}…` : k)).join(", ");
+  const more = ignored.length > 3 ? ` and ${ignored.length - 3} more` : "";
+  return `Ignored link parameter(s) this calculator cannot use (${ignored.length}): ${named}${more}.`;
+}
+
+// A shared definition travels as its JSON text; anything else is the control's value.
+function fromLink(raw) {
+  if (!raw.startsWith("{")) return raw;
+  try { return JSON.parse(raw); } catch { return raw; }
 }

@@ -1,10 +1,10 @@
-// What the reader brings: their own models and accelerators, and links to a calculator's inputs.
+// What the reader brings: their own models and accelerators (links to a calculator's inputs: figures.js).
 // Definitions come from the "Define your own…" dialog (a pasted Hugging Face config.json, or the
 // project's JSON shape), are checked by Python before they are stored, kept in this browser and
-// offered in every calculator on every page. Links are ?calc=<id>&<input>=<value>…#<id>; their
-// values only ever go into form controls (never into markup), and Python validates them like typed
-// input. A calculator is used only through inputs(), setInput(key, value) and recompute().
-import { dom, download } from "./figures.js";
+// offered in every calculator on every page. A calculator is used only through inputs(),
+// setInput(key, value) and recompute().
+import { dom } from "./figures.js";
+import { download } from "../tables.js";
 
 const KEY = "llmsi-custom:v1";
 const KINDS = ["model", "accelerator"];
@@ -14,8 +14,9 @@ const NAME_MAX = 48;
 const empty = () => ({ v: 1, model: {}, accelerator: {} });
 const valid = (entry) => entry && typeof entry === "object" && typeof entry.name === "string"
   && entry.definition && typeof entry.definition === "object";
+// A name's id: its Latin letters and digits; a name with none ("我的模型") is spelled by its code points.
 const slug = (name) => name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "").slice(0, NAME_MAX)
-  || "custom";
+  || `u-${[...name].map((ch) => ch.codePointAt(0).toString(36)).join("-")}`.slice(0, NAME_MAX);
 
 // Copies the well-formed entries of `from` into `into`; returns how many.
 function merge(into, from, idFor = (id) => id) {
@@ -28,12 +29,11 @@ function merge(into, from, idFor = (id) => id) {
   return count;
 }
 
-// Through the site's scoped storage (window.llmsi.store, set up by the page's head script).
+// Through the site's scoped storage (window.llmsi.store, set up by the page's head script). Storage may
+// be disabled, full or hold a foreign value: any of those means "none yet".
 const storage = () => window.llmsi.store;
-
 function load() {
   const data = empty();
-  // Storage may be disabled, full or hold a foreign value: any of those means "none yet".
   try {
     const stored = JSON.parse(storage().read(KEY));
     if (stored?.v === 1) merge(data, stored);
@@ -52,13 +52,24 @@ export function definitionOf(kind, value, shared) {
   return value.startsWith("shared:") ? shared[value.slice(7)] ?? null : null;
 }
 
-// Imported entries still go through Python's validation before use; here only their shape.
-function importAll(text) {
-  const incoming = JSON.parse(text);
-  if (incoming?.v !== 1) throw new Error("not an export of this site (expected \"v\": 1)");
+// An export file, each entry checked by Python as a saved one is; the file is taken whole or not at all.
+async function importAll(text, runtime) {
+  let incoming;
+  try { incoming = JSON.parse(text); } catch { throw new Error("Import failed: the file is not JSON."); }
+  if (incoming?.v !== 1) throw new Error("Import failed: not an export of this site (expected \"v\": 1).");
+  const checked = empty();
+  const count = merge(checked, incoming);
+  for (const kind of KINDS) {
+    for (const [id, entry] of Object.entries(checked[kind])) {
+      try { await runtime.describe(kind, entry.definition); } catch (err) {
+        throw new Error(`Import failed: ${kind} "${entry.name}": ${err.message}`);
+      }
+      checked[kind][id] = { name: entry.name, definition: { ...entry.definition, name: entry.name } };
+    }
+  }
   const data = load();
-  const count = merge(data, incoming, slug);
-  if (!save(data)) throw new Error("this browser refused to store them");
+  merge(data, checked, slug);
+  if (!save(data)) throw new Error("Import failed: this browser refused to store them.");
   return count;
 }
 
@@ -112,15 +123,19 @@ function build() {
   return d;
 }
 
-function tell(message) {
-  $("#calc-define-error").textContent = message;
-  $("#calc-define-error").hidden = !message;
+function tell(message, ok = false) {
+  Object.assign($("#calc-define-error"), { textContent: message, hidden: !message });
+  $("#calc-define-error").classList.toggle("calc__ok", ok);
 }
 
-async function prefill({ calc, runtime, kind, key }) {
+// The selected one's definition as a start, without what only the preset can claim (its id, source, notes).
+// On opening (`asked` false) it fills only fields still empty when Python answers: nothing typed is lost.
+async function prefill({ calc, runtime, kind, key }, asked) {
   const found = await runtime.describe(kind, calc.inputs()[key]);
-  $("#calc-define-json").value = JSON.stringify(found, null, 2);
-  $("#calc-define-name").value = `${found.name || "Mine"} (mine)`;
+  const { id, source, notes, memory_note, url, as_of, price_source, price_as_of, ...mine } = found;  // eslint-disable-line no-unused-vars
+  const fill = (sel, value) => { if (asked || !$(sel).value.trim()) $(sel).value = value; };
+  fill("#calc-define-json", JSON.stringify(mine, null, 2));
+  fill("#calc-define-name", `${found.name || "Mine"} (mine)`);
 }
 
 async function store({ calc, runtime, kind, key }) {
@@ -131,21 +146,37 @@ async function store({ calc, runtime, kind, key }) {
     return tell(`Definition: not valid JSON (${err.message}).`);
   }
   const checked = await runtime.describe(kind, value);
-  const data = load();
-  const id = slug(name);
+  const [data, id] = [load(), slug(name)];
+  const old = data[kind][id];
+  if (old && !window.confirm(`Replace your ${kind} "${old.name}" with this one?`)) {
+    return tell(`Not saved: your "${old.name}" is kept. Give this one another name.`);
+  }
   data[kind][id] = { name, definition: { ...checked, name } };
   if (!save(data)) return tell("This browser refused to store it (storage is full or disabled).");
   refreshSelects();
   calc.setInput(key, `custom:${id}`);
-  dialog.close();
   calc.recompute();
+  if (checked.notes) return tell(`Saved. Note: ${checked.notes}`, true);  // what the reading assumed
+  dialog.close();
 }
 
-async function importFile(input) {
-  if (!input.files[0]) return;
-  const count = importAll(await input.files[0].text());
+// Deletes the one of yours the calculator's select has chosen, after asking (rename: save anew, delete this).
+function remove({ calc, kind, key }) {
+  const [data, value] = [load(), document.getElementById(`${calc.id}-${key}`).value];
+  const entry = value.startsWith("custom:") && data[kind][value.slice(7)];
+  if (!entry) return tell(`Choose one of yours in the ${kind} list first; this deletes the chosen one.`);
+  if (!window.confirm(`Delete your ${kind} "${entry.name}" from this browser?`)) return undefined;
+  delete data[kind][value.slice(7)];
+  if (!save(data)) return tell("This browser refused to store the change.");
   refreshSelects();
-  tell(`Imported ${count} definition(s).`);
+  return [calc.recompute(), tell(`Deleted "${entry.name}".`, true)];
+}
+
+async function importFile(input, runtime) {
+  if (!input.files[0]) return;
+  const count = await importAll(await input.files[0].text(), runtime);
+  refreshSelects();
+  tell(`Imported ${count} definition${count === 1 ? "" : "s"}.`, true);
 }
 
 export function openDefine(calc, runtime, button) {
@@ -156,44 +187,14 @@ export function openDefine(calc, runtime, button) {
   tell("");
   const run = (fn) => fn().catch((err) => tell(err.message));
   const actions = {
-    prefill: () => run(() => prefill(job)), save: () => run(() => store(job)), cancel: () => dialog.close(),
+    prefill: () => run(() => prefill(job, true)), save: () => run(() => store(job)), cancel: () => dialog.close(),
+    remove: () => remove(job),
     export: () => download("llm-serving-definitions.json", JSON.stringify(load(), null, 2), "application/json"),
   };
   dialog.onclick = (e) => actions[e.target.dataset.do]?.();
-  dialog.onchange = (e) => { if (e.target.dataset.do === "import") run(() => importFile(e.target)); };
+  dialog.onchange = (e) => { if (e.target.dataset.do === "import") run(() => importFile(e.target, runtime)); };
   dialog.onclose = () => button.focus();
+  for (const sel of ["#calc-define-json", "#calc-define-name"]) $(sel).value = "";
   dialog.showModal();
-  actions.prefill();
-}
-
-// ---- links -----------------------------------------------------------------------------------
-export function linkFor(id, inputs) {
-  const url = new URL(window.location.href);
-  url.search = "";
-  url.hash = id;
-  url.searchParams.set("calc", id);
-  for (const [key, value] of Object.entries(inputs)) {
-    url.searchParams.set(key, typeof value === "object" ? JSON.stringify(value) : String(value));
-  }
-  return url.href;
-}
-
-// Applies this page's link to the calculator it names; returns what to tell the reader ("" if all was
-// used), or null if the link is not for this calculator.
-export function applyLink(calc) {
-  const params = new URLSearchParams(window.location.search);
-  if (params.get("calc") !== calc.id) return null;
-  params.delete("calc");
-  const known = calc.inputs();
-  const ignored = [];
-  for (const [key, raw] of params) {
-    if (!(key in known) || !calc.setInput(key, fromLink(raw))) ignored.push(key);
-  }
-  return ignored.length ? `Ignored link parameter(s) that this calculator cannot use: ${ignored.join(", ")}.` : "";
-}
-
-// A shared definition travels as its JSON text; anything else is the control's value.
-function fromLink(raw) {
-  if (!raw.startsWith("{")) return raw;
-  try { return JSON.parse(raw); } catch { return raw; }
+  run(() => prefill(job, false));
 }
