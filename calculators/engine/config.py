@@ -23,6 +23,7 @@ class Request(NamedTuple):
     after: int = -1  # ≥ 0: arrives think_s after request `after` ends (its arrival_s unused)
     think_s: float = 0.0
     generated: int = 0  # > 0: a warm start, decoding at t = 0 with this many tokens out (arrival_s unused)
+    tenant: str = ""  # who sent it: results can be split by tenant (the scheduler does not look at it yet)
 
     def pieces(self) -> list:
         """The whole sequence as pieces (stream, start, length); stream None = the request's own."""

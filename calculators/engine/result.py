@@ -27,6 +27,14 @@ class EngineResult:
     hit_tokens_host: int = 0  # ... and in the host tier
     ids: tuple[int, ...] = ()  # the index of each measured request that finished, in the order above
     stopped: bool = False  # the run ended early: more measured requests missed the stop's targets than allowed
+    tenants: tuple[str, ...] = ()  # the tenant of each measured request that finished, in the order above
+
+    def by_tenant(self) -> dict:
+        """tenant -> positions of its requests in the per-request tuples above."""
+        out: dict = {}
+        for k, tenant in enumerate(self.tenants):
+            out.setdefault(tenant, []).append(k)
+        return out
 
 
 def summarise(engine: Engine) -> EngineResult:
@@ -53,5 +61,6 @@ def summarise(engine: Engine) -> EngineResult:
         hit_tokens_gpu=sum(e.hit_gpu[i] for i in done),
         hit_tokens_host=sum(e.hit_host[i] for i in done),
         ids=tuple(done),
+        tenants=tuple(e.requests[i].tenant for i in done),
         stopped=e.stopped,
     )

@@ -148,6 +148,12 @@ def test_a_waiting_request_is_admitted_only_when_its_whole_prompt_fits():
     assert chunk.queue_s[1] == 0.0
 
 
+def test_results_split_by_tenant():
+    reqs = [Request(0.0, 8, 3, tenant="a"), Request(0.0, 8, 3, tenant="b"), Request(0.5, 8, 3, tenant="a")]
+    r = simulate(Stub(), reqs, cfg())
+    assert r.tenants == ("a", "b", "a") and r.by_tenant() == {"a": [0, 2], "b": [1]}
+
+
 def test_a_request_that_can_never_fit_is_rejected():
     r = simulate(Stub(), [Request(0.0, 100, 100)], cfg(kv_blocks=4, block_size_tokens=16))
     assert r.rejected == 1 and r.e2e_s == ()
