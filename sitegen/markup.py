@@ -161,13 +161,21 @@ def parse_block(body: str) -> CalculatorBlock:
     )
 
 
+def _substitute(text: str, replace) -> str:
+    """Inline expressions in text outside code; one that opens and does not close on its line is an
+    error (it would be printed as it is, and the strict build would not notice)."""
+    if "{{" in INLINE.sub("", text):
+        raise MarkupError(f"an inline expression opens and does not close on its line: {text.strip()[:80]!r}")
+    return INLINE.sub(lambda m: replace(m.group(1)), text)
+
+
 def _replace_outside_code_spans(line: str, replace) -> str:
     out, last = [], 0
     for span in CODE_SPAN.finditer(line):
-        out.append(INLINE.sub(lambda m: replace(m.group(1)), line[last : span.start()]))
+        out.append(_substitute(line[last : span.start()], replace))
         out.append(span.group(0))
         last = span.end()
-    out.append(INLINE.sub(lambda m: replace(m.group(1)), line[last:]))
+    out.append(_substitute(line[last:], replace))
     return "".join(out)
 
 

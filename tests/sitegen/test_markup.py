@@ -35,6 +35,13 @@ def test_code_is_left_alone():
     assert transform(md, lambda r: "X", None) == md
 
 
+def test_an_expression_split_over_two_lines_is_an_error_not_text():
+    # Part 7's writer hit it: the opening half was printed as it was, and the strict build passed
+    md = '{{ kv_cache(model="llama-3.1-70b")\n.kv_bytes_per_token | int }} B'
+    with pytest.raises(MarkupError, match="does not close on its line"):
+        transform(md, pages.inline_text, None)
+
+
 def test_unknown_output_names_the_alternatives():
     with pytest.raises(MarkupError, match="kv_bytes_per_token"):
         transform("{{ kv_cache().nope }}", pages.inline_text, None)
