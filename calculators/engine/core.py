@@ -142,12 +142,12 @@ class Engine:
 
     # ---- arrivals and departures ----------------------------------------------------------------------
     def _arrive(self) -> None:
-        cfg, arrival, pending, now, bs = self.cfg, self.arrival, self.pending, self.now, self.pool.block_size
+        cfg, arrival, pending, now = self.cfg, self.arrival, self.pending, self.now
         while pending and pending[0][0] <= now:
             t, i = heapq.heappop(pending)
             arrival[i] = t
             whole = self.prompt[i] + self.out[i]  # never fits the pool, or (no chunking) never the budget
-            too_long = -(-whole // bs) > cfg.kv_blocks or (
+            too_long = self.pool.blocks_for(whole) > cfg.kv_blocks or (
                 not cfg.chunked_prefill and whole > cfg.max_num_batched_tokens
             )
             if too_long or self._shed(i):
@@ -354,7 +354,7 @@ class Engine:
             return 1
         # A request still waiting now waits for blocks or budget, neither of which a decode step frees;
         # only an arrival (under priority or sjf it may rank first and fit) can change the next plan.
-        k = dec.ends[0][0] - dec.g
+        k = dec.steps_to_finish()
         if self.pending and len(self.running) < cfg.max_num_seqs and cfg.batching == "continuous":
             to_arrival = math.ceil((self.pending[0][0] - self.now) / step_s)
             if to_arrival < k:
@@ -399,12 +399,13 @@ class Engine:
         self.steps += k
 
     def _run_fast(self, plan: dict, decode: bool) -> None:
-        """A step of the fast path: every decoding sequence decodes (unless `decode` is False: vLLM V0's
-        prefill-only step, where they wait) and plan's sequences compute their tokens."""
+        """A step in which every decoding sequence decodes (unless `decode` is False: vLLM V0's
+        prefill-only step, where they wait, or a general-path step, where the set is empty) and plan's
+        sequences compute their tokens."""
         dec, pool = self.decoding, self.pool
         n = len(dec) if decode else 0
         start = self.now
-        took = self._fast_step_time(plan, n) + self.extra_s
+        took = self._step_time(plan, n) + self.extra_s
         self.now, self.extra_s = start + took, 0.0
         self._record(start, took, plan, n)
         if n:
@@ -420,15 +421,13 @@ class Engine:
         self.steps += 1
 
     def _finish_decodes(self) -> None:
-        dec = self.decoding
-        if not dec.ends or dec.ends[0][0] > dec.g:  # nobody's last token yet (the common case)
-            return
-        for i in dec.finished():
+        for i in self.decoding.finished():
             self._end(i, FINISHED)
             del self.running[i]
 
-    def _fast_step_time(self, plan: dict, n: int) -> float:
-        """n decoding-set members, with plan's chunks and decodes."""
+    def _step_time(self, plan: dict, n: int) -> float:
+        """A step of n decoding-set members (0 on the general path) and plan's sequences: their prefill
+        chunks, and the decodes of those outside the set (all of them on the general path)."""
         dec, done, prefilling = self.decoding, self.done, self.prefilling
         others = [i for i in plan if i not in prefilling]  # decodes outside the set (back from a swap)
         context = (dec.context() if n else 0) + sum([done[i] + 1 for i in others])
@@ -480,31 +479,12 @@ class Engine:
         dec = self.decoding
         dec.clear()
         plan, preempted = self._general()
-        if plan:
-            start = self.now
-            took = self._step_time(plan) + self.extra_s
-            self.now, self.extra_s = start + took, 0.0
-            self._record(start, took, plan, 0)
-            done, tokens = self.done, self.tokens
-            for i, new in plan.items():
-                done[i] += new
-            if self.pool.cache is not None:
-                self.pool.register(plan, done)
-            self._emit([i for i in plan if done[i] == tokens[i]], self.now)
-            self.steps += 1
+        if plan:  # the set is empty, so this is a step of plan's sequences alone
+            self._run_fast(plan, decode=False)
         for i, order in self.running.items():
-            if i not in self.prefilling:
+            if i not in self.prefilling and i not in dec:
                 dec.add(i, order)
         return plan, preempted
-
-    def _step_time(self, plan: dict) -> float:
-        prefilling, done = self.prefilling, self.done
-        decodes = [i for i in plan if i not in prefilling]
-        context = sum([done[i] for i in decodes]) + len(decodes)
-        if len(decodes) == len(plan):
-            return self.times.decode(len(decodes), context)
-        chunks = [(done[i], new) for i, new in plan.items() if i in prefilling]
-        return self.times.mixed(len(decodes), context, chunks)
 
     def _record(self, start: float, took: float, plan: dict, n: int) -> None:
         """Occupancy at this step, and (the first trace_steps steps) who ran: the n decoding-set members

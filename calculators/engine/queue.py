@@ -28,7 +28,7 @@ class WaitingQueue:
         return self.rank[i] + (self.arrival[i] / self.ageing_s if self.ageing_s else 0.0)
 
     def push(self, i: int) -> None:
-        heapq.heappush(self.heap, (1.0 if self.policy == "fcfs" else self._key(i), i, i))
+        heapq.heappush(self.heap, (self._key(i), i, i))
 
     def push_preempted(self, i: int) -> None:
         if self.policy == "fcfs":  # to the front, the most recently preempted first
