@@ -23,7 +23,7 @@ from ..engine.steps import StepTimes
 from ..engine.workload import Workload
 from ..schema import choice, integer, number, output, series, step
 from .deployment import deployment_fields, efficiency_steps
-from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
+from .memory import engine_fields, kv_pool_tokens
 from .steptime import StepModel, deployment
 
 DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
@@ -333,7 +333,7 @@ def _derivation(dep, capacity: float, context: int, c64, out: dict) -> list[dict
 def compute(v: dict) -> dict:
     dep = deployment(v)
     steps = StepModel(dep)
-    capacity = budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"]).tokens
+    capacity = kv_pool_tokens(v)
     requests = _requests(v)
     results, out = _runs(v, StepTimes(steps, v["step_overhead_ms"] / 1e3), requests, max(1, int(capacity // 16)))
     context = max(1, round(sum(r.prompt_tokens + r.output_tokens / 2 for r in requests) / len(requests)))

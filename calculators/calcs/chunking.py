@@ -29,7 +29,7 @@ from ..engine.steps import StepTimes
 from ..errors import InputError
 from ..schema import choice, integer, number, output, series, step
 from .deployment import deployment_fields, efficiency_steps
-from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
+from .memory import engine_fields, kv_pool_tokens
 from .steptime import StepModel, deployment
 
 METRICS = [("max", "Longest gap"), ("p99", "p99 of the gaps")]
@@ -119,7 +119,7 @@ class Scene:
         dep = self.dep = deployment(v)
         self.model = StepModel(dep)
         self.times = StepTimes(self.model, v["step_overhead_ms"] / 1e3)
-        capacity = budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"]).tokens
+        capacity = kv_pool_tokens(v)
         self.blocks = max(1, int(capacity // 16))
         self.capacity = capacity
         self.b, self.c, self.p, self.w = (

@@ -29,7 +29,7 @@ from ..engine.steps import StepTimes
 from ..engine.workload import Workload
 from .offered_load import ANALYSIS_REQUESTS, SIZE_CAP, Load, offered_load, warm_start
 from .engine_defaults import vllm_max_num_seqs
-from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
+from .memory import engine_fields, kv_pool_tokens
 from .deployment import deployment_fields, efficiency_steps
 from .steptime import StepModel, deployment
 
@@ -331,7 +331,7 @@ def simulation(v: dict, dep) -> Simulation:
     """The setup every rate's run shares; the kept parts come from the stores above."""
     workload, key = _workload(v), repr(dep)
     (steps, times), cap = _step_model(dep, key), max_num_seqs(v, dep.accelerator)
-    capacity = budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"]).tokens   # the KV pool, in tokens
+    capacity = kv_pool_tokens(v)
     load = offered_load(steps, workload.first(ANALYSIS_REQUESTS), cap, capacity)
     # Everything the saturated schedule and the queueing grid depend on (load, warm starts and batches
     # follow from these); the objectives and the rate typed are not among them.

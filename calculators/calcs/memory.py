@@ -142,6 +142,12 @@ def engine_budget(v: dict, tensor_parallel: int) -> Budget:
     return budget(footprint(v), usable_bytes_per_gpu(v), tensor_parallel, v["context_tokens"])
 
 
+def kv_pool_tokens(v: dict) -> float:
+    """The KV pool, in tokens, of one replica of v's deployment under its engine rule (what a simulated
+    replica holds; no context length)."""
+    return budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"]).tokens
+
+
 def engine_fields() -> list[dict]:
     return [
         choice("engine_rule", "Engine memory rule", "vllm", [("vllm", "vLLM"), ("sglang", "SGLang")]),

@@ -28,7 +28,7 @@ from ..engine.steps import StepTimes
 from ..engine.workload import Workload
 from ..schema import choice, integer, number
 from .deployment import deployment_fields
-from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
+from .memory import engine_fields, kv_pool_tokens
 from .steptime import StepModel, deployment
 
 BLOCK = 16  # vLLM's default block size on CUDA (tokens)
@@ -181,7 +181,7 @@ class Setup:
 def setup(v: dict) -> Setup:
     dep = deployment(v)
     times = StepTimes(StepModel(dep), v["step_overhead_ms"] / 1000)
-    kv_tokens = budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"]).tokens
+    kv_tokens = kv_pool_tokens(v)
     kv_blocks = max(1, kv_tokens // BLOCK)
     draws = Workload(v).first(v["num_requests"])
     base = engine_workload.open_loop(draws, 1.0)
