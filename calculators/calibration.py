@@ -296,6 +296,11 @@ def _features(model, accelerator, weight_dtype: str, gpus: int, batch: int) -> d
     }
 
 
+def row_features(row: dict) -> dict:
+    """The features `distance` compares, for a ledger row."""
+    return _row_features(row)
+
+
 def _row_features(row: dict) -> dict:
     acc = catalog.accelerator_presets()[row["hardware"]]
     return _features(_model(row["model"]), acc, row["weight_dtype"], row["num_gpus"], _batch(row, False))

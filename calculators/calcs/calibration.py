@@ -12,6 +12,20 @@ from .. import calibration
 from ..schema import choice, output, series, step
 
 METRICS = [(k, label) for k, (label, _, _) in calibration.KINDS.items()]
+GPUS = [("any", "Any"), ("single", "One GPU"), ("multi", "More than one GPU")]
+MODEL_KINDS = [("any", "Any"), ("dense", "Dense"), ("moe", "Mixture of experts")]
+VENDORS = [("any", "Any"), ("nvidia", "NVIDIA"), ("amd", "AMD")]
+
+
+def _keep(v: dict, p: dict) -> bool:
+    f = calibration.row_features(p)
+    return (
+        v["metric"] == p["metric"]
+        and v["gpus"] in ("any", "single" if f["gpus"] == 1 else "multi")
+        and v["model_kind"] in ("any", "moe" if f["moe"] else "dense")
+        and v["vendor"] in ("any", f["vendor"])
+    )
+
 
 SCHEMA = {
     "name": "calibration",
@@ -22,7 +36,12 @@ SCHEMA = {
         "Error = predicted speed ÷ measured speed − 1, so + means the core was faster than "
         "the measurement. No factor of the core was fitted to these rows."
     ),
-    "inputs": [choice("metric", "Kind of estimate", "tpot_s", METRICS)],
+    "inputs": [
+        choice("metric", "Kind of estimate", "tpot_s", METRICS),
+        choice("gpus", "GPUs in the measurement", "any", GPUS),
+        choice("model_kind", "Model", "any", MODEL_KINDS),
+        choice("vendor", "Accelerator vendor", "any", VENDORS),
+    ],
     "outputs": [
         output("rows", "Rows of this kind in the ledger", "", "integer"),
         output("estimate_rows", "Rows with every condition an estimate needs", "", "integer"),
@@ -59,7 +78,7 @@ def _steps(stats: dict, n_rows: int) -> list[dict]:
 def compute(v: dict) -> dict:
     metric = v["metric"]
     label, unit, _ = calibration.KINDS[metric]
-    chosen = [p for p in calibration.predictions() if p["metric"] == metric]
+    chosen = [p for p in calibration.predictions() if _keep(v, p)]
     estimates = [p for p in chosen if "error" in p]
     stats = calibration.summarize([p["error"] for p in estimates])
     empty = stats["count"] == 0
@@ -73,7 +92,10 @@ def compute(v: dict) -> dict:
         "bound_violations": sum(not p["bound_holds"] for p in chosen),
         "notes": []
         if not empty
-        else ["no row of this kind has every condition an estimate needs; its rows are used for the bound check only"],
+        else [
+            "no row of this kind and selection has every condition an estimate needs (its rows, if any, are "
+            "used for the bound check only)"
+        ],
         "derivation": [] if empty else _steps(stats, len(chosen)),
     }
     if estimates:
