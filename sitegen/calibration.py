@@ -36,49 +36,40 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
+SUMMARY_HEAD = [
+    "Kind of estimate",
+    "Rows",
+    "Estimates",
+    "Median \\|error\\|",
+    "80th pct \\|error\\|",
+    "Signed median",
+    "Within ±25%",
+    "Bounds on the wrong side",
+]
+
+
+def _summary_line(label: str, chosen: list[dict], s: dict) -> list[str]:
+    has = s["count"] > 0
+    return [
+        label,
+        str(len(chosen)),
+        str(s["count"]),
+        _abs_pct(s.get("median_abs_error")),
+        _abs_pct(s.get("p80_abs_error")),
+        _pct(s.get("signed_median_error")),
+        _abs_pct(s["within_share"]) if has else "—",
+        str(sum(not p["bound_holds"] for p in chosen)),
+    ]
+
+
 def render_summary() -> str:
     preds = calibration.predictions()
-    rows = []
-    for metric, (label, _, _) in calibration.KINDS.items():
-        chosen = [p for p in preds if p["metric"] == metric]
-        s = calibration.summary(metric)
-        has = s["count"] > 0
-        rows.append(
-            [
-                cell(label),
-                str(len(chosen)),
-                str(s["count"]),
-                _abs_pct(s.get("median_abs_error")),
-                _abs_pct(s.get("p80_abs_error")),
-                _pct(s.get("signed_median_error")),
-                _abs_pct(s["within_share"]) if has else "—",
-                str(sum(not p["bound_holds"] for p in chosen)),
-            ]
-        )
-    s = calibration.summary()
-    rows.append(
-        [
-            "**Every estimate**",
-            str(len(preds)),
-            str(s["count"]),
-            _abs_pct(s["median_abs_error"]),
-            _abs_pct(s["p80_abs_error"]),
-            _pct(s["signed_median_error"]),
-            _abs_pct(s["within_share"]),
-            str(len(calibration.bound_violations())),
-        ]
-    )
-    head = [
-        "Kind of estimate",
-        "Rows",
-        "Estimates",
-        "Median \\|error\\|",
-        "80th pct \\|error\\|",
-        "Signed median",
-        "Within ±25%",
-        "Bounds on the wrong side",
+    rows = [
+        _summary_line(cell(label), [p for p in preds if p["metric"] == metric], calibration.summary(metric))
+        for metric, (label, _, _) in calibration.KINDS.items()
     ]
-    return wrap("Error of the core's estimates per kind", _table(head, rows))
+    rows.append(_summary_line("**Every estimate**", preds, calibration.summary()))
+    return wrap("Error of the core's estimates per kind", _table(SUMMARY_HEAD, rows))
 
 
 def render_sources() -> str:
