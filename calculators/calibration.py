@@ -30,6 +30,7 @@ from .calcs.latency import batch_latency
 from .calcs.steptime import bound_deployment, compute_ceiling_tokens_per_s_per_gpu, decode_step, deployment
 from .calcs.steptime import prefill_step
 from .errors import InputError
+from .model import Model
 from .params import active_params
 from .resolve import model_to_json, resolve_model
 from .schema import validate
@@ -284,7 +285,7 @@ BAND_ROWS = 12
 
 
 def _features(model, accelerator, weight_dtype: str, gpus: int, batch: int) -> dict:
-    m = resolve_model(model)
+    m = model if isinstance(model, Model) else resolve_model(model)
     return {
         "hardware": accelerator.id if hasattr(accelerator, "id") else accelerator,
         "vendor": (accelerator.vendor if hasattr(accelerator, "vendor") else "").lower(),
@@ -297,8 +298,13 @@ def _features(model, accelerator, weight_dtype: str, gpus: int, batch: int) -> d
 
 
 def row_features(row: dict) -> dict:
-    """The features `distance` compares, for a ledger row."""
-    return _row_features(row)
+    """The features `distance` compares, for a ledger row (computed once per row)."""
+    return _features_by_id()[row["id"]]
+
+
+@lru_cache(maxsize=1)
+def _features_by_id() -> dict[str, dict]:
+    return {r["id"]: _row_features(r) for r in _rows()}
 
 
 def _row_features(row: dict) -> dict:
@@ -323,7 +329,7 @@ def distance(a: dict, b: dict) -> float:
 
 @lru_cache(maxsize=1)
 def _estimate_features() -> tuple[tuple[dict, dict], ...]:
-    return tuple((p, _row_features(p)) for p in _predictions() if "error" in p)
+    return tuple((p, row_features(p)) for p in _predictions() if "error" in p)
 
 
 def band(v: dict, metrics: tuple[str, ...] | None = None) -> dict:
@@ -372,10 +378,33 @@ def band_note(v: dict, metrics: tuple[str, ...] | None = None, what: str = "esti
         if b["count"] == 1
         else f"{b['min_error']:+.0%} … {b['max_error']:+.0%} (median {b['median_error']:+.0%})"
     )
+    own = any(v.get(k, d) != d for k, d in EFFICIENCY.items())
+    caveat = " These rows were predicted at the default efficiencies; yours differ." if own else ""
     return (
         f"Calibration ({what}): on {rows} ({_names(b['hardware'])}, {formats} weights) the core was "
-        f"{spread} from the measurements; + means faster than measured."
+        f"{spread} from the measurements; + means faster than measured.{caveat}"
     )
+
+
+# The calculators whose blocks show the band, and for which of their estimates (one note per entry).
+BANDS = {
+    "latency": (
+        LATENCY["inputs"],
+        (
+            (("tpot_s", "e2e_latency_s", "output_tokens_per_s"), "TPOT, end-to-end and throughput"),
+            (("ttft_s",), "TTFT"),
+        ),
+    ),
+}
+
+
+def notes_for(name: str, inputs: dict | None) -> list[str]:
+    """The band notes a calculator block shows beside its results (page.present adds them)."""
+    if name not in BANDS:
+        return []
+    spec, notes = BANDS[name]
+    v = validate(spec, inputs)
+    return [band_note(v, metrics, what) for metrics, what in notes]
 
 
 def check() -> None:

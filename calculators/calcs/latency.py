@@ -143,14 +143,4 @@ def compute(v: dict) -> dict:
         "decode_tokens_per_s_per_gpu": r["decode_tokens_per_s_per_gpu"],
         "derivation": efficiency_steps(dep) + _steps(v, r, budget),
         "series": {"throughput_latency": _curve(dep, v, budget)},
-        "notes": _calibration_notes(v),
     }
-
-
-def _calibration_notes(v: dict) -> list[str]:
-    """How far the core has been from the nearest measured rows of the calibration ledger (one note for
-    the decode-side estimates, one for TTFT); imported here because calibration.py imports this module."""
-    from .. import calibration
-    decode = ("tpot_s", "e2e_latency_s", "output_tokens_per_s")
-    return [calibration.band_note(v, decode, "TPOT, end-to-end and throughput"),
-            calibration.band_note(v, ("ttft_s",), "TTFT")]

@@ -14,6 +14,7 @@ import re
 import pytest
 
 from calculators import calibration, run
+from calculators.page import present
 from calculators.calcs.latency import SCHEMA as LATENCY
 from calculators.schema import validate
 
@@ -173,7 +174,7 @@ def test_distance_is_zero_for_the_same_configuration_and_grows():
 
 
 def test_latency_shows_the_band():
-    notes = run(
+    notes = present(
         "latency",
         {
             "model": "gpt-oss-120b",
@@ -185,3 +186,9 @@ def test_latency_shows_the_band():
     )["notes"]
     assert any(n.startswith("Calibration (TPOT") and "%" in n for n in notes)
     assert all(not math.isnan(float(x)) for n in notes for x in re.findall(r"[+-]\d+(?=%)", n))
+
+
+def test_band_says_when_the_readers_efficiencies_are_not_the_ledgers():
+    base = {"model": "gpt-oss-120b", "hardware": "h100-sxm", "num_gpus": 8, "expert_weight_dtype": "mxfp4"}
+    assert "yours differ" not in calibration.band_note(_v(**base), ("tpot_s",))
+    assert "yours differ" in calibration.band_note(_v(**base, bandwidth_efficiency=0.5), ("tpot_s",))
