@@ -4,7 +4,7 @@
   CUDA graphs        decode-only step of T ≤ T_full tokens: one full-graph replay = 1 × t_k
                      any step of T ≤ T_max tokens otherwise: piecewise graphs, (L + 1) replays plus the
                      attention kernels that run between the pieces (2 per layer) = (3L + 1) × t_k
-                     T > T_max: eager (vLLM: "batches above the largest captured size run without a graph")
+                     T > T_max: eager (vLLM replays no graph for a step above the largest captured size)
   kernels per step   = Σ over layers (norms + attention + MLP [+ 2 all-reduces at TP > 1]) + head and tail
                        (counted from vLLM v0.33.0's model code; step_overheads.toml says how)
   t_k                = (eager − graphs) ÷ (forward passes × kernels per step), from vLLM PR #10058's
