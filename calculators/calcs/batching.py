@@ -203,7 +203,6 @@ def _config(v: dict, kind: str, blocks: int, trace: int, longest: int = 0) -> En
         max_num_batched_tokens=max(tokens, longest) if kind == "static" else tokens,
         chunked_prefill=kind == "continuous" and v["chunked_prefill"] == "on",
         batching=kind,
-        step_overhead_s=v["step_overhead_ms"] / 1e3,
         trace_steps=trace,
     )
 

@@ -152,7 +152,6 @@ class Scene:
             max_num_batched_tokens=tokens,
             chunked_prefill=mode == "chunked",
             mixed_batches=mode != "prefill_first",
-            step_overhead_s=self.v["step_overhead_ms"] / 1e3,
             trace_steps=trace,
         )
 
