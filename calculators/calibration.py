@@ -28,6 +28,7 @@ from . import catalog
 from .calcs.latency import SCHEMA as LATENCY
 from .calcs.latency import batch_latency
 from .calcs.steptime import bound_deployment, compute_ceiling_tokens_per_s_per_gpu, decode_step, deployment
+from .calcs.overhead import DEFAULT_MODE, MODE_CHOICES
 from .calcs.steptime import prefill_step
 from .errors import InputError
 from .model import Model
@@ -113,8 +114,9 @@ def rows() -> list[dict]:
 # ---- a row's conditions as the core's inputs ---------------------------------------------------
 
 
-def core_inputs(row: dict, bound: bool = False) -> dict:
-    """The latency calculator's inputs for this row (efficiencies 1.0 for the bound)."""
+def core_inputs(row: dict, bound: bool = False, overhead: str = DEFAULT_MODE) -> dict:
+    """The latency calculator's inputs for this row (efficiencies 1.0 for the bound; `overhead` is the
+    latency calculator's step_overhead choice, its default unless asked)."""
     inputs = {
         "model": _model_cached(row["model"]),
         "hardware": row["hardware"],
@@ -126,6 +128,7 @@ def core_inputs(row: dict, bound: bool = False) -> dict:
         "batch_size": row.get("batch", 1),
         "input_tokens": row.get("input_tokens", 1),
         "output_tokens": max(1, round(row.get("output_tokens", 1))),
+        "step_overhead": overhead,
     }
     inputs.update({k: 1.0 for k in EFFICIENCY} if bound else EFFICIENCY)
     return inputs
@@ -134,15 +137,15 @@ def core_inputs(row: dict, bound: bool = False) -> dict:
 DEPLOYMENT_KEYS = ("model", "hardware", "core_tp", "weight_dtype", "expert_weight_dtype", "kv_dtype", "compute_dtype")
 
 
-def _deployment(row: dict, bound: bool):
-    return _deployment_for(tuple(row.get(k, "same") for k in DEPLOYMENT_KEYS), bound)
+def _deployment(row: dict, bound: bool, overhead: str = DEFAULT_MODE):
+    return _deployment_for(tuple(row.get(k, "same") for k in DEPLOYMENT_KEYS), bound, overhead)
 
 
 @cache
-def _deployment_for(key: tuple, bound: bool):
+def _deployment_for(key: tuple, bound: bool, overhead: str):
     """One Deployment per distinct configuration (the ledger has a few dozen, its rows a few hundred)."""
     row = dict(zip(DEPLOYMENT_KEYS, key))
-    dep = deployment(validate(LATENCY["inputs"], core_inputs(row | {"num_gpus": row["core_tp"]}, bound)))
+    dep = deployment(validate(LATENCY["inputs"], core_inputs(row | {"num_gpus": row["core_tp"]}, bound, overhead)))
     return bound_deployment(dep) if bound else dep
 
 
@@ -215,8 +218,9 @@ def speed_error(metric: str, predicted: float, measured: float) -> float:
     return predicted / measured - 1 if KINDS[metric][2] == "rate" else measured / predicted - 1
 
 
-def predict(row: dict) -> dict:
-    """The row with the core's estimate (when the row allows one), its error and the bound."""
+def predict(row: dict, overhead: str = DEFAULT_MODE) -> dict:
+    """The row with the core's estimate (when the row allows one), its error and the bound (the bound has
+    no overhead whatever `overhead` says: bound_deployment drops it)."""
     fn = _PREDICT[row["metric"]]
     out = dict(row)
     out["bound"] = fn(row, _deployment(row, True), True)
@@ -225,19 +229,20 @@ def predict(row: dict) -> dict:
         out["bound"] <= row["value"] * (1 + 1e-9) if kind == "time" else (out["bound"] >= row["value"] * (1 - 1e-9))
     )
     if row["estimate"]:
-        out["predicted"] = fn(row, _deployment(row, False), False)
+        out["predicted"] = fn(row, _deployment(row, False, overhead), False)
         out["error"] = speed_error(row["metric"], out["predicted"], row["value"])
     return out
 
 
-@lru_cache(maxsize=1)
-def _predictions() -> tuple[dict, ...]:
-    return tuple(predict(r) for r in _rows())
+@lru_cache(maxsize=len(MODE_CHOICES))
+def _predictions(overhead: str = DEFAULT_MODE) -> tuple[dict, ...]:
+    return tuple(predict(r, overhead) for r in _rows())
 
 
-def predictions() -> list[dict]:
-    """Every row predicted (computed once per process; the browser's snapshot keeps them)."""
-    return [dict(p) for p in _predictions()]
+def predictions(overhead: str = DEFAULT_MODE) -> list[dict]:
+    """Every row predicted at this step-overhead mode (computed once per process and mode; the browser's
+    snapshot keeps the default's)."""
+    return [dict(p) for p in _predictions(overhead)]
 
 
 # ---- error statistics ---------------------------------------------------------------------------
@@ -268,9 +273,9 @@ def summarize(errors: list[float]) -> dict:
     }
 
 
-def summary(metric: str | None = None) -> dict:
+def summary(metric: str | None = None, overhead: str = DEFAULT_MODE) -> dict:
     """Error statistics over the estimate rows of one metric (None: every metric)."""
-    chosen = [p for p in _predictions() if "error" in p and metric in (None, p["metric"])]
+    chosen = [p for p in _predictions(overhead) if "error" in p and metric in (None, p["metric"])]
     return summarize([p["error"] for p in chosen])
 
 
@@ -327,17 +332,20 @@ def distance(a: dict, b: dict) -> float:
     )
 
 
-@lru_cache(maxsize=1)
-def _estimate_features() -> tuple[tuple[dict, dict], ...]:
-    return tuple((p, row_features(p)) for p in _predictions() if "error" in p)
+@lru_cache(maxsize=len(MODE_CHOICES))
+def _estimate_features(overhead: str = DEFAULT_MODE) -> tuple[tuple[dict, dict], ...]:
+    return tuple((p, row_features(p)) for p in _predictions(overhead) if "error" in p)
 
 
 def band(v: dict, metrics: tuple[str, ...] | None = None) -> dict:
     """The estimate rows nearest to validated deployment inputs `v` (the latency calculator's), and the
-    range of the core's error on them; `outside` when no row is within NEAR."""
+    range of the core's error on them (predicted at the inputs' step-overhead mode); `outside` when no row
+    is within NEAR."""
     here = _features(v["model"], v["hardware"], v["weight_dtype"], v["num_gpus"], v.get("batch_size", 1))
     scored = sorted(
-        (distance(here, f), p["id"], p) for p, f in _estimate_features() if metrics is None or p["metric"] in metrics
+        (distance(here, f), p["id"], p)
+        for p, f in _estimate_features(v.get("step_overhead", DEFAULT_MODE))
+        if metrics is None or p["metric"] in metrics
     )
     near = [(d, p) for d, _, p in scored if d <= NEAR][:BAND_ROWS]
     if not near:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .. import calibration
 from ..schema import choice, output, series, step
+from .overhead import DEFAULT_MODE, MODE_CHOICES
 
 METRICS = [(k, label) for k, (label, _, _) in calibration.KINDS.items()]
 GPUS = [("any", "Any"), ("single", "One GPU"), ("multi", "More than one GPU")]
@@ -41,6 +42,13 @@ SCHEMA = {
         choice("gpus", "GPUs in the measurement", "any", GPUS),
         choice("model_kind", "Model", "any", MODEL_KINDS),
         choice("vendor", "Accelerator vendor", "any", VENDORS),
+        choice(
+            "step_overhead",
+            "Per-step overhead in the estimates",
+            DEFAULT_MODE,
+            MODE_CHOICES,
+            "The latency calculator's per-step overhead model the rows are predicted with; bounds never include it.",
+        ),
     ],
     "outputs": [
         output("rows", "Rows of this kind in the ledger", "", "integer"),
@@ -78,7 +86,7 @@ def _steps(stats: dict, n_rows: int) -> list[dict]:
 def compute(v: dict) -> dict:
     metric = v["metric"]
     label, unit, _ = calibration.KINDS[metric]
-    chosen = [p for p in calibration.predictions() if _keep(v, p)]
+    chosen = [p for p in calibration.predictions(v["step_overhead"]) if _keep(v, p)]
     estimates = [p for p in chosen if "error" in p]
     stats = calibration.summarize([p["error"] for p in estimates])
     empty = stats["count"] == 0
