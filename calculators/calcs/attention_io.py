@@ -148,31 +148,27 @@ def _peak(acc, fmt) -> float:
 def compute(v: dict) -> dict:
     model, acc, n = v["model"], v["hardware"], v["sequence_tokens"]
     fmt = get_format(v["dtype"], "dtype")
-    eb = fmt.bytes_per_element
-    att = model.attention
+    eb, att = fmt.bytes_per_element, model.attention
     d_qk, d_v = att.head_dim, att.v_head_dim or att.head_dim
     sram = _sram_bytes(v)
-    m = int(sram // eb)
-    if m < 4 * max(d_qk, d_v):
+    if sram // eb < 4 * max(d_qk, d_v):
         raise InputError(
             "sram_kib",
             f"must hold four tiles of width {max(d_qk, d_v)}: at least "
             f"{4 * max(d_qk, d_v) * eb / 1024:g} KiB for this head and format",
         )
-    t = Tiling(d_qk, d_v, m)
-    layers = attention_layers(model)
-    scale = eb * att.num_heads * v["batch_size"] * layers  # bytes per per-head element, whole pass
-    bw = acc.memory_bandwidth_bytes_per_s
+    t, layers, per = Tiling(d_qk, d_v, int(sram // eb)), attention_layers(model), att.num_heads * v["batch_size"]
+    scale = eb * per * layers  # bytes per per-head element, whole pass
+    bw, peak = acc.memory_bandwidth_bytes_per_s, _peak(acc, fmt)
     naive, tiled, fa2, floor_ = (f(n) * scale for f in (t.naive, t.tiled, t.tiled_fa2, t.floor))
-    flops = 2 * n * n * (d_qk + d_v) * att.num_heads * v["batch_size"] * layers
-    peak = _peak(acc, fmt)
+    flops = 2 * n * n * (d_qk + d_v) * per * layers
     out = {
         "sram_bytes": sram,
         "tile_cols_bc": t.bc,
         "tile_rows_br": t.br,
         "tile_bytes": t.tile_elements() * eb,
         "kv_passes": t.passes(n),
-        "score_matrix_bytes": n * n * eb * att.num_heads * v["batch_size"],
+        "score_matrix_bytes": n * n * eb * per,
         "naive_bytes": naive,
         "tiled_bytes": tiled,
         "tiled_fa2_bytes": fa2,
@@ -185,70 +181,56 @@ def compute(v: dict) -> dict:
         "flops_time_s": flops / peak,
     }
     out["derivation"] = _derivation(v, t, out, eb, layers, bw, peak)
-    out["series"] = {"traffic_vs_length": _series(t, n, scale)}
-    out["notes"] = _notes(v, model, out)
-    return out
+    return out | {"series": {"traffic_vs_length": _series(t, n, scale)}, "notes": _notes(v, model, out)}
 
 
 def _derivation(v, t: Tiling, o: dict, eb: float, layers: int, bw: float, peak: float) -> list[dict]:
-    n, heads = v["sequence_tokens"], v["model"].attention.num_heads
-    per = [(n, "tokens")]
+    return _tile_steps(v, t, o, eb) + _traffic_steps(v, t, o, eb, layers, bw, peak)
+
+
+def _tile_steps(v, t: Tiling, o: dict, eb: float) -> list[dict]:
+    n = v["sequence_tokens"]
+    m = int(o["sram_bytes"] // eb)
     return [
         step(
             "SRAM in elements",
             "M = SRAM ÷ bytes per element",
             "{} ÷ {}",
             [(o["sram_bytes"], "B"), (eb, "B")],
-            int(o["sram_bytes"] // eb),
+            m,
             "elements",
         ),
         step("K/V tile", "Bc = ⌈M ÷ 4d⌉", "⌈M ÷ (4 × {})⌉", [t.d], t.bc, "tokens"),
         step("Q tile", "Br = min(Bc, d)", "min({}, {})", [t.bc, t.d], t.br, "tokens"),
         step("Passes over Q and O", "Tc = ⌈N ÷ Bc⌉", "⌈{} ÷ {}⌉", [(n, "tokens"), t.bc], t.passes(n), "passes"),
-        step("Standard, per head", "2N·d_qk + 2N·d_v + 4N²", "N = {}", per, t.naive(n), "elements"),
+        step("Standard, per head", "2N·d_qk + 2N·d_v + 4N²", "N = {}", [(n, "tokens")], t.naive(n), "elements"),
         step(
             "Tiled, per head",
             "N·d_v + 2N + N(d_qk + d_v) + Tc(N·d_qk + 2N·d_v + 4N)",
             "N = {}, Tc = {}",
-            per + [t.passes(n)],
+            [(n, "tokens"), t.passes(n)],
             t.tiled(n),
             "elements",
         ),
+    ]
+
+
+def _traffic_steps(v, t: Tiling, o: dict, eb: float, layers: int, bw: float, peak: float) -> list[dict]:
+    n, heads, batch = v["sequence_tokens"], v["model"].attention.num_heads, v["batch_size"]
+    naive, tiled = (o["naive_bytes"], "B"), (o["tiled_bytes"], "B")
+    return [
         step(
             "Whole pass scale",
             "bytes per element × heads × batch × attention layers",
             "{} × {} × {} × {}",
-            [(eb, "B"), heads, v["batch_size"], layers],
-            eb * heads * v["batch_size"] * layers,
+            [(eb, "B"), heads, batch, layers],
+            eb * heads * batch * layers,
             "B",
         ),
-        step(
-            "Standard traffic",
-            "elements × scale",
-            "{} → {}",
-            [t.naive(n), (o["naive_bytes"], "B")],
-            o["naive_bytes"],
-            "B",
-        ),
-        step(
-            "Tiled traffic", "elements × scale", "{} → {}", [t.tiled(n), (o["tiled_bytes"], "B")], o["tiled_bytes"], "B"
-        ),
-        step(
-            "Standard at bandwidth",
-            "bytes ÷ BW",
-            "{} ÷ {}",
-            [(o["naive_bytes"], "B"), (bw, "B/s")],
-            o["naive_time_s"],
-            "s",
-        ),
-        step(
-            "Tiled at bandwidth",
-            "bytes ÷ BW",
-            "{} ÷ {}",
-            [(o["tiled_bytes"], "B"), (bw, "B/s")],
-            o["tiled_time_s"],
-            "s",
-        ),
+        step("Standard traffic", "elements × scale", "{} → {}", [t.naive(n), naive], o["naive_bytes"], "B"),
+        step("Tiled traffic", "elements × scale", "{} → {}", [t.tiled(n), tiled], o["tiled_bytes"], "B"),
+        step("Standard at bandwidth", "bytes ÷ BW", "{} ÷ {}", [naive, (bw, "B/s")], o["naive_time_s"], "s"),
+        step("Tiled at bandwidth", "bytes ÷ BW", "{} ÷ {}", [tiled, (bw, "B/s")], o["tiled_time_s"], "s"),
         step(
             "FLOPs at peak",
             "2N²(d_qk + d_v) × heads × batch × layers ÷ peak",
