@@ -244,7 +244,7 @@ def _traffic_steps(v, t: Tiling, o: dict, eb: float, layers: int, bw: float, pea
 
 def _series(t: Tiling, n: int, scale: float) -> dict:
     xs = sorted({2**k for k in range(9, 21)} | {n})
-    gb = scale / 1e9
+    gb = scale / 2**30
     at = [x if x == n else None for x in xs]
     return series(
         "Attention HBM traffic vs sequence length",
@@ -252,11 +252,11 @@ def _series(t: Tiling, n: int, scale: float) -> dict:
         "tokens",
         xs,
         [
-            ("standard (N×N scores in HBM)", "GB", [t.naive(x) * gb for x in xs]),
-            ("tiled, FlashAttention Algorithm 1", "GB", [t.tiled(x) * gb for x in xs]),
-            ("floor: Q, K, V, O once", "GB", [t.floor(x) * gb for x in xs]),
-            ("standard at your N", "GB", [t.naive(x) * gb if x else None for x in at]),
-            ("tiled at your N", "GB", [t.tiled(x) * gb if x else None for x in at]),
+            ("standard (N×N scores in HBM)", "GiB", [t.naive(x) * gb for x in xs]),
+            ("tiled, FlashAttention Algorithm 1", "GiB", [t.tiled(x) * gb for x in xs]),
+            ("floor: Q, K, V, O once", "GiB", [t.floor(x) * gb for x in xs]),
+            ("standard at your N", "GiB", [t.naive(x) * gb if x else None for x in at]),
+            ("tiled at your N", "GiB", [t.tiled(x) * gb if x else None for x in at]),
         ],
         log_axes=True,
     )
