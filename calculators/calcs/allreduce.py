@@ -61,11 +61,10 @@ ALGORITHM_NAMES = {"ring": "Ring (NCCL)", "one-shot": "One-shot (custom all-redu
 
 
 def _fields() -> list[dict]:
-    fields = deployment_fields(1.0, 1.0, {
+    fields = deployment_fields(1.0, 1.0, overhead_field=False, overrides={  # the tax is against kernel time only
         "model": {"default": "llama-3.1-70b"},
         "num_gpus": {"label": "Tensor-parallel degree n", "default": 8,
-                     "help": "GPUs the weights are split across; each layer all-reduces across all of them."}},
-        overhead_field=False)  # the tax is against the step's kernel time; launch overhead is not priced here
+                     "help": "GPUs the weights are split across; each layer all-reduces across all of them."}})
     links = ([("accelerator", "The accelerator's own scale-up link")] + [(k, e["name"]) for k, e in LINKS.items()]
              + [("custom", "Custom (the bandwidth field below)")])
     return fields + [

@@ -74,8 +74,9 @@ SCHEMA = {
     "title": "Latency: TTFT, TPOT and end-to-end",
     "description": ("A batch of requests with equal prompt and output lengths arrives together, is "
                     "prefilled in one pass and decodes together. Step times come from the roofline "
-                    "model scaled by the efficiency factors; communication and scheduling overheads "
-                    "are not counted. Queueing delay is an input."),
+                    "model scaled by the efficiency factors plus each step's kernel-launch overhead (CUDA "
+                    "graphs by default); communication and CPU scheduling are not counted. Queueing delay is "
+                    "an input."),
     "inputs": deployment_fields(0.8, 0.6) + [
         integer("batch_size", "Batch size", 16, 1, 100_000, "requests"),
         integer("input_tokens", "Prompt length", 1024, 1, 10_000_000, "tokens"),

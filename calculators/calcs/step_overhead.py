@@ -66,107 +66,87 @@ SCHEMA = {
 }
 
 
-def _shares(sm: StepModel, graphs, eager_s: float, context: int) -> tuple[list, list]:
+def _series(sm: StepModel, graphs, eager_s: float, context: int) -> dict:
     eager, with_graphs = [], []
     for b in BATCHES:
         kernel = sm.decode(b, context).time_s
         eager.append(eager_s / (kernel + eager_s))
         g = graphs.decode_s(b)
         with_graphs.append(g / (kernel + g))
-    return eager, with_graphs
+    ys = [("eager", "", eager), ("CUDA graphs (vLLM v0.33.0)", "", with_graphs)]
+    title = "Launch overhead share of a decode step vs batch"
+    return series(title, "Batch", "sequences", list(BATCHES), ys, log_axes=True)
 
 
-def compute(v: dict) -> dict:
-    dep = without_overhead(deployment(v))
-    sm = StepModel(dep)
-    model, acc, n, b, ctx = dep.model, dep.accelerator, dep.num_gpus, v["batch_size"], v["context_tokens"]
-    graphs = step_overhead(model, acc, n, "graphs")
-    t_k, kernels = per_kernel_s(), kernels_per_step(model, n)
-    eager_s, graph_s = kernels * t_k, graphs.decode_s(b)
-    kernel = sm.decode(b, ctx).time_s
+def _graph_outputs(graphs, b: int) -> dict:
     padded = padded_tokens(b, graphs.max_capture_tokens)
-    eager_share, graph_share = eager_s / (kernel + eager_s), graph_s / (kernel + graph_s)
-    ys_eager, ys_graphs = _shares(sm, graphs, eager_s, ctx)
-    below = next((x for x in range(1, 2049) if eager_s / (sm.decode(x, ctx).time_s + eager_s) < 0.05), 0)
-    notes = []
-    if b > graphs.max_capture_tokens:
-        notes.append(f"batch {b:,} is above the largest captured size ({graphs.max_capture_tokens:,}): it runs eager")
     return {
-        "kernels_per_step": kernels,
-        "launch_s_per_kernel": t_k,
-        "kernel_time_s": kernel,
-        "eager_overhead_s": eager_s,
-        "graphs_overhead_s": graph_s,
-        "eager_overhead_share": eager_share,
-        "graphs_overhead_share": graph_share,
-        "graphs_speedup": (kernel + eager_s) / (kernel + graph_s),
         "full_graph_tokens": graphs.full_graph_tokens,
         "largest_graph_tokens": graphs.max_capture_tokens,
         "padded_batch": padded,
         "padding_fraction": (padded - b) / padded,
         "graph_memory_bytes": graph_memory_bytes(graphs.max_capture_tokens),
-        "break_even_batch_eager": below,
         "capture_sizes": len(capture_sizes(graphs.max_capture_tokens)),
-        "notes": notes,
-        "derivation": efficiency_steps(dep) + _steps(model.num_layers, b, ctx, kernels, kernel, graphs, padded),
-        "series": {
-            "overhead_share_vs_batch": series(
-                "Launch overhead share of a decode step vs batch",
-                "Batch",
-                "sequences",
-                list(BATCHES),
-                [("eager", "", ys_eager), ("CUDA graphs (vLLM v0.33.0)", "", ys_graphs)],
-                log_axes=True,
-            )
-        },
     }
 
 
-def _steps(layers, b, ctx, kernels, kernel, graphs, padded) -> list[dict]:
+def compute(v: dict) -> dict:
+    dep = without_overhead(deployment(v))
+    sm = StepModel(dep)
+    model, b, ctx = dep.model, v["batch_size"], v["context_tokens"]
+    graphs = step_overhead(model, dep.accelerator, dep.num_gpus, "graphs")
+    kernels = kernels_per_step(model, dep.num_gpus)
+    eager_s, graph_s, kernel = kernels * per_kernel_s(), graphs.decode_s(b), sm.decode(b, ctx).time_s
+    below = next((x for x in range(1, 2049) if eager_s / (sm.decode(x, ctx).time_s + eager_s) < 0.05), 0)
+    top = graphs.max_capture_tokens
+    notes = [f"batch {b:,} is above the largest captured size ({top:,}): it runs eager"] if b > top else []
+    out = {
+        "kernels_per_step": kernels,
+        "launch_s_per_kernel": per_kernel_s(),
+        "kernel_time_s": kernel,
+        "eager_overhead_s": eager_s,
+        "graphs_overhead_s": graph_s,
+        "eager_overhead_share": eager_s / (kernel + eager_s),
+        "graphs_overhead_share": graph_s / (kernel + graph_s),
+        "graphs_speedup": (kernel + eager_s) / (kernel + graph_s),
+        "break_even_batch_eager": below,
+        "notes": notes,
+        "series": {"overhead_share_vs_batch": _series(sm, graphs, eager_s, ctx)},
+    }
+    out.update(_graph_outputs(graphs, b))
+    out["derivation"] = efficiency_steps(dep) + _launch_steps(model.num_layers, kernels) + _share_steps(b, ctx, out)
+    return out
+
+
+def _launch_steps(layers: int, kernels: int) -> list[dict]:
     m, t_k = step_overheads()["measured"], per_kernel_s()
-    eager_s, graph_s = kernels * t_k, graphs.decode_s(b)
     measured = kernels_per_step(model_presets()[m["model"]], 1)
-    kind = (
-        "one full-graph replay"
-        if b <= graphs.full_graph_tokens
-        else "piecewise graphs"
-        if b <= graphs.max_capture_tokens
-        else "eager (above the largest graph)"
-    )
-    return [
-        step(
-            "Kernels per step",
-            "Σ layers (norms + attention + MLP [+ TP all-reduces]) + head and tail",
-            "{} layers",
-            [layers],
-            kernels,
-            "kernels",
-        ),
-        step(
-            "Launch cost per kernel",
-            "(eager − graphs) ÷ (passes × kernels), vLLM PR #10058, Llama 3.1 8B",
-            "({} − {}) ÷ ({} × {})",
-            [(m["eager_s"], "s"), (m["graphs_s"], "s"), m["output_tokens"], measured],
-            t_k,
-            "s",
-        ),
-        step(
-            "Decode step, kernels only",
-            "max(memory time, compute time)",
-            "B = {}, T = {}",
-            [b, (ctx, "tokens")],
-            kernel,
-            "s",
-        ),
-        step("Eager overhead", "kernels × t_k", "{} × {}", [kernels, (t_k, "s")], eager_s, "s"),
-        step("CUDA-graph overhead", kind, "B = {}", [b], graph_s, "s"),
-        step(
-            "Overhead share, eager",
-            "overhead ÷ (kernels + overhead)",
-            "{} ÷ ({} + {})",
-            [(eager_s, "s"), (kernel, "s"), (eager_s, "s")],
-            eager_s / (kernel + eager_s),
-            "",
-        ),
-        step("Padded batch", "next captured size ≥ B", "B = {}", [b], padded, "sequences"),
-    ]
+    per_kernel = [(m["eager_s"], "s"), (m["graphs_s"], "s"), m["output_tokens"], measured]
+    rows = [
+        ("Kernels per step", "Σ layers (norms + attention + MLP [+ TP all-reduces]) + head and tail", "{} layers",
+         [layers], kernels, "kernels"),
+        ("Launch cost per kernel", "(eager − graphs) ÷ (passes × kernels), vLLM PR #10058, Llama 3.1 8B",
+         "({} − {}) ÷ ({} × {})", per_kernel, t_k, "s"),
+        ("Eager overhead", "kernels × t_k", "{} × {}", [kernels, (t_k, "s")], kernels * t_k, "s"),
+    ]  # fmt: skip
+    return [step(*row) for row in rows]
+
+
+def _share_steps(b: int, ctx: int, out: dict) -> list[dict]:
+    kernel, eager_s, graph_s = out["kernel_time_s"], out["eager_overhead_s"], out["graphs_overhead_s"]
+    if b <= out["full_graph_tokens"]:
+        kind = "one full-graph replay"
+    elif b <= out["largest_graph_tokens"]:
+        kind = "piecewise graphs: L + 1 replays and 2 attention kernels a layer"
+    else:
+        kind = "eager (above the largest graph)"
+    share = [(eager_s, "s"), (kernel, "s"), (eager_s, "s")]
+    rows = [
+        ("Decode step, kernels only", "max(memory time, compute time)", "B = {}, T = {}", [b, (ctx, "tokens")],
+         kernel, "s"),
+        ("CUDA-graph overhead", kind, "B = {}", [b], graph_s, "s"),
+        ("Overhead share, eager", "overhead ÷ (kernels + overhead)", "{} ÷ ({} + {})", share,
+         out["eager_overhead_share"], ""),
+        ("Padded batch", "next captured size ≥ B", "B = {}", [b], out["padded_batch"], "sequences"),
+    ]  # fmt: skip
+    return [step(*row) for row in rows]
