@@ -10,9 +10,10 @@ Dao et al., FlashAttention (NeurIPS 2022, arXiv 2205.14135), per head, N tokens 
       blocks of Q, reading Q_i, O_i, ℓ_i, m_i and writing O_i, ℓ_i, m_i back each time:
       elements = N·d_v + 2N (initialise O, ℓ, m) + N·(d_qk + d_v) + Tc·(N·d_qk + 2·N·d_v + 4N)
                                                                               (Θ(N²d²/M), Theorem 2)
-  FlashAttention-2 loop order (Dao, arXiv 2307.08691 §3.1, Algorithm 1): Q blocks outside, K/V
-      inside, so Q is read and O and the log-sum-exp written once, and K, V are read Tr = ⌈N / Br⌉
-      times: elements = N·d_qk + Tr·N·(d_qk + d_v) + N·d_v + N
+  FlashAttention-2 loop order (Dao, arXiv 2307.08691; read here in the Triton implementation of it,
+      python/tutorials/06-fused-attention.py): Q blocks outside, K/V inside, so Q is read and O and
+      the log-sum-exp written once, and K, V are read Tr = ⌈N / Br⌉ times, with Algorithm 1's tiles
+      (FlashAttention-2 tunes its own): elements = N·d_qk + Tr·N·(d_qk + d_v) + N·d_v + N
   floor: every element of Q, K, V and O touched once, N·(2·d_qk + 2·d_v): what a tiled kernel
       approaches when its re-reads of K and V are served by an on-chip cache rather than HBM.
 
