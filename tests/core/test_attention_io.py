@@ -15,7 +15,11 @@ def run(**kw):
 
 
 def _algorithm1_by_loops(n: int, d: int, m: int) -> int:
-    """Algorithm 1 of arXiv 2205.14135 walked loop by loop, counting every element read or written in HBM."""
+    """Algorithm 1 of arXiv 2205.14135 walked loop by loop, counting every element read or written in HBM.
+
+    Checked against the paper's text (arXiv v2, §3.1): line 1 sets Bc = ⌈M/4d⌉, Br = min(⌈M/4d⌉, d); line 2
+    initialises O, ℓ, m in HBM; line 6 loads K_j, V_j; line 8 loads Q_i, O_i, ℓ_i, m_i; lines 12-13 write
+    O_i, ℓ_i, m_i back."""
     bc = math.ceil(m / (4 * d))
     br = min(bc, d)
     count = n * d + 2 * n  # step 2: initialise O, l, m in HBM
