@@ -55,7 +55,7 @@ def version(vid: str) -> dict:
     try:
         return versions()[vid]
     except KeyError:
-        raise InputError("engine_version", f"unknown engine version {vid!r}; known: {', '.join(versions())}")
+        raise InputError("engine_version", f"unknown engine version {vid!r}; known: {', '.join(versions())}") from None
 
 
 def version_choices() -> list[tuple[str, str]]:
@@ -211,8 +211,10 @@ def accounting(v: dict, ver: dict) -> Accounting:
         return Accounting(total, requested, weights, 0.0, 0.0, 0.0, max(0.0, requested - weights))
     util = v["gpu_memory_utilization"] or ver["gpu_memory_utilization"]
     requested = util * total
-    act = v["activation_gib"] * GIB if v.get("activation_gib", -1) >= 0 else activation_bytes(
-        ver, m, v["max_num_batched_tokens"]
+    act = (
+        v["activation_gib"] * GIB
+        if v.get("activation_gib", -1) >= 0
+        else activation_bytes(ver, m, v["max_num_batched_tokens"])
     )
     non_torch = v["non_torch_gib"] * GIB if v.get("non_torch_gib", -1) >= 0 else non_torch_bytes(ver, tp)
     graphs = ver["cudagraph_gib"] * GIB if ver["cudagraph_in_budget"] else 0.0
@@ -302,7 +304,14 @@ def derive(v: dict, ver: dict, acc: Accounting) -> dict:
         cap = sglang_capacity(cell, acc.available, v["block_size"], L)
         groups, padding, per_token = 1, 0, cell
         steps.append(
-            step("KV bytes per token (cell_size)", "KV heads per rank × head dim × 2 × layers × bytes; " + cite(ver, "cell_size"), "{}", [(cell, "B")], cell, "B")
+            step(
+                "KV bytes per token (cell_size)",
+                "KV heads per rank × head dim × 2 × layers × bytes; " + cite(ver, "cell_size"),
+                "{}",
+                [(cell, "B")],
+                cell,
+                "B",
+            )
         )
         steps.append(
             step(
@@ -343,7 +352,14 @@ def derive(v: dict, ver: dict, acc: Accounting) -> dict:
                 cap.concurrency,
                 "×",
             ),
-            step("GPU KV cache size", TOKENS_RULE[ver["tokens_rule"]] + "; " + cite(ver, "tokens"), "{}", [cap.tokens], cap.tokens, "tokens"),
+            step(
+                "GPU KV cache size",
+                TOKENS_RULE[ver["tokens_rule"]] + "; " + cite(ver, "tokens"),
+                "{}",
+                [cap.tokens],
+                cap.tokens,
+                "tokens",
+            ),
         ]
     return {"capacity": cap, "groups": groups, "padding": padding, "per_token": per_token, "steps": steps}
 

@@ -15,11 +15,21 @@ import re
 
 from ..errors import InputError
 from ..schema import accelerator_field, choice, dtype_field, integer, model_field, output, step, text
-from .engine_capacity import GIB, cite, layout, sglang_capacity, sglang_cell_bytes, version, vllm_capacity
+from .engine_capacity import GIB, TOKENS_RULE, cite, layout, sglang_capacity, sglang_cell_bytes, version, vllm_capacity
 
 MAX_CHARS = 200_000
-KV_DTYPES = {"fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "fp8_ds_mla": "fp8", "float8_e4m3fn": "fp8",
-             "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16", "half": "fp16"}
+KV_DTYPES = {
+    "fp8": "fp8",
+    "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8",
+    "fp8_ds_mla": "fp8",
+    "float8_e4m3fn": "fp8",
+    "bfloat16": "bf16",
+    "bf16": "bf16",
+    "float16": "fp16",
+    "fp16": "fp16",
+    "half": "fp16",
+}
 
 # (key, engine, pattern): the first match of each pattern wins; numbers may carry thousands commas.
 N = r"([\d,]+(?:\.\d+)?)"
@@ -98,6 +108,7 @@ LINE_NAMES = {
     "available": "'Available KV cache memory: X GiB' (or V0's 'kv_cache_size=X GiB')",
     "max_len": "the max_model_len (from 'Maximum concurrency for L tokens' or max_model_len=/max_seq_len=)",
     "budget": "'K size: X GB, V size: Y GB' or 'Load weight end ... avail mem=X GB, mem usage=Y GB'",
+    "mfs": "mem_fraction_static (server_args)",
 }
 
 
@@ -130,15 +141,32 @@ SCHEMA = {
         "Pick the model the log is for."
     ),
     "inputs": [
-        text("log", "Startup log", "", MAX_CHARS, "Paste the lines from start-up to 'Maximum concurrency' (vLLM) "
-             "or 'max_total_num_tokens' (SGLang)."),
+        text(
+            "log",
+            "Startup log",
+            "",
+            MAX_CHARS,
+            "Paste the lines from start-up to 'Maximum concurrency' (vLLM) or 'max_total_num_tokens' (SGLang).",
+        ),
         model_field(default="llama-3.1-8b", help="The model the log is for (the log's config names it)."),
         dtype_field("kv_dtype", "KV-cache format if the log does not say", "bf16"),
-        choice("engine_version", "Engine rules", "auto", [("auto", "From the log")] + [
-            ("vllm-0.33.0", "vLLM v0.33.0"), ("vllm-0.19.0", "vLLM v0.19.0"), ("sglang-0.5.23", "SGLang v0.5.23")]),
+        choice(
+            "engine_version",
+            "Engine rules",
+            "auto",
+            [("auto", "From the log")]
+            + [("vllm-0.33.0", "vLLM v0.33.0"), ("vllm-0.19.0", "vLLM v0.19.0"), ("sglang-0.5.23", "SGLang v0.5.23")],
+        ),
         integer("tensor_parallel", "TP if the log does not say", 1, 1, 64, "GPUs"),
-        integer("max_num_batched_tokens", "max_num_batched_tokens if the log does not say", 8192, 16, 1_000_000,
-                "tokens", "Used only for sliding-window layers' blocks per request."),
+        integer(
+            "max_num_batched_tokens",
+            "max_num_batched_tokens if the log does not say",
+            8192,
+            16,
+            1_000_000,
+            "tokens",
+            "Used only for sliding-window layers' blocks per request.",
+        ),
         accelerator_field(help="Only used when the log prints no memory figures."),
     ],
     "outputs": [
@@ -193,39 +221,111 @@ def _vllm(v: dict, f: dict, ver: dict) -> dict:
         notes.append(f"V0 log: its '# GPU blocks: {int(f['blocks']):,}' × block size {block} is its KV-cache size.")
     if "kv_dtype" not in f:
         notes.append(f"the log does not declare its KV-cache format: {kv.upper()} assumed (the input)")
+    if tp > 1:
+        notes.append(
+            "TP > 1: vLLM gives every rank the smallest rank's block count and logs one rank's budget, so the "
+            "log's tokens can fall below this rank's figure; " + cite(ver, "min_over_ranks")
+        )
     if len(lay.groups) > 1:
         notes.append(
             f"hybrid attention: {len(lay.groups)} KV-cache groups of {lay.group_size} layers "
             f"({lay.padding_layers} padding layers); one block holds a page of every group's layer"
         )
-    steps.append(_line("KV budget per GPU (from the log)", "the log's Available KV cache memory", "{}",
-                       [(available, "B")], available, "B"))
-    steps.append(_line(
-        "Bytes per block", "group size × block size × KV bytes per token per layer per GPU; " + cite(ver, "num_blocks"),
-        "{} × {} × {}", [lay.group_size, block, (lay.per_layer_token, "B")], lay.bytes_per_block, "B"))
-    steps.append(_line("KV blocks", "⌊budget ÷ bytes per block⌋", "⌊{} ÷ {}⌋",
-                       [(available, "B"), (lay.bytes_per_block, "B")], cap.num_blocks, "blocks"))
+    steps.append(
+        _line(
+            "KV budget per GPU (from the log)",
+            "the log's Available KV cache memory",
+            "{}",
+            [(available, "B")],
+            available,
+            "B",
+        )
+    )
+    steps.append(
+        _line(
+            "Bytes per block",
+            "group size × block size × KV bytes per token per layer per GPU; " + cite(ver, "num_blocks"),
+            "{} × {} × {}",
+            [lay.group_size, block, (lay.per_layer_token, "B")],
+            lay.bytes_per_block,
+            "B",
+        )
+    )
+    steps.append(
+        _line(
+            "KV blocks",
+            "⌊budget ÷ bytes per block⌋",
+            "⌊{} ÷ {}⌋",
+            [(available, "B"), (lay.bytes_per_block, "B")],
+            cap.num_blocks,
+            "blocks",
+        )
+    )
     if log_tokens is not None:
-        steps.append(_line(
-            f"GPU KV cache size (log: {int(log_tokens):,} tokens)", "the version's rule; " + cite(ver, "tokens"),
-            "{} blocks → {} tokens", [cap.num_blocks, cap.tokens], cap.tokens, "tokens"))
+        steps.append(
+            _line(
+                f"GPU KV cache size (log: {int(log_tokens):,} tokens)",
+                "the version's rule; " + cite(ver, "tokens"),
+                "{} blocks → {} tokens",
+                [cap.num_blocks, cap.tokens],
+                cap.tokens,
+                "tokens",
+            )
+        )
         notes.append(_diff_note("GPU KV cache size", cap.tokens, log_tokens, "tokens", _tokens_reason(ver, lay)))
     if log_conc is not None:
-        steps.append(_line(
-            f"Maximum concurrency (log: {log_conc:.2f}×)",
-            "blocks ÷ Σ groups' blocks per request; " + cite(ver, "concurrency"),
-            "{} ÷ {}", [cap.num_blocks, cap.blocks_per_request], cap.concurrency, "×"))
+        steps.append(
+            _line(
+                f"Maximum concurrency (log: {log_conc:.2f}×)",
+                "blocks ÷ Σ groups' blocks per request; " + cite(ver, "concurrency"),
+                "{} ÷ {}",
+                [cap.num_blocks, cap.blocks_per_request],
+                cap.concurrency,
+                "×",
+            )
+        )
         notes.append(_diff_note("Maximum concurrency", cap.concurrency, log_conc, "×", "printed to 2 decimals"))
-    for key, label in (("weights", "weights"), ("non_torch", "non-torch memory"), ("activation", "activation peak")):
-        if key in f:
-            notes.append(f"the log's {label}: {f[key]:.2f} GiB per GPU (store it in your hardware profile to reuse)")
+    if log_tokens is not None:
+        notes += _other_versions(ver, lay, available, L, batched, cap.tokens)
+    notes += _log_constants(f)
     return {
-        "log_kv_tokens": log_tokens, "core_kv_tokens": cap.tokens, "kv_tokens_error": _pct(cap.tokens, log_tokens),
-        "log_concurrency": log_conc, "core_concurrency": cap.concurrency,
+        "log_kv_tokens": log_tokens,
+        "core_kv_tokens": cap.tokens,
+        "kv_tokens_error": _pct(cap.tokens, log_tokens),
+        "log_concurrency": log_conc,
+        "core_concurrency": cap.concurrency,
         "kv_bytes_per_token": lay.bytes_per_token,
         "log_kv_bytes_per_token": available / log_tokens if log_tokens else None,
-        "kv_budget_bytes": available, "notes": notes, "derivation": steps,
+        "kv_budget_bytes": available,
+        "notes": notes,
+        "derivation": steps,
     }
+
+
+def _other_versions(ver: dict, lay, available: float, L: int, batched: int, tokens: int) -> list[str]:
+    """What the other modelled vLLM versions would print for the same budget, where it differs."""
+    out = []
+    for other in ("vllm-0.33.0", "vllm-0.19.0"):
+        alt = version(other)
+        if alt["id"] == ver["id"]:
+            continue
+        alt_tokens = vllm_capacity(alt, lay, available, L, batched).tokens
+        if alt_tokens != tokens:
+            out.append(
+                f"under {alt['label']}'s rules the same budget prints {alt_tokens:,} tokens "
+                f"({TOKENS_RULE[alt['tokens_rule']]}): switch 'Engine rules' to compare"
+            )
+    return out
+
+
+def _log_constants(f: dict) -> list[str]:
+    """The fitted constants the log measured, for the reader's hardware profile."""
+    labels = (("weights", "weights"), ("non_torch", "non-torch memory"), ("activation", "activation peak"))
+    return [
+        f"the log's {label}: {f[key]:.2f} GiB per GPU (store it in your hardware profile to reuse)"
+        for key, label in labels
+        if key in f
+    ]
 
 
 def _tokens_reason(ver: dict, lay) -> str:
@@ -264,19 +364,40 @@ def _sglang(v: dict, f: dict, ver: dict) -> dict:
     if "kv_dtype" not in f:
         notes.append(f"the log does not declare its KV-cache format: {kv.upper()} assumed (the input)")
     steps.append(_line("KV budget per GPU", how, "{}", [(budget, "B")], budget, "B"))
-    steps.append(_line("KV bytes per token (cell_size)", "KV heads per rank × head dim × 2 × layers × bytes; "
-                       + cite(ver, "cell_size"), "{}", [(cell, "B")], cell, "B"))
-    steps.append(_line(f"max_total_num_tokens (log: {int(log_tokens):,})", "⌊budget ÷ cell⌋ to a page multiple; "
-                       + cite(ver, "tokens"), "⌊{} ÷ {}⌋", [(budget, "B"), (cell, "B")], cap.tokens, "tokens"))
-    notes.append(_diff_note("max_total_num_tokens", cap.tokens, log_tokens, "tokens",
-                            "the budget is printed to 0.01 GB"))
+    steps.append(
+        _line(
+            "KV bytes per token (cell_size)",
+            "KV heads per rank × head dim × 2 × layers × bytes; " + cite(ver, "cell_size"),
+            "{}",
+            [(cell, "B")],
+            cell,
+            "B",
+        )
+    )
+    steps.append(
+        _line(
+            f"max_total_num_tokens (log: {int(log_tokens):,})",
+            "⌊budget ÷ cell⌋ to a page multiple; " + cite(ver, "tokens"),
+            "⌊{} ÷ {}⌋",
+            [(budget, "B"), (cell, "B")],
+            cap.tokens,
+            "tokens",
+        )
+    )
+    notes.append(
+        _diff_note("max_total_num_tokens", cap.tokens, log_tokens, "tokens", "the budget is printed to 0.01 GB")
+    )
     return {
-        "log_kv_tokens": log_tokens, "core_kv_tokens": cap.tokens, "kv_tokens_error": _pct(cap.tokens, log_tokens),
+        "log_kv_tokens": log_tokens,
+        "core_kv_tokens": cap.tokens,
+        "kv_tokens_error": _pct(cap.tokens, log_tokens),
         "log_concurrency": log_tokens / L if "max_len" in f else None,
         "core_concurrency": cap.concurrency if "max_len" in f else None,
         "kv_bytes_per_token": cell,
         "log_kv_bytes_per_token": budget / log_tokens if ("k_size" in f or "kv_size" in f) and log_tokens else None,
-        "kv_budget_bytes": budget, "notes": notes, "derivation": steps,
+        "kv_budget_bytes": budget,
+        "notes": notes,
+        "derivation": steps,
     }
 
 
