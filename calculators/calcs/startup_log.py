@@ -18,6 +18,15 @@ from ..schema import accelerator_field, choice, dtype_field, integer, model_fiel
 from .engine_capacity import GIB, TOKENS_RULE, cite, layout, sglang_capacity, sglang_cell_bytes, version, vllm_capacity
 
 MAX_CHARS = 200_000
+# The default: a V0 startup log quoted in vLLM issue #10517 (kaspersiminski, 2024-12-02), Llama 3.1 8B on an
+# RTX 3090 at max_model_len 20,000 (tests/fixtures/startup_logs/vllm-v0-llama31-8b-3090-20k.log).
+DEFAULT_LOG = (
+    "Loading model weights took 14.9888 GB\n"
+    "Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.34GiB peak_torch_memory=17.06GiB "
+    "memory_usage_post_profile=15.35GiB non_torch_memory=0.35GiB kv_cache_size=3.81GiB gpu_memory_utilization=0.90\n"
+    "GPU blocks: 1952, # CPU blocks: 2048\n"
+    "Maximum concurrency for 20000 tokens per request: 1.56x\n"
+)
 KV_DTYPES = {
     "fp8": "fp8",
     "fp8_e4m3": "fp8",
@@ -144,7 +153,7 @@ SCHEMA = {
         text(
             "log",
             "Startup log",
-            "",
+            DEFAULT_LOG,
             MAX_CHARS,
             "Paste the lines from start-up to 'Maximum concurrency' (vLLM) or 'max_total_num_tokens' (SGLang).",
         ),
