@@ -295,73 +295,70 @@ def cite(ver: dict, key: str) -> str:
     return f"{ver['label']} {ver['sources'][key].split(' ')[0].rstrip(':')}"
 
 
+def _derive_sglang(v: dict, ver: dict, acc: Accounting) -> dict:
+    cell = sglang_cell_bytes(v["model"], v["kv_dtype"], v["tensor_parallel"])
+    cap = sglang_capacity(cell, acc.available, v["block_size"], v["max_model_len"])
+    steps = [
+        step(
+            "KV bytes per token (cell_size)",
+            "KV heads per rank × head dim × 2 × layers × bytes; " + cite(ver, "cell_size"),
+            "{}",
+            [(cell, "B")],
+            cell,
+            "B",
+        ),
+        step(
+            "max_total_num_tokens",
+            "⌊budget ÷ cell⌋ to a page multiple; " + cite(ver, "tokens"),
+            "⌊{} ÷ {}⌋ floored to {}",
+            [(acc.available, "B"), (cell, "B"), v["block_size"]],
+            cap.tokens,
+            "tokens",
+        ),
+    ]
+    return {"capacity": cap, "groups": 1, "padding": 0, "per_token": cell, "steps": steps}
+
+
+def _derive_vllm(v: dict, ver: dict, acc: Accounting) -> dict:
+    lay = layout(v["model"], v["kv_dtype"], v["tensor_parallel"], v["block_size"])
+    cap = vllm_capacity(ver, lay, acc.available, v["max_model_len"], v["max_num_batched_tokens"])
+    per_block = "group size × block size × bytes per token per layer; " + cite(ver, "num_blocks")
+    per_request = "blocks ÷ Σ groups' blocks per max_model_len request; " + cite(ver, "concurrency")
+    tokens_rule = TOKENS_RULE[ver["tokens_rule"]] + "; " + cite(ver, "tokens")
+    steps = [
+        step(
+            "Bytes per block",
+            per_block,
+            "{} layers × {} tokens × {}",
+            [lay.group_size, lay.block_size, (lay.per_layer_token, "B")],
+            lay.bytes_per_block,
+            "B",
+        ),
+        step(
+            "KV blocks",
+            "⌊available ÷ bytes per block⌋",
+            "⌊{} ÷ {}⌋",
+            [(acc.available, "B"), (lay.bytes_per_block, "B")],
+            cap.num_blocks,
+            "blocks",
+        ),
+        step(
+            "Maximum concurrency",
+            per_request,
+            "{} ÷ {}",
+            [cap.num_blocks, cap.blocks_per_request],
+            cap.concurrency,
+            "×",
+        ),
+        step("GPU KV cache size", tokens_rule, "{}", [cap.tokens], cap.tokens, "tokens"),
+    ]
+    groups, padding = len(lay.groups), lay.padding_layers
+    return {"capacity": cap, "groups": groups, "padding": padding, "per_token": lay.bytes_per_token, "steps": steps}
+
+
 def derive(v: dict, ver: dict, acc: Accounting) -> dict:
-    """Capacity and its derivation steps from an accounting (shared with startup_log)."""
-    m, tp, L = v["model"], v["tensor_parallel"], v["max_model_len"]
-    steps = []
-    if ver["engine"] == "sglang":
-        cell = sglang_cell_bytes(m, v["kv_dtype"], tp)
-        cap = sglang_capacity(cell, acc.available, v["block_size"], L)
-        groups, padding, per_token = 1, 0, cell
-        steps.append(
-            step(
-                "KV bytes per token (cell_size)",
-                "KV heads per rank × head dim × 2 × layers × bytes; " + cite(ver, "cell_size"),
-                "{}",
-                [(cell, "B")],
-                cell,
-                "B",
-            )
-        )
-        steps.append(
-            step(
-                "max_total_num_tokens",
-                "⌊budget ÷ cell⌋ to a page multiple; " + cite(ver, "tokens"),
-                "⌊{} ÷ {}⌋ floored to {}",
-                [(acc.available, "B"), (cell, "B"), v["block_size"]],
-                cap.tokens,
-                "tokens",
-            )
-        )
-    else:
-        lay = layout(m, v["kv_dtype"], tp, v["block_size"])
-        cap = vllm_capacity(ver, lay, acc.available, L, v["max_num_batched_tokens"])
-        groups, padding, per_token = len(lay.groups), lay.padding_layers, lay.bytes_per_token
-        steps += [
-            step(
-                "Bytes per block",
-                "group size × block size × bytes per token per layer; " + cite(ver, "num_blocks"),
-                "{} layers × {} tokens × {}",
-                [lay.group_size, lay.block_size, (lay.per_layer_token, "B")],
-                lay.bytes_per_block,
-                "B",
-            ),
-            step(
-                "KV blocks",
-                "⌊available ÷ bytes per block⌋",
-                "⌊{} ÷ {}⌋",
-                [(acc.available, "B"), (lay.bytes_per_block, "B")],
-                cap.num_blocks,
-                "blocks",
-            ),
-            step(
-                "Maximum concurrency",
-                "blocks ÷ Σ groups' blocks per max_model_len request; " + cite(ver, "concurrency"),
-                "{} ÷ {}",
-                [cap.num_blocks, cap.blocks_per_request],
-                cap.concurrency,
-                "×",
-            ),
-            step(
-                "GPU KV cache size",
-                TOKENS_RULE[ver["tokens_rule"]] + "; " + cite(ver, "tokens"),
-                "{}",
-                [cap.tokens],
-                cap.tokens,
-                "tokens",
-            ),
-        ]
-    return {"capacity": cap, "groups": groups, "padding": padding, "per_token": per_token, "steps": steps}
+    """Capacity and its derivation steps from an accounting."""
+    return _derive_sglang(v, ver, acc) if ver["engine"] == "sglang" else _derive_vllm(v, ver, acc)
 
 
 def _accounting_steps(ver: dict, acc: Accounting) -> list[dict]:

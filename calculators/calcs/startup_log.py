@@ -12,6 +12,7 @@ what they follow from, is refused with a message naming the missing lines.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..errors import InputError
 from ..schema import accelerator_field, choice, dtype_field, integer, model_field, output, step, text
@@ -202,112 +203,104 @@ def _pct(core: float, log: float | None) -> float | None:
     return None if not log else core / log - 1
 
 
-def _line(label: str, formula: str, template: str, terms: list, value, unit: str) -> dict:
-    return step(label, formula, template, terms, value, unit)
+@dataclass(frozen=True)
+class VllmRun:
+    """What a vLLM log fixes: its settings (from the log, else the reader's inputs) and the core's capacity."""
+
+    L: int
+    tp: int
+    block: int
+    batched: int
+    kv: str
+    available: float
+    lay: object
+    cap: object
 
 
-def _vllm(v: dict, f: dict, ver: dict) -> dict:
-    _need(f, VLLM_RESULTS, "the log ends before vLLM sized its KV cache (truncated?)")
-    _need(f, ("available",), "the KV budget the capacity lines follow from")
-    notes, steps = [], []
+def _max_len(v: dict, f: dict, notes: list) -> int:
     if "max_len" in f:
-        L = int(f["max_len"])
-    elif v["model"].max_context_tokens:
+        return int(f["max_len"])
+    if v["model"].max_context_tokens:
         L = v["model"].max_context_tokens
         notes.append(f"the log names no max_model_len: the model's context, {L:,} tokens, assumed (vLLM's default)")
-    else:
-        _need(f, ("max_len",), "needed to re-derive the concurrency")
+        return L
+    _need(f, ("max_len",), "needed to re-derive the concurrency")
+
+
+def _vllm_run(v: dict, f: dict, ver: dict, notes: list) -> VllmRun:
+    L = _max_len(v, f, notes)
     tp = int(f.get("tp", v["tensor_parallel"]))
     block = int(f.get("block_size", ver["block_size"]))
     batched = int(f.get("batched", v["max_num_batched_tokens"]))
     kv = KV_DTYPES.get(str(f.get("kv_dtype", "auto")).lower(), v["kv_dtype"])
     available = f["available"] * GIB
     lay = layout(v["model"], kv, tp, block)
-    cap = vllm_capacity(ver, lay, available, L, batched)
-    log_tokens = f.get("tokens") or (f["blocks"] * block if "blocks" in f else None)
-    log_conc = f.get("concurrency")
+    return VllmRun(L, tp, block, batched, kv, available, lay, vllm_capacity(ver, lay, available, L, batched))
+
+
+def _vllm_context_notes(f: dict, ver: dict, r: VllmRun) -> list[str]:
+    notes = []
     if "tokens" not in f and "blocks" in f:
-        notes.append(f"V0 log: its '# GPU blocks: {int(f['blocks']):,}' × block size {block} is its KV-cache size.")
+        notes.append(f"V0 log: its '# GPU blocks: {int(f['blocks']):,}' × block size {r.block} is its KV-cache size.")
     if "kv_dtype" not in f:
-        notes.append(f"the log does not declare its KV-cache format: {kv.upper()} assumed (the input)")
-    if tp > 1:
+        notes.append(f"the log does not declare its KV-cache format: {r.kv.upper()} assumed (the input)")
+    if r.tp > 1:
         notes.append(
             "TP > 1: vLLM gives every rank the smallest rank's block count and logs one rank's budget, so the "
             "log's tokens can fall below this rank's figure; " + cite(ver, "min_over_ranks")
         )
-    if len(lay.groups) > 1:
+    if len(r.lay.groups) > 1:
         notes.append(
-            f"hybrid attention: {len(lay.groups)} KV-cache groups of {lay.group_size} layers "
-            f"({lay.padding_layers} padding layers); one block holds a page of every group's layer"
+            f"hybrid attention: {len(r.lay.groups)} KV-cache groups of {r.lay.group_size} layers "
+            f"({r.lay.padding_layers} padding layers); one block holds a page of every group's layer"
         )
-    steps.append(
-        _line(
-            "KV budget per GPU (from the log)",
-            "the log's Available KV cache memory",
-            "{}",
-            [(available, "B")],
-            available,
-            "B",
-        )
-    )
-    steps.append(
-        _line(
-            "Bytes per block",
-            "group size × block size × KV bytes per token per layer per GPU; " + cite(ver, "num_blocks"),
-            "{} × {} × {}",
-            [lay.group_size, block, (lay.per_layer_token, "B")],
-            lay.bytes_per_block,
-            "B",
-        )
-    )
-    steps.append(
-        _line(
-            "KV blocks",
-            "⌊budget ÷ bytes per block⌋",
-            "⌊{} ÷ {}⌋",
-            [(available, "B"), (lay.bytes_per_block, "B")],
-            cap.num_blocks,
-            "blocks",
-        )
-    )
+    return notes
+
+
+def _vllm_steps(ver: dict, r: VllmRun, log_tokens, log_conc) -> list[dict]:
+    lay, cap, B = r.lay, r.cap, "B"
+    per_block = "group size × block size × KV bytes per token per layer per GPU; " + cite(ver, "num_blocks")
+    rows = [
+        ("KV budget per GPU (from the log)", "the log's Available KV cache memory", "{}", [(r.available, B)]),
+        ("Bytes per block", per_block, "{} × {} × {}", [lay.group_size, r.block, (lay.per_layer_token, B)]),
+        ("KV blocks", "⌊budget ÷ bytes per block⌋", "⌊{} ÷ {}⌋", [(r.available, B), (lay.bytes_per_block, B)]),
+    ]
+    values = [(r.available, B), (lay.bytes_per_block, B), (cap.num_blocks, "blocks")]
     if log_tokens is not None:
-        steps.append(
-            _line(
-                f"GPU KV cache size (log: {int(log_tokens):,} tokens)",
-                "the version's rule; " + cite(ver, "tokens"),
-                "{} blocks → {} tokens",
-                [cap.num_blocks, cap.tokens],
-                cap.tokens,
-                "tokens",
-            )
-        )
-        notes.append(_diff_note("GPU KV cache size", cap.tokens, log_tokens, "tokens", _tokens_reason(ver, lay)))
+        label = f"GPU KV cache size (log: {int(log_tokens):,} tokens)"
+        rows.append((label, "the version's rule; " + cite(ver, "tokens"), "{} blocks", [cap.num_blocks]))
+        values.append((cap.tokens, "tokens"))
     if log_conc is not None:
-        steps.append(
-            _line(
-                f"Maximum concurrency (log: {log_conc:.2f}×)",
-                "blocks ÷ Σ groups' blocks per request; " + cite(ver, "concurrency"),
-                "{} ÷ {}",
-                [cap.num_blocks, cap.blocks_per_request],
-                cap.concurrency,
-                "×",
-            )
-        )
-        notes.append(_diff_note("Maximum concurrency", cap.concurrency, log_conc, "×", "printed to 2 decimals"))
+        label, rule = f"Maximum concurrency (log: {log_conc:.2f}×)", "blocks ÷ Σ groups' blocks per request; "
+        rows.append((label, rule + cite(ver, "concurrency"), "{} ÷ {}", [cap.num_blocks, cap.blocks_per_request]))
+        values.append((cap.concurrency, "×"))
+    return [step(*row, value, unit) for row, (value, unit) in zip(rows, values)]
+
+
+def _vllm(v: dict, f: dict, ver: dict) -> dict:
+    _need(f, VLLM_RESULTS, "the log ends before vLLM sized its KV cache (truncated?)")
+    _need(f, ("available",), "the KV budget the capacity lines follow from")
+    notes: list[str] = []
+    r = _vllm_run(v, f, ver, notes)
+    log_tokens = f.get("tokens") or (f["blocks"] * r.block if "blocks" in f else None)
+    log_conc = f.get("concurrency")
+    notes += _vllm_context_notes(f, ver, r)
     if log_tokens is not None:
-        notes += _other_versions(ver, lay, available, L, batched, cap.tokens)
-    notes += _log_constants(f)
+        notes.append(_diff_note("GPU KV cache size", r.cap.tokens, log_tokens, "tokens", _tokens_reason(ver)))
+        notes += _other_versions(ver, r.lay, r.available, r.L, r.batched, r.cap.tokens)
+    if log_conc is not None:
+        notes.append(_diff_note("Maximum concurrency", r.cap.concurrency, log_conc, "×", "printed to 2 decimals"))
     return {
         "log_kv_tokens": log_tokens,
-        "core_kv_tokens": cap.tokens,
-        "kv_tokens_error": _pct(cap.tokens, log_tokens),
+        "core_kv_tokens": r.cap.tokens,
+        "kv_tokens_error": _pct(r.cap.tokens, log_tokens),
         "log_concurrency": log_conc,
-        "core_concurrency": cap.concurrency,
-        "kv_bytes_per_token": lay.bytes_per_token,
-        "log_kv_bytes_per_token": available / log_tokens if log_tokens else None,
-        "kv_budget_bytes": available,
-        "notes": notes,
-        "derivation": steps,
+        "core_concurrency": r.cap.concurrency,
+        "kv_bytes_per_token": r.lay.bytes_per_token,
+        "log_kv_bytes_per_token": r.available / log_tokens if log_tokens else None,
+        "kv_budget_bytes": r.available,
+        "notes": notes + _log_constants(f),
+        "derivation": _vllm_steps(ver, r, log_tokens, log_conc),
     }
 
 
@@ -337,7 +330,7 @@ def _log_constants(f: dict) -> list[str]:
     ]
 
 
-def _tokens_reason(ver: dict, lay) -> str:
+def _tokens_reason(ver: dict) -> str:
     if ver["tokens_rule"] == "concurrency_x_len":
         return "⌊concurrency × max_model_len⌋; the budget is printed to 0.01 GiB"
     return "blocks ÷ groups × block size; the budget is printed to 0.01 GiB"
@@ -349,53 +342,56 @@ def _diff_note(name: str, core: float, log: float, unit: str, reason: str) -> st
     return f"{name}: log {fmt(log)}{' ' + unit if unit != '×' else '×'}, core {fmt(core)} ({pct:+.2f}%): {reason}"
 
 
+def _sglang_budget(f: dict, ver: dict, notes: list) -> tuple[float, str]:
+    """The KV budget an SGLang log fixes: its pool (K + V sizes), else its avail-mem lines and mem_fraction_static."""
+    if "k_size" in f or "kv_size" in f:
+        pool = (f.get("k_size", 0) + f.get("v_size", 0) + f.get("kv_size", 0)) * GIB
+        return pool, "the log's K size + V size (its pool, printed to 0.01 GB of 2^30 bytes)"
+    _need(f, ("mfs",), "with only 'avail mem' the budget needs mem_fraction_static")
+    before = f.get("before_load", f["after_load"] + f["weights"])
+    if "before_load" not in f:
+        notes.append("no 'Load weight begin' line: memory before loading taken as avail mem + mem usage")
+    budget = (f["after_load"] - before * (1 - f["mfs"])) * GIB
+    return budget, "avail mem after the weights − memory before loading × (1 − mem_fraction_static); " + cite(
+        ver, "budget"
+    )
+
+
 def _sglang(v: dict, f: dict, ver: dict) -> dict:
     _need(f, SGLANG_RESULTS, "the log ends before SGLang sized its KV pool (truncated?)")
     _need(f, ("k_size", "kv_size", "after_load"), "the KV budget the pool size follows from")
-    tp = int(f.get("tp", v["tensor_parallel"]))
-    page = int(f.get("block_size", ver["block_size"]))
+    tp, page = int(f.get("tp", v["tensor_parallel"])), int(f.get("block_size", ver["block_size"]))
     kv = KV_DTYPES.get(str(f.get("kv_dtype", "auto")).lower(), v["kv_dtype"])
     cell = sglang_cell_bytes(v["model"], kv, tp)
-    notes, steps = [], []
-    if "k_size" in f or "kv_size" in f:
-        pool = (f.get("k_size", 0) + f.get("v_size", 0) + f.get("kv_size", 0)) * GIB
-        budget, how = pool, "the log's K size + V size (its pool, printed to 0.01 GB of 2^30 bytes)"
-    else:
-        _need(f, ("mfs",), "with only 'avail mem' the budget needs mem_fraction_static")
-        before = f.get("before_load", f["after_load"] + f["weights"])
-        budget = (f["after_load"] - before * (1 - f["mfs"])) * GIB
-        how = "avail mem after the weights − memory before loading × (1 − mem_fraction_static); " + cite(ver, "budget")
-        if "before_load" not in f:
-            notes.append("no 'Load weight begin' line: memory before loading taken as avail mem + mem usage")
+    notes: list[str] = (
+        [] if "kv_dtype" in f else [f"the log does not declare its KV-cache format: {kv.upper()} assumed"]
+    )
+    budget, how = _sglang_budget(f, ver, notes)
     L = int(f.get("max_len", 0)) or 1
     cap = sglang_capacity(cell, budget, page, L)
     log_tokens = f.get("pool_tokens", f.get("max_total"))
-    if "kv_dtype" not in f:
-        notes.append(f"the log does not declare its KV-cache format: {kv.upper()} assumed (the input)")
-    steps.append(_line("KV budget per GPU", how, "{}", [(budget, "B")], budget, "B"))
-    steps.append(
-        _line(
-            "KV bytes per token (cell_size)",
-            "KV heads per rank × head dim × 2 × layers × bytes; " + cite(ver, "cell_size"),
-            "{}",
-            [(cell, "B")],
-            cell,
-            "B",
-        )
-    )
-    steps.append(
-        _line(
+    cell_rule = "KV heads per rank × head dim × 2 × layers × bytes; " + cite(ver, "cell_size")
+    pool_rule = "⌊budget ÷ cell⌋ to a page multiple; " + cite(ver, "tokens")
+    steps = [
+        step("KV budget per GPU", how, "{}", [(budget, "B")], budget, "B"),
+        step("KV bytes per token (cell_size)", cell_rule, "{}", [(cell, "B")], cell, "B"),
+        step(
             f"max_total_num_tokens (log: {int(log_tokens):,})",
-            "⌊budget ÷ cell⌋ to a page multiple; " + cite(ver, "tokens"),
+            pool_rule,
             "⌊{} ÷ {}⌋",
             [(budget, "B"), (cell, "B")],
             cap.tokens,
             "tokens",
-        )
-    )
+        ),
+    ]
     notes.append(
         _diff_note("max_total_num_tokens", cap.tokens, log_tokens, "tokens", "the budget is printed to 0.01 GB")
     )
+    return _sglang_result(f, cap, cell, budget, log_tokens, L) | {"notes": notes, "derivation": steps}
+
+
+def _sglang_result(f: dict, cap, cell: float, budget: float, log_tokens, L: int) -> dict:
+    pool_logged = "k_size" in f or "kv_size" in f
     return {
         "log_kv_tokens": log_tokens,
         "core_kv_tokens": cap.tokens,
@@ -403,10 +399,8 @@ def _sglang(v: dict, f: dict, ver: dict) -> dict:
         "log_concurrency": log_tokens / L if "max_len" in f else None,
         "core_concurrency": cap.concurrency if "max_len" in f else None,
         "kv_bytes_per_token": cell,
-        "log_kv_bytes_per_token": budget / log_tokens if ("k_size" in f or "kv_size" in f) and log_tokens else None,
+        "log_kv_bytes_per_token": budget / log_tokens if pool_logged and log_tokens else None,
         "kv_budget_bytes": budget,
-        "notes": notes,
-        "derivation": steps,
     }
 
 
