@@ -280,7 +280,7 @@ SCHEMA = {
         output("non_torch_bytes", "Non-torch memory (fitted)", "B", "bytes"),
         output("cudagraph_bytes", "CUDA-graph memory in the budget (fitted)", "B", "bytes"),
         output("available_bytes", "KV budget per GPU (Available KV cache memory)", "B", "bytes"),
-        output("kv_bytes_per_token", "KV bytes per token per GPU", "B", "bytes"),
+        output("kv_bytes_per_token", "KV bytes per token per GPU", "B", "integer"),
         output("kv_groups", "KV-cache groups", "groups", "integer"),
         output("padding_layers", "Padding layers", "layers", "integer"),
         output("num_blocks", "KV blocks (pages)", "blocks", "integer"),

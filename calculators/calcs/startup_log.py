@@ -87,6 +87,7 @@ PATTERNS = [
     ("mfs", "sglang", r"mem_fraction_static=(\d\.\d+)"),
     ("mfs", "sglang", r"--mem-fraction-static[ =](\d\.\d+)"),
 ]
+MISSING = {-1: "not in the log"}
 SGLANG_MARKS = ("KV Cache is allocated", "max_total_num_tokens", "Load weight end", "sglang")
 
 
@@ -180,15 +181,15 @@ SCHEMA = {
         accelerator_field(help="Only used when the log prints no memory figures."),
     ],
     "outputs": [
-        output("log_kv_tokens", "KV tokens, as the log says", "tokens", "integer"),
+        output("log_kv_tokens", "KV tokens, as the log says", "tokens", "integer", words=MISSING),
         output("core_kv_tokens", "KV tokens, as the core derives", "tokens", "integer"),
         output("kv_tokens_error", "KV tokens: core vs log", "", "percent"),
-        output("log_concurrency", "Maximum concurrency, as the log says", "×", "number"),
-        output("core_concurrency", "Maximum concurrency, as the core derives", "×", "number"),
-        output("kv_bytes_per_token", "KV bytes per token per GPU (core)", "B", "bytes"),
-        output("log_kv_bytes_per_token", "KV bytes per token per GPU (log's pool ÷ tokens)", "B", "bytes"),
+        output("log_concurrency", "Maximum concurrency, as the log says", "×", "number", words=MISSING),
+        output("core_concurrency", "Maximum concurrency, as the core derives", "×", "number", words=MISSING),
+        output("kv_bytes_per_token", "KV bytes per token per GPU (core)", "B", "integer"),
+        output("log_kv_bytes_per_token", "KV budget ÷ the log's tokens", "B", "number", words=MISSING),
         output("kv_budget_bytes", "KV budget per GPU used", "B", "bytes"),
-        output("inputs_from_log", "Inputs taken from the log", "", "integer"),
+        output("inputs_from_log", "Figures read from the log", "", "integer"),
     ],
 }
 
@@ -321,11 +322,17 @@ def _other_versions(ver: dict, lay, available: float, L: int, batched: int, toke
 
 
 def _log_constants(f: dict) -> list[str]:
-    """The fitted constants the log measured, for the reader's hardware profile."""
-    labels = (("weights", "weights"), ("non_torch", "non-torch memory"), ("activation", "activation peak"))
+    """The figures the log measured that the engine-faithful mode otherwise takes from the catalogue or a fit."""
+    labels = (
+        ("total", "device memory as torch sees it", "Device memory as reported"),
+        ("weights", "weights", "Weights per GPU as loaded"),
+        ("non_torch", "non-torch memory", "Non-torch memory"),
+        ("activation", "activation peak", "Activation peak"),
+    )
     return [
-        f"the log's {label}: {f[key]:.2f} GiB per GPU (store it in your hardware profile to reuse)"
-        for key, label in labels
+        f"the log's {label}: {f[key]:.2f} GiB per GPU (enter it as '{field}' in the engine-faithful calculator "
+        "to replace the fitted constant)"
+        for key, label, field in labels
         if key in f
     ]
 
@@ -404,6 +411,16 @@ def _sglang_result(f: dict, cap, cell: float, budget: float, log_tokens, L: int)
     }
 
 
+def _shown(out: dict) -> dict:
+    """Absent figures as -1 ("not in the log"); no percentage without a log figure to compare."""
+    for key in ("log_kv_tokens", "log_concurrency", "core_concurrency", "log_kv_bytes_per_token"):
+        if out[key] is None:
+            out[key] = -1
+    if out["kv_tokens_error"] is None:
+        out["kv_tokens_error"] = 0.0
+    return out
+
+
 def compute(v: dict) -> dict:
     log = v["log"]
     if not log.strip():
@@ -413,4 +430,4 @@ def compute(v: dict) -> dict:
     out = _sglang(v, found, ver) if found["engine"] == "sglang" else _vllm(v, found, ver)
     out["inputs_from_log"] = len(found) - 1
     out["notes"] = [f"rules: {why}"] + out["notes"]
-    return out
+    return _shown(out)

@@ -50,12 +50,12 @@ def test_enough_fixtures_across_models_tp_and_formats():
 def test_log_lines_rederived_within_five_percent(fx):
     r = run("startup_log", _inputs(fx))
     log, core = r["log_kv_tokens"], r["core_kv_tokens"]
-    assert log is not None
+    assert log >= 0
     if log == 0:
         assert core == 0
     else:
         assert core == pytest.approx(log, rel=0.05)
-    if r["log_concurrency"] is not None:
+    if r["log_concurrency"] >= 0:
         # the log prints two decimals: within 5%, or within its rounding for a near-zero value
         assert abs(r["core_concurrency"] - r["log_concurrency"]) <= max(0.05 * r["log_concurrency"], 0.005)
 
