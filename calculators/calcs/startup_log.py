@@ -73,6 +73,7 @@ PATTERNS = [
     ("available", "vllm", r"Available KV cache memory: (-?[\d.]+) GiB"),
     ("available", "vllm", r"kv_cache_size=(-?[\d.]+) ?GiB"),
     ("available", "vllm", r"reserved for KV Cache is (-?[\d.]+) ?GiB"),
+    ("available", "vllm", r"Current kv cache memory in use is ([\d.]+) GiB"),
     ("tokens", "vllm", r"GPU KV cache size: " + N + r" tokens"),
     ("blocks", "vllm", r"(?:GPU|cuda) blocks: (\d+)"),
     ("concurrency", "vllm", r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x"),

@@ -155,6 +155,11 @@ def test_sglang_budget_from_avail_mem_lines():
 def test_parse_reads_both_engines():
     f = parse("INFO Initializing a V1 LLM engine (v0.10.1) with config: tensor_parallel_size=2, kv_cache_dtype=fp8")
     assert (f["engine"], f["version"], f["tp"], f["kv_dtype"]) == ("vllm", "0.10.1", 2, "fp8")
+    f = parse(
+        "INFO [kv_cache_utils.py:2324] GPU KV cache size: 268,560 tokens, Maximum concurrency for 2,048 tokens per "
+        "request: 131.13x ... Current kv cache memory in use is 36.88 GiB."
+    )  # the one-line format of late-2026 vLLM (vLLM PR #57047's log)
+    assert (f["tokens"], f["max_len"], f["concurrency"], f["available"]) == (268560, 2048, 131.13, 36.88)
     f = parse("[TP0] KV Cache is allocated. #tokens: 1000, K size: 1.00 GB, V size: 1.00 GB")
     assert (f["engine"], f["pool_tokens"], f["k_size"], f["v_size"]) == ("sglang", 1000, 1.0, 1.0)
 
