@@ -184,3 +184,11 @@ def test_state_space_models_refused_naming_the_field():
     with pytest.raises(InputError) as e:
         run("engine_capacity", {"model": "qwen3-next-80b-a3b"})
     assert e.value.field == "model"
+
+
+def test_sglang_static_fraction_rule_matches_a_published_budget():
+    # SGLang PR #18263's log prints the budget before its AITER change: avail mem 230.20 GB after the
+    # weights, mem usage 56.98 GB, mem_fraction_static 0.911 → "initial available_bytes ... 204.63 GB".
+    # The rule (kv_cache_configurator.py:2990-3007 at v0.5.23): free − (free + weights) × (1 − mfs).
+    before = 230.20 + 56.98
+    assert 230.20 - before * (1 - 0.911) == pytest.approx(204.63, abs=0.02)  # both inputs printed to 0.01
