@@ -192,3 +192,42 @@ def test_sglang_static_fraction_rule_matches_a_published_budget():
     # The rule (kv_cache_configurator.py:2990-3007 at v0.5.23): free − (free + weights) × (1 − mfs).
     before = 230.20 + 56.98
     assert 230.20 - before * (1 - 0.911) == pytest.approx(204.63, abs=0.02)  # both inputs printed to 0.01
+
+
+@pytest.mark.parametrize(
+    "log_figures, kv_gib",
+    [
+        # vLLM #10517 (V0): 23.58 GiB × 0.90 − 14.9888 weights − (17.06 − 14.9888) activation − 0.35 non-torch
+        (
+            {
+                "device_memory_gib": 23.58,
+                "gpu_memory_utilization": 0.9,
+                "weights_gib": 14.9888,
+                "activation_gib": 17.06 - 14.9888,
+                "non_torch_gib": 0.35,
+            },
+            3.81,
+        ),
+        # vLLM #13882 (V0): 8.00 × 0.70 − 5.20 − 1.42 − 0.03 = −1.05 GiB ("the rest ... is -1.05GiB")
+        (
+            {
+                "device_memory_gib": 8.0,
+                "gpu_memory_utilization": 0.7,
+                "weights_gib": 5.20,
+                "activation_gib": 1.42,
+                "non_torch_gib": 0.03,
+            },
+            -1.05,
+        ),
+    ],
+)
+def test_vllm_budget_rule_with_the_logs_own_figures(log_figures, kv_gib):
+    r = run("engine_capacity", {"engine_version": "vllm-0.19.0", "model": "llama-3.1-8b", **log_figures})
+    assert r["available_bytes"] / GIB == pytest.approx(kv_gib, abs=0.006)  # the logs print 0.01 GiB
+
+
+def test_fitted_activation_rule_on_the_logs_it_was_fitted_to():
+    # a = 0.105 GiB per 1,024 batched tokens at hidden 4,096: #10517's 2.07 GiB at 20,000 and 2.99 GiB at 29,000
+    for tokens, peak in ((20000, 17.06 - 14.9888), (29000, 17.98 - 14.9888)):
+        v = {"engine_version": "vllm-0.19.0", "model": "llama-3.1-8b", "max_num_batched_tokens": tokens}
+        assert run("engine_capacity", v)["activation_bytes"] / GIB == pytest.approx(peak, rel=0.03)
