@@ -15,7 +15,7 @@
 
 Assumptions, not measurements: a graph replay is priced as one launch; the CPU work of scheduling,
 sampling and detokenisation adds nothing, because vLLM v0.33.0's async scheduling and separate API
-process overlap it with the GPU (the vLLM v0.5.3 breakdown in step_overheads.toml is what that removed);
+process overlap it with the GPU (the pre-v0.6.0 vLLM breakdown in step_overheads.toml is what that removed);
 padding a batch up to the next capture size costs FLOPs that `padded_tokens` counts but the step time
 does not add. The same t_k is used for every accelerator (the measurement does not name its GPU).
 Bounds never include this term (steptime.bound_deployment drops it).
