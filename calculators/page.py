@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from . import display
+from . import calibration, display
 from .api import calculator_names, envelope, run, schema
 from .catalog import load_every_data_file
 from .errors import InputError
@@ -68,7 +68,7 @@ def present(name: str, inputs: dict | None = None) -> dict:
         "result": result,
         "outputs": _outputs(spec, result),
         "work": _work(result),
-        "notes": result.get("notes", []),
+        "notes": result.get("notes", []) + calibration.notes_for(name, inputs),
         "tables": {sid: _table(p) for sid, p in result.get("series", {}).items()},
     }
 

@@ -1,0 +1,125 @@
+"""Calibration: how far the core's estimates have been from published measurements (data/ledger.toml).
+
+Every row of the ledger is predicted by calculators/calibration.py with the step model the latency and
+roofline calculators use, at the latency calculator's default efficiencies; nothing is fitted to the
+ledger. Error = predicted speed ÷ measured speed − 1 (+: the core faster than measured). The plot puts
+each estimate against its measurement on log axes, with the line where they would be equal.
+"""
+
+from __future__ import annotations
+
+from .. import calibration
+from ..schema import choice, output, series, step
+from .overhead import DEFAULT_MODE, MODE_CHOICES
+
+METRICS = [(k, label) for k, (label, _, _) in calibration.KINDS.items()]
+GPUS = [("any", "Any"), ("single", "One GPU"), ("multi", "More than one GPU")]
+MODEL_KINDS = [("any", "Any"), ("dense", "Dense"), ("moe", "Mixture of experts")]
+VENDORS = [("any", "Any"), ("nvidia", "NVIDIA"), ("amd", "AMD")]
+
+
+def _keep(v: dict, p: dict) -> bool:
+    f = calibration.row_features(p)
+    return (
+        v["metric"] == p["metric"]
+        and v["gpus"] in ("any", "single" if f["gpus"] == 1 else "multi")
+        and v["model_kind"] in ("any", "moe" if f["moe"] else "dense")
+        and v["vendor"] in ("any", f["vendor"])
+    )
+
+
+SCHEMA = {
+    "name": "calibration",
+    "title": "Calibration against published measurements",
+    "description": (
+        "The calibration ledger's rows of one kind, each predicted by the core at the latency "
+        "calculator's default efficiencies: the error statistics and predicted against measured. "
+        "Error = predicted speed ÷ measured speed − 1, so + means the core was faster than "
+        "the measurement. No factor of the core was fitted to these rows."
+    ),
+    "inputs": [
+        choice("metric", "Kind of estimate", "tpot_s", METRICS),
+        choice("gpus", "GPUs in the measurement", "any", GPUS),
+        choice("model_kind", "Model", "any", MODEL_KINDS),
+        choice("vendor", "Accelerator vendor", "any", VENDORS),
+        choice(
+            "step_overhead",
+            "Per-step overhead in the estimates",
+            DEFAULT_MODE,
+            MODE_CHOICES,
+            "The latency calculator's per-step overhead model the rows are predicted with; bounds never include it.",
+        ),
+    ],
+    "outputs": [
+        output("rows", "Rows of this kind in the ledger", "", "integer"),
+        output("estimate_rows", "Rows with every condition an estimate needs", "", "integer"),
+        output("median_abs_error", "Median |error|", "", "percent"),
+        output("p80_abs_error", "80th percentile of |error|", "", "percent"),
+        output("signed_median_error", "Signed median error (+: the core faster)", "", "percent"),
+        output("within_share", "Share of estimates within ±25%", "", "percent"),
+        output("bound_violations", "Rows where the bound is on the wrong side of the measurement", "", "integer"),
+    ],
+}
+
+
+def _steps(stats: dict, n_rows: int) -> list[dict]:
+    return [
+        step(
+            "Median |error|",
+            "median of |predicted speed ÷ measured speed − 1|",
+            "{} estimates of {} rows",
+            [stats["count"], n_rows],
+            100 * stats["median_abs_error"],
+            "%",
+        ),
+        step(
+            "80th percentile of |error|",
+            "linear interpolation between order statistics",
+            "{} values",
+            [stats["count"]],
+            100 * stats["p80_abs_error"],
+            "%",
+        ),
+    ]
+
+
+def compute(v: dict) -> dict:
+    metric = v["metric"]
+    label, unit, _ = calibration.KINDS[metric]
+    chosen = [p for p in calibration.predictions(v["step_overhead"]) if _keep(v, p)]
+    estimates = [p for p in chosen if "error" in p]
+    stats = calibration.summarize([p["error"] for p in estimates])
+    empty = stats["count"] == 0
+    out = {
+        "rows": len(chosen),
+        "estimate_rows": len(estimates),
+        "median_abs_error": 0.0 if empty else stats["median_abs_error"],
+        "p80_abs_error": 0.0 if empty else stats["p80_abs_error"],
+        "signed_median_error": 0.0 if empty else stats["signed_median_error"],
+        "within_share": 0.0 if empty else stats["within_share"],
+        "bound_violations": sum(not p["bound_holds"] for p in chosen),
+        "notes": []
+        if not empty
+        else [
+            "no row of this kind and selection has every condition an estimate needs (its rows, if any, are "
+            "used for the bound check only)"
+        ],
+        "derivation": [] if empty else _steps(stats, len(chosen)),
+    }
+    if estimates:
+        measured = [p["value"] for p in estimates]
+        out["series"] = {
+            "predicted_vs_measured": series(
+                f"{label}: predicted against measured",
+                f"Measured {label[0].lower()}{label[1:]}",
+                unit,
+                measured,
+                [
+                    ("core's estimate", unit, [p["predicted"] for p in estimates]),
+                    ("equal to the measurement", unit, measured),
+                ],
+                kind="scatter",
+                log_axes=True,
+            )
+        }
+    return out

@@ -1,0 +1,427 @@
+"""The calibration ledger (data/ledger.toml) against the core: every published measurement predicted
+with the step model the latency and roofline calculators use, the error per kind of estimate, the bound
+check, and the band a live estimate shows ("how far has the core been on the nearest measured rows").
+
+One small function per metric maps a row's conditions to the core's inputs (`_PREDICT`), at the latency
+calculator's default efficiencies for the estimate and at efficiencies 1.0 for the bound (`_BOUND`):
+  tpot_s                decode step at the row's batch and mean context (latency: TPOT)
+  e2e_latency_s         a static batch: every prompt prefilled, then T_out − 1 decode steps (latency: E2E)
+  ttft_s                one prompt's prefill, no queueing (latency: first request's TTFT at batch 1)
+  output_tokens_per_s   per GPU: batch × T_out ÷ E2E (prefill included), or batch ÷ TPOT for a decode-only
+                        row (phase = "decode"); per GPU of the core's group, or per GPU itself under
+                        data-parallel attention (attention = "dp": each GPU decodes its own `batch`)
+  input_tokens_per_s    per GPU: prompts × T_in ÷ prefill time
+  tokens_per_s_per_user 1 ÷ TPOT
+Error = predicted speed ÷ measured speed − 1, speed being the rate, or 1 ÷ the time: +25% means the core
+was 25% too fast (optimistic), −25% too slow, whatever the metric. Nothing is fitted to the ledger.
+Bounds the other way: a time bound never above the measured time, a rate bound never below the measured
+rate (tests/core/test_calibration.py). Where the row lacks a condition the bound takes the value that
+makes the bound weakest (a prompt of 1 token; a serving benchmark's running batch of 1).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache, lru_cache
+
+from . import catalog
+from .calcs.latency import SCHEMA as LATENCY
+from .calcs.latency import batch_latency
+from .calcs.steptime import bound_deployment, compute_ceiling_tokens_per_s_per_gpu, decode_step, deployment
+from .calcs.overhead import DEFAULT_MODE, MODE_CHOICES
+from .calcs.steptime import prefill_step
+from .errors import InputError
+from .model import Model
+from .params import active_params
+from .resolve import model_to_json, resolve_model
+from .schema import validate
+
+LEDGER = "ledger.toml"
+# metric: (label, unit, "time" | "rate"); the order the calibration page lists them in
+KINDS = {
+    "tpot_s": ("Time per output token", "s", "time"),
+    "ttft_s": ("Time to first token", "s", "time"),
+    "e2e_latency_s": ("End-to-end latency of a batch", "s", "time"),
+    "output_tokens_per_s": ("Output tokens/s per GPU", "tokens/s", "rate"),
+    "input_tokens_per_s": ("Prefill tokens/s per GPU", "tokens/s", "rate"),
+    "tokens_per_s_per_user": ("Tokens/s per user", "tokens/s", "rate"),
+}
+RATE_PER = {"system": "num_gpus", "node": "gpus_per_node", "gpu": None}
+WITHIN = 0.25  # the issue's target band, ±25%
+EFFICIENCY = {f["key"]: f["default"] for f in LATENCY["inputs"] if f["key"].endswith("_efficiency")}
+
+
+# ---- the ledger as rows ----------------------------------------------------------------------
+
+
+def ledger() -> dict:
+    return catalog._load(LEDGER)
+
+
+def sources() -> dict[str, dict]:
+    return {s["id"]: s for s in ledger()["source"]}
+
+
+@cache
+def _model_cached(model_id: str):
+    return _model(model_id)
+
+
+def _model(model_id: str):
+    variants = {v["id"]: v for v in ledger().get("model_variant", [])}
+    if model_id in variants:
+        v = variants[model_id]
+        base = model_to_json(resolve_model(v["base"]))
+        changes = {k: val for k, val in v.items() if k not in ("base",)}
+        return base | changes
+    return model_id
+
+
+def _row(group: dict, point: dict, metric: str) -> dict:
+    row = {k: v for k, v in group.items() if k not in ("points", *KINDS)}
+    row.update({k: v for k, v in point.items() if k not in KINDS})
+    value = point[metric]
+    row.update(metric=metric, published_value=value, value=value)
+    per = RATE_PER[row.get("per", "gpu")] if KINDS[metric][2] == "rate" and metric != "tokens_per_s_per_user" else None
+    if per:
+        row["value"] = value / row[per]
+    row.setdefault("core_tp", row["num_gpus"])
+    row.setdefault("attention", "tp")
+    row.setdefault("batch_is", "static")
+    row.setdefault("estimate", True)
+    tag = "-".join(f"{k[:1]}{point[k]}" for k in ("num_gpus", "batch", "input_tokens", "output_tokens") if k in point)
+    row["id"] = "-".join(x for x in (group["id"], point.get("scenario", "").lower(), tag, metric) if x)
+    return row
+
+
+@lru_cache(maxsize=1)
+def _rows() -> tuple[dict, ...]:
+    out = []
+    for group in ledger()["group"]:
+        for point in group["points"]:
+            out += [_row(group, point, m) for m in KINDS if m in point]
+    ids = [r["id"] for r in out]
+    if len(ids) != len(set(ids)):
+        raise ValueError(f"{LEDGER}: duplicate row ids {sorted({i for i in ids if ids.count(i) > 1})}")
+    return tuple(out)
+
+
+def rows() -> list[dict]:
+    """Every measurement of the ledger, one dict each, with its group's conditions (copies)."""
+    return [dict(r) for r in _rows()]
+
+
+# ---- a row's conditions as the core's inputs ---------------------------------------------------
+
+
+def core_inputs(row: dict, bound: bool = False, overhead: str = DEFAULT_MODE) -> dict:
+    """The latency calculator's inputs for this row (efficiencies 1.0 for the bound; `overhead` is the
+    latency calculator's step_overhead choice, its default unless asked)."""
+    inputs = {
+        "model": _model_cached(row["model"]),
+        "hardware": row["hardware"],
+        "num_gpus": row["core_tp"],
+        "weight_dtype": row["weight_dtype"],
+        "expert_weight_dtype": row.get("expert_weight_dtype") or "same",
+        "kv_dtype": row["kv_dtype"],
+        "compute_dtype": row["compute_dtype"],
+        "batch_size": row.get("batch", 1),
+        "input_tokens": row.get("input_tokens", 1),
+        "output_tokens": max(1, round(row.get("output_tokens", 1))),
+        "step_overhead": overhead,
+    }
+    inputs.update({k: 1.0 for k in EFFICIENCY} if bound else EFFICIENCY)
+    return inputs
+
+
+DEPLOYMENT_KEYS = ("model", "hardware", "core_tp", "weight_dtype", "expert_weight_dtype", "kv_dtype", "compute_dtype")
+
+
+def _deployment(row: dict, bound: bool, overhead: str = DEFAULT_MODE):
+    return _deployment_for(tuple(row.get(k, "same") for k in DEPLOYMENT_KEYS), bound, overhead)
+
+
+@cache
+def _deployment_for(key: tuple, bound: bool, overhead: str):
+    """One Deployment per distinct configuration (the ledger has a few dozen, its rows a few hundred)."""
+    row = dict(zip(DEPLOYMENT_KEYS, key))
+    dep = deployment(validate(LATENCY["inputs"], core_inputs(row | {"num_gpus": row["core_tp"]}, bound, overhead)))
+    return bound_deployment(dep) if bound else dep
+
+
+def _context(row: dict, bound: bool) -> float:
+    """Mean KV length while decoding: stated, or T_in + T_out ÷ 2 (the latency calculator's rule)."""
+    if "context_tokens" in row:
+        return row["context_tokens"]
+    prompt = row.get("input_tokens", 1) if not bound or "input_tokens" in row else 1
+    return prompt + row.get("output_tokens", 1) / 2
+
+
+def _batch(row: dict, bound: bool) -> int:
+    # a serving benchmark's maximum concurrency is not its running batch: the bound takes 1
+    return 1 if bound and row["batch_is"] == "max" else max(1, round(row.get("batch", 1)))
+
+
+def _tpot(row, dep, bound):
+    return decode_step(dep, _batch(row, bound), _context(row, bound)).time_s
+
+
+def _static(row, dep, bound):
+    prompt = row.get("input_tokens", 1)
+    return batch_latency(dep, _batch(row, bound), prompt, max(1, round(row.get("output_tokens", 1))), 0.0)
+
+
+def _e2e(row, dep, bound):
+    return _static(row, dep, bound)["e2e_s"]
+
+
+def _ttft(row, dep, bound):
+    return prefill_step(dep, [row.get("input_tokens", 1)]).time_s
+
+
+def _per_gpu(row, sequences_per_s: float) -> float:
+    return sequences_per_s if row["attention"] == "dp" else sequences_per_s / row["core_tp"]
+
+
+def _output_rate(row, dep, bound):
+    if bound:
+        return compute_ceiling_tokens_per_s_per_gpu(dep)
+    if row.get("phase") == "decode":
+        return _per_gpu(row, _batch(row, bound) / _tpot(row, dep, bound))
+    r = _static(row, dep, bound)
+    return _batch(row, bound) * max(1, round(row.get("output_tokens", 1))) / r["e2e_s"] / row["core_tp"]
+
+
+def _input_rate(row, dep, bound):
+    prompts = [row.get("input_tokens", 1)] * _batch(row, False)
+    step = prefill_step(dep, prompts)
+    seconds = step.compute_time_s if bound else step.time_s  # the bound: compute alone, at peak
+    return sum(prompts) / seconds / row["core_tp"]
+
+
+def _user_rate(row, dep, bound):
+    return 1.0 / _tpot(row, dep, bound)
+
+
+_PREDICT = {
+    "tpot_s": _tpot,
+    "ttft_s": _ttft,
+    "e2e_latency_s": _e2e,
+    "output_tokens_per_s": _output_rate,
+    "input_tokens_per_s": _input_rate,
+    "tokens_per_s_per_user": _user_rate,
+}
+
+
+def speed_error(metric: str, predicted: float, measured: float) -> float:
+    """Predicted speed ÷ measured speed − 1 (+: the core is faster than the measurement)."""
+    return predicted / measured - 1 if KINDS[metric][2] == "rate" else measured / predicted - 1
+
+
+def predict(row: dict, overhead: str = DEFAULT_MODE) -> dict:
+    """The row with the core's estimate (when the row allows one), its error and the bound (the bound has
+    no overhead whatever `overhead` says: bound_deployment drops it)."""
+    fn = _PREDICT[row["metric"]]
+    out = dict(row)
+    out["bound"] = fn(row, _deployment(row, True), True)
+    kind = KINDS[row["metric"]][2]
+    out["bound_holds"] = (
+        out["bound"] <= row["value"] * (1 + 1e-9) if kind == "time" else (out["bound"] >= row["value"] * (1 - 1e-9))
+    )
+    if row["estimate"]:
+        out["predicted"] = fn(row, _deployment(row, False, overhead), False)
+        out["error"] = speed_error(row["metric"], out["predicted"], row["value"])
+    return out
+
+
+@lru_cache(maxsize=len(MODE_CHOICES))
+def _predictions(overhead: str = DEFAULT_MODE) -> tuple[dict, ...]:
+    return tuple(predict(r, overhead) for r in _rows())
+
+
+def predictions(overhead: str = DEFAULT_MODE) -> list[dict]:
+    """Every row predicted at this step-overhead mode (computed once per process and mode; the browser's
+    snapshot keeps the default's)."""
+    return [dict(p) for p in _predictions(overhead)]
+
+
+# ---- error statistics ---------------------------------------------------------------------------
+
+
+def _quantile(sorted_values: list[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default, 'linear')."""
+    if not sorted_values:
+        return math.nan
+    pos = (len(sorted_values) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def summarize(errors: list[float]) -> dict:
+    """n, median and 80th percentile of |error|, signed median, share within ±25%, extremes."""
+    if not errors:
+        return {"count": 0}
+    absolute, signed = sorted(abs(e) for e in errors), sorted(errors)
+    return {
+        "count": len(errors),
+        "median_abs_error": _quantile(absolute, 0.5),
+        "p80_abs_error": _quantile(absolute, 0.8),
+        "signed_median_error": _quantile(signed, 0.5),
+        "within_share": sum(a <= WITHIN for a in absolute) / len(errors),
+        "min_error": signed[0],
+        "max_error": signed[-1],
+    }
+
+
+def summary(metric: str | None = None, overhead: str = DEFAULT_MODE) -> dict:
+    """Error statistics over the estimate rows of one metric (None: every metric)."""
+    chosen = [p for p in _predictions(overhead) if "error" in p and metric in (None, p["metric"])]
+    return summarize([p["error"] for p in chosen])
+
+
+def bound_violations() -> list[dict]:
+    return [dict(p) for p in _predictions() if not p["bound_holds"]]
+
+
+# ---- the band beside a live estimate ------------------------------------------------------------
+
+NEAR = 2.5  # the largest distance a row may be from the reader's inputs and still count as near
+BAND_ROWS = 12
+
+
+def _features(model, accelerator, weight_dtype: str, gpus: int, batch: int) -> dict:
+    m = model if isinstance(model, Model) else resolve_model(model)
+    return {
+        "hardware": accelerator.id if hasattr(accelerator, "id") else accelerator,
+        "vendor": (accelerator.vendor if hasattr(accelerator, "vendor") else "").lower(),
+        "precision": weight_dtype,
+        "active": active_params(m),
+        "moe": m.moe is not None,
+        "gpus": gpus,
+        "batch": batch,
+    }
+
+
+def row_features(row: dict) -> dict:
+    """The features `distance` compares, for a ledger row (computed once per row)."""
+    return _features_by_id()[row["id"]]
+
+
+@lru_cache(maxsize=1)
+def _features_by_id() -> dict[str, dict]:
+    return {r["id"]: _row_features(r) for r in _rows()}
+
+
+def _row_features(row: dict) -> dict:
+    acc = catalog.accelerator_presets()[row["hardware"]]
+    return _features(_model(row["model"]), acc, row["weight_dtype"], row["num_gpus"], _batch(row, False))
+
+
+def distance(a: dict, b: dict) -> float:
+    """How far two configurations are apart: hardware (same chip 0, same vendor 1, else 3: another
+    vendor's chip is never near), weight format (0 or 1), dense against MoE (0 or 1), model size (|log2|
+    of the active-parameter ratio), GPU count and batch (each |log2| of the ratio, halved)."""
+    hw = 0.0 if a["hardware"] == b["hardware"] else 1.0 if a["vendor"] and a["vendor"] == b["vendor"] else 3.0
+    return (
+        hw
+        + (a["precision"] != b["precision"])
+        + (a["moe"] != b["moe"])
+        + abs(math.log2(a["active"] / b["active"]))
+        + abs(math.log2(a["gpus"] / b["gpus"])) / 2
+        + abs(math.log2(a["batch"] / b["batch"])) / 2
+    )
+
+
+@lru_cache(maxsize=len(MODE_CHOICES))
+def _estimate_features(overhead: str = DEFAULT_MODE) -> tuple[tuple[dict, dict], ...]:
+    return tuple((p, row_features(p)) for p in _predictions(overhead) if "error" in p)
+
+
+def band(v: dict, metrics: tuple[str, ...] | None = None) -> dict:
+    """The estimate rows nearest to validated deployment inputs `v` (the latency calculator's), and the
+    range of the core's error on them (predicted at the inputs' step-overhead mode); `outside` when no row
+    is within NEAR."""
+    here = _features(v["model"], v["hardware"], v["weight_dtype"], v["num_gpus"], v.get("batch_size", 1))
+    scored = sorted(
+        (distance(here, f), p["id"], p)
+        for p, f in _estimate_features(v.get("step_overhead", DEFAULT_MODE))
+        if metrics is None or p["metric"] in metrics
+    )
+    near = [(d, p) for d, _, p in scored if d <= NEAR][:BAND_ROWS]
+    if not near:
+        return {"outside": True, "count": 0, "nearest_distance": scored[0][0] if scored else math.inf}
+    errors = sorted(p["error"] for _, p in near)
+    hardware = sorted({p["hardware"] for _, p in near})
+    precisions = sorted({p["weight_dtype"] for _, p in near})
+    return {
+        "outside": False,
+        "count": len(near),
+        "min_error": errors[0],
+        "max_error": errors[-1],
+        "median_error": _quantile(errors, 0.5),
+        "hardware": hardware,
+        "precisions": precisions,
+        "ids": [p["id"] for _, p in near],
+    }
+
+
+def _names(ids: list[str]) -> str:
+    presets = catalog.accelerator_presets()
+    return ", ".join(presets[i].name.replace("NVIDIA ", "").replace("AMD Instinct ", "") for i in ids)
+
+
+def band_note(v: dict, metrics: tuple[str, ...] | None = None, what: str = "estimates") -> str:
+    """The band in words, for a calculator's notes."""
+    b = band(v, metrics)
+    if b["outside"]:
+        return (
+            f"Calibration ({what}): outside the measured range. No row of the calibration ledger is near "
+            "this hardware, weight format, model size and batch, so how far this estimate is from a "
+            "measurement is not known."
+        )
+    formats = "/".join(p.upper() for p in b["precisions"])
+    rows = "the nearest measured row" if b["count"] == 1 else f"the {b['count']} nearest measured rows"
+    spread = (
+        f"{b['min_error']:+.0%}"
+        if b["count"] == 1
+        else f"{b['min_error']:+.0%} … {b['max_error']:+.0%} (median {b['median_error']:+.0%})"
+    )
+    own = any(v.get(k, d) != d for k, d in EFFICIENCY.items())
+    caveat = " These rows were predicted at the default efficiencies; yours differ." if own else ""
+    return (
+        f"Calibration ({what}): on {rows} ({_names(b['hardware'])}, {formats} weights) the core was "
+        f"{spread} from the measurements; + means faster than measured.{caveat}"
+    )
+
+
+# The calculators whose blocks show the band, and for which of their estimates (one note per entry).
+BANDS = {
+    "latency": (
+        LATENCY["inputs"],
+        (
+            (("tpot_s", "e2e_latency_s", "output_tokens_per_s"), "TPOT, end-to-end and throughput"),
+            (("ttft_s",), "TTFT"),
+        ),
+    ),
+}
+
+
+def notes_for(name: str, inputs: dict | None) -> list[str]:
+    """The band notes a calculator block shows beside its results (page.present adds them)."""
+    if name not in BANDS:
+        return []
+    spec, notes = BANDS[name]
+    v = validate(spec, inputs)
+    return [band_note(v, metrics, what) for metrics, what in notes]
+
+
+def check() -> None:
+    """Raise ValueError if a row names an unknown source, model, accelerator or metric condition."""
+    known = sources()
+    for r in _rows():
+        if r["source"] not in known:
+            raise ValueError(f"{LEDGER}: {r['id']} names unknown source {r['source']!r}")
+        try:
+            validate(LATENCY["inputs"], core_inputs(r))
+        except InputError as exc:
+            raise ValueError(f"{LEDGER}: {r['id']}: {exc}") from None

@@ -1,0 +1,159 @@
+"""The calibration page's tables: `<!-- calibration:NAME -->` markers in docs/calibration.md become the
+error summary per kind, the sources with their row counts, and every ledger row with the core's estimate,
+its error and its bound. Every figure comes from calculators.calibration at build time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from calculators import calibration, catalog, display
+
+from .terms import cell, wrap
+
+PAGE = "calibration.md"
+MARKER = re.compile(r"<!-- calibration:([\w-]+) -->")
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x * 100:+.0f}%"
+
+
+def _abs_pct(x: float | None) -> str:
+    return "—" if x is None else f"{x * 100:.0f}%"
+
+
+def _value(metric: str, x: float | None) -> str:
+    if x is None:
+        return "—"
+    unit = calibration.KINDS[metric][1]
+    return display.auto_seconds(x) if unit == "s" else f"{display.sig(x, 4)} {unit}"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+SUMMARY_HEAD = [
+    "Kind of estimate",
+    "Rows",
+    "Estimates",
+    "Median \\|error\\|",
+    "80th pct \\|error\\|",
+    "Signed median",
+    "Within ±25%",
+    "Bounds on the wrong side",
+]
+
+
+def _summary_line(label: str, chosen: list[dict], s: dict) -> list[str]:
+    has = s["count"] > 0
+    return [
+        label,
+        str(len(chosen)),
+        str(s["count"]),
+        _abs_pct(s.get("median_abs_error")),
+        _abs_pct(s.get("p80_abs_error")),
+        _pct(s.get("signed_median_error")),
+        _abs_pct(s["within_share"]) if has else "—",
+        str(sum(not p["bound_holds"] for p in chosen)),
+    ]
+
+
+def render_summary() -> str:
+    preds = calibration.predictions()
+    rows = [
+        _summary_line(cell(label), [p for p in preds if p["metric"] == metric], calibration.summary(metric))
+        for metric, (label, _, _) in calibration.KINDS.items()
+    ]
+    rows.append(_summary_line("**Every estimate**", preds, calibration.summary()))
+    return wrap("Error of the core's estimates per kind", _table(SUMMARY_HEAD, rows))
+
+
+def render_sources() -> str:
+    counts = Counter(r["source"] for r in calibration.rows())
+    estimates = Counter(p["source"] for p in calibration.predictions() if "error" in p)
+    rows = [
+        [
+            f"[{cell(s['title'])}]({s['url']})",
+            cell(s["publisher"]),
+            s["published"],
+            cell(s["read"]),
+            str(counts[s["id"]]),
+            str(estimates[s["id"]]),
+        ]
+        for s in calibration.ledger()["source"]
+    ]
+    head = ["Source", "Publisher", "Published", "Version read", "Rows", "Estimates"]
+    return wrap("The ledger's sources", _table(head, rows))
+
+
+def _left_out(p: dict) -> str:
+    """What the core's step model leaves out that this row's conditions contain (facts, not a diagnosis)."""
+    model = calibration.resolve_model(calibration._model(p["model"]))
+    out = ["per-step overhead"]
+    if p["core_tp"] > 1:
+        out.append("communication" if model.moe is None else "communication (all-reduce, all-to-all)")
+    if model.moe is not None:
+        out.append("MoE kernel efficiency and routing skew")
+    if p["metric"] == "ttft_s":
+        out.append("queueing and scheduling")
+    return ", ".join(out)
+
+
+def _conditions(p: dict) -> str:
+    acc = catalog.accelerator_presets()[p["hardware"]]
+    fmt = p["weight_dtype"].upper() + (
+        f" + {p['expert_weight_dtype'].upper()} experts" if p.get("expert_weight_dtype") else ""
+    )
+    lengths = f"{p.get('input_tokens', '?')} in / {p.get('output_tokens', '?')} out"
+    batch = f"batch {p['batch']:,}" if "batch" in p else "batch not stated"
+    return cell(
+        f"{p['model']}, {acc.name} × {p['num_gpus']} ({p.get('parallelism', '')}), {fmt}, {batch} "
+        f"({p['batch_is']}), {lengths}"
+    )
+
+
+def render_rows() -> str:
+    srcs = calibration.sources()
+    rows = []
+    for p in calibration.predictions():
+        s = srcs[p["source"]]
+        rows.append(
+            [
+                cell(calibration.KINDS[p["metric"]][0]),
+                _conditions(p),
+                cell(f"{p['engine']} ({p['engine_version']})"),
+                _value(p["metric"], p["value"]),
+                _value(p["metric"], p.get("predicted")),
+                _pct(p.get("error")),
+                _value(p["metric"], p["bound"]) + ("" if p["bound_holds"] else " ✗"),
+                cell(_left_out(p)) if "error" in p else cell(p.get("estimate_note", "")),
+                f"[{cell(s['publisher'].split(',')[0])}]({s['url']}): {cell(p['where'])}",
+            ]
+        )
+    head = [
+        "Kind",
+        "Conditions",
+        "Engine",
+        "Measured",
+        "Core's estimate",
+        "Error",
+        "Bound",
+        "Not in the core's model (or why no estimate)",
+        "Source",
+    ]
+    return wrap("Every ledger row, predicted", _table(head, rows))
+
+
+RENDER = {"summary": render_summary, "sources": render_sources, "rows": render_rows}
+
+
+def render_calibration(markdown: str) -> str:
+    """The page's Markdown with every marker replaced (an unknown marker raises ValueError)."""
+    unknown = sorted(set(MARKER.findall(markdown)) - set(RENDER))
+    if unknown:
+        raise ValueError(f"{PAGE}: unknown markers {unknown}")
+    return MARKER.sub(lambda m: RENDER[m.group(1)](), markdown)
