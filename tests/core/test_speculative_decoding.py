@@ -191,3 +191,37 @@ def test_acceptance_rate_out_of_range():
     with pytest.raises(InputError) as e:
         calc(acceptance_rate=1.5)
     assert e.value.field == "acceptance_rate"
+
+
+# ---- the simulated comparison (speculative_sim) ----------------------------------------------------------------
+
+
+def sim(**inputs) -> dict:
+    return run("speculative_sim", inputs)
+
+
+def test_light_load_tpot_gain_matches_the_step_calculator():
+    # At 4 requests/s the replica runs about 15 sequences off and fewer on, all memory-bound: every decode step
+    # keeps E tokens for the price of a plain one, so the simulated TPOT p50 must fall by the step calculator's
+    # speedup at batch 16 to within 5% (the rest is prefill chunks sharing steps and the smaller batch).
+    r, step = sim(), calc()
+    assert r["tokens_per_step"] == pytest.approx(step["tokens_per_step"], rel=1e-12)
+    assert r["tpot_p50_ratio"] == pytest.approx(step["speedup"], rel=0.05)
+
+
+def test_the_gain_shrinks_under_load():
+    light, heavy = sim(), sim(request_rate_per_s=40.0)
+    assert heavy["mean_running_off"] > 3 * light["mean_running_off"]
+    assert 1.0 < heavy["tpot_p50_ratio"] < light["tpot_p50_ratio"]
+    # near capacity the replica serves more tokens per second with speculation on (still below break-even)
+    assert heavy["throughput_on_tokens_per_s"] > heavy["throughput_off_tokens_per_s"]
+
+
+def test_a_draft_model_shrinks_the_simulated_pool():
+    assert sim(drafter="draft_model")["kv_pool_tokens"] < sim()["kv_pool_tokens"]
+
+
+def test_speculation_that_never_accepts_is_slower():
+    # α = 0: every step keeps one token and pays for drafting and a four-token verification
+    r = sim(acceptance_rate=0.0)
+    assert r["tokens_per_step"] == 1.0 and r["tpot_p50_on_s"] >= r["tpot_p50_off_s"]
