@@ -225,3 +225,22 @@ def test_speculation_that_never_accepts_is_slower():
     # α = 0: every step keeps one token and pays for drafting and a four-token verification
     r = sim(acceptance_rate=0.0)
     assert r["tokens_per_step"] == 1.0 and r["tpot_p50_on_s"] >= r["tpot_p50_off_s"]
+
+
+@pytest.mark.parametrize("drafter, batch", [("ngram", 1), ("eagle", 16), ("draft_model", 64), ("eagle", 512)])
+def test_roofline_speculative_bound_is_a_ceiling_on_the_priced_step(drafter, batch):
+    # roofline's accepted_tokens_per_step prices only the kept tokens (B × τ) and a free draft: fed this
+    # calculator's E, its tokens/s per user must bound this calculator's, which verifies k + 1 and pays the draft.
+    r = calc(drafter=drafter, batch_size=batch, **BOUND)
+    roof = run(
+        "roofline",
+        dict(
+            model="llama-3.1-70b",
+            num_gpus=4,
+            batch_size=batch,
+            context_tokens=2048,
+            accepted_tokens_per_step=r["tokens_per_step"],
+        ),
+    )
+    per_user = r["tokens_per_step"] / (r["speculative_tpot_s"] * r["tokens_per_step"])
+    assert per_user <= roof["decode_tokens_per_s_per_user_speculative_upper_bound"] * (1 + 1e-9)
