@@ -21,7 +21,7 @@ from ..engine.run import simulate
 from ..engine.speculation import Speculation
 from ..engine.steps import StepTimes
 from ..engine.workload import Workload
-from ..schema import choice, integer, number, output
+from ..schema import choice, integer, number, output, step
 from . import speculative as spec
 from .engine_defaults import vllm_max_num_batched_tokens, vllm_max_num_seqs
 from .memory import Footprint, budget, footprint, usable_bytes_per_gpu
@@ -97,6 +97,44 @@ def _summary(r) -> dict:
     }
 
 
+def _derivation(v: dict, alpha: float, off: dict, on: dict, pool: int) -> list[dict]:
+    k = v["draft_tokens"]
+    return [
+        step(
+            "KV pool",
+            "(usable − weights) ÷ KV per token (a draft model's included)",
+            "{}",
+            [(pool, "tokens")],
+            pool,
+            "tokens",
+        ),
+        step(
+            "Tokens kept per speculative step",
+            "E = (1 − α^(k+1)) ÷ (1 − α)",
+            "(1 − {}^({} + 1)) ÷ (1 − {})",
+            [alpha, k, alpha],
+            spec.expected_tokens_per_step(alpha, k),
+            "tokens",
+        ),
+        step(
+            "TPOT p50 gain",
+            "TPOT p50 off ÷ TPOT p50 on",
+            "{} ÷ {}",
+            [(off["tpot_p50"], "s"), (on["tpot_p50"], "s")],
+            off["tpot_p50"] / on["tpot_p50"] if on["tpot_p50"] else 0.0,
+            "×",
+        ),
+        step(
+            "Throughput gain",
+            "output tokens/s on ÷ off",
+            "{} ÷ {}",
+            [(on["throughput"], "tokens/s"), (off["throughput"], "tokens/s")],
+            on["throughput"] / off["throughput"] if off["throughput"] else 0.0,
+            "×",
+        ),
+    ]
+
+
 def compute(v: dict) -> dict:
     dep = deployment(v)
     target = StepModel(dep)
@@ -126,6 +164,6 @@ def compute(v: dict) -> dict:
         "mean_running_on": on["running"],
         "kv_pool_tokens": pool,
         "tokens_per_step": spec.expected_tokens_per_step(alpha, v["draft_tokens"]),
-        "derivation": [],
+        "derivation": _derivation(v, alpha, off, on, pool),
         "notes": [],
     }
