@@ -18,14 +18,12 @@ scheduling or launch overhead, acceptance independent of the batch.
 
 from __future__ import annotations
 
-import math
-
 from ..params import active_params, lm_head_params
 from ..schema import choice, integer, model_field, number, output, series, step
 from . import speculative as spec
 from .cost import usd_per_million
 from .deployment import deployment_fields, efficiency_steps
-from .memory import Footprint, budget, engine_fields, footprint, usable_bytes_per_gpu
+from .memory import budget, draft_budget, engine_fields, footprint, usable_bytes_per_gpu
 from .steptime import StepModel, deployment
 
 DRAFTERS = [
@@ -240,16 +238,13 @@ def _step(target, drafter, v: dict, batch: int, alpha: float) -> spec.Speculativ
 
 
 def _memory(v: dict, target_dep) -> tuple[float, int, int]:
-    """(draft weights per GPU, sequences that fit without and with the draft model) under the engine rule."""
-    usable, tp, context = usable_bytes_per_gpu(v), v["num_gpus"], v["context_tokens"]
-    mine = budget(footprint(v), usable, tp, context)
-    plain = mine.sequences
+    """(draft weights per GPU, sequences that fit without and with the draft model): memory.draft_budget."""
+    tp, context = v["num_gpus"], v["context_tokens"]
+    plain = budget(footprint(v), usable_bytes_per_gpu(v), tp, context).sequences
     if v["drafter"] != "draft_model":
         return 0.0, plain, plain
-    f = footprint(v)
-    draft = budget(Footprint(v["draft_model"], f.weight_dtype, f.kv_dtype, None, f.state_dtype), usable, tp, context)
-    left = max(0.0, usable - mine.weights - draft.weights)
-    return draft.weights, plain, math.floor(left / (mine.per_seq + draft.per_seq))
+    weights, with_draft = draft_budget(v, tp, context)
+    return weights, plain, with_draft.sequences
 
 
 def _curve(target, drafter, v: dict, alpha: float, break_even: int | None) -> dict:

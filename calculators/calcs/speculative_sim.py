@@ -12,8 +12,6 @@ the memory calculator's rule; efficiencies as set; no launch or scheduling overh
 
 from __future__ import annotations
 
-import math
-
 from ..engine import workload as engine_workload
 from ..engine.config import EngineConfig
 from ..engine.metrics import percentile
@@ -24,7 +22,7 @@ from ..engine.workload import Workload
 from ..schema import choice, integer, number, output, step
 from . import speculative as spec
 from .engine_defaults import vllm_max_num_batched_tokens, vllm_max_num_seqs
-from .memory import Footprint, budget, footprint, usable_bytes_per_gpu
+from .memory import budget, draft_budget, footprint, usable_bytes_per_gpu
 from .speculative_decoding import SCHEMA as STEP_SCHEMA
 from .speculative_decoding import _alpha, _drafter
 from .steptime import StepModel, deployment
@@ -76,13 +74,11 @@ SCHEMA = {
 
 
 def _pool_tokens(v: dict) -> int:
-    """The replica's KV pool in tokens; with a draft model, its weights out and its KV per token in."""
-    usable, tp, f = usable_bytes_per_gpu(v), v["num_gpus"], footprint(v)
-    mine = budget(f, usable, tp)
+    """The replica's KV pool in tokens; with a draft model, its weights out and its KV per token in
+    (memory.draft_budget)."""
     if v["drafter"] != "draft_model":
-        return mine.tokens
-    draft = budget(Footprint(v["draft_model"], f.weight_dtype, f.kv_dtype, None, f.state_dtype), usable, tp)
-    return math.floor(max(0.0, usable - mine.weights - draft.weights) / (mine.per_token + draft.per_token))
+        return budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"]).tokens
+    return draft_budget(v, v["num_gpus"])[1].tokens
 
 
 def _summary(r) -> dict:

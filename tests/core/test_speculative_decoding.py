@@ -244,3 +244,16 @@ def test_roofline_speculative_bound_is_a_ceiling_on_the_priced_step(drafter, bat
     )
     per_user = r["tokens_per_step"] / (r["speculative_tpot_s"] * r["tokens_per_step"])
     assert per_user <= roof["decode_tokens_per_s_per_user_speculative_upper_bound"] * (1 + 1e-9)
+
+
+def test_memory_calculator_charges_a_draft_model():
+    # the memory calculator's optional draft model: off changes nothing; on, the draft's weights per GPU are its
+    # own memory-calculator weights, and the sequences that fit are the step calculator's
+    base = dict(model="llama-3.1-70b", tensor_parallel=4, context_tokens=2048)
+    off = run("memory", base)
+    assert off["max_concurrent_sequences_with_draft"] == off["max_concurrent_sequences"]
+    on = run("memory", dict(base, speculative_draft="draft_model", draft_model="llama-3.1-8b"))
+    alone = run("memory", dict(base, model="llama-3.1-8b"))
+    assert on["draft_weight_bytes_per_gpu"] == alone["weight_bytes_per_gpu"]
+    assert on["max_concurrent_sequences_with_draft"] == calc(drafter="draft_model")["max_sequences_with_draft"]
+    assert on["max_concurrent_sequences"] == off["max_concurrent_sequences"]
