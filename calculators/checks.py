@@ -266,6 +266,7 @@ def accelerator_from_dict(d: dict, field: str = "hardware") -> Accelerator:
         ),
         scale_up_link_bandwidth_bytes_per_s=link,
         power_watts=_num(d, "power_watts", field, 1, 1e6, **opt),
+        shared_memory_per_sm_bytes=_num(d, "shared_memory_per_sm_bytes", field, 1024, 1 << 30, default=None),
         price_usd_per_hour=_num(d, "price_usd_per_hour", field, 0, 1e5, **opt),
         price_as_of=_text(d, "price_as_of", field),
         price_source=_text(d, "price_source", field),

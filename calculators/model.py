@@ -127,6 +127,8 @@ class Accelerator:
     scale_up_topology: str = ""  # one of SCALE_UP_TOPOLOGIES; "" = not stated (treated as switched)
     scale_up_link_bandwidth_bytes_per_s: float | None = None  # to ONE neighbour (mesh: one peer), per direction
     power_watts: float | None = None
+    # on-chip shared memory per SM (the SRAM one FlashAttention tile lives in), bytes; None = not sourced
+    shared_memory_per_sm_bytes: int | None = None
     price_usd_per_hour: float | None = None
     price_as_of: str = ""
     price_source: str = ""

@@ -38,6 +38,9 @@ def _options(choices: list[tuple[str, str]], selected) -> str:
     )
 
 
+TEXTAREA_CHARS = 10_000  # a text input longer than this is a textarea (a pasted startup log)
+
+
 def _control(spec: dict, value, fid: str, presets: dict, described: bool = True) -> str:
     # The error message is made by the page's script on the first error (and added to aria-describedby).
     common = f'id="{fid}" name="{_attr(spec["key"])}"' + (f' aria-describedby="{fid}-help"' if described else "")
@@ -56,6 +59,8 @@ def _control(spec: dict, value, fid: str, presets: dict, described: bool = True)
         return f"<select {common}>{_options([(c['value'], c['label']) for c in spec['choices']], value)}</select>"
     if t == "boolean":
         return f'<input type="checkbox" {common}{" checked" if value else ""}>'
+    if t == "text" and spec["max"] > TEXTAREA_CHARS:  # a pasted log keeps its lines
+        return f'<textarea rows="8" spellcheck="false" {common}>{escape(value)}</textarea>'
     if t == "text":
         return f'<input type="text" {common} value="{_attr(value)}">'
     mode = "numeric" if t == "integer" else "decimal"

@@ -25,7 +25,7 @@ export const dom = {
 };
 
 // ---- field errors ----------------------------------------------------------------------------
-export const controlOf = (field) => field.querySelector("input, select");
+export const controlOf = (field) => field.querySelector("input, select, textarea");
 
 // A field's error message, made on its first error (the build leaves it out to keep pages light)
 // and named in the control's aria-describedby so that screen readers read it with the field.

@@ -1,0 +1,424 @@
+"""Engine-faithful capacity: the memory calculator's startup accounting as a named engine version does it.
+
+The plain memory calculator (memory.py) applies one budget rule and divides by the KV bytes of a
+token. An engine does more, and differently by version; this mode follows it line by line, with every
+version's defaults and rules in data/engine_versions.toml (each with its file:line at the tag):
+
+  vLLM   requested  = gpu_memory_utilization × total device memory (torch's total)
+         available  = requested − weights − activation peak − non-torch − CUDA graphs (v0.21+ only)
+         groups     = one per attention type, split to a common layer count (hybrid and
+                      sliding-window models), padded; page = block_size × bytes per token per layer
+         num_blocks = ⌊available ÷ (group_size × page)⌋
+         concurrency = num_blocks ÷ Σ groups' blocks for one max_model_len request
+         "GPU KV cache size" = num_blocks ÷ groups × block_size (v0.19) or ⌊concurrency × max_model_len⌋
+  SGLang budget = free memory after the weights − memory before loading × (1 − mem_fraction_static)
+         max_total_num_tokens = ⌊budget ÷ cell_size⌋, floored to page_size; cell = KV bytes per token, all layers
+
+The activation peak, non-torch memory and CUDA-graph memory are not derivable from a config: they are
+fitted constants (said so beside each number), and a startup log's own figures replace them
+(calcs/startup_log.py). Hybrid models with linear-attention (Mamba, DeltaNet) layers are refused: their
+state pages follow rules this mode does not model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..catalog import entries
+from ..errors import InputError
+from ..formats import bytes_per_element
+from ..model import Model
+from ..params import weight_bytes
+from ..schema import (
+    accelerator_field,
+    choice,
+    dtype_field,
+    integer,
+    model_field,
+    number,
+    output,
+    step,
+)
+from .kv_cache import kv_bytes_per_token_per_layer, kv_fraction_per_gpu, layer_groups
+
+GIB = 2**30
+DATA = "engine_versions.toml"
+
+
+def versions() -> dict[str, dict]:
+    """Every engine version's rules, by id (engine_versions.toml, as written)."""
+    return {v["id"]: v for v in entries(DATA, "version")}
+
+
+def version(vid: str) -> dict:
+    try:
+        return versions()[vid]
+    except KeyError:
+        raise InputError("engine_version", f"unknown engine version {vid!r}; known: {', '.join(versions())}") from None
+
+
+def version_choices() -> list[tuple[str, str]]:
+    return [(v["id"], v["label"]) for v in versions().values()]
+
+
+def non_torch_bytes(ver: dict, tensor_parallel: int) -> float:
+    """Fitted non-torch memory per GPU at a TP degree (the nearest tabulated degree at or below it)."""
+    table = {int(k): v for k, v in ver["non_torch_gib"].items()}
+    key = max((t for t in table if t <= tensor_parallel), default=min(table))
+    return table[key] * GIB
+
+
+def activation_bytes(ver: dict, model: Model, max_num_batched_tokens: int) -> float:
+    """Fitted profiling-run activation peak: a × batched tokens ÷ 1,024 × hidden ÷ 4,096 GiB."""
+    return ver["activation_gib_per_ktoken"] * max_num_batched_tokens / 1024 * model.hidden_size / 4096 * GIB
+
+
+# ---- KV-cache groups and pages ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Group:
+    kind: str  # "full", "sliding" or "chunked"
+    layers: int  # real layers in this group (a padded group holds fewer than group_size)
+    cap_tokens: int | None  # the window or chunk; None for full attention
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How an engine lays one rank's KV out: groups of layers sharing a block table, one page per layer."""
+
+    per_layer_token: float  # bytes one token adds to one layer's cache on one rank
+    block_size: int
+    groups: tuple[Group, ...]
+    group_size: int  # layers per group, padding included
+
+    @property
+    def page_bytes(self) -> float:
+        return self.block_size * self.per_layer_token
+
+    @property
+    def bytes_per_block(self) -> float:
+        return self.group_size * self.page_bytes
+
+    @property
+    def padding_layers(self) -> int:
+        return len(self.groups) * self.group_size - sum(g.layers for g in self.groups)
+
+    @property
+    def bytes_per_token(self) -> float:
+        """KV bytes per token on one rank, every storing attention layer (the exact per-token cost)."""
+        return sum(g.layers for g in self.groups) * self.per_layer_token
+
+
+def _attention_only(model: Model) -> None:
+    if any(k in ("linear",) for k in model.layer_kinds):
+        raise InputError(
+            "model",
+            f"{model.name} has linear-attention (state-space) layers; the engine-faithful mode models "
+            "attention-only models (full, sliding-window, chunked and MLA)",
+        )
+
+
+def layout(model: Model, kv_dtype: str, tensor_parallel: int, block_size: int) -> Layout:
+    """vLLM's KV-cache groups (kv_cache_planning.py:416-556 at v0.33.0; the same rule at v0.19.0):
+    one bucket per attention type; group size = the smallest bucket's layer count, or the largest's when
+    that is under 1.5 × the smallest; each bucket split into ⌈layers ÷ group size⌉ groups (the last padded).
+    A model with one attention type is one group of every layer."""
+    _attention_only(model)
+    per_layer = kv_bytes_per_token_per_layer(model.attention, bytes_per_element(kv_dtype, "kv_dtype"))
+    per_layer *= kv_fraction_per_gpu(model, tensor_parallel)
+    buckets = layer_groups(model, storing=True)
+    smallest, largest = min(b.layers for b in buckets), max(b.layers for b in buckets)
+    size = largest if largest < smallest * 1.5 else smallest
+    groups = []
+    for b in buckets:
+        n = math.ceil(b.layers / size)
+        # layers[i::n] per group (kv_cache_planning.py:553-555): sizes differ by at most one
+        groups += [Group(b.kind, len(range(i, b.layers, n)), b.cap_tokens) for i in range(n)]
+    return Layout(per_layer, block_size, tuple(groups), size)
+
+
+def blocks_per_request(ver: dict, g: Group, block: int, max_model_len: int, max_num_batched_tokens: int) -> int:
+    """Blocks one request of max_model_len tokens takes from one group (kv_cache_interface.py)."""
+    if g.cap_tokens is None:
+        return math.ceil(max_model_len / block)
+    in_flight = ver.get("in_flight_batches", 1) * max_num_batched_tokens
+    if g.kind == "sliding":
+        tokens = min(g.cap_tokens - 1 + in_flight, max_model_len)
+        return math.ceil(tokens / block) + (1 if ver["sliding_extra_block"] else 0)
+    return math.ceil(min(g.cap_tokens + in_flight, max_model_len) / block)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    num_blocks: int
+    tokens: int  # the "GPU KV cache size" (vLLM) or max_total_num_tokens (SGLang) line
+    concurrency: float  # requests of max_model_len the pool holds
+    blocks_per_request: int
+
+
+def vllm_capacity(
+    ver: dict, lay: Layout, available: float, max_model_len: int, max_num_batched_tokens: int
+) -> Capacity:
+    blocks = max(0, int(available // lay.bytes_per_block))
+    per_request = sum(
+        blocks_per_request(ver, g, lay.block_size, max_model_len, max_num_batched_tokens) for g in lay.groups
+    )
+    concurrency = blocks / per_request
+    if ver["tokens_rule"] == "blocks_per_group":
+        tokens = blocks // len(lay.groups) * lay.block_size
+    else:
+        tokens = int(concurrency * max_model_len)
+    return Capacity(blocks, tokens, concurrency, per_request)
+
+
+def sglang_cell_bytes(model: Model, kv_dtype: str, tensor_parallel: int) -> float:
+    """SGLang's cell_size: KV bytes of one token over every attention layer on one rank
+    (pool_configurator.py:340-535); sliding-window layers counted as full (its SWA pool split is not modelled)."""
+    _attention_only(model)
+    per_layer = kv_bytes_per_token_per_layer(model.attention, bytes_per_element(kv_dtype, "kv_dtype"))
+    layers = sum(g.layers for g in layer_groups(model, storing=True))
+    return per_layer * kv_fraction_per_gpu(model, tensor_parallel) * layers
+
+
+def sglang_capacity(cell: float, budget: float, page_size: int, context_len: int) -> Capacity:
+    tokens = max(0, int(budget // cell)) // page_size * page_size
+    return Capacity(tokens // page_size, tokens, tokens / context_len, math.ceil(context_len / page_size))
+
+
+# ---- the forward accounting (no log) -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Accounting:
+    total: float  # device memory as torch sees it
+    requested: float  # what the engine may use (vLLM) or its static share (SGLang)
+    weights: float
+    activation: float
+    non_torch: float
+    cudagraph: float
+    available: float  # the KV budget
+
+
+def accounting(v: dict, ver: dict) -> Accounting:
+    m, tp = v["model"], v["tensor_parallel"]
+    total = v["device_memory_gib"] * GIB if v.get("device_memory_gib") else v["hardware"].memory_bytes
+    weights = v["weights_gib"] * GIB if v.get("weights_gib") else weight_bytes(m, v["weight_dtype"]) / tp
+    if ver["engine"] == "sglang":
+        mfs = v["mem_fraction_static"] or ver["mem_fraction_static"]
+        requested = mfs * total
+        return Accounting(total, requested, weights, 0.0, 0.0, 0.0, max(0.0, requested - weights))
+    util = v["gpu_memory_utilization"] or ver["gpu_memory_utilization"]
+    requested = util * total
+    act = (
+        v["activation_gib"] * GIB
+        if v.get("activation_gib", -1) >= 0
+        else activation_bytes(ver, m, v["max_num_batched_tokens"])
+    )
+    non_torch = v["non_torch_gib"] * GIB if v.get("non_torch_gib", -1) >= 0 else non_torch_bytes(ver, tp)
+    graphs = ver["cudagraph_gib"] * GIB if ver["cudagraph_in_budget"] else 0.0
+    available = requested - weights - act - non_torch - graphs
+    return Accounting(total, requested, weights, act, non_torch, graphs, available)
+
+
+TOKENS_RULE = {
+    "blocks_per_group": "blocks ÷ groups × block size",
+    "concurrency_x_len": "⌊concurrency × max_model_len⌋",
+}
+
+# ---- the calculator ------------------------------------------------------------------------------
+
+SCHEMA = {
+    "name": "engine_capacity",
+    "title": "Engine-faithful KV capacity, by engine version",
+    "description": (
+        "The startup accounting of a named vLLM or SGLang release, line by line: memory the engine may use, "
+        "weights, activation peak, non-torch and CUDA-graph memory, the KV budget, the KV-cache groups and pages, "
+        "and the lines the engine prints: GPU KV cache size, maximum concurrency, max_total_num_tokens. "
+        "Activation, non-torch and CUDA-graph memory are fitted constants, not derived."
+    ),
+    "inputs": [
+        choice("engine_version", "Engine version", "vllm-0.33.0", version_choices()),
+        model_field(default="llama-3.1-8b"),
+        accelerator_field(default="h100-sxm"),
+        dtype_field("weight_dtype", "Weight format", "bf16"),
+        dtype_field("kv_dtype", "KV-cache format", "bf16"),
+        integer("tensor_parallel", "Tensor-parallel GPUs", 1, 1, 64, "GPUs"),
+        integer("max_model_len", "max_model_len (SGLang context_len)", 32768, 16, 10_000_000, "tokens"),
+        integer("max_num_batched_tokens", "max_num_batched_tokens", 8192, 16, 1_000_000, "tokens"),
+        integer("block_size", "Block size (SGLang page_size)", 16, 1, 1024, "tokens"),
+        number(
+            "gpu_memory_utilization",
+            "vLLM gpu_memory_utilization (0 = the version's default)",
+            0.0,
+            0.0,
+            1.0,
+            "",
+            step=0.01,
+        ),
+        number(
+            "mem_fraction_static",
+            "SGLang mem_fraction_static (0 = 0.88)",
+            0.0,
+            0.0,
+            1.0,
+            "",
+            "SGLang picks its own when unset (arg_groups/memory_hook.py:281-327 at v0.5.23); give the value its "
+            "log prints.",
+            0.01,
+        ),
+        number("device_memory_gib", "Device memory as reported (0 = catalogue)", 0.0, 0.0, 4096.0, "GiB"),
+        number("weights_gib", "Weights per GPU as loaded (0 = from the model)", 0.0, 0.0, 4096.0, "GiB"),
+        number("activation_gib", "Activation peak (−1 = fitted rule)", -1.0, -1.0, 1024.0, "GiB"),
+        number("non_torch_gib", "Non-torch memory (−1 = fitted rule)", -1.0, -1.0, 1024.0, "GiB"),
+    ],
+    "outputs": [
+        output("requested_bytes", "Memory the engine may use per GPU", "B", "bytes"),
+        output("weight_bytes", "Weights per GPU", "B", "bytes"),
+        output("activation_bytes", "Activation peak (fitted)", "B", "bytes"),
+        output("non_torch_bytes", "Non-torch memory (fitted)", "B", "bytes"),
+        output("cudagraph_bytes", "CUDA-graph memory in the budget (fitted)", "B", "bytes"),
+        output("available_bytes", "KV budget per GPU (Available KV cache memory)", "B", "bytes"),
+        output("kv_bytes_per_token", "KV bytes per token per GPU", "B", "integer"),
+        output("kv_groups", "KV-cache groups", "groups", "integer"),
+        output("padding_layers", "Padding layers", "layers", "integer"),
+        output("num_blocks", "KV blocks (pages)", "blocks", "integer"),
+        output("kv_tokens", "GPU KV cache size / max_total_num_tokens", "tokens", "integer"),
+        output("max_concurrency", "Maximum concurrency at max_model_len", "×", "number"),
+    ],
+}
+
+
+def cite(ver: dict, key: str) -> str:
+    """The file:line a rule comes from (the first word of its source in engine_versions.toml), with the tag."""
+    return f"{ver['label']} {ver['sources'][key].split(' ')[0].rstrip(':')}"
+
+
+def _derive_sglang(v: dict, ver: dict, acc: Accounting) -> dict:
+    cell = sglang_cell_bytes(v["model"], v["kv_dtype"], v["tensor_parallel"])
+    cap = sglang_capacity(cell, acc.available, v["block_size"], v["max_model_len"])
+    steps = [
+        step(
+            "KV bytes per token (cell_size)",
+            "KV heads per rank × head dim × 2 × layers × bytes; " + cite(ver, "cell_size"),
+            "{}",
+            [(cell, "B")],
+            cell,
+            "B",
+        ),
+        step(
+            "max_total_num_tokens",
+            "⌊budget ÷ cell⌋ to a page multiple; " + cite(ver, "tokens"),
+            "⌊{} ÷ {}⌋ floored to {}",
+            [(acc.available, "B"), (cell, "B"), v["block_size"]],
+            cap.tokens,
+            "tokens",
+        ),
+    ]
+    return {"capacity": cap, "groups": 1, "padding": 0, "per_token": cell, "steps": steps}
+
+
+def _derive_vllm(v: dict, ver: dict, acc: Accounting) -> dict:
+    lay = layout(v["model"], v["kv_dtype"], v["tensor_parallel"], v["block_size"])
+    cap = vllm_capacity(ver, lay, acc.available, v["max_model_len"], v["max_num_batched_tokens"])
+    per_block = "group size × block size × bytes per token per layer; " + cite(ver, "num_blocks")
+    per_request = "blocks ÷ Σ groups' blocks per max_model_len request; " + cite(ver, "concurrency")
+    tokens_rule = TOKENS_RULE[ver["tokens_rule"]] + "; " + cite(ver, "tokens")
+    steps = [
+        step(
+            "Bytes per block",
+            per_block,
+            "{} layers × {} tokens × {}",
+            [lay.group_size, lay.block_size, (lay.per_layer_token, "B")],
+            lay.bytes_per_block,
+            "B",
+        ),
+        step(
+            "KV blocks",
+            "⌊available ÷ bytes per block⌋",
+            "⌊{} ÷ {}⌋",
+            [(acc.available, "B"), (lay.bytes_per_block, "B")],
+            cap.num_blocks,
+            "blocks",
+        ),
+        step(
+            "Maximum concurrency",
+            per_request,
+            "{} ÷ {}",
+            [cap.num_blocks, cap.blocks_per_request],
+            cap.concurrency,
+            "×",
+        ),
+        step("GPU KV cache size", tokens_rule, "{}", [cap.tokens], cap.tokens, "tokens"),
+    ]
+    groups, padding = len(lay.groups), lay.padding_layers
+    return {"capacity": cap, "groups": groups, "padding": padding, "per_token": lay.bytes_per_token, "steps": steps}
+
+
+def derive(v: dict, ver: dict, acc: Accounting) -> dict:
+    """Capacity and its derivation steps from an accounting."""
+    return _derive_sglang(v, ver, acc) if ver["engine"] == "sglang" else _derive_vllm(v, ver, acc)
+
+
+def _accounting_steps(ver: dict, acc: Accounting) -> list[dict]:
+    if ver["engine"] == "sglang":
+        return [
+            step(
+                "KV budget per GPU",
+                "mem_fraction_static × memory − weights; " + cite(ver, "budget"),
+                "{} − {}",
+                [(acc.requested, "B"), (acc.weights, "B")],
+                acc.available,
+                "B",
+            )
+        ]
+    return [
+        step(
+            "KV budget per GPU (Available KV cache memory)",
+            "requested − weights − activation − non-torch − CUDA graphs; " + cite(ver, "budget"),
+            "{} − {} − {} (fitted) − {} (fitted) − {} (fitted)",
+            [
+                (acc.requested, "B"),
+                (acc.weights, "B"),
+                (acc.activation, "B"),
+                (acc.non_torch, "B"),
+                (acc.cudagraph, "B"),
+            ],
+            acc.available,
+            "B",
+        )
+    ]
+
+
+def compute(v: dict) -> dict:
+    ver = version(v["engine_version"])
+    acc = accounting(v, ver)
+    d = derive(v, ver, acc)
+    cap = d["capacity"]
+    notes = [
+        "Activation peak, non-torch and CUDA-graph memory are fitted constants (engine_versions.toml), "
+        "not derived: paste a startup log to use its own figures."
+    ]
+    if ver["engine"] == "vllm" and not ver["cudagraph_in_budget"]:
+        notes.append(f"{ver['label']} captures CUDA graphs after sizing the KV cache: they are not in this budget.")
+    if d["padding"]:
+        notes.append(f"{d['groups']} KV-cache groups with {d['padding']} padding layers (hybrid attention).")
+    if acc.available <= 0:
+        notes.append("no memory is left for the KV cache: the engine would refuse to start")
+    return {
+        "requested_bytes": acc.requested,
+        "weight_bytes": acc.weights,
+        "activation_bytes": acc.activation,
+        "non_torch_bytes": acc.non_torch,
+        "cudagraph_bytes": acc.cudagraph,
+        "available_bytes": acc.available,
+        "kv_bytes_per_token": d["per_token"],
+        "kv_groups": d["groups"],
+        "padding_layers": d["padding"],
+        "num_blocks": cap.num_blocks,
+        "kv_tokens": cap.tokens,
+        "max_concurrency": cap.concurrency,
+        "notes": notes,
+        "derivation": _accounting_steps(ver, acc) + d["steps"],
+    }

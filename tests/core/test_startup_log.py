@@ -1,0 +1,233 @@
+"""Engine-faithful capacity (calcs/engine_capacity.py) and paste-your-log (calcs/startup_log.py).
+
+Each fixture in tests/fixtures/startup_logs is a startup log quoted in a public thread (fixtures.toml
+names the thread, the engine as the thread states it, the model, TP and formats, and which inputs come
+from the log). For every one the core re-derives the log's KV tokens and maximum concurrency within 5%
+from the log's own budget, and its KV bytes per token are exact: the log's budget equals tokens × the
+core's bytes per token to the log's printing precision (0.01 GiB, plus the block the floor drops).
+"""
+
+import math
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from calculators import run
+from calculators.calcs.engine_capacity import GIB, layout, version, versions, vllm_capacity
+from calculators.calcs.startup_log import parse
+from calculators.errors import InputError
+
+HERE = Path(__file__).parent.parent / "fixtures" / "startup_logs"
+FIXTURES = tomllib.loads((HERE / "fixtures.toml").read_text())["log"]
+
+
+def _inputs(fx: dict) -> dict:
+    v = {
+        "log": (HERE / f"{fx['name']}.log").read_text(),
+        "model": fx["config"] if fx["model"] == "config" else fx["model"],
+        "tensor_parallel": fx["tp"],
+        "engine_version": fx["rules"],
+    }
+    if "kv_dtype" in fx:
+        v["kv_dtype"] = fx["kv_dtype"]
+    return v
+
+
+def test_enough_fixtures_across_models_tp_and_formats():
+    assert len(FIXTURES) >= 9
+    assert len({f["model"] if f["model"] != "config" else f["config_source"] for f in FIXTURES}) >= 7
+    assert {f["tp"] for f in FIXTURES} >= {1, 4, 8}
+    assert any("FP8" in f["kv"] for f in FIXTURES) and any("FP8" in f["weights"] for f in FIXTURES)
+    assert any(f["model"] == "gpt-oss-120b" for f in FIXTURES)  # sliding-window layers
+    assert any(f["model"].startswith("deepseek") for f in FIXTURES)  # MLA
+    for f in FIXTURES:
+        assert f["source"].startswith("https://github.com/") and f["from_log"] and f["engine"]
+        assert (HERE / f"{f['name']}.log").exists()
+
+
+@pytest.mark.parametrize("fx", FIXTURES, ids=[f["name"] for f in FIXTURES])
+def test_log_lines_rederived_within_five_percent(fx):
+    r = run("startup_log", _inputs(fx))
+    log, core = r["log_kv_tokens"], r["core_kv_tokens"]
+    assert log >= 0
+    if log == 0:
+        assert core == 0
+    else:
+        assert core == pytest.approx(log, rel=0.05)
+    if r["log_concurrency"] >= 0:
+        # the log prints two decimals: within 5%, or within its rounding for a near-zero value
+        assert abs(r["core_concurrency"] - r["log_concurrency"]) <= max(0.05 * r["log_concurrency"], 0.005)
+
+
+@pytest.mark.parametrize("fx", [f for f in FIXTURES if "negative" not in f["name"]], ids=lambda f: f["name"])
+def test_kv_bytes_per_token_exact_to_the_logs_precision(fx):
+    r = run("startup_log", _inputs(fx))
+    budget, tokens, per_token = r["kv_budget_bytes"], r["log_kv_tokens"], r["kv_bytes_per_token"]
+    # The budget is printed to 0.01 GiB (±0.005) and the pool floors to whole blocks (≤ 1 block per group
+    # of 16 tokens × 2 groups at most): a bytes-per-token off by one layer in 36 would miss by ≥ 2.7%.
+    slack = 0.005 * GIB + 2 * 16 * per_token + 0.0002 * budget
+    if fx["name"].startswith("vllm") and fx["tp"] > 1:
+        # vLLM sizes every rank to the smallest rank's blocks (kv_cache_planning.py:1580-1585 at v0.33.0) and
+        # logs one rank's budget: the other ranks' free memory is not in the log, so 2% here
+        slack = 0.02 * budget
+    assert abs(tokens * per_token - budget) <= slack, (tokens * per_token, budget)
+
+
+def test_kv_bytes_per_token_by_hand():
+    # Llama 3.1 8B: 32 layers × 8 KV heads × 128 × 2 (K, V) × 2 B = 131,072 B
+    r = run("engine_capacity", {"model": "llama-3.1-8b"})
+    assert r["kv_bytes_per_token"] == 131_072
+    # Qwen3-235B-A22B at TP 4: 4 KV heads → 1 per rank: 94 × 1 × 128 × 2 × 2 = 48,128 B
+    r = run("engine_capacity", {"model": "qwen3-235b-a22b", "tensor_parallel": 4, "weight_dtype": "fp8"})
+    assert r["kv_bytes_per_token"] == 48_128
+    # DeepSeek-V3 MLA: (512 + 64) × 61 layers × 2 B, not split by TP
+    r = run("engine_capacity", {"model": "deepseek-v3", "tensor_parallel": 8, "hardware": "h200"})
+    assert r["kv_bytes_per_token"] == 576 * 61 * 2
+
+
+def test_vllm_blocks_and_tokens_by_hand():
+    # 3.81 GiB ÷ (32 layers × 16 tokens × 4,096 B) = 1,950 blocks; v0.19: 1,950 × 16 = 31,200 tokens
+    lay = layout(run_model("llama-3.1-8b"), "bf16", 1, 16)
+    assert lay.bytes_per_block == 32 * 16 * 4096
+    cap = vllm_capacity(version("vllm-0.19.0"), lay, 3.81 * GIB, 20000, 8192)
+    assert (cap.num_blocks, cap.tokens) == (1950, 31200)
+    assert cap.concurrency == pytest.approx(1950 / math.ceil(20000 / 16))
+    # v0.33.0 prints ⌊concurrency × max_model_len⌋: 1,950 ÷ 1,250 × 20,000
+    assert vllm_capacity(version("vllm-0.33.0"), lay, 3.81 * GIB, 20000, 8192).tokens == 31200
+
+
+def run_model(mid):
+    from calculators.resolve import resolve_model
+
+    return resolve_model(mid)
+
+
+def test_hybrid_groups_and_padding():
+    # Gemma 3 27B: 52 sliding + 10 full layers → group size 10 (52 ≥ 1.5 × 10): 6 sliding groups
+    # (8 padding layers) + 1 full group (kv_cache_planning.py:416-556 at v0.33.0)
+    lay = layout(run_model("gemma-3-27b"), "bf16", 1, 16)
+    assert (len(lay.groups), lay.group_size, lay.padding_layers) == (7, 10, 8)
+    # gpt-oss-120b: 18 sliding + 18 full → 2 groups of 18, no padding
+    lay = layout(run_model("gpt-oss-120b"), "bf16", 1, 16)
+    assert (len(lay.groups), lay.group_size, lay.padding_layers) == (2, 18, 0)
+
+
+def test_version_switch_changes_the_tokens_line_for_hybrid_models():
+    fx = next(f for f in FIXTURES if f["name"] == "vllm-gpt-oss-120b-tp1")
+    v = _inputs(fx)
+    old = run("startup_log", {**v, "engine_version": "vllm-0.19.0"})
+    new = run("startup_log", {**v, "engine_version": "vllm-0.33.0"})
+    assert old["core_kv_tokens"] == pytest.approx(78_384, rel=0.01)
+    assert new["core_kv_tokens"] > 1.5 * old["core_kv_tokens"]  # ⌊C × max_model_len⌋ counts window blocks once
+    assert any("v0.19.0's rules" in n for n in new["notes"])
+
+
+def test_cudagraph_in_budget_only_from_v021():
+    assert version("vllm-0.33.0")["cudagraph_in_budget"] and not version("vllm-0.19.0")["cudagraph_in_budget"]
+    new = run("engine_capacity", {"engine_version": "vllm-0.33.0", "gpu_memory_utilization": 0.9})
+    old = run("engine_capacity", {"engine_version": "vllm-0.19.0", "gpu_memory_utilization": 0.9})
+    assert old["available_bytes"] - new["available_bytes"] == pytest.approx(new["cudagraph_bytes"])
+    assert old["cudagraph_bytes"] == 0
+
+
+def test_every_version_names_its_sources():
+    for v in versions().values():
+        assert v["engine"] in ("vllm", "sglang")
+        for key in ("budget", "tokens"):
+            assert ":" in v["sources"][key].split(" ")[0], (v["id"], key)
+
+
+def test_sglang_budget_from_avail_mem_lines():
+    # budget = avail after weights − before × (1 − mfs) (kv_cache_configurator.py:2990-3007 at v0.5.23)
+    log = (
+        "server_args=ServerArgs(mem_fraction_static=0.9, tp_size=1, page_size=1)\n"
+        "Load weight begin. avail mem=78.00 GB\n"
+        "Load weight end. elapsed=3.1 s, type=LlamaForCausalLM, avail mem=63.00 GB, mem usage=15.00 GB.\n"
+        "max_total_num_tokens=425984, chunked_prefill_size=8192, context_len=131072\n"
+    )
+    r = run("startup_log", {"log": log, "model": "llama-3.1-8b"})
+    budget = (63.0 - 78.0 * 0.1) * GIB
+    assert r["kv_budget_bytes"] == pytest.approx(budget)
+    assert r["core_kv_tokens"] == int(budget // 131072)
+
+
+def test_parse_reads_both_engines():
+    f = parse("INFO Initializing a V1 LLM engine (v0.10.1) with config: tensor_parallel_size=2, kv_cache_dtype=fp8")
+    assert (f["engine"], f["version"], f["tp"], f["kv_dtype"]) == ("vllm", "0.10.1", 2, "fp8")
+    f = parse(
+        "INFO [kv_cache_utils.py:2324] GPU KV cache size: 268,560 tokens, Maximum concurrency for 2,048 tokens per "
+        "request: 131.13x ... Current kv cache memory in use is 36.88 GiB."
+    )  # the one-line format of late-2026 vLLM (vLLM PR #57047's log)
+    assert (f["tokens"], f["max_len"], f["concurrency"], f["available"]) == (268560, 2048, 131.13, 36.88)
+    f = parse("[TP0] KV Cache is allocated. #tokens: 1000, K size: 1.00 GB, V size: 1.00 GB")
+    assert (f["engine"], f["pool_tokens"], f["k_size"], f["v_size"]) == ("sglang", 1000, 1.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    "log, missing",
+    [
+        ("", "paste"),
+        ("INFO Loading weights took 3.2 seconds\nINFO Model loading took 14.99 GiB", "GPU KV cache size"),
+        ("GPU KV cache size: 42,656 tokens", "Available KV cache memory"),
+        ("Load weight end. avail mem=20.0 GB, mem usage=15.0 GB.", "KV Cache is allocated"),
+        ("max_total_num_tokens=1000\nLoad weight end. avail mem=20.0 GB, mem usage=15.0 GB.", "mem_fraction_static"),
+    ],
+)
+def test_damaged_logs_name_what_is_missing(log, missing):
+    with pytest.raises(InputError, match=missing) as e:
+        run("startup_log", {"log": log})
+    assert e.value.field == "log"
+
+
+def test_state_space_models_refused_naming_the_field():
+    with pytest.raises(InputError) as e:
+        run("engine_capacity", {"model": "qwen3-next-80b-a3b"})
+    assert e.value.field == "model"
+
+
+def test_sglang_static_fraction_rule_matches_a_published_budget():
+    # SGLang PR #18263's log prints the budget before its AITER change: avail mem 230.20 GB after the
+    # weights, mem usage 56.98 GB, mem_fraction_static 0.911 → "initial available_bytes ... 204.63 GB".
+    # The rule (kv_cache_configurator.py:2990-3007 at v0.5.23): free − (free + weights) × (1 − mfs).
+    before = 230.20 + 56.98
+    assert 230.20 - before * (1 - 0.911) == pytest.approx(204.63, abs=0.02)  # both inputs printed to 0.01
+
+
+@pytest.mark.parametrize(
+    "log_figures, kv_gib",
+    [
+        # vLLM #10517 (V0): 23.58 GiB × 0.90 − 14.9888 weights − (17.06 − 14.9888) activation − 0.35 non-torch
+        (
+            {
+                "device_memory_gib": 23.58,
+                "gpu_memory_utilization": 0.9,
+                "weights_gib": 14.9888,
+                "activation_gib": 17.06 - 14.9888,
+                "non_torch_gib": 0.35,
+            },
+            3.81,
+        ),
+        # vLLM #13882 (V0): 8.00 × 0.70 − 5.20 − 1.42 − 0.03 = −1.05 GiB ("the rest ... is -1.05GiB")
+        (
+            {
+                "device_memory_gib": 8.0,
+                "gpu_memory_utilization": 0.7,
+                "weights_gib": 5.20,
+                "activation_gib": 1.42,
+                "non_torch_gib": 0.03,
+            },
+            -1.05,
+        ),
+    ],
+)
+def test_vllm_budget_rule_with_the_logs_own_figures(log_figures, kv_gib):
+    r = run("engine_capacity", {"engine_version": "vllm-0.19.0", "model": "llama-3.1-8b", **log_figures})
+    assert r["available_bytes"] / GIB == pytest.approx(kv_gib, abs=0.006)  # the logs print 0.01 GiB
+
+
+def test_fitted_activation_rule_on_the_logs_it_was_fitted_to():
+    # a = 0.105 GiB per 1,024 batched tokens at hidden 4,096: #10517's 2.07 GiB at 20,000 and 2.99 GiB at 29,000
+    for tokens, peak in ((20000, 17.06 - 14.9888), (29000, 17.98 - 14.9888)):
+        v = {"engine_version": "vllm-0.19.0", "model": "llama-3.1-8b", "max_num_batched_tokens": tokens}
+        assert run("engine_capacity", v)["activation_bytes"] / GIB == pytest.approx(peak, rel=0.03)
