@@ -12,8 +12,9 @@ efficiencies); EAGLE-style heads priced as one decoder layer of the target plus 
 2503.01840 §3.2: "a Transformer decoder layer"; §3.1: its output goes into the LM head), an assumption that
 tests/core/test_speculative.py checks against EAGLE-3's Table 1; heads at a cost ratio c the reader gives (Medusa,
 MTP); or n-gram lookup, free. A tree (EAGLE-2/3, Medusa) verifies its tokens + 1 per sequence after k draft levels.
-Assumptions are speculative.py's: drafting and verification in series on the target's GPUs, no sampling,
-scheduling or launch overhead, acceptance independent of the batch.
+Assumptions are speculative.py's: drafting and verification in series on the target's GPUs, no sampling or
+scheduling overhead, launch overhead as the deployment's step_overhead sets it (overhead.py: a verification step
+above vLLM's largest CUDA-graph size runs eager), acceptance independent of the batch.
 """
 
 from __future__ import annotations
@@ -115,7 +116,9 @@ SCHEMA = {
         "(or the tree's tokens + 1), each max(bytes ÷ bandwidth, FLOPs ÷ peak) with the efficiencies. "
         "Speedup = tokens per second per sequence against plain decoding at the same batch. "
         "Assumptions: acceptance i.i.d. and independent of the batch; drafting and verification one "
-        "after the other on the target's GPUs; no sampling, scheduling or launch overhead; an EAGLE "
+        "after the other on the target's GPUs; launch overhead as the Per-step overhead field sets it (with "
+        "CUDA graphs, a verification step above vLLM's largest captured size, 512 tokens on an H100, runs "
+        "eager); no sampling or scheduling overhead; an EAGLE "
         "head costs one decoder layer plus the LM head; a draft model shares the target's formats, "
         "efficiencies and GPUs, and its weights and KV come out of the KV budget (heads' are not "
         "charged)."
@@ -271,9 +274,14 @@ def _curve(target, drafter, v: dict, alpha: float, break_even: int | None) -> di
 
 DERIVATION = (  # label, formula, template, unit: one row a step
     ("Tokens kept per step", "E = (1 − α^(k+1)) ÷ (1 − α)", "(1 − {}^({} + 1)) ÷ (1 − {})", "tokens"),
-    ("Plain decode step", "max(memory, compute) at batch B, 1 token each", "B = {}, context {}", "s"),
+    ("Plain decode step", "max(memory, compute) + launch overhead, batch B, 1 token each", "B = {}, context {}", "s"),
     ("Drafting", "k draft steps of c × plain step each", "{} × {} × {}", "s"),
-    ("Verification", "max(memory, compute) with B × tokens verified", "max({}, {}), {} tokens each", "s"),
+    (
+        "Verification",
+        "max(memory, compute) + launch overhead, B × tokens verified",
+        "max({}, {}) + {}, {} tokens each",
+        "s",
+    ),
     ("Speedup", "E × plain step ÷ (drafting + verification)", "{} × {} ÷ ({} + {})", "×"),
     ("Tokens/s per GPU, speculative", "B × E ÷ step time ÷ N_gpu", "{} × {} ÷ {} ÷ {}", "tokens/s"),
     (
@@ -292,7 +300,15 @@ def _derivation(v, dep, s: spec.SpeculativeStep, alpha, c, out) -> list[dict]:
         ([alpha, k, alpha], s.tokens_per_step),
         ([batch, (v["context_tokens"], "tokens")], s.plain.time_s),
         ([k, c, plain], s.draft_time_s),
-        ([(verify.memory_time_s, "s"), (verify.compute_time_s, "s"), (v["tree_tokens"] or k) + 1], verify.time_s),
+        (
+            [
+                (verify.memory_time_s, "s"),
+                (verify.compute_time_s, "s"),
+                (verify.overhead_s, "s"),
+                (v["tree_tokens"] or k) + 1,
+            ],
+            verify.time_s,
+        ),
         ([s.tokens_per_step, plain, (s.draft_time_s, "s"), (verify.time_s, "s")], s.speedup),
         ([batch, s.tokens_per_step, (s.time_s, "s"), n], s.tokens_per_s_per_gpu),
         (
