@@ -19,6 +19,7 @@ above vLLM's largest CUDA-graph size runs eager), acceptance independent of the 
 
 from __future__ import annotations
 
+from ..errors import InputError
 from ..params import active_params, lm_head_params
 from ..schema import choice, integer, model_field, number, output, series, step
 from . import speculative as spec
@@ -235,7 +236,7 @@ def _step(target, drafter, v: dict, batch: int, alpha: float) -> spec.Speculativ
     k, context = v["draft_tokens"], v["context_tokens"]
     if v["tree_tokens"]:
         return spec.tree_step(
-            target, drafter, batch, context, spec.expected_tokens_per_step(alpha, k), k, max(v["tree_tokens"], k)
+            target, drafter, batch, context, spec.expected_tokens_per_step(alpha, k), k, v["tree_tokens"]
         )
     return spec.speculative_step(target, drafter, batch, context, alpha, k)
 
@@ -361,6 +362,11 @@ def _outputs(v, dep, target, drafter, s: spec.SpeculativeStep, alpha: float) -> 
 
 
 def compute(v: dict) -> dict:
+    if 0 < v["tree_tokens"] < v["draft_tokens"]:
+        raise InputError(
+            "tree_tokens",
+            f"a tree of depth k = {v['draft_tokens']} holds at least {v['draft_tokens']} tokens (0 for a chain of k)",
+        )
     dep = deployment(v)
     target = StepModel(dep)
     drafter, alpha = _drafter(v, target), _alpha(v)

@@ -257,3 +257,11 @@ def test_memory_calculator_charges_a_draft_model():
     assert on["draft_weight_bytes_per_gpu"] == alone["weight_bytes_per_gpu"]
     assert on["max_concurrent_sequences_with_draft"] == calc(drafter="draft_model")["max_sequences_with_draft"]
     assert on["max_concurrent_sequences"] == off["max_concurrent_sequences"]
+
+
+def test_a_tree_smaller_than_its_depth_is_refused():
+    # A tree of depth k has at least one token per level; 0 < tree_tokens < k used to be read silently as a chain.
+    with pytest.raises(InputError) as e:
+        calc(draft_tokens=3, tree_tokens=2)
+    assert e.value.field == "tree_tokens"
+    assert calc(draft_tokens=3, tree_tokens=3)["speedup"] == pytest.approx(calc(draft_tokens=3)["speedup"])
