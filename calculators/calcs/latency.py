@@ -15,7 +15,8 @@ from __future__ import annotations
 from ..schema import choice, integer, number, output, series, step
 from .engine_defaults import vllm_max_num_batched_tokens
 from .deployment import deployment_fields, efficiency_steps, time_step
-from .steptime import decode_step, deployment, prefill_step
+from .speculative_decoding import speculation_fields, speculative_decode
+from .steptime import StepModel, decode_step, deployment, prefill_step
 
 BATCHES = tuple(2 ** k for k in range(11))
 BUDGET_RULES = [("none", "None: every prompt in one pass"),
@@ -54,19 +55,23 @@ def token_budget(v: dict, accelerator) -> int | None:
 
 
 def batch_latency(dep, batch: int, input_tokens: int, output_tokens: int, queueing_s: float,
-                  budget: int | None = None) -> dict:
+                  budget: int | None = None, v: dict | None = None) -> dict:
     """Times for `batch` requests that arrive together, are prefilled in order (within the token budget)
-    and decode together once every prompt is in."""
+    and decode together once every prompt is in. With speculation on in `v` (speculation_fields), TPOT is
+    a speculative step ÷ the tokens it keeps (Part 11)."""
     plan = prefill_schedule(dep, batch, input_tokens, budget)
     prefill = prefill_step(dep, [input_tokens] * batch)
-    decode = decode_step(dep, batch, input_tokens + output_tokens / 2)
+    context = input_tokens + output_tokens / 2
+    decode = decode_step(dep, batch, context)
+    spec = speculative_decode(StepModel(dep), v, batch, context) if v else None
+    tpot = decode.time_s if spec is None else spec.time_s / spec.tokens_per_step
     ttft = queueing_s + plan["total_s"]
-    e2e = ttft + decode.time_s * (output_tokens - 1)
-    return {"prefill": prefill, "decode": decode, "ttft_s": ttft, "tpot_s": decode.time_s, "e2e_s": e2e,
+    e2e = ttft + tpot * (output_tokens - 1)
+    return {"prefill": prefill, "decode": decode, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "spec": spec,
             "ttft_first_s": queueing_s + plan["first_s"], "prefill_steps": plan["steps"],
             "prefill_total_s": plan["total_s"],
             "tokens_per_s_per_gpu": batch * output_tokens / e2e / dep.num_gpus,
-            "decode_tokens_per_s_per_gpu": batch / decode.time_s / dep.num_gpus}
+            "decode_tokens_per_s_per_gpu": batch / tpot / dep.num_gpus}
 
 
 SCHEMA = {
@@ -86,7 +91,7 @@ SCHEMA = {
                "vLLM V1's max_num_batched_tokens for the API server (vllm/engine/arg_utils.py, v0.33.0): 16,384 on "
                "GPUs with at least 160 GiB; 8,192 with at least 70 GiB other than A100; 2,048 otherwise."),
         integer("max_num_batched_tokens", "Token budget (when set)", 8192, 1, 10_000_000, "tokens"),
-    ],
+    ] + speculation_fields(),
     "outputs": [
         output("ttft_s", "Time to first token (last request of the batch)", "s", "seconds"),
         output("ttft_first_s", "Time to first token, first request of the batch", "s", "seconds"),
@@ -103,7 +108,7 @@ SCHEMA = {
 
 def _curve(dep, v, budget) -> dict:
     batches = sorted(set(BATCHES) | {v["batch_size"]})
-    rows = [batch_latency(dep, b, v["input_tokens"], v["output_tokens"], v["queueing_s"], budget) for b in batches]
+    rows = [batch_latency(dep, b, v["input_tokens"], v["output_tokens"], v["queueing_s"], budget, v) for b in batches]
     out = series("Throughput vs latency across batch sizes", "Output tokens/s per GPU", "tokens/s",
                  [r["tokens_per_s_per_gpu"] for r in rows],
                  [("end-to-end latency", "s", [r["e2e_s"] for r in rows]),
@@ -124,7 +129,10 @@ def _steps(v: dict, r: dict, budget: int | None) -> list[dict]:
              r["ttft_s"], "s"),
         step("TTFT, first request", "queueing + first prefill step", "{} + {}",
              [queueing, (r["ttft_first_s"] - v["queueing_s"], "s")], r["ttft_first_s"], "s"),
-        time_step(dec, "TPOT", "decode step at context T_in + T_out ÷ 2"),
+        time_step(dec, "TPOT", "decode step at context T_in + T_out ÷ 2") if r["spec"] is None else
+        step("TPOT, speculative", "(k draft steps + verification of k + 1 tokens) ÷ E[tokens kept]",
+             "({} + {}) ÷ {}", [(r["spec"].draft_time_s, "s"), (r["spec"].verify.time_s, "s"),
+                               r["spec"].tokens_per_step], r["tpot_s"], "s"),
         step("End-to-end latency", "TTFT + TPOT × (T_out − 1)", "{} + {} × {}",
              [(r["ttft_s"], "s"), (r["tpot_s"], "s"), v["output_tokens"] - 1], r["e2e_s"], "s"),
     ]
@@ -133,7 +141,7 @@ def _steps(v: dict, r: dict, budget: int | None) -> list[dict]:
 def compute(v: dict) -> dict:
     dep = deployment(v)
     budget = token_budget(v, dep.accelerator)
-    r = batch_latency(dep, v["batch_size"], v["input_tokens"], v["output_tokens"], v["queueing_s"], budget)
+    r = batch_latency(dep, v["batch_size"], v["input_tokens"], v["output_tokens"], v["queueing_s"], budget, v)
     return {
         "ttft_s": r["ttft_s"], "ttft_first_s": r["ttft_first_s"], "prefill_steps": r["prefill_steps"],
         "prefill_time_s": r["prefill"].time_s, "tpot_s": r["tpot_s"], "e2e_latency_s": r["e2e_s"],

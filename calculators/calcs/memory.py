@@ -142,6 +142,23 @@ def engine_budget(v: dict, tensor_parallel: int) -> Budget:
     return budget(footprint(v), usable_bytes_per_gpu(v), tensor_parallel, v["context_tokens"])
 
 
+def draft_budget(v: dict, tensor_parallel: int, context_tokens: int | None = None) -> tuple[float, Budget]:
+    """A speculative draft model's share of each GPU (Part 11): (its weights per GPU, the target's Budget with
+    those weights taken out of the KV budget and the draft's KV per token and per sequence added to the
+    target's). The draft shares the target's formats and tensor-parallel degree."""
+    usable, f = usable_bytes_per_gpu(v), footprint(v)
+    mine = budget(f, usable, tensor_parallel, context_tokens)
+    draft = budget(
+        Footprint(v["draft_model"], f.weight_dtype, f.kv_dtype, None, f.state_dtype),
+        usable,
+        tensor_parallel,
+        context_tokens,
+    )
+    per_seq = None if context_tokens is None else mine.per_seq + draft.per_seq
+    left = max(0.0, usable - mine.weights - draft.weights)
+    return draft.weights, Budget(mine.weights, left, mine.per_token + draft.per_token, per_seq)
+
+
 def kv_pool_tokens(v: dict) -> float:
     """The KV pool, in tokens, of one replica of v's deployment under its engine rule (what a simulated
     replica holds; no context length)."""
@@ -213,7 +230,17 @@ SCHEMA = {
         integer("context_tokens", "Context per sequence", 8192, 1, 10_000_000, "tokens"),
         state_dtype_field(),
     ]
-    + engine_fields(),
+    + engine_fields()
+    + [
+        choice(
+            "speculative_draft",
+            "Speculative draft model",
+            "none",
+            [("none", "None"), ("draft_model", "The model below, on the same GPUs")],
+            "Part 11: a draft model's weights and its KV per sequence come out of the KV budget.",
+        ),
+        model_field("draft_model", "Draft model", "llama-3.1-8b", "Used when a draft model is on."),
+    ],
     "outputs": [
         output("fits", "Fits", "", "integer", words={1: "yes", 0: "no"}),
         output("weight_bytes_total", "Weights, all GPUs", "B", "bytes"),
@@ -229,6 +256,10 @@ SCHEMA = {
             "GPUs",
             "integer",
             words={0: "none to 1,024"},
+        ),
+        output("draft_weight_bytes_per_gpu", "Draft model weights per GPU", "B", "bytes"),
+        output(
+            "max_concurrent_sequences_with_draft", "Sequences that fit with the draft model", "sequences", "integer"
         ),
     ],
 }
@@ -288,6 +319,13 @@ def _tp_series(v: dict) -> dict:
     )
 
 
+def _with_draft(v: dict, b: Budget) -> dict:
+    if v["speculative_draft"] == "none":
+        return {"draft_weight_bytes_per_gpu": 0.0, "max_concurrent_sequences_with_draft": b.sequences}
+    weights, with_draft = draft_budget(v, v["tensor_parallel"], v["context_tokens"])
+    return {"draft_weight_bytes_per_gpu": weights, "max_concurrent_sequences_with_draft": with_draft.sequences}
+
+
 def compute(v: dict) -> dict:
     tp = v["tensor_parallel"]
     b = engine_budget(v, tp)
@@ -312,6 +350,7 @@ def compute(v: dict) -> dict:
         "max_concurrent_sequences": b.sequences,
         "kv_tokens_capacity": b.tokens,
         "min_tensor_parallel_to_fit": min_tp,
+        **_with_draft(v, b),
         "notes": notes,
         "derivation": _derivation(v, b, usable),
         "series": {"by_tensor_parallel": _tp_series(v)},

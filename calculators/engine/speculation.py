@@ -9,11 +9,14 @@ mean is E), which keeps the decoding set advancing together. The tail spread tha
 inter-token gaps is therefore not modelled; means and throughput are.
 
 k may depend on the batch, as vLLM v0.33.0's num_speculative_tokens_per_batch_size schedules it
-(vllm/config/speculative.py; the V1 scheduler reads k from the number of requests scheduled each step):
-`schedule` is ((first batch, last batch, k), ...), batches outside every range keep `draft_tokens`, k = 0 turns
-speculation off there. Each sequence asks the token budget for k + 1 tokens, as vLLM V1 schedules the drafted
-tokens. Simplifications: the KV slots vLLM reserves for the k lookahead tokens are not reserved; sequences that
-decode outside the decoding set (a general-path step: a preemption, a cut budget) decode one token unspeculated.
+(vllm/config/speculative.py; the V1 scheduler reads k from the number of requests scheduled each step): `schedule`
+is ((first batch, last batch, k), ...); as vLLM's dense lookup (v1/spec_decode/dynamic/utils.py,
+build_dynamic_sd_schedule_lookup) fills it, a batch in a gap or past the last range takes the k of the range before
+it, every k is capped at `draft_tokens`, and batches below the first range (vLLM requires it to start at 1) keep
+`draft_tokens`; k = 0 turns speculation off there. Each sequence asks the token budget for k + 1 tokens, as vLLM V1
+schedules the drafted tokens. Simplifications: the KV slots vLLM reserves for the k lookahead tokens are not
+reserved; sequences that decode outside the decoding set (a general-path step: a preemption, a cut budget) decode
+one token unspeculated.
 """
 
 from __future__ import annotations
@@ -39,10 +42,12 @@ class Speculation:
                 raise ValueError(f"schedule range ({first}, {last}, {k}) needs 1 ≤ first ≤ last and 0 ≤ k ≤ 63")
 
     def k(self, batch: int) -> int:
-        for first, last, k in self.schedule:
-            if first <= batch <= last:
-                return k
-        return self.draft_tokens
+        found = self.draft_tokens
+        for first, _last, k in sorted(self.schedule):
+            if first > batch:
+                break
+            found = min(self.draft_tokens, k)  # inside this range, or in the gap or tail after it
+        return found
 
     def tokens_per_step(self, batch: int) -> float:
         k = self.k(batch)

@@ -169,3 +169,12 @@ def test_every_request_ends_and_the_pool_balances_at_several_tokens_per_step(
     assert all(b == 0 for b in pool.blocks) and all(not h for h in pool.held)
     assert pool.free == cfg.kv_blocks
     assert all(0 <= q <= tt <= e for q, tt, e in zip(r.queue_s, r.ttft_s, r.e2e_s))
+
+
+def test_a_schedule_fills_gaps_and_the_tail_as_vllm_does():
+    # vLLM v0.33.0 v1/spec_decode/dynamic/utils.py build_dynamic_sd_schedule_lookup: a gap carries the previous
+    # range's k ("[(1, 16, 3), (32, 128, 2)] should map batch sizes 17-31 to K=3"), the tail after the last range
+    # carries the last k, and every k is capped at num_speculative_tokens.
+    spec = Speculation(draft_heads(0.05), 0.7, 3, schedule=((1, 16, 3), (32, 128, 2)))
+    assert [spec.k(b) for b in (1, 16, 17, 31, 32, 128, 129, 10_000)] == [3, 3, 3, 3, 2, 2, 2, 2]
+    assert Speculation(draft_heads(0.05), 0.7, 2, schedule=((1, 8, 5),)).k(4) == 2
