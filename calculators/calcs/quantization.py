@@ -45,7 +45,9 @@ ROWS = (
     ("nvfp4", "NVFP4 W4A4", "nvfp4", "nvfp4"),
 )
 KV_ROWS = (("bf16", "BF16 KV"), ("fp8", "FP8 KV"), ("nvfp4", "NVFP4 KV"))
-ROW_KEY = "Formats: " + " · ".join(f"{i} {label}" for i, (_, label, _, _) in enumerate(ROWS, 1))
+# the plots' x axis: row numbers, with this short key (w = weight-only, W8A16 or W4A16)
+SHORT = ("BF16", "FP8", "INT8", "MXFP8", "FP8w", "GPTQ", "AWQ", "MXFP4w", "MXFP4", "NVFP4")
+ROW_KEY = " · ".join(f"{i} {label}" for i, label in enumerate(SHORT, 1))
 KV_KEY = "KV formats: " + " · ".join(f"{i} {label}" for i, (_, label) in enumerate(KV_ROWS, 1))
 
 _DROPPED = {"weight_dtype", "expert_weight_dtype", "compute_dtype"}  # the rows set these
@@ -199,15 +201,15 @@ def _speedups(rows: dict) -> None:
 # plot id -> (title, [(series name, unit, row key)]); rows the chip cannot run are gaps (None)
 FORMAT_PLOTS = {
     "speed_by_format": (
-        "Decode and prefill speedup over BF16 by format (none: the chip cannot run it)",
+        "Decode and prefill speedup over BF16 by format (w: weight-only; a gap: the chip cannot run it)",
         [("decode speedup", "×", "decode_speedup"), ("prefill speedup", "×", "prefill_speedup")],
     ),
     "memory_by_format": (
-        "Weight memory per GPU and effective bits by format",
+        "Weight memory per GPU and effective bits by format (w: weight-only)",
         [("weights per GPU", "GiB", "weight_gib_per_gpu"), ("effective bits", "bits", "effective_bits")],
     ),
     "tokens_by_format": (
-        "Decode and prefill tokens/s per GPU by format",
+        "Decode and prefill tokens/s per GPU by format (w: weight-only)",
         [
             ("decode tokens/s per GPU", "tokens/s", "decode_tokens_per_s_per_gpu"),
             ("prefill tokens/s per GPU", "tokens/s", "prefill_tokens_per_s_per_gpu"),
