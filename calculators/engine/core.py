@@ -315,16 +315,18 @@ class Engine:
         cfg, dec, pool = self.cfg, self.decoding, self.pool
         if cfg.batching == "static":
             return {} if dec else None
-        grow = dec.blocks_needed(1) if dec.grows else 0
+        n, per_step = len(dec), self.times.tokens_per_step(len(dec))
+        grow = dec.blocks_needed(1, per_step) if dec.grows else 0
+        asks = n * self.times.decode_tokens(n)  # the decodes' share of the token budget
         if not cfg.mixed_batches:  # vLLM V0: admitted prompts are prefilled alone, decodes wait
             plan: dict = {}
             if self.waiting.heap:
                 self._admit(plan, cfg.max_num_batched_tokens)
-            if plan or self.prefilling or grow > pool.free or len(dec) > cfg.max_num_batched_tokens:
+            if plan or self.prefilling or grow > pool.free or asks > cfg.max_num_batched_tokens:
                 return plan or None
             pool.take(grow)
             return plan
-        budget, free = cfg.max_num_batched_tokens - len(dec), pool.free - grow
+        budget, free = cfg.max_num_batched_tokens - asks, pool.free - grow
         if budget < 0 or free < 0:
             return None
         order = sorted(self.prefilling, key=self.running.__getitem__)
@@ -354,7 +356,7 @@ class Engine:
             return 1
         # A request still waiting now waits for blocks or budget, neither of which a decode step frees;
         # only an arrival (under priority or sjf it may rank first and fit) can change the next plan.
-        k = dec.steps_to_finish()
+        k = dec.steps_to_finish(self.times.tokens_per_step(len(dec)))
         if self.pending and len(self.running) < cfg.max_num_seqs and cfg.batching == "continuous":
             to_arrival = math.ceil((self.pending[0][0] - self.now) / step_s)
             if to_arrival < k:
@@ -364,10 +366,11 @@ class Engine:
     def _blocks_allow(self, k: int) -> int:
         """The most steps ≤ k whose new blocks the free pool covers (the plan took the first step's)."""
         dec, free = self.decoding, self.pool.free
-        first = dec.blocks_needed(1)
+        per_step = self.times.tokens_per_step(len(dec))
+        first = dec.blocks_needed(1, per_step)
 
         def fits(steps: int) -> bool:
-            return dec.blocks_needed(steps) - first <= free
+            return dec.blocks_needed(steps, per_step) - first <= free
 
         if fits(k):
             return k
@@ -381,17 +384,18 @@ class Engine:
         """A stretch of decode-only steps of the decoding set (see _stretch): the hot loop of a run."""
         dec, decode = self.decoding, self.times.decode
         n = len(dec.joined)
+        per_step = self.times.tokens_per_step(n)
         step_s = decode(n, dec.context())
         k = self._stretch(step_s)
         if k > 1:
             if dec.grows:
-                self.pool.take(dec.blocks_needed(k) - dec.blocks_needed(1))
-            step_s = decode(n, dec.context(k))  # each step at the stretch's middle context
+                self.pool.take(dec.blocks_needed(k, per_step) - dec.blocks_needed(1, per_step))
+            step_s = decode(n, dec.context(k, per_step))  # each step at the stretch's middle context
         start = self.now
         took = k * step_s + self.extra_s
         self.now, self.extra_s = start + took, 0.0
         self._record(start, took, EMPTY, n)
-        dec.advance(k, self.now, took / k)
+        dec.advance(k, self.now, took / k, per_step)
         if self.pool.cache is not None:  # filled blocks with a name become cached before anyone leaves
             dec.sync()
             self.pool.register(dec.members(), self.done)
@@ -409,7 +413,7 @@ class Engine:
         self.now, self.extra_s = start + took, 0.0
         self._record(start, took, plan, n)
         if n:
-            dec.advance(1, self.now, took)
+            dec.advance(1, self.now, took, self.times.tokens_per_step(n))
         done = self.done
         for i, new in plan.items():
             done[i] += new
@@ -432,9 +436,10 @@ class Engine:
         others = [i for i in plan if i not in prefilling]  # decodes outside the set (back from a swap)
         context = (dec.context() if n else 0) + sum([done[i] + 1 for i in others])
         chunks = [(done[i], new) for i, new in plan.items() if i in prefilling]
+        speculative = n > 0  # the general path's decodes (n = 0) keep one token each: priced plainly
         if not chunks:
-            return self.times.decode(n + len(others), context)
-        return self.times.mixed(n + len(others), context, chunks)
+            return self.times.decode(n + len(others), context, speculative)
+        return self.times.mixed(n + len(others), context, chunks, speculative)
 
     def _emit_and_join(self, plan: dict) -> None:
         """Plan's sequences (outside the decoding set) that computed all their tokens emit the next one;

@@ -22,12 +22,18 @@ from calculators.schema import validate
 
 
 class Stub:
-    """Decode-only steps take 10 ms; any step with a prefill chunk 50 ms."""
+    """Decode-only steps take 10 ms; any step with a prefill chunk 50 ms; one token per decode step."""
 
-    def decode(self, batch, context_sum):
+    def tokens_per_step(self, batch):
+        return 1.0
+
+    def decode_tokens(self, batch):
+        return 1
+
+    def decode(self, batch, context_sum, speculative=True):
         return 0.010
 
-    def mixed(self, decodes, context_sum, chunks):
+    def mixed(self, decodes, context_sum, chunks, speculative=True):
         return 0.050
 
 

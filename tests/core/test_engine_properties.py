@@ -10,10 +10,17 @@ from calculators.engine.result import summarise
 
 
 class Stub:
-    def decode(self, batch, context_sum):
+    # one token per decode step, as engine.steps.StepTimes without speculation
+    def tokens_per_step(self, batch):
+        return 1.0
+
+    def decode_tokens(self, batch):
+        return 1
+
+    def decode(self, batch, context_sum, speculative=True):
         return 0.01 + 1e-6 * context_sum
 
-    def mixed(self, decodes, context_sum, chunks):
+    def mixed(self, decodes, context_sum, chunks, speculative=True):
         return 0.02 + 1e-6 * context_sum + 1e-5 * sum(length for _, length in chunks)
 
 
