@@ -148,3 +148,12 @@ def test_every_row_is_a_valid_storage_and_compute_pair():
     assert not inputs & {"weight_dtype", "compute_dtype", "expert_weight_dtype"}
     for _, _, weight, compute in ROWS:
         assert get_format(weight).bits_per_element <= get_format(compute).bits_per_element
+
+
+@pytest.mark.parametrize("calc", ["memory", "roofline", "latency", "decode_limits"])
+def test_the_new_storage_formats_work_in_every_deployment_calculator(calc):
+    base = run(calc, {"weight_dtype": "bf16"})
+    for fmt in ("int4-awq", "mxfp8"):
+        assert run(calc, {"weight_dtype": fmt, "kv_dtype": fmt}) != base
+    with pytest.raises(InputError, match="compute_dtype"):
+        run(calc, {"compute_dtype": "int4-awq"}) if calc != "memory" else run("roofline", {"compute_dtype": "mxfp8"})
