@@ -145,6 +145,11 @@ def engines() -> dict[str, dict]:
     return _by_id("engines.toml", "engine")
 
 
+def step_overheads() -> dict:
+    """The per-step overhead figures and counts (calcs/overhead.py), as written."""
+    return _load("step_overheads.toml")
+
+
 def prices() -> list[dict]:
     """Dated, sourced prices, in the file's order (prices.toml; rows have no id)."""
     return entries("prices.toml", "price")

@@ -53,7 +53,7 @@ from .direct import ALGORITHMS, direct_time
 from .deployment import deployment_fields
 from .ring import (LINKS, PROTOCOL_NAMES, PROTOCOLS, Ring, Transfer, _check_domain, bus_bandwidth, ring_time,
                    scale_up_ring)
-from .steptime import Deployment, StepCost, decode_step, deployment
+from .steptime import Deployment, StepCost, decode_step, deployment, without_overhead
 
 PLOT_DEGREES = (2, 4, 8, 16, 32, 64, 72)
 ALGORITHM_NAMES = {"ring": "Ring (NCCL)", "one-shot": "One-shot (custom all-reduce)",
@@ -61,7 +61,7 @@ ALGORITHM_NAMES = {"ring": "Ring (NCCL)", "one-shot": "One-shot (custom all-redu
 
 
 def _fields() -> list[dict]:
-    fields = deployment_fields(1.0, 1.0, {
+    fields = deployment_fields(1.0, 1.0, overhead_field=False, overrides={  # the tax is against kernel time only
         "model": {"default": "llama-3.1-70b"},
         "num_gpus": {"label": "Tensor-parallel degree n", "default": 8,
                      "help": "GPUs the weights are split across; each layer all-reduces across all of them."}})
@@ -329,7 +329,7 @@ def _transfer_outputs(c: Communication) -> dict:
 
 
 def compute(v: dict) -> dict:
-    dep = deployment(v)
+    dep = without_overhead(deployment(v))  # a lower bound: kernel time only
     c = communication(v, dep)
     n, tokens, acc, dec_t, per_step = c.n, c.tokens, dep.accelerator, c.dec.time_s, c.per_step
     w_bytes = weight_bytes(dep.model, v["weight_dtype"], "weight_dtype")

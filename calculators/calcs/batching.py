@@ -24,6 +24,7 @@ from ..engine.workload import Workload
 from ..schema import choice, integer, number, output, series, step
 from .deployment import deployment_fields, efficiency_steps
 from .memory import engine_fields, kv_pool_tokens
+from .overhead import EXTRA_OVERHEAD_HELP
 from .steptime import StepModel, deployment
 
 DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
@@ -122,12 +123,12 @@ def _engine_fields() -> list[dict]:
         ),
         number(
             "step_overhead_ms",
-            "Fixed overhead per step",
+            "Extra overhead per step",
             0.0,
             0.0,
             100.0,
             "ms",
-            "CPU scheduling and kernel launches; CUDA graphs shrink it. 0 is the roofline bound.",
+            EXTRA_OVERHEAD_HELP,
         ),
         choice("timeline_of", "Timeline shows", "continuous", BATCHINGS),
         integer("timeline_requests", "Requests in the timeline", 8, 1, 24, "requests"),
@@ -163,7 +164,8 @@ SCHEMA = {
         "member finishes) and continuous batching (every step, running sequences first, then waiting "
         "requests while the token budget, the sequence cap and the KV pool allow, as vLLM V1's scheduler "
         "does). Assumptions: one replica; first come first served; step times from the roofline model "
-        "scaled by the efficiency factors plus a fixed overhead per step; the KV pool from the engine's "
+        "scaled by the efficiency factors plus the per-step launch overhead (CUDA graphs by default) and any "
+        "extra overhead you set; the KV pool from the engine's "
         "memory rule; no network, tokenisation or sampling time. The timeline shows the first steps of the "
         "run you pick."
     ),
@@ -201,7 +203,6 @@ def _config(v: dict, kind: str, blocks: int, trace: int, longest: int = 0) -> En
         max_num_batched_tokens=max(tokens, longest) if kind == "static" else tokens,
         chunked_prefill=kind == "continuous" and v["chunked_prefill"] == "on",
         batching=kind,
-        step_overhead_s=v["step_overhead_ms"] / 1e3,
         trace_steps=trace,
     )
 

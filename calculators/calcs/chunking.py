@@ -30,6 +30,7 @@ from ..errors import InputError
 from ..schema import choice, integer, number, output, series, step
 from .deployment import deployment_fields, efficiency_steps
 from .memory import engine_fields, kv_pool_tokens
+from .overhead import EXTRA_OVERHEAD_HELP
 from .steptime import StepModel, deployment
 
 METRICS = [("max", "Longest gap"), ("p99", "p99 of the gaps")]
@@ -60,7 +61,7 @@ def _fields() -> list[dict]:
             integer("window_tokens", "Gaps counted: each decoding sequence's next", 64, 1, 4096, "tokens"),
             choice("itl_metric", "ITL target applies to", "max", METRICS),
             number("itl_target_ms", "ITL target", 25.0, 0.1, 10_000.0, "ms"),
-            number("step_overhead_ms", "Fixed overhead per step", 0.0, 0.0, 100.0, "ms"),
+            number("step_overhead_ms", "Extra overhead per step", 0.0, 0.0, 100.0, "ms", EXTRA_OVERHEAD_HELP),
         ]
     )
 
@@ -92,8 +93,8 @@ SCHEMA = {
         "(unchunked), or in a step of its own while the decodes wait (vLLM V0's default). It reports the "
         "prompt's time to first token and the decoding sequences' gaps between tokens over a window after "
         "it arrives, for token budgets from small to whole-prompt, and the budget with the best TTFT that "
-        "meets your ITL target. Step times from the roofline model scaled by the efficiency factors, plus a "
-        "fixed overhead per step."
+        "meets your ITL target. Step times from the roofline model scaled by the efficiency factors, plus the "
+        "per-step launch overhead (CUDA graphs by default) and any extra overhead you set."
     ),
     "inputs": _fields(),
     "outputs": _mode_outputs()
@@ -151,7 +152,6 @@ class Scene:
             max_num_batched_tokens=tokens,
             chunked_prefill=mode == "chunked",
             mixed_batches=mode != "prefill_first",
-            step_overhead_s=self.v["step_overhead_ms"] / 1e3,
             trace_steps=trace,
         )
 

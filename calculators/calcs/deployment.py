@@ -3,8 +3,9 @@
 knows nothing of forms or derivations; this module is where they meet."""
 from __future__ import annotations
 
-from ..schema import (DTYPE_CHOICES, accelerator_field, dtype_field, expert_dtype_field, integer, model_field,
-                      number, step)
+from ..schema import (DTYPE_CHOICES, accelerator_field, choice, dtype_field, expert_dtype_field, integer,
+                      model_field, number, step)
+from .overhead import DEFAULT_MODE, MODE_CHOICES
 from .steptime import Deployment, StepCost
 
 # int4 formats have no native matmul rate; MXFP8's block-scaled MMA is priced as FP8 (choose fp8)
@@ -12,11 +13,15 @@ COMPUTE_DTYPES = tuple(c for c in DTYPE_CHOICES if c[0] not in ("int4", "int4-aw
 
 
 def deployment_fields(bandwidth_efficiency: float, compute_efficiency: float,
-                      overrides: dict[str, dict] | None = None) -> list[dict]:
+                      overrides: dict[str, dict] | None = None, overhead_field: bool = True) -> list[dict]:
     """The deployment's inputs at these default efficiencies; `overrides` maps a field's key to the
-    parts of its spec a calculator words or defaults differently (label, default, help, ...)."""
+    parts of its spec a calculator words or defaults differently (label, default, help, ...).
+    overhead_field False leaves out the per-step overhead choice (a calculator that prices kernel time only)."""
     changes = overrides or {}
-    return [dict(f, **changes.get(f["key"], {})) for f in _fields(bandwidth_efficiency, compute_efficiency)]
+    fields = _fields(bandwidth_efficiency, compute_efficiency)
+    if not overhead_field:
+        fields = [f for f in fields if f["key"] != "step_overhead"]
+    return [dict(f, **changes.get(f["key"], {})) for f in fields]
 
 
 def _fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict]:
@@ -36,6 +41,10 @@ def _fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict
         number("compute_efficiency", "Compute efficiency", compute_efficiency, 0.01, 1.0, "",
                  "Fraction of dense peak FLOP/s achieved (FlashAttention-3: 0.75 on H100, arXiv 2407.08608).",
                  0.01),
+        choice("step_overhead", "Per-step overhead", DEFAULT_MODE, MODE_CHOICES,
+               "Launch time each step adds to its kernels' time, as vLLM v0.33.0 runs: with CUDA graphs one "
+               "replay per decode step (piecewise graphs for steps with prefill, eager above 512 tokens); "
+               "eager, every kernel's launch (about 2.6 µs each, from vLLM PR #10058). Bounds never include it."),
     ]
 
 
@@ -66,6 +75,14 @@ def decode_steps(dep: Deployment, batch: int, context: int, cost: StepCost) -> l
              [(cost.weight_bytes, "B"), n, (cost.kv_bytes_per_gpu, "B"), (bandwidth, "B/s")], cost.memory_time_s, "s"),
         step("Compute time", "B × (2 × P_active + attention FLOPs) ÷ (N_gpu × peak × η_compute)", "{} ÷ ({} × {})",
              [(cost.flops, "FLOP"), n, (flops, "FLOP/s")], cost.compute_time_s, "s"),
-        step("Decode step time", "max(memory time, compute time)", "max({}, {})",
-             [(cost.memory_time_s, "s"), (cost.compute_time_s, "s")], cost.time_s, "s"),
+        time_step(cost, "Decode step time"),
     ]
+
+
+def time_step(cost: StepCost, label: str, formula: str = "max(memory time, compute time)") -> dict:
+    """The step's time: max(memory, compute), plus the per-step overhead when the step carries one."""
+    if not cost.overhead_s:
+        return step(label, formula, "max({}, {})",
+                    [(cost.memory_time_s, "s"), (cost.compute_time_s, "s")], cost.time_s, "s")
+    return step(label, f"{formula} + per-step overhead", "max({}, {}) + {}",
+                [(cost.memory_time_s, "s"), (cost.compute_time_s, "s"), (cost.overhead_s, "s")], cost.time_s, "s")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..schema import choice, integer, number, output, series, step
 from .engine_defaults import vllm_max_num_batched_tokens
-from .deployment import deployment_fields, efficiency_steps
+from .deployment import deployment_fields, efficiency_steps, time_step
 from .steptime import decode_step, deployment, prefill_step
 
 BATCHES = tuple(2 ** k for k in range(11))
@@ -74,8 +74,9 @@ SCHEMA = {
     "title": "Latency: TTFT, TPOT and end-to-end",
     "description": ("A batch of requests with equal prompt and output lengths arrives together, is "
                     "prefilled in one pass and decodes together. Step times come from the roofline "
-                    "model scaled by the efficiency factors; communication and scheduling overheads "
-                    "are not counted. Queueing delay is an input."),
+                    "model scaled by the efficiency factors plus each step's kernel-launch overhead (CUDA "
+                    "graphs by default); communication and CPU scheduling are not counted. Queueing delay is "
+                    "an input."),
     "inputs": deployment_fields(0.8, 0.6) + [
         integer("batch_size", "Batch size", 16, 1, 100_000, "requests"),
         integer("input_tokens", "Prompt length", 1024, 1, 10_000_000, "tokens"),
@@ -115,8 +116,7 @@ def _curve(dep, v, budget) -> dict:
 def _steps(v: dict, r: dict, budget: int | None) -> list[dict]:
     pre, dec, queueing = r["prefill"], r["decode"], (v["queueing_s"], "s")
     return [
-        step("Prefill time", "max(bytes ÷ BW, B × (2 × P_active × T_in + attention) ÷ peak)", "max({}, {})",
-             [(pre.memory_time_s, "s"), (pre.compute_time_s, "s")], pre.time_s, "s"),
+        time_step(pre, "Prefill time", "max(bytes ÷ BW, B × (2 × P_active × T_in + attention) ÷ peak)"),
         # no budget is the text "none": every prompt goes in one pass
         step("Prefill steps", "one pass, or ⌈B × T_in ÷ token budget⌉ steps", "budget {}",
              [(budget, "tokens") if budget else "none"], r["prefill_steps"], "steps"),
@@ -124,8 +124,7 @@ def _steps(v: dict, r: dict, budget: int | None) -> list[dict]:
              r["ttft_s"], "s"),
         step("TTFT, first request", "queueing + first prefill step", "{} + {}",
              [queueing, (r["ttft_first_s"] - v["queueing_s"], "s")], r["ttft_first_s"], "s"),
-        step("TPOT", "decode step at context T_in + T_out ÷ 2", "max({}, {})",
-             [(dec.memory_time_s, "s"), (dec.compute_time_s, "s")], r["tpot_s"], "s"),
+        time_step(dec, "TPOT", "decode step at context T_in + T_out ÷ 2"),
         step("End-to-end latency", "TTFT + TPOT × (T_out − 1)", "{} + {} × {}",
              [(r["ttft_s"], "s"), (r["tpot_s"], "s"), v["output_tokens"] - 1], r["e2e_s"], "s"),
     ]

@@ -30,7 +30,7 @@ from __future__ import annotations
 from ..catalog import host_links
 from ..schema import choice, integer, number, output, series, step
 from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu
-from .deployment import deployment_fields
+from .deployment import deployment_fields, time_step
 from .steptime import StepModel, deployment
 
 HOST_LINKS = host_links()
@@ -198,8 +198,7 @@ def _series(c: Costs, context: int, top: int) -> dict:
 def _recompute_step(c: Costs, t: int, rec: float) -> dict:
     cost, dep = c.steps.prefill([t]), c.dep
     if c.standalone:
-        return step("Recompute", "max(bytes ÷ (N × BW), FLOPs ÷ (N × peak × η))", "max({}, {})",
-                    [(cost.memory_time_s, "s"), (cost.compute_time_s, "s")], rec, "s")
+        return time_step(cost, "Recompute", "max(bytes ÷ (N × BW), FLOPs ÷ (N × peak × η))")
     return step("Recompute", "FLOPs ÷ (N × peak × η_prefill)", "{} ÷ ({} × {} × {})",
                 [(cost.flops, "FLOP"), dep.num_gpus, (dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency], rec,
                 "s")

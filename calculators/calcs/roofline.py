@@ -3,8 +3,9 @@
   Ridge I* = peak FLOP/s ÷ bandwidth; attainable = min(peak, I × BW)   (Williams et al., CACM 2009)
   Step times come from steptime.py (max of memory time and compute time; scaling book,
   'All About Transformer Inference').
-The "(lower bound)" / "(upper bound)" outputs are always taken at efficiencies 1.0 (steptime.bound_deployment),
-whatever the efficiency inputs; the "estimate" outputs apply them, so an estimate never beats its bound.
+The "(lower bound)" / "(upper bound)" outputs are always taken at efficiencies 1.0 and without the per-step
+overhead (steptime.bound_deployment), whatever the inputs; the "estimate" outputs apply the efficiencies and
+add the overhead (overhead.py), so an estimate never beats its bound.
 Feasibility: the batch series marks the batches whose KV does not fit in memory under memory.py's rule at its
 defaults (vLLM: gpu_memory_utilization 0.92, 2 GiB activation reserve), an assumption named in the plot.
 """
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from ..schema import integer, number, output, series, step
 from .memory import engine_budget, engine_fields
-from .deployment import decode_steps, deployment_fields, efficiency_steps
+from .deployment import decode_steps, deployment_fields, efficiency_steps, time_step
 from .steptime import (Deployment, StepCost, StepModel, bound_deployment, compute_ceiling_tokens_per_s_per_gpu,
                        decode_step, deployment, experts_touched, prefill_step, ridge_point)
 
@@ -30,8 +31,8 @@ SCHEMA = {
     "title": "Roofline and step-time bounds",
     "description": ("Ridge point, arithmetic intensity of decode and prefill, and the time a step "
                     "cannot beat: max(bytes ÷ bandwidth, FLOPs ÷ peak). Bounds are always at efficiencies "
-                    "1.0; the estimates apply the efficiency inputs. Interconnect, kernel launch "
-                    "and scheduling overheads are not counted."),
+                    "1.0 and without launch overhead; the estimates apply the efficiency inputs and add the "
+                    "per-step overhead. Interconnect and scheduling overheads are not counted."),
     "inputs": deployment_fields(1.0, 1.0) + [
         integer("batch_size", "Decode batch", 32, 1, 100_000, "sequences"),
         integer("context_tokens", "Context per sequence", 4096, 1, 10_000_000, "tokens"),
@@ -105,7 +106,8 @@ def _notes(v: dict, batch: int, fit: int, estimated: bool) -> list[str]:
         notes.append(f"batch {batch:,} does not fit in memory at {v['context_tokens']:,} tokens: "
                      f"{fit:,} sequences fit ({FIT_RULE}); its figures are for a batch that cannot run")
     if estimated:
-        notes.append("the bounds are at efficiencies 1.0; the estimates apply the efficiency inputs")
+        notes.append("the bounds are at efficiencies 1.0 without launch overhead; the estimates apply the "
+                     "efficiency inputs and the per-step overhead")
     return notes
 
 
@@ -159,9 +161,8 @@ def _derivation(b: Bounds) -> list[dict]:
                           "{} ÷ max({}, {})", [b.tau, (b.spec.memory_time_s, "s"), (b.spec.compute_time_s, "s")],
                           b.tau / b.spec.time_s, "tokens/s"))
     if b.estimated:
-        steps += efficiency_steps(dep) + [step("Decode step time, estimate", "max(memory ÷ η_bw, compute ÷ η_compute)",
-                                               "max({}, {})", [(b.est.memory_time_s, "s"), (b.est.compute_time_s, "s")],
-                                               b.est.time_s, "s")]
+        steps += efficiency_steps(dep) + [time_step(b.est, "Decode step time, estimate",
+                                                    "max(memory ÷ η_bw, compute ÷ η_compute)")]
     return steps + [step("Prefill time", "max(bytes ÷ BW, (2 × P_active × T + attention) ÷ peak)", "max({}, {})",
                          [(b.pre.memory_time_s, "s"), (b.pre.compute_time_s, "s")], b.pre.time_s, "s")]
 

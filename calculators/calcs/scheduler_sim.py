@@ -29,6 +29,7 @@ from ..engine.workload import Workload
 from ..schema import choice, integer, number
 from .deployment import deployment_fields
 from .memory import engine_fields, kv_pool_tokens
+from .overhead import EXTRA_OVERHEAD_HELP
 from .steptime import StepModel, deployment
 
 BLOCK = 16  # vLLM's default block size on CUDA (tokens)
@@ -103,12 +104,12 @@ WORKLOAD = [
     ),
     number(
         "step_overhead_ms",
-        "Fixed overhead per step",
+        "Extra overhead per step",
         0.0,
         0.0,
         100.0,
         "ms",
-        "CPU scheduling and kernel launches each step; CUDA graphs shrink it.",
+        EXTRA_OVERHEAD_HELP,
         0.1,
     ),
 ]

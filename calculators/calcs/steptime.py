@@ -15,13 +15,17 @@ Bytes per GPU: weights ÷ N, but KV × kv_fraction_per_gpu (kv_cache.py), not ÷
          replicates KV heads and MLA's latent sits whole on every rank (the rule memory.py uses).
 Embeddings: the input embedding is a row lookup, one row of d_model per token (capped at the table);
          an untied LM head is read in full; a tied table is read once, in full, by the LM head.
-With efficiencies at 1.0 the times are lower bounds and the rates upper bounds (bound_deployment).
 Attention (QKᵀ, AV) is not a weight matmul and does not run at the matmul format's rate: production kernels run it
          in BF16/FP16 whatever the weights (W8A8 and FP4 recipes quantize the linear layers only), or in FP8 when
          the KV cache is FP8 on a chip with an FP8 rate (FlashAttention-3 FP8, arXiv 2407.08608 §3.3; vLLM v0.33.0
          v1/attention/backends/flash_attn.py quantizes the queries and views the cache as FP8). attention_peak_flops
          picks that rate; StepModel prices attention FLOPs at it (matmul-rate-equivalent FLOPs in per_sequence and
          per_prompt, which the engine sums; StepCost.flops stays the true count).
+Per-step overhead (overhead.py): every step adds the fixed time of its launches, by the kind of step
+         and its tokens (CUDA graphs on by default, as vLLM v0.33.0 runs), after the roofline max:
+         step = max(memory time, compute time) + overhead. Deployment.overhead None adds nothing.
+With efficiencies at 1.0 and no overhead the times are lower bounds and the rates upper bounds
+(bound_deployment drops the overhead term).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from ..formats import bytes_per_element, get_format
 from ..model import Accelerator, Model
 from ..params import active_params, embedding_params, expert_params, total_params
 from .kv_cache import kv_fraction_per_gpu, kv_terms, layer_groups, state_bytes_per_sequence, state_fraction_per_gpu
+from .overhead import DEFAULT_MODE, StepOverhead, step_overhead
 
 STATE_ELEM_BYTES = 2.0  # hybrid models' recurrent state at BF16, the default of memory's state_dtype
 SAME_RATE = {"fp16": "bf16", "bf16": "fp16"}  # every listed chip runs FP16 and BF16 at one rate
@@ -52,11 +57,18 @@ class Deployment:
     compute_efficiency: float = 1.0
     expert_elem_bytes: float | None = None  # routed-expert weights; None = weight_elem_bytes
     attention_flops_per_s: float | None = None  # dense, per GPU, for QKᵀ and AV; None = peak_flops_per_s
+    overhead: StepOverhead | None = None  # per-step launch overhead (overhead.py); None = kernel time only
 
 
 def bound_deployment(dep: Deployment) -> Deployment:
-    """The same deployment at efficiencies 1.0: its step times are lower bounds, its rates upper bounds."""
-    return replace(dep, bandwidth_efficiency=1.0, compute_efficiency=1.0)
+    """The same deployment at efficiencies 1.0 and without the per-step overhead: its step times are
+    lower bounds, its rates upper bounds."""
+    return replace(dep, bandwidth_efficiency=1.0, compute_efficiency=1.0, overhead=None)
+
+
+def without_overhead(dep: Deployment) -> Deployment:
+    """The same deployment, its steps priced at kernel time only (the roofline max)."""
+    return replace(dep, overhead=None)
 
 
 @dataclass(frozen=True)
@@ -68,10 +80,16 @@ class StepCost:
     compute_time_s: float
     num_gpus: int = 1
     kv_share: float = 1.0  # kv_fraction_per_gpu: the part of each sequence's KV one GPU reads
+    overhead_s: float = 0.0  # the step's fixed launch overhead (overhead.py), after the roofline max
+
+    @property
+    def kernel_time_s(self) -> float:
+        """max(memory time, compute time): the step's kernels at the roofline."""
+        return max(self.memory_time_s, self.compute_time_s)
 
     @property
     def time_s(self) -> float:
-        return max(self.memory_time_s, self.compute_time_s)
+        return max(self.memory_time_s, self.compute_time_s) + self.overhead_s
 
     @property
     def kv_bytes_per_gpu(self) -> float:
@@ -125,7 +143,8 @@ def attention_peak_flops(accelerator: Accelerator, kv_dtype: str, compute_dtype:
 
 
 def deployment(v: dict) -> Deployment:
-    """A Deployment from validated inputs (shared by roofline, latency and goodput)."""
+    """A Deployment from validated inputs (shared by roofline, latency and goodput). The per-step
+    overhead follows v["step_overhead"] (deployment_fields; CUDA graphs when a caller has no such key)."""
     experts = expert_dtype(v)
     return Deployment(
         v["model"],
@@ -138,6 +157,7 @@ def deployment(v: dict) -> Deployment:
         v["compute_efficiency"],
         bytes_per_element(experts, "expert_weight_dtype") if experts else None,
         attention_peak_flops(v["hardware"], v["kv_dtype"], v["compute_dtype"]),
+        step_overhead(v["model"], v["hardware"], v["num_gpus"], v.get("step_overhead", DEFAULT_MODE)),
     )
 
 
@@ -225,6 +245,9 @@ class StepModel:
         self.kv_share = kv_fraction_per_gpu(dep.model, dep.num_gpus)
         self._bandwidth = dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency
         self._flops = dep.peak_flops_per_s * dep.compute_efficiency
+        self.overhead = dep.overhead
+        self._decode_overhead: dict = {}  # by tokens in the step
+        self._mixed_overhead: dict = {}
         self._weights: dict = {}
         self._per_seq: dict = {}
         self._per_prompt: dict = {}
@@ -246,20 +269,43 @@ class StepModel:
         """(memory time, compute time): (W ÷ N + KV × share) ÷ (BW × η_bw), FLOPs ÷ (N × peak × η_compute)."""
         return (weight_bytes / self._n + kv_bytes * self.kv_share) / self._bandwidth, flops / self._n / self._flops
 
-    def _cost(self, flops: float, weight_bytes: float, kv_bytes: float, matmul_flops: float = 0.0) -> StepCost:
+    def _cost(
+        self, flops: float, weight_bytes: float, kv_bytes: float, matmul_flops: float = 0.0, overhead_s: float = 0.0
+    ) -> StepCost:
         """`flops` in matmul-rate-equivalent units; the StepCost carries the true count (`matmul_flops` of them
         are weight matmuls, the rest attention at attention_weight)."""
         w = self.attention_weight
         true_flops = flops if w == 1.0 else matmul_flops + (flops - matmul_flops) / w
         return StepCost(
-            true_flops, weight_bytes, kv_bytes, *self._times(flops, weight_bytes, kv_bytes), self._n, self.kv_share
+            true_flops,
+            weight_bytes,
+            kv_bytes,
+            *self._times(flops, weight_bytes, kv_bytes),
+            self._n,
+            self.kv_share,
+            overhead_s,
         )
+
+    def decode_overhead(self, tokens: float) -> float:
+        """The fixed overhead of a decode-only step of `tokens` tokens (0 without an overhead model)."""
+        found = self._decode_overhead.get(tokens)
+        if found is None:
+            found = self._decode_overhead[tokens] = self.overhead.decode_s(tokens) if self.overhead else 0.0
+        return found
+
+    def mixed_overhead(self, tokens: float) -> float:
+        """The fixed overhead of a step with prefill in it, of `tokens` tokens in all."""
+        found = self._mixed_overhead.get(tokens)
+        if found is None:
+            found = self._mixed_overhead[tokens] = self.overhead.mixed_s(tokens) if self.overhead else 0.0
+        return found
 
     def step_time(self, flops: float, tokens: float, kv_bytes: float) -> float:
         """A step of `tokens` tokens doing these FLOPs and moving these KV bytes (any mix of prefill and
-        decode): max(memory time, compute time), the weights read once for all the tokens."""
+        decode): max(memory time, compute time), the weights read once for all the tokens, plus the
+        overhead of a step with prefill in it (the engine prices decode-only steps with decode_time)."""
         memory, compute = self._times(flops, self.weight_bytes(tokens), kv_bytes)
-        return compute if compute > memory else memory
+        return (compute if compute > memory else memory) + self.mixed_overhead(tokens)
 
     def weight_bytes(self, tokens: float) -> float:
         if tokens not in self._weights:
@@ -283,7 +329,13 @@ class StepModel:
         once whatever its token count; FLOPs and the experts touched grow with the tokens."""
         flops, kv = self.per_sequence(context_tokens)
         tokens = batch * tokens_per_sequence
-        return self._cost(tokens * flops, self.weight_bytes(tokens), batch * kv, tokens * 2 * self.active)
+        return self._cost(
+            tokens * flops,
+            self.weight_bytes(tokens),
+            batch * kv,
+            tokens * 2 * self.active,
+            self.decode_overhead(tokens),
+        )
 
     def _decode_timer(self):
         """decode(batch, context).time_s as a closure over this model's constants and memos, bit for bit:
@@ -295,13 +347,17 @@ class StepModel:
             self.per_sequence,
             self.weight_bytes,
         )
+        overheads, overhead = self._decode_overhead, self.decode_overhead
         n, share, bandwidth, peak = self._n, self.kv_share, self._bandwidth, self._flops
 
         def decode_time(batch: int, context_tokens: float) -> float:
             flops, kv = per_seq.get(context_tokens) or per_sequence(context_tokens)
             memory = ((weights.get(batch) or weight_bytes(batch)) / n + batch * kv * share) / bandwidth
             compute = batch * flops / n / peak
-            return compute if compute > memory else memory  # max(memory, compute), ties to the first
+            extra = overheads.get(batch)
+            if extra is None:
+                extra = overhead(batch)
+            return (compute if compute > memory else memory) + extra  # max(memory, compute), ties to the first
 
         return decode_time
 
@@ -320,7 +376,8 @@ class StepModel:
 
     def prefill(self, prompt_lengths) -> StepCost:
         """One prefill of the given prompts together: weights read once, KV written once."""
-        return self._cost(*self._prefill_parts(prompt_lengths), 2 * self.active * sum(prompt_lengths))
+        tokens = sum(prompt_lengths)
+        return self._cost(*self._prefill_parts(prompt_lengths), 2 * self.active * tokens, self.mixed_overhead(tokens))
 
     def _prefill_timer(self):
         """prefill(prompt_lengths).time_s as a closure, bit for bit (the same sums in the same order as
@@ -332,6 +389,7 @@ class StepModel:
             self.weight_bytes,
         )
         n, share, bandwidth, peak = self._n, self.kv_share, self._bandwidth, self._flops
+        overhead = self.mixed_overhead
 
         def prefill_time(prompt_lengths) -> float:
             costs = [per_prompt_memo.get(t) or per_prompt(t) for t in prompt_lengths]
@@ -340,7 +398,7 @@ class StepModel:
                 (weights.get(tokens) or weight_bytes(tokens)) / n + sum([c[1] for c in costs]) * share
             ) / bandwidth
             compute = sum([c[0] for c in costs]) / n / peak
-            return compute if compute > memory else memory  # max(memory, compute), ties to the first
+            return (compute if compute > memory else memory) + overhead(tokens)  # max(memory, compute) + overhead
 
         return prefill_time
 

@@ -44,8 +44,7 @@ class EngineConfig:
     that has waited ageing_s seconds ranks as one priority level (or one predicted token, under sjf)
     better. max_waiting > 0 sheds load: an arrival that finds that many requests waiting is rejected
     (an HTTP 429); max_predicted_ttft_s > 0 sheds an arrival whose predicted TTFT exceeds it (see
-    core.Engine._predicted_ttft). step_overhead_s is the fixed CPU and launch time of every step (CUDA
-    graphs shrink it).
+    core.Engine._predicted_ttft). A step's fixed overheads are the step times' (engine.steps.StepTimes).
     swap_bytes_per_s and kv_bytes_per_block price a swap preemption over the host link. prefix_caching
     reuses cached blocks of shared prefixes (see prefix.py); host_cache_blocks > 0 adds a host tier whose
     hits are copied back at host_cache_bytes_per_s. mixed_batches False is vLLM V0's default scheduler
@@ -65,7 +64,6 @@ class EngineConfig:
     batching: str = "continuous"
     policy: str = "fcfs"
     preemption: str = "recompute"
-    step_overhead_s: float = 0.0
     swap_bytes_per_s: float = 0.0
     kv_bytes_per_block: float = 0.0
     ageing_s: float = 0.0

@@ -22,8 +22,9 @@ DEEPSEEK_H200 = dict(model="deepseek-v3", hardware="h200", num_gpus=8, weight_dt
 
 
 def steps(**inputs) -> StepModel:
-    """A StepModel at efficiencies 1.0 from roofline's inputs (its defaults for the rest)."""
-    return StepModel(deployment(validate(schema("roofline")["inputs"], inputs)))
+    """A StepModel at efficiencies 1.0 from roofline's inputs (its defaults for the rest), at kernel time only
+    (no per-step overhead, as speculative.py's hand-computed limits assume) unless step_overhead is given."""
+    return StepModel(deployment(validate(schema("roofline")["inputs"], {"step_overhead": "none", **inputs})))
 
 
 # ---- Leviathan, Kalman and Matias, arXiv 2211.17192v2 (read in a stored copy of the paper's text) ---------------

@@ -1,0 +1,161 @@
+"""Per-step overhead: the fixed time an engine step costs beyond its kernels' roofline time.
+
+  eager step         = kernels per step × t_k
+  CUDA graphs        decode-only step of T ≤ T_full tokens: one full-graph replay = 1 × t_k
+                     any step of T ≤ T_max tokens otherwise: piecewise graphs, (L + 1) replays plus the
+                     attention kernels that run between the pieces (2 per layer) = (3L + 1) × t_k
+                     T > T_max: eager (vLLM replays no graph for a step above the largest captured size)
+  kernels per step   = Σ over layers (norms + attention + MLP [+ 2 all-reduces at TP > 1]) + head and tail
+                       (counted from vLLM v0.33.0's model code; step_overheads.toml says how)
+  t_k                = (eager − graphs) ÷ (forward passes × kernels per step), from vLLM PR #10058's
+                       Llama 3.1 8B BF16 measurement (step_overheads.toml [measured]): the launch cost a step
+                       waits for, not hidden behind GPU work
+  T_max              = the largest capture size: min(2 × max_num_seqs × (1 + spec), 512), 1,024 on
+                       data-center Blackwell; T_full = min(max_num_seqs × (1 + spec), T_max) (vLLM v0.33.0)
+
+Assumptions, not measurements: a graph replay is priced as one launch; the CPU work of scheduling,
+sampling and detokenisation adds nothing, because vLLM v0.33.0's async scheduling and separate API
+process overlap it with the GPU (the vLLM v0.5.3 breakdown in step_overheads.toml is what that removed);
+padding a batch up to the next capture size costs FLOPs that `padded_tokens` counts but the step time
+does not add. The same t_k is used for every accelerator (the measurement does not name its GPU).
+Bounds never include this term (steptime.bound_deployment drops it).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+from functools import cache
+
+from ..catalog import model_presets, step_overheads
+from ..model import Accelerator, Model
+from ..params import is_moe_layer
+from .engine_defaults import vllm_max_num_seqs
+
+MODES = ("graphs", "eager", "none")
+MODE_CHOICES = [
+    ("graphs", "CUDA graphs (vLLM v0.33.0 default)"),
+    ("eager", "Eager, no graphs (enforce_eager)"),
+    ("none", "None (kernel time only)"),
+]
+DEFAULT_MODE = "graphs"
+# The help of the engine calculators' step_overhead_ms input, which adds to the modelled overhead.
+EXTRA_OVERHEAD_HELP = (
+    "Added to every step on top of the per-step overhead model (the Per-step overhead field): "
+    "CPU work your engine does not overlap, say. To replace the model with your own figure, "
+    "set Per-step overhead to none and enter it here."
+)
+MIB = 2**20
+
+
+def data() -> dict:
+    return step_overheads()
+
+
+def kernels_per_layer(model: Model, layer: int, num_gpus: int = 1) -> int:
+    """Kernels one decoder layer launches in vLLM's eager path (our count; see step_overheads.toml)."""
+    k = data()["kernels"]
+    n = k["norms_per_layer"]
+    n += k["mla_attention_per_layer"] if model.attention.kind == "mla" else k["attention_per_layer"]
+    if is_moe_layer(model, layer):
+        n += k["moe_mlp_per_layer"] + (k["shared_expert_per_layer"] if model.moe.num_shared_experts else 0)
+    else:
+        n += k["dense_mlp_per_layer"]
+    return n + (k["tp_collectives_per_layer"] if num_gpus > 1 else 0)
+
+
+def kernels_per_step(model: Model, num_gpus: int = 1) -> int:
+    """Kernels of one eager forward pass: every layer plus the head and tail (embedding, final norm,
+    LM head, sampling)."""
+    k = data()["kernels"]
+    head = k["head_tail"] + (k["tp_head_tail"] if num_gpus > 1 else 0)
+    return sum(kernels_per_layer(model, i, num_gpus) for i in range(model.num_layers)) + head
+
+
+def piecewise_launches(model: Model) -> int:
+    """Launches of one piecewise-graph step: L + 1 graph pieces and the attention kernels between them."""
+    outside = data()["kernels"]["attention_outside_piecewise_graphs"]
+    return model.num_layers + 1 + outside * model.num_layers
+
+
+@cache
+def per_kernel_s() -> float:
+    """t_k: (eager − graphs) ÷ (forward passes × kernels per step) of the measurement in step_overheads.toml."""
+    m = data()["measured"]
+    kernels = kernels_per_step(model_presets()[m["model"]], 1)
+    return (m["eager_s"] - m["graphs_s"]) / (m["output_tokens"] * kernels)
+
+
+def max_capture_tokens(accelerator: Accelerator, tokens_per_sequence: int = 1) -> int:
+    """vLLM v0.33.0's largest CUDA-graph size: min(2 × max_num_seqs × (1 + spec), 512 or 1,024)."""
+    d = data()["vllm"]
+    ceiling = d["max_capture_tokens_blackwell"] if accelerator.id in d["blackwell"] else d["max_capture_tokens"]
+    return min(2 * vllm_max_num_seqs(accelerator) * tokens_per_sequence, ceiling)
+
+
+def capture_sizes(largest: int) -> list[int]:
+    """vLLM's default capture list: 1, 2, 4, multiples of 8 below 256, multiples of 16 from 256 to the largest."""
+    sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, largest + 1, 16))
+    return [s for s in sizes if s <= largest]
+
+
+def padded_tokens(tokens: int, largest: int) -> int:
+    """The captured size a step of `tokens` tokens is padded up to; `tokens` itself above the largest."""
+    sizes = capture_sizes(largest)
+    if tokens > sizes[-1]:
+        return tokens
+    return sizes[bisect_left(sizes, tokens)]
+
+
+def graph_memory_bytes(max_batch: int) -> float:
+    """GPU memory SGLang 0.5.23 reserves for decode CUDA graphs: 2 MB per unit of the largest batch."""
+    return max_batch * data()["sglang"]["graph_reserve_mb_per_batch"] * MIB
+
+
+@dataclass(frozen=True)
+class StepOverhead:
+    """The fixed time of one step, by kind of step and tokens in it."""
+
+    mode: str  # one of MODES
+    per_kernel_s: float
+    eager_kernels: int
+    piecewise_launches: int
+    full_graph_tokens: int  # decode-only steps up to this many tokens replay one full graph
+    max_capture_tokens: int  # any step up to this many tokens replays graphs; above it runs eager
+
+    def eager_s(self) -> float:
+        return self.eager_kernels * self.per_kernel_s
+
+    def decode_s(self, tokens: float) -> float:
+        """A decode-only step of `tokens` tokens (sequences × tokens each)."""
+        if self.mode == "none":
+            return 0.0
+        if self.mode == "graphs":
+            if tokens <= self.full_graph_tokens:
+                return self.per_kernel_s * data()["vllm"]["graph_launches_full"]
+            if tokens <= self.max_capture_tokens:
+                return self.piecewise_launches * self.per_kernel_s
+        return self.eager_s()
+
+    def mixed_s(self, tokens: float) -> float:
+        """A step with prefill in it (alone or mixed with decodes) of `tokens` tokens."""
+        if self.mode == "none":
+            return 0.0
+        if self.mode == "graphs" and tokens <= self.max_capture_tokens:
+            return self.piecewise_launches * self.per_kernel_s
+        return self.eager_s()
+
+
+def step_overhead(
+    model: Model, accelerator: Accelerator, num_gpus: int = 1, mode: str = DEFAULT_MODE, tokens_per_sequence: int = 1
+) -> StepOverhead | None:
+    """The overhead model for a deployment in one of MODES; None for "none"."""
+    if mode == "none":
+        return None
+    if mode not in MODES:
+        raise ValueError(f"step overhead mode must be one of {MODES}, not {mode!r}")
+    largest = max_capture_tokens(accelerator, tokens_per_sequence)
+    full = min(vllm_max_num_seqs(accelerator) * tokens_per_sequence, largest)
+    return StepOverhead(
+        mode, per_kernel_s(), kernels_per_step(model, num_gpus), piecewise_launches(model), full, largest
+    )

@@ -1,0 +1,259 @@
+"""The per-step overhead term (calcs/overhead.py) and its use in the step-time model (steptime.py).
+
+Hand counts from step_overheads.toml's kernel table; the published figure is vLLM PR #10058's eager-vs-graphs
+measurement (Llama 3.1 8B BF16, benchmark_latency.py); bounds must never include the term.
+"""
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from calculators import run
+from calculators.calcs import overhead as ovh
+from calculators.calcs.deployment import deployment_fields
+from calculators.calcs.steptime import StepModel, bound_deployment, deployment
+from calculators.catalog import step_overheads
+from calculators.presets import accelerator_presets, model_presets
+from calculators.schema import validate
+from calculators.api import schema
+
+MODELS = model_presets()
+ACCS = accelerator_presets()
+LLAMA8 = MODELS["llama-3.1-8b"]
+T_K = 0.11 / (128 * 328)  # (1.10 − 0.99) s ÷ (128 forward passes × 328 kernels)
+
+
+def _dep(**inputs):
+    return deployment(validate(schema("roofline")["inputs"], inputs))
+
+
+# ---- counts and the derived per-kernel cost, by hand ----------------------------------------------------------
+
+
+def test_llama_8b_kernels_by_hand():
+    # 32 layers × (2 norms + 5 attention + 3 MLP) + 8 head and tail
+    assert ovh.kernels_per_step(LLAMA8, 1) == 32 * 10 + 8 == 328
+    # TP 2: 2 all-reduces per layer and 2 more at the head and tail
+    assert ovh.kernels_per_step(LLAMA8, 2) == 32 * 12 + 10
+
+
+def test_deepseek_v3_kernels_by_hand():
+    # 3 dense layers (2 + 10 MLA + 3 + 2 TP) and 58 MoE layers (2 + 10 + 7 routed + 3 shared + 2 TP), + 10
+    m = MODELS["deepseek-v3"]
+    assert m.moe.first_dense_layers == 3 and m.num_layers == 61 and m.moe.num_shared_experts
+    assert ovh.kernels_per_step(m, 8) == 3 * 17 + 58 * 24 + 10
+
+
+def test_per_kernel_cost_is_the_measured_gap_over_kernels():
+    assert ovh.per_kernel_s() == pytest.approx(T_K, rel=1e-12)
+    assert 2.61e-6 < ovh.per_kernel_s() < 2.63e-6
+
+
+def test_capture_sizes_and_padding():
+    sizes = ovh.capture_sizes(512)
+    assert sizes[:5] == [1, 2, 4, 8, 16] and sizes[-3:] == [480, 496, 512] and 248 in sizes and 264 not in sizes
+    assert len(sizes) == 3 + 31 + 17
+    assert [ovh.padded_tokens(t, 512) for t in (1, 3, 9, 255, 257, 512, 513)] == [1, 4, 16, 256, 272, 512, 513]
+
+
+def test_largest_graph_by_accelerator():
+    assert ovh.max_capture_tokens(ACCS["h100-sxm"]) == 512
+    assert ovh.max_capture_tokens(ACCS["b200"]) == 1024  # data-center Blackwell ceiling
+    assert ovh.max_capture_tokens(ACCS["rtx-5090"]) == 512  # compute capability 12.0: not that family
+
+
+def test_graph_memory_is_sglangs_reserve():
+    # SGLang 0.5.23 reserve_for_graph_mb: decode max_bs × 2 MB; 256 on an 80 GB GPU at TP < 4
+    assert ovh.graph_memory_bytes(256) == 512 * 2**20
+    assert step_overheads()["sglang"]["cuda_graph_max_bs_80gb"] == 256
+
+
+# ---- the three modes ------------------------------------------------------------------------------------------
+
+
+def test_modes_by_hand_on_an_h100():
+    graphs = ovh.step_overhead(LLAMA8, ACCS["h100-sxm"], 1, "graphs")
+    eager = ovh.step_overhead(LLAMA8, ACCS["h100-sxm"], 1, "eager")
+    assert ovh.step_overhead(LLAMA8, ACCS["h100-sxm"], 1, "none") is None
+    assert graphs.decode_s(1) == graphs.decode_s(512) == pytest.approx(T_K)  # one replay
+    assert graphs.decode_s(513) == pytest.approx(328 * T_K)  # above the largest graph: eager
+    assert graphs.mixed_s(512) == pytest.approx((3 * 32 + 1) * T_K)  # 33 pieces + 64 attention kernels
+    assert graphs.mixed_s(2048) == pytest.approx(328 * T_K)
+    assert eager.decode_s(1) == eager.mixed_s(8192) == pytest.approx(328 * T_K)
+
+
+def test_full_graphs_stop_at_max_num_seqs():
+    # vLLM's default cap is 256 sequences on an A100 80 GB: full graphs to 256, piecewise from 257 to 512
+    g = ovh.step_overhead(LLAMA8, ACCS["a100-80gb"], 1, "graphs")
+    assert g.full_graph_tokens == 256 and g.max_capture_tokens == 512
+    assert g.decode_s(256) < g.decode_s(257) == g.mixed_s(257) < g.decode_s(513)
+
+
+def test_step_model_adds_the_overhead_after_the_max():
+    dep = _dep(model="llama-3.1-8b", hardware="h100-sxm", step_overhead="eager")
+    sm, bare = StepModel(dep), StepModel(bound_deployment(dep))
+    cost = sm.decode(16, 2048)
+    assert cost.overhead_s == pytest.approx(328 * T_K)
+    assert cost.time_s == max(cost.memory_time_s, cost.compute_time_s) + cost.overhead_s
+    assert cost.kernel_time_s == bare.decode(16, 2048).time_s
+    assert sm.prefill([1024]).time_s == pytest.approx(bare.prefill([1024]).time_s + 328 * T_K, rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 2048), st.integers(1, 100_000), st.sampled_from(ovh.MODES))
+def test_closures_match_the_costs_bit_for_bit(batch, context, mode):
+    dep = _dep(model="llama-3.1-8b", hardware="h100-sxm", step_overhead=mode, bandwidth_efficiency=0.8)
+    sm, fresh = StepModel(dep), StepModel(dep)
+    assert fresh.decode_time(batch, context) == sm.decode(batch, context).time_s
+    assert fresh.prefill_time([context, batch]) == sm.prefill([context, batch]).time_s
+
+
+# ---- bounds stay bounds ---------------------------------------------------------------------------------------
+
+
+def test_bound_deployment_drops_the_overhead():
+    dep = _dep(model="llama-3.1-8b", hardware="h100-sxm")
+    assert dep.overhead is not None and dep.overhead.mode == "graphs"  # the default
+    assert bound_deployment(dep).overhead is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "deepseek-v3", "gpt-oss-120b"]),
+    st.sampled_from(["h100-sxm", "h200", "b200"]),
+    st.integers(1, 4096),
+    st.integers(16, 131_072),
+    st.sampled_from(ovh.MODES),
+)
+def test_no_estimate_beats_its_bound(model, hardware, batch, context, mode):
+    r = run(
+        "roofline",
+        dict(
+            model=model,
+            hardware=hardware,
+            num_gpus=8,
+            batch_size=batch,
+            context_tokens=context,
+            step_overhead=mode,
+            weight_dtype="fp8",
+            compute_dtype="fp8",
+        ),
+    )
+    bare = run(
+        "roofline",
+        dict(
+            model=model,
+            hardware=hardware,
+            num_gpus=8,
+            batch_size=batch,
+            context_tokens=context,
+            step_overhead="none",
+            weight_dtype="fp8",
+            compute_dtype="fp8",
+        ),
+    )
+    assert r["decode_step_time_s_estimate"] >= r["decode_step_time_s_lower_bound"]
+    for key in (
+        "decode_step_time_s_lower_bound",
+        "prefill_time_s_lower_bound",
+        "decode_tokens_per_s_per_gpu_upper_bound",
+    ):
+        assert r[key] == bare[key]  # the bounds do not see the overhead at all
+
+
+def test_decode_limits_and_allreduce_bounds_ignore_it():
+    base = dict(model="llama-3.1-70b", hardware="h100-sxm", num_gpus=4)
+    a, b = (
+        run("decode_limits", dict(base, step_overhead="eager")),
+        run("decode_limits", dict(base, step_overhead="none")),
+    )
+    assert a["step_time_s_at_max_batch"] == b["step_time_s_at_max_batch"]
+    assert a["step_time_s_at_max_batch_estimate"] > b["step_time_s_at_max_batch_estimate"]
+    keys = {f["key"] for f in schema("allreduce")["inputs"]}
+    assert "step_overhead" not in keys  # it prices kernel time only
+
+
+# ---- every calculator on StepModel takes the term, and the override ----------------------------------------
+
+
+def test_the_choice_is_a_deployment_field():
+    field = next(f for f in deployment_fields(0.8, 0.6) if f["key"] == "step_overhead")
+    assert field["default"] == "graphs" and "v0.33.0" in field["choices"][0]["label"]
+    for name in (
+        "latency",
+        "goodput",
+        "roofline",
+        "batching",
+        "chunking",
+        "scheduling",
+        "shedding",
+        "prefix_cache",
+        "preemption",
+        "decode_limits",
+    ):
+        assert "step_overhead" in {f["key"] for f in schema(name)["inputs"]}, name
+
+
+@pytest.mark.parametrize(
+    "name, key",
+    [
+        ("latency", "ttft_s"),
+        ("latency", "tpot_s"),
+        ("chunking", "chunked_ttft_s"),
+        ("batching", "continuous_output_tokens_per_s"),
+    ],
+)
+def test_engine_and_latency_calculators_move_with_the_mode(name, key):
+    eager, graphs, none = (run(name, {"step_overhead": m})[key] for m in ("eager", "graphs", "none"))
+    if key.endswith("_per_s"):
+        assert eager <= graphs <= none and eager < none
+    else:  # a step of more than 512 tokens runs eager either way, so graphs may equal eager there
+        assert eager >= graphs >= none and eager > none
+
+
+def test_extra_overhead_with_none_is_the_old_fixed_overhead():
+    """The override: Per-step overhead 'none' plus step_overhead_ms reproduces the reader-set fixed overhead."""
+    fixed = run("chunking", {"step_overhead": "none", "step_overhead_ms": 3.0})
+    modelled = run("chunking", {"step_overhead_ms": 3.0})
+    assert fixed["decode_step_s"] == pytest.approx(run("chunking", {"step_overhead": "none"})["decode_step_s"] + 3e-3)
+    assert modelled["decode_step_s"] > fixed["decode_step_s"]
+
+
+# ---- published figures ----------------------------------------------------------------------------------------
+
+
+def test_vllm_pr_10058_eager_vs_graphs():
+    """vLLM PR #10058 (2024-11-05), benchmark_latency.py (batch 8, 32 in, 128 out), Llama 3.1 8B BF16, V0:
+    1.10 s without CUDA graphs, 0.99 s with. t_k is derived from the gap, so the gap is reproduced by
+    construction (within the graph replays the model still charges); the ratio also needs the GPU time, and
+    the PR does not name the GPU: on an H100 SXM or an A100 80 GB at the latency calculator's default
+    efficiencies it comes within 5 % of the measured 1.11. Our graphs time on the H100 is below the measured
+    one: V0 ran scheduling and output processing between steps, CPU work the default model does not add
+    because v0.33.0 overlaps it."""
+    m = step_overheads()["measured"]
+    case = dict(
+        model=m["model"], batch_size=m["batch"], input_tokens=m["input_tokens"], output_tokens=m["output_tokens"]
+    )
+    for hardware in ("h100-sxm", "a100-80gb"):
+        eager = run("latency", dict(case, hardware=hardware, step_overhead="eager"))["e2e_latency_s"]
+        graphs = run("latency", dict(case, hardware=hardware))["e2e_latency_s"]
+        assert eager - graphs == pytest.approx(m["eager_s"] - m["graphs_s"], rel=0.02), hardware
+        assert eager / graphs == pytest.approx(m["eager_s"] / m["graphs_s"], rel=0.05), hardware
+    assert run("latency", dict(case, hardware="h100-sxm"))["e2e_latency_s"] < m["graphs_s"]
+
+
+def test_vllm_v060_blog_cpu_share_at_light_load():
+    """vLLM blog, 2024-09-05: for Llama 3 8B on one H100 under v0.5.3, GPU execution was 38 % of the time and
+    "Llama3 8B can generate 1 token every 13 ms under light load". Our batch-1 step with graphs (the kernels at
+    the default efficiencies, nothing for CPU work) is 43-47 % of 13 ms, so the rest, the CPU share v0.6.0 and
+    V1 went on to overlap, is 53-57 %: agreement in kind with the profile's 62 % (different loads; ±10 points)."""
+    blog = step_overheads()["blog_v060"]
+    assert blog["api_server_share"] + blog["scheduling_share"] + blog["gpu_share"] == pytest.approx(1.0)
+    ours = run(
+        "latency", dict(model="llama-3.1-8b", hardware="h100-sxm", batch_size=1, input_tokens=202, output_tokens=179)
+    )["tpot_s"]
+    cpu_share = 1 - ours / 13e-3
+    assert cpu_share == pytest.approx(1 - blog["gpu_share"], abs=0.10)
+
+
+def test_default_mode_is_graphs():
+    assert validate(schema("latency")["inputs"], {})["step_overhead"] == "graphs"
