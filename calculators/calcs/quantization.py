@@ -201,7 +201,7 @@ def _speedups(rows: dict) -> None:
 # plot id -> (title, [(series name, unit, row key)]); rows the chip cannot run are gaps (None)
 FORMAT_PLOTS = {
     "speed_by_format": (
-        "Decode and prefill speedup over BF16 by format (w: weight-only; a gap: the chip cannot run it)",
+        "Decode and prefill speedup over BF16 by format (w: weight-only; a gap: no dense rate listed for the chip)",
         [("decode speedup", "×", "decode_speedup"), ("prefill speedup", "×", "prefill_speedup")],
     ),
     "memory_by_format": (

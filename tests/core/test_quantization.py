@@ -90,6 +90,11 @@ def test_int8_w8a8_has_a_rate_where_the_datasheet_gives_one():
     # H100 SXM datasheet: INT8 3,958 TOPS with sparsity = FP8's; A100: 624 TOPS dense
     assert ACC["h100-sxm"].dense_flops_per_s["int8"] == ACC["h100-sxm"].dense_flops_per_s["fp8"]
     assert ACC["a100-80gb"].dense_flops_per_s["int8"] == 2 * ACC["a100-80gb"].dense_flops_per_s["bf16"]
+    # HGX B200: INT8 9 POPS sparse = FP8's 9 PF (Blackwell datasheet as tabulated at glennklockwood.com), so
+    # INT8 W8A8 runs on a B200 at FP8's rate
+    assert ACC["b200"].dense_flops_per_s["int8"] == ACC["b200"].dense_flops_per_s["fp8"]
+    b200 = run("quantization", {"hardware": "b200"})["rows"]
+    assert b200["int8"]["runs"] and b200["int8"]["prefill_speedup"] == b200["fp8"]["prefill_speedup"]
 
 
 def test_attention_runs_at_bf16_or_fp8_with_fp8_kv():
