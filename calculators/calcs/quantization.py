@@ -10,9 +10,12 @@
 Each row is a storage format and a matmul format: weight-only rows (W8A16, W4A16) dequantize to BF16 inside the
 matmul, so they change the bytes and not the FLOP rate; weight-and-activation rows (W8A8, W4A4) change both and
 need the chip's tensor cores for that format: a row whose matmul format the chip lists no dense rate for (FP8 on
-A100, FP4 before Blackwell) is marked as unable to run, and has no times. Speedups are against the BF16 row.
-The times are bounds at the efficiency inputs (1.0 by default): dequantization, kernel quality and launch overhead
-are not counted, so a W4A16 kernel's real decode gain at batch 1 is below its byte ratio.
+A100, FP4 before Blackwell), or MXFP8 W8A8 on a chip without block-scaled (MX) tensor cores (before Blackwell), is
+marked as unable to run, and has no times. Speedups are against the BF16 row.
+The times are the roofline at the efficiency inputs (1.0 by default) plus the per-step launch overhead (the
+step_overhead input, CUDA graphs by default as in every engine calculator; "none" gives the bare roofline bound).
+Dequantization and kernel quality are not counted, so a W4A16 kernel's real decode gain at batch 1 is below its byte
+ratio.
 """
 
 from __future__ import annotations
@@ -51,6 +54,11 @@ ROW_KEY = " · ".join(f"{i} {label}" for i, label in enumerate(SHORT, 1))
 KV_KEY = "KV formats: " + " · ".join(f"{i} {label}" for i, (_, label) in enumerate(KV_ROWS, 1))
 
 _DROPPED = {"weight_dtype", "expert_weight_dtype", "compute_dtype"}  # the rows set these
+# MXFP8 W8A8 multiplies block-scaled operands, which needs MX (block-scaled) tensor cores: Blackwell (SM 10.0+,
+# Transformer Engine 2.18 "MXFP8") and AMD CDNA4, in this table exactly the chips that list an FP4 rate. On Hopper
+# vLLM v0.33.0 has no MXFP8 W8A8 kernel (kernels/linear/mxfp8/deep_gemm.py: "DeepGEMM MXFP8 BMM requires
+# Blackwell") and runs MXFP8 checkpoints weight-only through Marlin (mxfp8/marlin.py; modelopt.py: SM80+).
+NEEDS_BLOCK_SCALED_MMA = {"mxfp8"}
 
 
 def _fields() -> list[dict]:
@@ -83,8 +91,8 @@ SCHEMA = {
         "batch, and prefill time, all from the step-time model every calculator uses. Weight-only "
         "rows (W4A16) shrink the bytes a decode step reads; weight-and-activation rows (W8A8, W4A4) "
         "also raise the FLOP rate, if the chip has tensor cores for the format (rows it lacks are "
-        "marked). The KV plot compares KV-cache formats. Bounds at the efficiency inputs; "
-        "dequantization and launch overheads are not counted."
+        "marked). The KV plot compares KV-cache formats. The roofline at the efficiency inputs plus the "
+        "per-step launch overhead; dequantization is not counted."
     ),
     "inputs": _fields(),
     "outputs": [
@@ -109,7 +117,12 @@ SCHEMA = {
             "number",
             words={0: "cannot run"},
         ),
-        output("rows_unable_to_run", "Rows whose matmul format this chip lists no dense FLOP/s for", "rows", "integer"),
+        output(
+            "rows_unable_to_run",
+            "Rows this chip cannot run (no dense FLOP/s listed for the matmul format; MXFP8 W8A8 before Blackwell)",
+            "rows",
+            "integer",
+        ),
         output("kv_bytes_per_gpu", "KV of the batch per GPU, in the KV format chosen", "B", "bytes"),
         output("attention_flops_per_s", "Dense FLOP/s attention runs at", "FLOP/s", "flops"),
     ],
@@ -131,6 +144,8 @@ def _row(v: dict, base, weight: str, compute: str) -> dict:
     try:
         peak = peak_flops(v["hardware"], compute)
     except InputError:
+        return {**out, "runs": False}
+    if weight in NEEDS_BLOCK_SCALED_MMA and compute != "bf16" and not v["hardware"].dense_flops_per_s.get("fp4"):
         return {**out, "runs": False}
     dep = replace(
         base,
@@ -248,7 +263,12 @@ def _plots(rows: dict, kv_rows: dict) -> dict:
 
 def _time_step(label: str, formula: str, cost) -> dict:
     return step(
-        label, formula, "max({}, {})", [(cost.memory_time_s, "s"), (cost.compute_time_s, "s")], cost.time_s, "s"
+        label,
+        formula + " + overhead",
+        "max({}, {}) + {}",
+        [(cost.memory_time_s, "s"), (cost.compute_time_s, "s"), (cost.overhead_s, "s")],
+        cost.time_s,
+        "s",
     )
 
 
@@ -282,9 +302,10 @@ def _notes(v: dict, rows: dict) -> list[str]:
     if not cannot:
         return []
     return [
-        f"{v['hardware'].name} lists no dense FLOP/s (accelerators.toml) for the matmul format of: "
+        f"{v['hardware'].name} cannot run: "
         + ", ".join(cannot)
-        + " (weight-only rows of the same storage format still run)"
+        + " (accelerators.toml lists no dense FLOP/s for the matmul format or, for MXFP8 W8A8, the chip has no"
+        " block-scaled tensor cores; weight-only rows of the same storage format still run)"
     ]
 
 

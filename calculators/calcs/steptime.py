@@ -20,7 +20,10 @@ Attention (QKᵀ, AV) is not a weight matmul and does not run at the matmul form
          the KV cache is FP8 on a chip with an FP8 rate (FlashAttention-3 FP8, arXiv 2407.08608 §3.3; vLLM v0.33.0
          v1/attention/backends/flash_attn.py quantizes the queries and views the cache as FP8). attention_peak_flops
          picks that rate; StepModel prices attention FLOPs at it (matmul-rate-equivalent FLOPs in per_sequence and
-         per_prompt, which the engine sums; StepCost.flops stays the true count).
+         per_prompt, which the engine sums; StepCost.flops stays the true count). The FP8 rate is the best case:
+         vLLM v0.33.0 runs FP8-KV attention in FP8 only on SM90/SM100 and never for E5M2 (fa_utils.py
+         flash_attn_supports_kv_cache_dtype); FlashInfer keeps BF16 queries on FA2-only chips (SM89, SM120) and
+         for Hopper's XQA decode (flashinfer.py get_q_data_type), so on Ada and RTX 5090 this is optimistic.
 Per-step overhead (overhead.py): every step adds the fixed time of its launches, by the kind of step
          and its tokens (CUDA graphs on by default, as vLLM v0.33.0 runs), after the roofline max:
          step = max(memory time, compute time) + overhead. Deployment.overhead None adds nothing.

@@ -76,7 +76,7 @@ def test_a_format_the_chip_lacks_is_marked_and_an_explicit_choice_is_an_error():
     h100 = run("quantization", {"hardware": "h100-sxm"})
     assert not h100["rows"]["nvfp4"]["runs"] and not h100["rows"]["mxfp4"]["runs"]
     assert h100["rows"]["mxfp4_w4a16"]["runs"]  # the same storage, dequantized to BF16: runs
-    assert h100["rows_unable_to_run"] == 2 and h100["nvfp4_prefill_speedup"] == 0.0
+    assert h100["rows_unable_to_run"] == 3 and h100["nvfp4_prefill_speedup"] == 0.0  # NVFP4, MXFP4 W4A4, MXFP8 W8A8
     assert not run("quantization", {"hardware": "a100-80gb"})["rows"]["fp8"]["runs"]
     b200 = run("quantization", {"hardware": "b200"})["rows"]
     assert b200["nvfp4"]["runs"] and b200["nvfp4"]["prefill_speedup"] > b200["fp8"]["prefill_speedup"]
@@ -162,3 +162,13 @@ def test_the_new_storage_formats_work_in_every_deployment_calculator(calc):
         assert run(calc, {"weight_dtype": fmt, "kv_dtype": fmt}) != base
     with pytest.raises(InputError, match="compute_dtype"):
         run(calc, {"compute_dtype": "int4-awq"}) if calc != "memory" else run("roofline", {"compute_dtype": "mxfp8"})
+
+
+def test_mxfp8_w8a8_needs_block_scaled_tensor_cores():
+    # Transformer Engine 2.18 "MXFP8": hardware-accelerated on Blackwell (SM 10.0+); vLLM v0.33.0
+    # kernels/linear/mxfp8/deep_gemm.py: "DeepGEMM MXFP8 BMM requires Blackwell" (Hopper runs MXFP8 weight-only)
+    h100 = run("quantization", {"hardware": "h100-sxm"})
+    assert not h100["rows"]["mxfp8"]["runs"] and h100["rows"]["fp8"]["runs"]
+    assert any("MXFP8" in n for n in h100["notes"])
+    b200 = run("quantization", {"hardware": "b200"})["rows"]
+    assert b200["mxfp8"]["runs"] and b200["mxfp8"]["prefill_speedup"] == b200["fp8"]["prefill_speedup"]
