@@ -25,6 +25,8 @@ DTYPE_CHOICES = (
     ("fp8", "FP8"),
     ("int8", "INT8"),
     ("int4", "INT4"),
+    ("int4-awq", "INT4 AWQ"),
+    ("mxfp8", "MXFP8"),
     ("mxfp4", "MXFP4"),
     ("nvfp4", "NVFP4"),
 )

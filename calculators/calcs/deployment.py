@@ -8,7 +8,8 @@ from ..schema import (DTYPE_CHOICES, accelerator_field, choice, dtype_field, exp
 from .overhead import DEFAULT_MODE, MODE_CHOICES
 from .steptime import Deployment, StepCost
 
-COMPUTE_DTYPES = tuple(c for c in DTYPE_CHOICES if c[0] != "int4")   # int4 has no native matmul rate
+# int4 formats have no native matmul rate; MXFP8's block-scaled MMA is priced as FP8 (choose fp8)
+COMPUTE_DTYPES = tuple(c for c in DTYPE_CHOICES if c[0] not in ("int4", "int4-awq", "mxfp8"))
 
 
 def deployment_fields(bandwidth_efficiency: float, compute_efficiency: float,

@@ -199,9 +199,16 @@ def _recompute_step(c: Costs, t: int, rec: float) -> dict:
     cost, dep = c.steps.prefill([t]), c.dep
     if c.standalone:
         return time_step(cost, "Recompute", "max(bytes ÷ (N × BW), FLOPs ÷ (N × peak × η))")
-    return step("Recompute", "FLOPs ÷ (N × peak × η_prefill)", "{} ÷ ({} × {} × {})",
-                [(cost.flops, "FLOP"), dep.num_gpus, (dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency], rec,
-                "s")
+    if c.steps.attention_weight == 1.0:
+        return step("Recompute", "FLOPs ÷ (N × peak × η_prefill)", "{} ÷ ({} × {} × {})",
+                    [(cost.flops, "FLOP"), dep.num_gpus, (dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency],
+                    rec, "s")
+    # attention at its own rate (steptime.attention_peak_flops): its FLOPs count × matmul peak ÷ attention peak
+    equivalent = cost.compute_time_s * dep.num_gpus * dep.peak_flops_per_s * dep.compute_efficiency
+    return step("Recompute", "(matmul FLOPs + attention FLOPs × peak ÷ attention peak) ÷ (N × peak × η_prefill)",
+                "{} ÷ ({} × {} × {})",
+                [(equivalent, "FLOP"), dep.num_gpus, (dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency],
+                rec, "s")
 
 
 def _derivation(c: Costs, t: int, swap: float, rec: float, even: int) -> list[dict]:

@@ -15,6 +15,15 @@ Bytes per GPU: weights ÷ N, but KV × kv_fraction_per_gpu (kv_cache.py), not ÷
          replicates KV heads and MLA's latent sits whole on every rank (the rule memory.py uses).
 Embeddings: the input embedding is a row lookup, one row of d_model per token (capped at the table);
          an untied LM head is read in full; a tied table is read once, in full, by the LM head.
+Attention (QKᵀ, AV) is not a weight matmul and does not run at the matmul format's rate: production kernels run it
+         in BF16/FP16 whatever the weights (W8A8 and FP4 recipes quantize the linear layers only), or in FP8 when
+         the KV cache is FP8 on a chip with an FP8 rate (FlashAttention-3 FP8, arXiv 2407.08608 §3.3; vLLM v0.33.0
+         v1/attention/backends/flash_attn.py quantizes the queries and views the cache as FP8). attention_peak_flops
+         picks that rate; StepModel prices attention FLOPs at it (matmul-rate-equivalent FLOPs in per_sequence and
+         per_prompt, which the engine sums; StepCost.flops stays the true count). The FP8 rate is the best case:
+         vLLM v0.33.0 runs FP8-KV attention in FP8 only on SM90/SM100 and never for E5M2 (fa_utils.py
+         flash_attn_supports_kv_cache_dtype); FlashInfer keeps BF16 queries on FA2-only chips (SM89, SM120) and
+         for Hopper's XQA decode (flashinfer.py get_q_data_type), so on Ada and RTX 5090 this is optimistic.
 Per-step overhead (overhead.py): every step adds the fixed time of its launches, by the kind of step
          and its tokens (CUDA graphs on by default, as vLLM v0.33.0 runs), after the roofline max:
          step = max(memory time, compute time) + overhead. Deployment.overhead None adds nothing.
@@ -50,6 +59,7 @@ class Deployment:
     bandwidth_efficiency: float = 1.0
     compute_efficiency: float = 1.0
     expert_elem_bytes: float | None = None  # routed-expert weights; None = weight_elem_bytes
+    attention_flops_per_s: float | None = None  # dense, per GPU, for QKᵀ and AV; None = peak_flops_per_s
     overhead: StepOverhead | None = None  # per-step launch overhead (overhead.py); None = kernel time only
 
 
@@ -122,6 +132,19 @@ def peak_flops(accelerator: Accelerator, compute_dtype: str, field: str = "compu
     return float(rate)
 
 
+def attention_peak_flops(accelerator: Accelerator, kv_dtype: str, compute_dtype: str) -> float:
+    """Dense FLOP/s attention runs at: FP8 when the KV cache is an 8-bit float and the chip lists FP8,
+    else BF16 (FP16); the matmul rate when the matmuls are wider than 16 bits or the chip lists no BF16/FP16."""
+    rates = accelerator.dense_flops_per_s
+    matmul = get_format(compute_dtype, "compute_dtype")
+    if matmul.bits_per_element > 16:
+        return peak_flops(accelerator, compute_dtype)
+    if get_format(kv_dtype, "kv_dtype").flops_key == "fp8" and rates.get("fp8"):
+        return float(rates["fp8"])
+    rate = rates.get("bf16") or rates.get("fp16")
+    return float(rate) if rate else peak_flops(accelerator, compute_dtype)
+
+
 def deployment(v: dict) -> Deployment:
     """A Deployment from validated inputs (shared by roofline, latency and goodput). The per-step
     overhead follows v["step_overhead"] (deployment_fields; CUDA graphs when a caller has no such key)."""
@@ -136,8 +159,14 @@ def deployment(v: dict) -> Deployment:
         v["bandwidth_efficiency"],
         v["compute_efficiency"],
         bytes_per_element(experts, "expert_weight_dtype") if experts else None,
+        attention_peak_flops(v["hardware"], v["kv_dtype"], v["compute_dtype"]),
         step_overhead(v["model"], v["hardware"], v["num_gpus"], v.get("step_overhead", DEFAULT_MODE)),
     )
+
+
+def attention_weight(dep: Deployment) -> float:
+    """Matmul peak ÷ attention peak: what one attention FLOP costs in matmul-rate FLOPs (1 at one rate)."""
+    return 1.0 if dep.attention_flops_per_s is None else dep.peak_flops_per_s / dep.attention_flops_per_s
 
 
 @lru_cache(maxsize=64)
@@ -225,8 +254,10 @@ class StepModel:
         self._weights: dict = {}
         self._per_seq: dict = {}
         self._per_prompt: dict = {}
-        self._attention = attention_terms(dep.model)  # decode (MLA absorbed)
-        self._prefill_attention = attention_terms(dep.model, prefill=True)  # prefill (MLA expanded)
+        # attention FLOPs in matmul-rate-equivalent units (× matmul peak ÷ attention peak; 1 at one rate)
+        self.attention_weight = w = attention_weight(dep)
+        self._attention = [(c * w, cap) for c, cap in attention_terms(dep.model)]  # decode (MLA absorbed)
+        self._prefill_attention = [(c * w, cap) for c, cap in attention_terms(dep.model, prefill=True)]  # expanded
         self._kv = [(per_token, cap) for _, per_token, cap in kv_terms(dep.model, dep.kv_elem_bytes)]
         # Hybrid models' linear-layer state is read every step like KV but splits over ranks by its own
         # heads; carried in this deployment's KV units so that KV × kv_share is exact per GPU (BF16 state,
@@ -241,9 +272,15 @@ class StepModel:
         """(memory time, compute time): (W ÷ N + KV × share) ÷ (BW × η_bw), FLOPs ÷ (N × peak × η_compute)."""
         return (weight_bytes / self._n + kv_bytes * self.kv_share) / self._bandwidth, flops / self._n / self._flops
 
-    def _cost(self, flops: float, weight_bytes: float, kv_bytes: float, overhead_s: float = 0.0) -> StepCost:
+    def _cost(
+        self, flops: float, weight_bytes: float, kv_bytes: float, matmul_flops: float = 0.0, overhead_s: float = 0.0
+    ) -> StepCost:
+        """`flops` in matmul-rate-equivalent units; the StepCost carries the true count (`matmul_flops` of them
+        are weight matmuls, the rest attention at attention_weight)."""
+        w = self.attention_weight
+        true_flops = flops if w == 1.0 else matmul_flops + (flops - matmul_flops) / w
         return StepCost(
-            flops,
+            true_flops,
             weight_bytes,
             kv_bytes,
             *self._times(flops, weight_bytes, kv_bytes),
@@ -295,7 +332,13 @@ class StepModel:
         once whatever its token count; FLOPs and the experts touched grow with the tokens."""
         flops, kv = self.per_sequence(context_tokens)
         tokens = batch * tokens_per_sequence
-        return self._cost(tokens * flops, self.weight_bytes(tokens), batch * kv, self.decode_overhead(tokens))
+        return self._cost(
+            tokens * flops,
+            self.weight_bytes(tokens),
+            batch * kv,
+            tokens * 2 * self.active,
+            self.decode_overhead(tokens),
+        )
 
     def _decode_timer(self):
         """decode(batch, context).time_s as a closure over this model's constants and memos, bit for bit:
@@ -336,7 +379,8 @@ class StepModel:
 
     def prefill(self, prompt_lengths) -> StepCost:
         """One prefill of the given prompts together: weights read once, KV written once."""
-        return self._cost(*self._prefill_parts(prompt_lengths), self.mixed_overhead(sum(prompt_lengths)))
+        tokens = sum(prompt_lengths)
+        return self._cost(*self._prefill_parts(prompt_lengths), 2 * self.active * tokens, self.mixed_overhead(tokens))
 
     def _prefill_timer(self):
         """prefill(prompt_lengths).time_s as a closure, bit for bit (the same sums in the same order as

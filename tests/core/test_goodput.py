@@ -21,12 +21,13 @@ def test_fast_paths_equal_the_general_formulas_bit_for_bit(model):
     decode_time, prefill_time = fresh.decode_time, fresh.prefill_time
     for context in (1, 100, 128, 129, 4096, 8193, 100_000):
         held = lambda cap, t=context: t if cap is None else min(t, cap)  # noqa: E731
-        assert sm.per_sequence(context) == (
-            2 * sm.active + attention_flops_per_token(sm.dep.model, held),
-            kv_bytes_per_sequence(sm.dep.model, context, sm.dep.kv_elem_bytes),
-        )
+        # attention FLOPs in matmul-rate units: × attention_weight (FP8 KV: attention at the FP8 rate)
+        w = sm.attention_weight
+        flops, kv = sm.per_sequence(context)
+        assert flops == pytest.approx(2 * sm.active + w * attention_flops_per_token(sm.dep.model, held), rel=1e-12)
+        assert kv == kv_bytes_per_sequence(sm.dep.model, context, sm.dep.kv_elem_bytes)
         causal = attention_flops_per_token(sm.dep.model, lambda cap, t=context: _causal_keys(cap, t), prefill=True)
-        assert sm.per_prompt(context)[0] == 2 * sm.active * context + causal
+        assert sm.per_prompt(context)[0] == pytest.approx(2 * sm.active * context + w * causal, rel=1e-12)
         for batch in (1, 7, 256):
             assert sm.decode_time(batch, context) == sm.decode(batch, context).time_s
             assert decode_time(batch, context) == sm.decode(batch, context).time_s

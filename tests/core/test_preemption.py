@@ -202,3 +202,23 @@ def test_batch_requests_out_of_range_names_the_field():
 
     with pytest.raises(InputError, match="batch_requests"):
         _run(batch_requests=0)
+
+
+def test_recompute_derivation_reproduces_its_value_when_attention_runs_at_bf16():
+    # FP8 matmuls with a BF16 cache: attention at the BF16 rate (steptime.attention_peak_flops), so the shown
+    # FLOPs are matmul-rate equivalents and FLOPs ÷ (N × peak × η) must still give the recompute time
+    r = run(
+        "preemption",
+        {
+            "model": "deepseek-v3",
+            "hardware": "h200",
+            "num_gpus": 8,
+            "weight_dtype": "fp8",
+            "compute_dtype": "fp8",
+            "context_tokens": 8192,
+        },
+    )
+    rec = next(d for d in r["derivation"] if d["label"] == "Recompute")
+    (flops, _), (n, _), (peak, _), (eta, _) = rec["terms"]
+    assert flops / (n * peak * eta) == pytest.approx(rec["value"], rel=1e-12)
+    assert rec["value"] == pytest.approx(r["recompute_time_s"], rel=1e-12)
