@@ -142,6 +142,7 @@ SINGULAR = {
     "replicas": "replica",
     "steps": "step",
     "chips": "chip",
+    "users": "user",
 }
 
 
@@ -166,6 +167,7 @@ def by_unit(value, unit: str = "") -> str:
         return str(value)
     if unit in UNIT_FORMATS and value != 0:  # a zero reads in the base unit: "0 s", not "0 ns"
         return UNIT_FORMATS[unit](value)
+    unit = SINGULAR.get(unit, unit) if value == 1 else unit  # "1 sequence", as the results read
     return sig(value) + (f" {unit}" if unit else "")
 
 

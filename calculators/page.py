@@ -69,6 +69,7 @@ def present(name: str, inputs: dict | None = None) -> dict:
         "outputs": _outputs(spec, result),
         "work": _work(result),
         "notes": result.get("notes", []),
+        "headline": result.get("headline", ""),  # a verdict in words, shown above the form (sizing)
         "tables": {sid: _table(p) for sid, p in result.get("series", {}).items()},
     }
 

@@ -91,6 +91,13 @@ def results_html(shown: dict) -> str:
     )
 
 
+def headline_html(shown: dict) -> str:
+    """A verdict in words (the sizing calculator's), under the title and above the form; none without one."""
+    if not shown.get("headline"):
+        return ""
+    return f'<p class="calc__headline" aria-live="polite" {EXCLUDE}>{escape(shown["headline"])}</p>'
+
+
 def work_html(shown: dict) -> str:
     items = "".join(
         f'<li><span class="calc__step">{escape(w["label"])}</span> '
@@ -153,6 +160,7 @@ def calculator_html(
         f'<div class="calc" id="{root}" {DOM["calc"]}="{_attr(schema["name"])}" '
         f"{DOM['inputs']}='{_attr(json.dumps(values))}'>"
         f'<p class="calc__title"><strong>{escape(title or schema["title"])}</strong></p>'
+        f"{headline_html(shown)}"
         f'<p class="calc__desc">{escape(schema["description"])}</p>'
         f'<form class="calc__form" {EXCLUDE} novalidate autocomplete="off" spellcheck="false" '
         f'aria-label="{_attr(title or schema["title"])}: inputs">{fields}</form>'

@@ -35,6 +35,8 @@ export function showResult(root, shown, dom) {
     const cell = root.querySelector(`tr${dom.sel("out", o.key)} td`);
     if (cell) cell.textContent = o.text;
   }
+  const headline = root.querySelector(".calc__headline");   // a verdict in words, above the form
+  if (headline) Object.assign(headline, { textContent: shown.headline || "", hidden: !shown.headline });
   const notes = root.querySelector(dom.sel("calc-notes"));
   notes.replaceChildren(...shown.notes.map((n) => element("li", { textContent: n })));
   notes.hidden = shown.notes.length === 0;
