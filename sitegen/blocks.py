@@ -132,7 +132,8 @@ def figure_html(root: str, plot_id: str, shown: dict, svg: str) -> str:
 
 
 def actions_html(has_plot: bool) -> str:
-    buttons = [("link", "Copy link"), ("csv", "Download CSV"), ("json", "Download JSON")]
+    # Pin as A: the result on screen is kept, and each later one is shown against it (a link carries both).
+    buttons = [("pin", "Pin as A"), ("link", "Copy link"), ("csv", "Download CSV"), ("json", "Download JSON")]
     if has_plot:
         buttons.append(("png", "Download PNG"))
     return (

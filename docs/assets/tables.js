@@ -1,9 +1,7 @@
 // The build-time tables that scripts fill in or enhance. Progressive: without JavaScript the plain
-// HTML the build wrote stays as it is.
-// - A live calculator's results, notes, worked steps and plot data, rewritten from a present() result;
-//   the same as a CSV file, a file download, and a link offered to copy.
-// - The glossary's tables (`.data-table` wrappers): each header cell gets a sort button (aria-sort
-//   on the <th>); each table gets a labelled filter.
+// HTML the build wrote stays as it is. A live calculator's results, notes, worked steps, plot data and
+// a pinned result to compare with, rewritten from a present() result; the same as a CSV file, a file
+// download, a link offered to copy. The glossary's tables: sort buttons and a labelled filter.
 export const element = (tag, props = {}, ...children) => {
   const el = Object.assign(document.createElement(tag), props);
   el.append(...children);
@@ -21,16 +19,33 @@ function dataTable(table) {
   const el = document.createElement("table");
   el.createTHead().insertRow().append(...table.head.map((h) => element("th", { scope: "col", textContent: h })));
   const body = el.createTBody();
-  for (const row of table.rows) {
-    const tr = body.insertRow();
-    for (const cell of row) tr.insertCell().textContent = cell;
-  }
+  for (const row of table.rows) body.insertRow().append(...row.map((c) => element("td", { textContent: c })));
   return el;
 }
 
+// A change from A to B in words: "+12.5%", "−3" from zero, "same".
+const change = (x, y) => (typeof x !== "number" || typeof y !== "number" || x === y ? "same"
+  : `${y > x ? "+" : "−"}${x ? `${Number(Math.abs((100 * (y - x)) / x).toPrecision(3))}%` : Math.abs(y)}`);
+
+// A pinned result (A: {inputs, shown}) beside this one (B), after the results: the inputs that differ,
+// then each output's two texts and the change. No A: the comparison is hidden.
+function showCompare(root, a, b, inputs) {
+  let box = root.querySelector(".calc__compare");
+  if (!box) root.querySelector(".calc__results").after(box = element("div", { className: "calc__compare" }));
+  if ((box.hidden = !a)) return;
+  const text = (v) => (typeof v === "object" ? v.name ?? "custom" : String(v));
+  const moved = Object.keys(inputs).filter((k) => text(inputs[k]) !== text(a.inputs[k] ?? ""))
+    .map((k) => `${k} ${text(a.inputs[k] ?? "")} → ${text(inputs[k])}`);
+  const rows = b.outputs.map((o, i) => [o.label, a.shown.outputs[i]?.text ?? "", o.text,
+    change(a.shown.result[o.key], b.result[o.key])]);
+  box.replaceChildren(element("p", { textContent: `A (pinned) against B (now). Inputs changed: ${
+    moved.join("; ") || "none"}.` }), dataTable({ head: ["Result", "A (pinned)", "B (now)", "Change"], rows }));
+}
+
 // Writes a present() result into a calculator's block, as the build wrote the first one. `dom`: the
-// block's data-* names (calculators/figures.js).
-export function showResult(root, shown, dom) {
+// block's data-* names (calculators/figures.js); `pinned`: a result to compare with, and the inputs.
+export function showResult(root, shown, dom, pinned = null, inputs = {}) {
+  showCompare(root, pinned, shown, inputs);
   for (const o of shown.outputs) {
     const cell = root.querySelector(`tr${dom.sel("out", o.key)} td`);
     if (cell) cell.textContent = o.text;
@@ -48,10 +63,8 @@ export function showResult(root, shown, dom) {
 
 
 // ---- a calculator's files and link: CSV of its inputs, outputs and plot data; typed inputs -------
-function csvCell(value) {
-  const text = String(value ?? "");
-  return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
+const csvCell = (value) => (/[",\n]/.test(String(value ?? "")) ? `"${String(value).replace(/"/g, '""')}"`
+  : String(value ?? ""));
 
 // An input's label and unit, as its form shows them (the control's id is <calculator id>-<key>).
 function labelOf(base, key) {
@@ -180,14 +193,8 @@ function enhance(wrapper) {
   filterBar(wrapper, Array.from(table.tBodies[0].rows));
 }
 
-function init() {
-  document.querySelectorAll(".data-table[data-table]").forEach(enhance);
-}
+const init = () => document.querySelectorAll(".data-table[data-table]").forEach(enhance);
 
-if (window.document$ && typeof window.document$.subscribe === "function") {
-  window.document$.subscribe(init);
-} else if (document.readyState === "loading") {
-  document.addEventListener("DOMContentLoaded", init);
-} else {
-  init();
-}
+if (typeof window.document$?.subscribe === "function") window.document$.subscribe(init);
+else if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+else init();
