@@ -63,6 +63,7 @@ def present(name: str, inputs: dict | None = None) -> dict:
     """Everything a calculator block displays for these inputs (raises InputError)."""
     spec = schema(name)
     result = run(name, inputs)
+    chain = result.pop("chain", [])  # results that feed another calculator: [{to, label, inputs}]
     return {
         "name": name,
         "result": result,
@@ -70,6 +71,7 @@ def present(name: str, inputs: dict | None = None) -> dict:
         "work": _work(result),
         "notes": result.get("notes", []),
         "headline": result.get("headline", ""),  # a verdict in words, shown above the form (sizing)
+        "chain": chain,
         "tables": {sid: _table(p) for sid, p in result.get("series", {}).items()},
     }
 

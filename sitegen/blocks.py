@@ -88,6 +88,9 @@ def results_html(shown: dict) -> str:
         f'<table class="calc__results" {EXCLUDE}><caption>Results</caption>'
         f"<tbody {DOM['calc-results']}>{rows}</tbody></table>"
         f'<ul class="calc__notes" {DOM["calc-notes"]} {EXCLUDE}{"" if notes else " hidden"}>{notes}</ul>'
+        # Results that feed another calculator (memory's KV budget into paging): the page's script adds a
+        # button for each whose calculator is on the page.
+        + (f'<div class="calc__chain" {EXCLUDE} hidden></div>' if shown.get("chain") else "")
     )
 
 

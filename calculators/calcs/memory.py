@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from ..formats import bytes_per_element
 from ..model import Model
 from ..params import weight_bytes
+from ..resolve import as_input
 from ..schema import (
     accelerator_field,
     choice,
@@ -315,4 +316,21 @@ def compute(v: dict) -> dict:
         "notes": notes,
         "derivation": _derivation(v, b, usable),
         "series": {"by_tensor_parallel": _tp_series(v)},
+        "chain": _chain(v, b, tp),
     }
+
+
+def _chain(v: dict, b: Budget, tp: int) -> list[dict]:
+    """This KV budget into the paging calculator: the replica's pool in logical bytes (per-GPU budget ÷
+    the share of each token's KV one GPU holds), the same model, KV format and context."""
+    share = kv_fraction_per_gpu(v["model"], tp, v["decode_context_parallel"])
+    gib = b.kv_budget / share / GIB
+    if gib < 0.01 or v["context_tokens"] < 2:  # below paging's ranges: nothing to hand on
+        return []
+    inputs = {
+        "model": as_input(v["model"]),
+        "kv_dtype": v["kv_dtype"],
+        "max_context_tokens": v["context_tokens"],
+        "kv_budget_gib": round(gib, 3),
+    }
+    return [{"to": "paging", "label": "Use this KV budget in Paging", "inputs": inputs}]

@@ -369,4 +369,28 @@ def compute(v: dict) -> dict:
         notes=notes,
         derivation=_derivation(v, p),
         series={"by_tensor_parallel": _series(v, p)},
+        chain=_chain(v, p),
     )
+
+
+def _chain(v: dict, p: dict) -> list[dict]:
+    """The sized deployment into the cost calculator: its GPUs in replicas, the output rate it delivers at
+    the target, the lengths, no headroom (so cost's GPU count is this one), measured under a latency bound."""
+    best = p["best"]
+    if best is None:
+        return []
+    gpus, rate = best.tp * p["replicas"], p["rate"]
+    inputs = {
+        "usd_per_gpu_hour": v["usd_per_gpu_hour"],
+        "num_gpus": gpus,
+        "gpus_per_replica": best.tp,
+        "output_tokens_per_s": rate,
+        "input_tokens_per_s": 0,
+        "requests_per_s": rate / v["output_tokens"],
+        "input_tokens_per_task": v["context_tokens"],
+        "output_tokens_per_task": v["output_tokens"],
+        "reasoning_tokens_per_task": 0,
+        "headroom_fraction": 0,
+        "rate_scenario": "latency-bounded",
+    }
+    return [{"to": "cost", "label": "Use this deployment and throughput in Cost", "inputs": inputs}]

@@ -42,6 +42,14 @@ function showCompare(root, a, b, inputs) {
     moved.join("; ") || "none"}.` }), dataTable({ head: ["Result", "A (pinned)", "B (now)", "Change"], rows }));
 }
 
+// A chained result into the first calculator of its name on this page: its inputs set there, recomputed, shown.
+function feed({ to, inputs }) {
+  const target = window.llmsi.calcs.find((c) => c.name === to);
+  Object.entries(inputs).forEach(([key, value]) => target.setInput(key, value));
+  target.recompute();
+  target.root.scrollIntoView({ block: "start" });
+}
+
 // Writes a present() result into a calculator's block, as the build wrote the first one. `dom`: the
 // block's data-* names (calculators/figures.js); `pinned`: a result to compare with, and the inputs.
 export function showResult(root, shown, dom, pinned = null, inputs = {}) {
@@ -52,6 +60,11 @@ export function showResult(root, shown, dom, pinned = null, inputs = {}) {
   }
   const headline = root.querySelector(".calc__headline");   // a verdict in words, above the form
   if (headline) Object.assign(headline, { textContent: shown.headline || "", hidden: !shown.headline });
+  const chain = root.querySelector(".calc__chain");   // a button for each result that feeds a calculator here
+  const targets = (shown.chain || []).filter((c) => document.querySelector(`.calc${dom.sel("calc", c.to)}`));
+  chain?.replaceChildren(...targets.map((c) => element("button", { type: "button", className: "md-button",
+    textContent: c.label, onclick: () => feed(c) })));
+  if (chain) chain.hidden = !targets.length;
   const notes = root.querySelector(dom.sel("calc-notes"));
   notes.replaceChildren(...shown.notes.map((n) => element("li", { textContent: n })));
   notes.hidden = shown.notes.length === 0;
@@ -111,18 +124,13 @@ export async function offerLink(link) {
     await navigator.clipboard.writeText(link);
     return { text: "Link copied. Opening it restores these inputs.", box: null };
   } catch { /* shown instead */ }
-  const box = element("input", { type: "text", value: link, readOnly: true, className: "calc__link" });
-  box.setAttribute("aria-label", "Link to these inputs");
+  const box = element("input", { type: "text", value: link, readOnly: true, className: "calc__link",
+    ariaLabel: "Link to these inputs" });
   return { text: "Copy this link to share these inputs: ", box };
 }
 
-// ---- the glossary's tables: sorting --------------------------------------------------------
-const numeric = (text) => {
-  const t = text.replace(/[,\s]/g, "").replace(/[–—]/g, "");
-  if (t === "") return null;
-  const n = Number(t);
-  return Number.isFinite(n) ? n : null;
-};
+// ---- the glossary's tables: sorting and filtering -------------------------------------------
+const numeric = (text, t = text.replace(/[,\s–—]/g, "")) => (t && Number.isFinite(+t) ? +t : null);
 
 // Numbers in numeric order with blanks last in both directions; text in natural order. `sign`: 1 ascending, -1 not.
 function compare(x, y, allNumeric, sign) {
@@ -137,8 +145,7 @@ function sortBy(table, index, direction) {
   const rows = Array.from(body.rows);
   const key = (row) => (row.cells[index] ? row.cells[index].textContent.trim() : "");
   const allNumeric = rows.every((r) => key(r) === "" || key(r) === "—" || numeric(key(r)) !== null);
-  const sign = direction === "ascending" ? 1 : -1;
-  rows.sort((a, b) => compare(key(a), key(b), allNumeric, sign));
+  rows.sort((a, b) => compare(key(a), key(b), allNumeric, direction === "ascending" ? 1 : -1));
   rows.forEach((r) => body.appendChild(r));
 }
 
@@ -156,13 +163,10 @@ function sortButtons(table) {
       sortBy(table, index, next);
     });
     // Material's shortcuts (n, p, s, f) listen on window; keep them away from these buttons.
-    button.addEventListener("keydown", (event) => {
-      if (event.key.length === 1) event.stopPropagation();
-    });
+    button.addEventListener("keydown", (event) => event.key.length === 1 && event.stopPropagation());
   });
 }
 
-// ---- the glossary's tables: filtering ------------------------------------------------------
 let counter = 0;
 
 function filterBar(wrapper, rows) {
@@ -175,12 +179,8 @@ function filterBar(wrapper, rows) {
   input.setAttribute("aria-describedby", count.id);
   input.addEventListener("input", () => {
     const q = input.value.trim().toLowerCase();
-    let shown = 0;
-    rows.forEach((r) => {
-      r.hidden = Boolean(q) && !r.textContent.toLowerCase().includes(q);
-      if (!r.hidden) shown += 1;
-    });
-    count.textContent = q ? `${shown} of ${rows.length} rows` : "";
+    rows.forEach((r) => { r.hidden = Boolean(q) && !r.textContent.toLowerCase().includes(q); });
+    count.textContent = q ? `${rows.filter((r) => !r.hidden).length} of ${rows.length} rows` : "";
   });
   wrapper.insertBefore(element("div", { className: "data-table__filter" }, label, input, count), wrapper.firstChild);
 }

@@ -161,3 +161,38 @@ def test_no_targets_means_memory_alone_binds():
 def test_a_harder_target_never_needs_fewer_gpus(key, values):
     gpus = [run("sizing", dict(ISSUE, **{key: x}))["best_gpus"] for x in values]
     assert gpus == sorted(gpus), gpus
+
+
+@pytest.mark.parametrize("changes", [{}, {"target_kind": "rate"}, {"model": "llama-3.1-8b", "target_users": 300}])
+def test_the_chain_into_cost_reproduces_the_verdicts_gpus_and_price(changes):
+    shown = present("sizing", dict(ISSUE, **changes))
+    (chain,) = shown["chain"]
+    assert chain["to"] == "cost" and "chain" not in shown["result"]
+    c = run("cost", chain["inputs"])
+    assert c["gpus_needed"] == shown["result"]["best_gpus"]
+    assert c["usd_per_million_output_tokens"] == pytest.approx(shown["result"]["usd_per_million_output_tokens"])
+
+
+def test_nothing_to_chain_when_no_tp_meets_the_slo():
+    assert present("sizing", dict(ISSUE, tpot_slo_s=0.0001))["chain"] == []
+
+
+def test_memorys_kv_budget_chains_into_paging_as_the_replicas_pool():
+    shown = present("memory", {"model": "llama-3.1-70b", "tensor_parallel": 4, "context_tokens": 8192})
+    (chain,) = shown["chain"]
+    assert chain["to"] == "paging" and chain["inputs"]["model"] == "llama-3.1-70b"
+    paging = run("paging", chain["inputs"])
+    tokens = chain["inputs"]["kv_budget_gib"] * 2**30 / paging["kv_bytes_per_token"]
+    assert tokens == pytest.approx(shown["result"]["kv_tokens_capacity"], rel=1e-4)  # TP 4 ≤ 8 KV heads: no copies
+
+
+def test_a_readers_own_model_chains_as_its_definition():
+    from calculators.resolve import model_to_json, resolve_model
+
+    mine = dict(model_to_json(resolve_model("llama-3.1-8b")), id="mine", name="Mine")
+    (chain,) = present("memory", {"model": mine})["chain"]
+    assert chain["inputs"]["model"]["name"] == "Mine"
+    assert (
+        run("paging", chain["inputs"])["kv_bytes_per_token"]
+        == run("paging", {"model": "llama-3.1-8b"})["kv_bytes_per_token"]
+    )

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from calculators import page as calc_page
 from calculators.api import run
+from sitegen import workbench as families
 
 PAGE = "/workbench/sizing/"
+MEMORY_PAGE = next(f"/workbench/{f.slug}/" for f in families.families() if "memory" in f.calculators)
 ROOT = "#workbench-sizing"
 QUESTION = {"model": "llama-3.1-70b", "hardware": "h100-sxm", "context_tokens": 32768, "target_users": 50}
 
@@ -66,3 +69,40 @@ def test_a_target_no_tp_meets_reads_in_words(open_page):
     text = page.locator(f"{ROOT} .calc__headline").text_content()
     assert "No TP up to 1,024 meets the SLO" in text
     assert page.locator(f"{ROOT} tr[data-out='best_gpus'] td").text_content() == "n/a: no TP meets the SLO"
+
+
+def test_the_verdict_feeds_cost_without_retyping(open_page):
+    """A chained pair: the sized deployment and its throughput into the cost calculator on the same page."""
+    page, log = live(open_page)
+    recomputed(page, "target_users", 49)
+    core = calc_page.present("sizing", dict(QUESTION, target_users=49))
+    button = page.locator(f"{ROOT} .calc__chain button")
+    assert button.text_content() == core["chain"][0]["label"]
+    button.click()
+    expected = [[o["key"], o["text"]] for o in calc_page.present("cost", core["chain"][0]["inputs"])["outputs"]]
+    page.wait_for_function(
+        "([id, exp]) => JSON.stringify([...document.querySelectorAll(`#${id} [data-calc-results] tr`)]"
+        ".map(r => [r.dataset.out, r.querySelector('td').textContent])) === JSON.stringify(exp)",
+        arg=["sizing-cost", expected],
+        timeout=60_000,
+    )
+    gpus = page.locator("#sizing-cost tr[data-out='gpus_needed'] td").text_content()
+    assert gpus == f"{core['result']['best_gpus']} GPUs"
+    assert page.input_value("#sizing-cost-num_gpus") == str(core["result"]["best_gpus"])
+    assert log.errors == []
+
+
+def test_memorys_kv_budget_feeds_paging(open_page):
+    page, log = open_page(MEMORY_PAGE)
+    page.wait_for_function("() => window.llmsi && window.llmsi.runtime")
+    page.locator("#workbench-memory").scroll_into_view_if_needed()
+    page.wait_for_function("() => window.llmsi.calcs.find(c => c.id === 'workbench-memory')?.shown", timeout=120_000)
+    chain = calc_page.present("memory", {})["chain"][0]
+    page.click("#workbench-memory .calc__chain button")
+    page.wait_for_function(
+        "v => window.llmsi.calcs.find(c => c.id === 'workbench-paging')?.shownInputs?.kv_budget_gib === v",
+        arg=str(chain["inputs"]["kv_budget_gib"]),
+        timeout=60_000,
+    )
+    assert page.input_value("#workbench-paging-model") == chain["inputs"]["model"]
+    assert log.errors == []
