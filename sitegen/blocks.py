@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from html import escape
 
-from calculators.display import sig
+from calculators.display import plain
 
 from .dom import DOM
 
@@ -28,7 +28,8 @@ def range_text(spec: dict) -> str:
         return ""
     unit = f" {spec['unit']}" if spec.get("unit") else ""
     kind = "Whole number" if spec["type"] == "integer" else "Number"
-    return f"{kind} from {sig(spec['min'])} to {sig(spec['max'])}{unit}."
+    # plain(), as the range error says it (reader walk #21: help 2,147,000,000, error 2,147,483,647)
+    return f"{kind} from {plain(spec['min'])} to {plain(spec['max'])}{unit}."
 
 
 def _options(choices: list[tuple[str, str]], selected) -> str:
