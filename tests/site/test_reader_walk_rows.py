@@ -51,3 +51,15 @@ def test_33_tabbing_past_the_last_control_closes_the_settings_panel(open_page):
     assert not page.evaluate(inside), "focus never left the panel"
     assert page.is_hidden("#rs-panel") and toggle.get_attribute("aria-expanded") == "false"
     assert log.errors == []
+
+
+def test_35_on_a_phone_the_headline_result_comes_before_the_form(open_page):
+    page, log = open_page("/parts/04-kv-cache/", viewport={"width": 390, "height": 844}, is_mobile=True)
+    block = page.locator(".calc[data-calc='memory']").first
+    block.scroll_into_view_if_needed()
+    page.evaluate("el => el.scrollIntoView({block: 'start'})", block.element_handle())
+    headline = block.locator(".calc__headline").bounding_box()
+    form = block.locator("form").bounding_box()
+    assert headline["y"] < form["y"] and 0 <= headline["y"] and headline["y"] + headline["height"] <= 844, headline
+    assert block.locator(".calc__headline").text_content().startswith("Sequences that fit at this context: ")
+    assert log.errors == []
