@@ -60,6 +60,7 @@ def _outputs(spec: dict, result: dict) -> list[dict]:
             "text": display.output_text(result[o["key"]], o),
         }
         for o in spec["outputs"]
+        if o.get("shown", True)
     ]
 
 
