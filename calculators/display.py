@@ -142,6 +142,7 @@ SINGULAR = {
     "replicas": "replica",
     "steps": "step",
     "chips": "chip",
+    "users": "user",
 }
 
 
@@ -156,6 +157,8 @@ UNIT_FORMATS = {
     "B/s": auto_byte_rate,
     "FLOP": auto_flop_count,
     "%": lambda x: f"{sig(x)}%",
+    # a parameter count (reader walk #20: the count behind params × b_w), in millions or billions
+    "params": lambda x: f"{sig(x / 1e9)} billion params" if x >= 1e9 else f"{sig(x / 1e6)} million params",
 }
 
 
@@ -166,6 +169,7 @@ def by_unit(value, unit: str = "") -> str:
         return str(value)
     if unit in UNIT_FORMATS and value != 0:  # a zero reads in the base unit: "0 s", not "0 ns"
         return UNIT_FORMATS[unit](value)
+    unit = SINGULAR.get(unit, unit) if value == 1 else unit  # "1 sequence", as the results read
     return sig(value) + (f" {unit}" if unit else "")
 
 
@@ -213,7 +217,7 @@ def inline(value, spec: str | None) -> str:
 
 def plain(x) -> str:
     """A number as people read it in a message or a table of raw values: 10,000,000 · 2,684,354,560 ·
-    0.01 · 1e-06; counts exactly (below 10^16), other numbers to 6 significant digits, and no exponent
+    0.01 · 0.000001; counts exactly (below 10^16), other numbers to 6 significant digits, and no exponent
     between a million and 10^15, where a rounded whole number reads better."""
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         return str(x)
@@ -221,4 +225,6 @@ def plain(x) -> str:
         return f"{int(x):,}"
     if 1e6 <= abs(x) < 1e15:
         return f"{x:,.0f}"
+    if 1e-9 <= abs(x) < 1e-4:  # 0.000001, as the form's help says it (reader walk #21), not 1e-06
+        return f"{float(f'{x:.6g}'):.15f}".rstrip("0")
     return f"{x:,.6g}" if abs(x) < 1e15 else f"{x:.6g}"

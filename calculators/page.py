@@ -17,6 +17,40 @@ from .errors import InputError
 from .resolve import accelerator_to_json, model_to_json, resolve_accelerator, resolve_model
 
 
+# Each calculator's headline results (reader walk #35, issue #18 "lead with one headline result"): shown in
+# words under its title, above the form, so a phone shows the answer before eleven inputs. A calculator not
+# named leads with its first output; one that returns its own "headline" (sizing's verdict) leads with that.
+HEADLINE = {
+    "kv_cache": ("kv_bytes_per_sequence",),
+    "memory": ("max_concurrent_sequences", "kv_budget_bytes_per_gpu"),
+    "roofline": ("decode_tokens_per_s_per_user_upper_bound",),
+    "latency": ("ttft_s", "tpot_s"),
+    "goodput": ("max_rate_meeting_slo_requests_per_s",),
+    "cost": ("usd_per_million_output_tokens",),
+    "percentiles": ("p99_s",),
+    "decode_limits": ("max_batch_in_memory",),
+    "allreduce": ("time_per_allreduce_s",),
+    "sram": ("sram_chips_total",),
+    "paging": ("paged_concurrency", "contiguous_concurrency"),
+    "preemption": ("swap_time_s", "recompute_time_s"),
+    "batching": ("continuous_output_tokens_per_s", "static_output_tokens_per_s"),
+    "chunking": ("chunked_ttft_s",),
+    "kv_tiers": ("recompute_s",),
+    "prefix_cache": ("hit_rate",),
+    "radix_tree": ("hit_rate",),
+    "scheduling": ("capacity_requests_per_s",),
+    "shedding": ("goodput_shed_requests_per_s",),
+}
+
+
+def _headline(name: str, result: dict, outputs: list[dict]) -> str:
+    if result.get("headline"):
+        return result["headline"]
+    by_key = {o["key"]: o for o in outputs}
+    keys = HEADLINE.get(name, (outputs[0]["key"],) if outputs else ())
+    return " · ".join(f"{by_key[k]['label']}: {by_key[k]['text']}" for k in keys)
+
+
 def _outputs(spec: dict, result: dict) -> list[dict]:
     return [
         {
@@ -26,6 +60,7 @@ def _outputs(spec: dict, result: dict) -> list[dict]:
             "text": display.output_text(result[o["key"]], o),
         }
         for o in spec["outputs"]
+        if o.get("shown", True)
     ]
 
 
@@ -63,12 +98,16 @@ def present(name: str, inputs: dict | None = None) -> dict:
     """Everything a calculator block displays for these inputs (raises InputError)."""
     spec = schema(name)
     result = run(name, inputs)
+    chain = result.pop("chain", [])  # results that feed another calculator: [{to, label, inputs}]
+    outputs = _outputs(spec, result)
     return {
         "name": name,
         "result": result,
-        "outputs": _outputs(spec, result),
+        "outputs": outputs,
         "work": _work(result),
         "notes": result.get("notes", []) + calibration.notes_for(name, inputs),
+        "headline": _headline(name, result, outputs),  # shown under the title, above the form
+        "chain": chain,
         "tables": {sid: _table(p) for sid, p in result.get("series", {}).items()},
     }
 

@@ -60,3 +60,11 @@ def accelerator_to_json(acc: Accelerator) -> dict:
     out = asdict(acc)
     out["dense_flops_per_s"] = dict(acc.dense_flops_per_s)
     return out
+
+
+def as_input(value: Model | Accelerator):
+    """What a form's model or accelerator select takes for this one: its preset id, or its definition
+    (a reader's own), so that one calculator's result can set another's input (a chained pair)."""
+    if isinstance(value, Model):
+        return value.id if model_presets().get(value.id) == value else model_to_json(value)
+    return value.id if accelerator_presets().get(value.id) == value else accelerator_to_json(value)

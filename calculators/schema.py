@@ -115,12 +115,16 @@ def accelerator_field(key="hardware", label="Accelerator", default="h100-sxm", h
     )
 
 
-def output(key, label, unit, format, words=None):
-    """An output; `words` says a sentinel value in words ({0: "never"}): the raw value stays the number."""
+def output(key, label, unit, format, words=None, shown=True):
+    """An output; `words` says a sentinel value in words ({0: "never"}): the raw value stays the number.
+    `shown=False`: in the result (exports, inline numbers) but not a row of the results, where it would
+    repeat another row's value in another unit (reader walk #19)."""
     assert format in OUTPUT_FORMATS, format
     spec = {"key": key, "label": label, "unit": unit, "format": format}
     if words:
         spec["words"] = {str(k): v for k, v in words.items()}
+    if not shown:
+        spec["shown"] = False
     return spec
 
 

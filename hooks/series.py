@@ -46,4 +46,4 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
     if part is None:
         return markdown
     footer = hub.part_footer(series, part, written, _href_factory(page, files))
-    return hub.part_header(series, part) + markdown + footer
+    return hub.part_header(series, part, written) + markdown + footer

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from html import escape
 
-from calculators.display import sig
+from calculators.display import plain
 
 from .dom import DOM
 
@@ -28,7 +28,8 @@ def range_text(spec: dict) -> str:
         return ""
     unit = f" {spec['unit']}" if spec.get("unit") else ""
     kind = "Whole number" if spec["type"] == "integer" else "Number"
-    return f"{kind} from {sig(spec['min'])} to {sig(spec['max'])}{unit}."
+    # plain(), as the range error says it (reader walk #21: help 2,147,000,000, error 2,147,483,647)
+    return f"{kind} from {plain(spec['min'])} to {plain(spec['max'])}{unit}."
 
 
 def _options(choices: list[tuple[str, str]], selected) -> str:
@@ -93,7 +94,17 @@ def results_html(shown: dict) -> str:
         f'<table class="calc__results" {EXCLUDE}><caption>Results</caption>'
         f"<tbody {DOM['calc-results']}>{rows}</tbody></table>"
         f'<ul class="calc__notes" {DOM["calc-notes"]} {EXCLUDE}{"" if notes else " hidden"}>{notes}</ul>'
+        # Results that feed another calculator (memory's KV budget into paging): the page's script adds a
+        # button for each whose calculator is on the page.
+        + (f'<div class="calc__chain" {EXCLUDE} hidden></div>' if shown.get("chain") else "")
     )
+
+
+def headline_html(shown: dict) -> str:
+    """A verdict in words (the sizing calculator's), under the title and above the form; none without one."""
+    if not shown.get("headline"):
+        return ""
+    return f'<p class="calc__headline" aria-live="polite" {EXCLUDE}>{escape(shown["headline"])}</p>'
 
 
 def work_html(shown: dict) -> str:
@@ -130,7 +141,8 @@ def figure_html(root: str, plot_id: str, shown: dict, svg: str) -> str:
 
 
 def actions_html(has_plot: bool) -> str:
-    buttons = [("link", "Copy link"), ("csv", "Download CSV"), ("json", "Download JSON")]
+    # Pin as A: the result on screen is kept, and each later one is shown against it (a link carries both).
+    buttons = [("pin", "Pin as A"), ("link", "Copy link"), ("csv", "Download CSV"), ("json", "Download JSON")]
     if has_plot:
         buttons.append(("png", "Download PNG"))
     return (
@@ -158,6 +170,7 @@ def calculator_html(
         f'<div class="calc" id="{root}" {DOM["calc"]}="{_attr(schema["name"])}" '
         f"{DOM['inputs']}='{_attr(json.dumps(values))}'>"
         f'<p class="calc__title"><strong>{escape(title or schema["title"])}</strong></p>'
+        f"{headline_html(shown)}"
         f'<p class="calc__desc">{escape(schema["description"])}</p>'
         f'<form class="calc__form" {EXCLUDE} novalidate autocomplete="off" spellcheck="false" '
         f'aria-label="{_attr(title or schema["title"])}: inputs">{fields}</form>'

@@ -128,6 +128,11 @@ def render_diagram(series: Series, written: frozenset[int], href: Href) -> str:
     )
 
 
+def written_so_far(series: Series, written: frozenset[int]) -> str:
+    """How much of the series exists (reader walk #36: "Part 4 of 20" promised parts the site did not have)."""
+    return f"{len(written)} of the {series.total} parts are written so far"
+
+
 def render_part_list(series: Series, written: frozenset[int], href: Href) -> str:
     items = []
     for p in series.parts:
@@ -149,7 +154,10 @@ def render_part_list(series: Series, written: frozenset[int], href: Href) -> str
         '</span><span class="hub-part__promise">Every term in the series linked back to where it is '
         "introduced, plus the accelerator, model, number-format, engine and price tables.</span></li>"
     )
-    return f'<ol class="hub-parts">{"".join(items)}</ol>'
+    so_far = (
+        f'<p class="hub-parts__written">{written_so_far(series, written)}; the others say what they will cover.</p>'
+    )
+    return f'{so_far}<ol class="hub-parts">{"".join(items)}</ol>'
 
 
 def _route_target(series: Series, n: int, written, href) -> str:
@@ -201,8 +209,9 @@ def _pager_link(series: Series, n: int, rel: str, written, href) -> str:
     )
 
 
-def part_header(series: Series, part: Part) -> str:
-    return f'<p class="series-part-label">Part {part.number} of {series.total}</p>\n\n'
+def part_header(series: Series, part: Part, written: frozenset[int] | None = None) -> str:
+    so_far = f' <span class="series-part-label__written">({written_so_far(series, written)})</span>' if written else ""
+    return f'<p class="series-part-label">Part {part.number} of {series.total}{so_far}</p>\n\n'
 
 
 def part_footer(series: Series, part: Part, written: frozenset[int], href: Href) -> str:

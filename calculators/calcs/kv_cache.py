@@ -274,7 +274,7 @@ SCHEMA = {
             words={0: "none"},
         ),
         output("kv_bytes_batch", "KV for the whole batch", "B", "bytes"),
-        output("kv_gib_batch", "KV for the whole batch, in GiB (2^30 B)", "GiB", "number"),
+        output("kv_gib_batch", "KV for the whole batch, in GiB (2^30 B)", "GiB", "number", shown=False),
         output("block_bytes", "Bytes per block (all layers)", "B", "bytes"),
         output("blocks_per_sequence", "Blocks per sequence", "blocks", "integer"),
         output("fragmentation_bytes_per_sequence", "Internal fragmentation per sequence", "B", "bytes"),

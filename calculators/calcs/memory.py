@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from ..formats import bytes_per_element
 from ..model import Model
-from ..params import weight_bytes
+from ..params import total_params, weight_bytes
+from ..resolve import as_input
 from ..schema import (
     accelerator_field,
     choice,
@@ -269,11 +270,23 @@ def _dcp_allows(v: dict, tensor_parallel: int) -> bool:
     return decode_context_parallel_allowed(v["model"], tensor_parallel, v.get("decode_context_parallel", 1))
 
 
+def _weights_step(v: dict, per_gpu: float, tp: int) -> dict:
+    """Weights per GPU with the parameter count shown (reader walk #20): params × bytes each ÷ TP, or, with
+    the experts in a format of their own, the two parts' bytes."""
+    model, experts = v["model"], expert_dtype(v)
+    if experts is None:
+        terms = [(total_params(model), "params"), (bytes_per_element(v["weight_dtype"], "weight_dtype"), "B"), tp]
+        return step("Weights per GPU", "params × b_w ÷ TP", "{} × {} ÷ {}", terms, per_gpu, "B")
+    return step(
+        "Weights per GPU", "(non-expert + expert weight bytes) ÷ TP", "{} ÷ {}", [(per_gpu * tp, "B"), tp], per_gpu, "B"
+    )
+
+
 def _derivation(v: dict, b: Budget, usable: float) -> list[dict]:
     tp = v["tensor_parallel"]
     share = kv_fraction_per_gpu(v["model"], tp, v["decode_context_parallel"])
     return [
-        step("Weights per GPU", "params × b_w ÷ TP", "{} ÷ {}", [(b.weights * tp, "B"), tp], b.weights, "B"),
+        _weights_step(v, b.weights, tp),
         _usable_step(v, usable),
         step(
             "KV budget per GPU",
@@ -354,4 +367,21 @@ def compute(v: dict) -> dict:
         "notes": notes,
         "derivation": _derivation(v, b, usable),
         "series": {"by_tensor_parallel": _tp_series(v)},
+        "chain": _chain(v, b, tp),
     }
+
+
+def _chain(v: dict, b: Budget, tp: int) -> list[dict]:
+    """This KV budget into the paging calculator: the replica's pool in logical bytes (per-GPU budget ÷
+    the share of each token's KV one GPU holds), the same model, KV format and context."""
+    share = kv_fraction_per_gpu(v["model"], tp, v["decode_context_parallel"])
+    gib = b.kv_budget / share / GIB
+    if gib < 0.01 or v["context_tokens"] < 2:  # below paging's ranges: nothing to hand on
+        return []
+    inputs = {
+        "model": as_input(v["model"]),
+        "kv_dtype": v["kv_dtype"],
+        "max_context_tokens": v["context_tokens"],
+        "kv_budget_gib": round(gib, 3),
+    }
+    return [{"to": "paging", "label": "Use this KV budget in Paging", "inputs": inputs}]

@@ -1,9 +1,7 @@
 // The build-time tables that scripts fill in or enhance. Progressive: without JavaScript the plain
-// HTML the build wrote stays as it is.
-// - A live calculator's results, notes, worked steps and plot data, rewritten from a present() result;
-//   the same as a CSV file, a file download, and a link offered to copy.
-// - The glossary's tables (`.data-table` wrappers): each header cell gets a sort button (aria-sort
-//   on the <th>); each table gets a labelled filter.
+// HTML the build wrote stays as it is. A live calculator's results, notes, worked steps, plot data and
+// a pinned result to compare with, rewritten from a present() result; the same as a CSV file, a file
+// download, a link offered to copy. The glossary's tables: sort buttons and a labelled filter.
 export const element = (tag, props = {}, ...children) => {
   const el = Object.assign(document.createElement(tag), props);
   el.append(...children);
@@ -21,20 +19,52 @@ function dataTable(table) {
   const el = document.createElement("table");
   el.createTHead().insertRow().append(...table.head.map((h) => element("th", { scope: "col", textContent: h })));
   const body = el.createTBody();
-  for (const row of table.rows) {
-    const tr = body.insertRow();
-    for (const cell of row) tr.insertCell().textContent = cell;
-  }
+  for (const row of table.rows) body.insertRow().append(...row.map((c) => element("td", { textContent: c })));
   return el;
 }
 
+// A change from A to B in words: "+12.5%", "−3" from zero, "same".
+const change = (x, y) => (typeof x !== "number" || typeof y !== "number" || x === y ? "same"
+  : `${y > x ? "+" : "−"}${x ? `${Number(Math.abs((100 * (y - x)) / x).toPrecision(3))}%` : Math.abs(y)}`);
+
+// A pinned result (A: {inputs, shown}) beside this one (B), after the results: the inputs that differ,
+// then each output's two texts and the change. No A: the comparison is hidden.
+function showCompare(root, a, b, inputs) {
+  let box = root.querySelector(".calc__compare");
+  if (!box) root.querySelector(".calc__results").after(box = element("div", { className: "calc__compare" }));
+  if ((box.hidden = !a)) return;
+  const text = (v) => (typeof v === "object" ? v.name ?? "custom" : String(v));
+  const moved = Object.keys(inputs).filter((k) => text(inputs[k]) !== text(a.inputs[k] ?? ""))
+    .map((k) => `${k} ${text(a.inputs[k] ?? "")} → ${text(inputs[k])}`);
+  const rows = b.outputs.map((o, i) => [o.label, a.shown.outputs[i]?.text ?? "", o.text,
+    change(a.shown.result[o.key], b.result[o.key])]);
+  box.replaceChildren(element("p", { textContent: `A (pinned) against B (now). Inputs changed: ${
+    moved.join("; ") || "none"}.` }), dataTable({ head: ["Result", "A (pinned)", "B (now)", "Change"], rows }));
+}
+
+// A chained result into the first calculator of its name on this page: its inputs set there, recomputed, shown.
+function feed({ to, inputs }) {
+  const target = window.llmsi.calcs.find((c) => c.name === to);
+  Object.entries(inputs).forEach(([key, value]) => target.setInput(key, value));
+  target.recompute();
+  target.root.scrollIntoView({ block: "start" });
+}
+
 // Writes a present() result into a calculator's block, as the build wrote the first one. `dom`: the
-// block's data-* names (calculators/figures.js).
-export function showResult(root, shown, dom) {
+// block's data-* names (calculators/figures.js); `pinned`: a result to compare with, and the inputs.
+export function showResult(root, shown, dom, pinned = null, inputs = {}) {
+  showCompare(root, pinned, shown, inputs);
   for (const o of shown.outputs) {
     const cell = root.querySelector(`tr${dom.sel("out", o.key)} td`);
     if (cell) cell.textContent = o.text;
   }
+  const headline = root.querySelector(".calc__headline");   // a verdict in words, above the form
+  if (headline) Object.assign(headline, { textContent: shown.headline || "", hidden: !shown.headline });
+  const chain = root.querySelector(".calc__chain");   // a button for each result that feeds a calculator here
+  const targets = (shown.chain || []).filter((c) => document.querySelector(`.calc${dom.sel("calc", c.to)}`));
+  chain?.replaceChildren(...targets.map((c) => element("button", { type: "button", className: "md-button",
+    textContent: c.label, onclick: () => feed(c) })));
+  if (chain) chain.hidden = !targets.length;
   const notes = root.querySelector(dom.sel("calc-notes"));
   notes.replaceChildren(...shown.notes.map((n) => element("li", { textContent: n })));
   notes.hidden = shown.notes.length === 0;
@@ -46,10 +76,8 @@ export function showResult(root, shown, dom) {
 
 
 // ---- a calculator's files and link: CSV of its inputs, outputs and plot data; typed inputs -------
-function csvCell(value) {
-  const text = String(value ?? "");
-  return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
+const csvCell = (value) => (/[",\n]/.test(String(value ?? "")) ? `"${String(value).replace(/"/g, '""')}"`
+  : String(value ?? ""));
 
 // An input's label and unit, as its form shows them (the control's id is <calculator id>-<key>).
 function labelOf(base, key) {
@@ -96,18 +124,13 @@ export async function offerLink(link) {
     await navigator.clipboard.writeText(link);
     return { text: "Link copied. Opening it restores these inputs.", box: null };
   } catch { /* shown instead */ }
-  const box = element("input", { type: "text", value: link, readOnly: true, className: "calc__link" });
-  box.setAttribute("aria-label", "Link to these inputs");
+  const box = element("input", { type: "text", value: link, readOnly: true, className: "calc__link",
+    ariaLabel: "Link to these inputs" });
   return { text: "Copy this link to share these inputs: ", box };
 }
 
-// ---- the glossary's tables: sorting --------------------------------------------------------
-const numeric = (text) => {
-  const t = text.replace(/[,\s]/g, "").replace(/[–—]/g, "");
-  if (t === "") return null;
-  const n = Number(t);
-  return Number.isFinite(n) ? n : null;
-};
+// ---- the glossary's tables: sorting and filtering -------------------------------------------
+const numeric = (text, t = text.replace(/[,\s–—]/g, "")) => (t && Number.isFinite(+t) ? +t : null);
 
 // Numbers in numeric order with blanks last in both directions; text in natural order. `sign`: 1 ascending, -1 not.
 function compare(x, y, allNumeric, sign) {
@@ -122,8 +145,7 @@ function sortBy(table, index, direction) {
   const rows = Array.from(body.rows);
   const key = (row) => (row.cells[index] ? row.cells[index].textContent.trim() : "");
   const allNumeric = rows.every((r) => key(r) === "" || key(r) === "—" || numeric(key(r)) !== null);
-  const sign = direction === "ascending" ? 1 : -1;
-  rows.sort((a, b) => compare(key(a), key(b), allNumeric, sign));
+  rows.sort((a, b) => compare(key(a), key(b), allNumeric, direction === "ascending" ? 1 : -1));
   rows.forEach((r) => body.appendChild(r));
 }
 
@@ -141,13 +163,10 @@ function sortButtons(table) {
       sortBy(table, index, next);
     });
     // Material's shortcuts (n, p, s, f) listen on window; keep them away from these buttons.
-    button.addEventListener("keydown", (event) => {
-      if (event.key.length === 1) event.stopPropagation();
-    });
+    button.addEventListener("keydown", (event) => event.key.length === 1 && event.stopPropagation());
   });
 }
 
-// ---- the glossary's tables: filtering ------------------------------------------------------
 let counter = 0;
 
 function filterBar(wrapper, rows) {
@@ -160,12 +179,8 @@ function filterBar(wrapper, rows) {
   input.setAttribute("aria-describedby", count.id);
   input.addEventListener("input", () => {
     const q = input.value.trim().toLowerCase();
-    let shown = 0;
-    rows.forEach((r) => {
-      r.hidden = Boolean(q) && !r.textContent.toLowerCase().includes(q);
-      if (!r.hidden) shown += 1;
-    });
-    count.textContent = q ? `${shown} of ${rows.length} rows` : "";
+    rows.forEach((r) => { r.hidden = Boolean(q) && !r.textContent.toLowerCase().includes(q); });
+    count.textContent = q ? `${rows.filter((r) => !r.hidden).length} of ${rows.length} rows` : "";
   });
   wrapper.insertBefore(element("div", { className: "data-table__filter" }, label, input, count), wrapper.firstChild);
 }
@@ -178,14 +193,8 @@ function enhance(wrapper) {
   filterBar(wrapper, Array.from(table.tBodies[0].rows));
 }
 
-function init() {
-  document.querySelectorAll(".data-table[data-table]").forEach(enhance);
-}
+const init = () => document.querySelectorAll(".data-table[data-table]").forEach(enhance);
 
-if (window.document$ && typeof window.document$.subscribe === "function") {
-  window.document$.subscribe(init);
-} else if (document.readyState === "loading") {
-  document.addEventListener("DOMContentLoaded", init);
-} else {
-  init();
-}
+if (typeof window.document$?.subscribe === "function") window.document$.subscribe(init);
+else if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+else init();

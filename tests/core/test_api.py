@@ -55,7 +55,8 @@ def test_schema_shape(name):
         if spec["type"] in ("choice", "dtype"):
             assert spec["default"] in [c["value"] for c in spec["choices"]]
     for out in s["outputs"]:
-        assert set(out) - {"words"} == {"key", "label", "unit", "format"} and out["format"] in OUTPUT_FORMATS
+        assert set(out) - {"words", "shown"} == {"key", "label", "unit", "format"} and out["format"] in OUTPUT_FORMATS
+        assert out.get("shown", False) is False  # present only to keep a value out of the results rows
         assert all(k.lstrip("-").isdigit() and isinstance(v, str) and v for k, v in out.get("words", {}).items())
 
 

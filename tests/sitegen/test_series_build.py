@@ -152,3 +152,11 @@ def test_part_header_and_pager(series):
     assert 'rel="prev" href="/parts/01-decode-loop.md"' in footer
     assert "Part 3</span> TTFT, TPOT and goodput" in footer and "not yet written" in footer
     assert 'rel="next"' not in footer
+
+
+def test_36_the_list_and_each_part_say_how_many_parts_are_written(series):
+    """Reader walk #36: "Part 4 of 20" and "All twenty parts" promised twenty; say how many exist."""
+    written = frozenset({1, 2, 4})
+    assert "3 of the 20 parts are written so far" in H.render_part_list(series, written, fake_href)
+    header = H.part_header(series, series.part(2), written)
+    assert "Part 2 of 20" in header and "(3 of the 20 parts are written so far)" in header

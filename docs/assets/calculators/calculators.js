@@ -12,8 +12,7 @@ const STATUS = {
   loading: "Loading Python in your browser…",
   live: "Live: these results were recomputed in your browser.",
   invalid: "Check the highlighted input. The results shown are for the last valid inputs.",
-  failed: "Python could not start in this browser, so the results shown are the ones computed when the page was "
-    + "built.",
+  failed: "Python could not start in this browser, so the results shown are the ones computed when the page was built.",
   restarted: "The Python worker stopped responding and was restarted.",
 };
 
@@ -31,19 +30,15 @@ class Calculator {
     this.figure = root.querySelector(dom.sel("plot"));
     this.chart = this.figure?.querySelector(".calc__chart");
     this.plotId = this.figure && dom.get(this.figure, "plot");
-    this.latest = 0;          // the newest request: older replies are stale
-    this.timer = null;        // the debounce
-    this.started = false;     // has asked Python at least once
-    this.plotVisible = false; // the figure has been on screen: keep its chart drawn
-    this.shown = null;        // the last live result, and the inputs it is for
-    this.shownInputs = null;
+    // latest: the newest request (older replies are stale); timer: the debounce; started: has asked Python
+    // at least once; plotVisible: the figure has been on screen (keep its chart drawn).
+    Object.assign(this, { latest: 0, timer: null, started: false, plotVisible: false });
+    this.shown = this.shownInputs = this.pinned = null;   // the last live result, its inputs, a pinned A
     this.shared = {};         // definitions that came with a link, by input key
     for (const type of ["input", "change"]) this.form.addEventListener(type, () => this.schedule());
     this.form.addEventListener("submit", (e) => { e.preventDefault(); this.recompute(); });
     root.addEventListener("click", (e) => this.onClick(e));
-    runtime.addEventListener("state", ({ detail }) => {
-      if (detail.state === "loading" && this.started) this.say(STATUS.loading);
-    });
+    runtime.addEventListener("state", (e) => e.detail.state === "loading" && this.started && this.say(STATUS.loading));
     // Python starts when a calculator nears the viewport (or gets focus); a chart when its figure does.
     root.addEventListener("focusin", () => runtime.start().catch(() => {}), { once: true });
     const seen = new IntersectionObserver((entries) => {
@@ -87,8 +82,7 @@ class Calculator {
   }
 
   say(text, extra = null) {
-    this.status.textContent = text;
-    if (extra) this.status.append(" ", extra);
+    this.status.replaceChildren(text, ...(extra ? [" ", extra] : []));
   }
 
   schedule() {
@@ -96,9 +90,22 @@ class Calculator {
     this.timer = setTimeout(() => this.recompute(), DEBOUNCE_MS);
   }
 
-  // Asks Python for the results now; `notice` is said after the first live result.
+  // Asks Python for the results now; `notice` is said after the first live result, then a link's A is pinned.
   start(notice = "") {
-    if (!this.started) this.recompute().then(() => notice && this.status.append(" ", notice));
+    if (!this.started) this.recompute().then(() => (notice && this.status.append(" ", notice), this.pinLinked()));
+  }
+
+  // Pins the result on screen as A, or unpins it: each later result is shown against it. pinLinked: a
+  // link's A (applyLink's linkedA: its inputs over these, as a link carries them all), computed and pinned.
+  pin(pinned = this.pinned ? null : { inputs: this.shownInputs, shown: this.shown }) {
+    this.pinned = pinned;
+    this.root.querySelector(dom.sel("action", "pin")).textContent = pinned ? "Unpin A" : "Pin as A";
+    showResult(this.root, this.shown, dom, pinned, this.shownInputs);
+  }
+
+  async pinLinked(inputs = this.linkedA && { ...this.shownInputs, ...this.linkedA }) {
+    const shown = inputs && this.shown && await this.runtime.present(this.name, inputs);
+    if (shown && !shown.error) this.pin({ inputs, shown });
   }
 
   async recompute() {
@@ -106,9 +113,9 @@ class Calculator {
     const seq = ++this.latest;
     const inputs = this.inputs();
     if (this.runtime.state !== "ready") this.say(STATUS.loading);
-    let text;
+    let shown;
     try {
-      text = await this.runtime.call({ op: "present", name: this.name, inputs });
+      shown = await this.runtime.present(this.name, inputs);
     } catch (err) {
       if (seq !== this.latest) return;
       if (err.lost && this.runtime.state === "restarted") { this.say(STATUS.restarted); this.schedule(); }
@@ -116,20 +123,18 @@ class Calculator {
       return;
     }
     if (seq !== this.latest) return;   // a newer request is under way: this reply is stale
-    const shown = JSON.parse(text);
     if (shown.error) return this.showError(shown.error);
     clearFieldErrors(this.fields.values());
     Object.assign(this, { shown, shownInputs: inputs });
-    showResult(this.root, shown, dom);
+    showResult(this.root, shown, dom, this.pinned, inputs);
     if (this.plotVisible) this.drawPlot();
     this.say(STATUS.live);
     window.llmsi.releaseSearch?.();   // the first live result is up: Material may build its search index now
   }
 
   retryButton() {
-    const button = element("button", { type: "button", textContent: "Retry", className: "md-button calc__retry" });
-    button.addEventListener("click", () => this.recompute());
-    return button;
+    return element("button", { type: "button", textContent: "Retry", className: "md-button calc__retry",
+      onclick: () => this.recompute() });
   }
 
   showError({ field, message }) {
@@ -157,21 +162,19 @@ class Calculator {
     if (!action) return;
     if (!this.shown) await this.recompute();
     if (!this.shown) return;
+    if (action === "pin") return this.pin();
     const { id: base, name, shownInputs: inputs, shown, plotlyUrl } = this;
     await exportAs(action, { base, name, inputs, shown, plot: shown.result.series?.[this.plotId], plotlyUrl });
   }
 
   async copyLink() {
-    const { text, box } = await offerLink(linkFor(this.id, this.inputs()));
+    const { text, box } = await offerLink(linkFor(this.id, this.inputs(), this.pinned?.inputs));
     this.say(text, box);
     box?.select();
   }
 }
 
-function nearView(el) {
-  const { top, bottom } = el.getBoundingClientRect();
-  return top < innerHeight + NEAR_PX && bottom > -NEAR_PX;
-}
+const nearView = ({ top, bottom }) => top < innerHeight + NEAR_PX && bottom > -NEAR_PX;
 
 function init() {
   const config = pageConfig();   // written once, before a page's first calculator
@@ -180,15 +183,14 @@ function init() {
   setupSelects(config.presets);
   const runtime = new Runtime(config.runtime);
   const calcs = roots.map((root) => new Calculator(root, runtime, config.runtime));
-  runtime.addEventListener("state", ({ detail }) => {
-    if (detail.state === "failed") window.llmsi.releaseSearch?.();   // no Python: nothing to wait for
-  });
+  // No Python: search has nothing to wait for.
+  runtime.addEventListener("state", ({ detail }) => detail.state === "failed" && window.llmsi.releaseSearch?.());
   for (const calc of calcs) {
     const notice = applyLink(calc);   // null: the page's link is not for this calculator
     if (notice !== null) calc.start(notice);
   }
   // A calculator already on screen starts Python now, not one frame later when the observer reports it.
-  if (roots.some(nearView)) {
+  if (roots.some((root) => nearView(root.getBoundingClientRect()))) {
     window.llmsi.pythonStarting = true;   // search waits for Python (overrides/partials/search-later.html)
     runtime.start().catch(() => {});
   }

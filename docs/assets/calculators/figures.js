@@ -165,14 +165,13 @@ async function downloadPng(base, inputs, plot, Plotly) {
 }
 
 // ---- links -----------------------------------------------------------------------------------
-export function linkFor(id, inputs) {
-  const url = new URL(window.location.href);
-  url.search = "";
-  url.hash = id;
+// The inputs, and a pinned A's as a.<input> (A against B travels in one link).
+export function linkFor(id, inputs, pinned = null) {
+  const url = Object.assign(new URL(window.location.href), { search: "", hash: id });
   url.searchParams.set("calc", id);
-  for (const [key, value] of Object.entries(inputs)) {
-    url.searchParams.set(key, typeof value === "object" ? JSON.stringify(value) : String(value));
-  }
+  const put = (prefix, given) => Object.entries(given || {}).forEach(([key, value]) =>
+    url.searchParams.set(prefix + key, typeof value === "object" ? JSON.stringify(value) : String(value)));
+  [["", inputs], ["a.", pinned]].forEach(([prefix, given]) => put(prefix, given));
   return url.href;
 }
 
@@ -185,7 +184,8 @@ export function applyLink(calc) {
   const known = calc.inputs();
   const ignored = [];
   for (const [key, raw] of params) {
-    if (!(key in known) || !calc.setInput(key, fromLink(raw))) ignored.push(key);
+    if (key.startsWith("a.") && key.slice(2) in known) (calc.linkedA ??= {})[key.slice(2)] = fromLink(raw);
+    else if (!(key in known) || !calc.setInput(key, fromLink(raw))) ignored.push(key);
   }
   if (!ignored.length) return "";
   const named = ignored.slice(0, 3).map((k) => (k.length > 24 ? `${k.slice(0, 24)}…` : k)).join(", ");

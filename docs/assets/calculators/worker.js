@@ -57,6 +57,11 @@ export class Runtime extends EventTarget {
     return this.post(message, this.callTimeoutMs);
   }
 
+  // A calculator's present() result for these inputs (an {error} when an input is wrong).
+  async present(name, inputs) {
+    return JSON.parse(await this.call({ op: "present", name, inputs }));
+  }
+
   // A model or accelerator definition, checked by Python; throws naming the field when it is wrong.
   async describe(kind, value) {
     const reply = JSON.parse(await this.call({ op: "describe", kind, value }));
