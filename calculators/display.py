@@ -160,6 +160,13 @@ UNIT_FORMATS = {
     # a parameter count (reader walk #20: the count behind params × b_w), in millions or billions
     "params": lambda x: f"{sig(x / 1e9)} billion params" if x >= 1e9 else f"{sig(x / 1e6)} million params",
 }
+# Money and shares read as the results do (reader walk #20: "$4.66", not "4.656 USD"; "20.3%", not "0.203"),
+# zero included ("$0.00", "0%").
+EXACT_FORMATS = {
+    "USD": usd,
+    "USD/GPU-h": lambda x: f"{usd(x)}/GPU-h",
+    "share": lambda x: f"{sig(x * 100, 3)}%",  # a fraction, as an output of format "percent" reads
+}
 
 
 def by_unit(value, unit: str = "") -> str:
@@ -167,6 +174,8 @@ def by_unit(value, unit: str = "") -> str:
     name, "never") pass through unchanged."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return str(value)
+    if unit in EXACT_FORMATS:
+        return EXACT_FORMATS[unit](value)
     if unit in UNIT_FORMATS and value != 0:  # a zero reads in the base unit: "0 s", not "0 ns"
         return UNIT_FORMATS[unit](value)
     unit = SINGULAR.get(unit, unit) if value == 1 else unit  # "1 sequence", as the results read

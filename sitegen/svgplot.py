@@ -161,7 +161,7 @@ def _xy_chart(plot: dict) -> list[str]:
 
 def _bar_chart(plot: dict) -> list[str]:
     """Grouped bars: one band per x value, one bar per series in legend order, from zero."""
-    xs, n = plot["x"]["values"], len(plot["y"])
+    xs, n = plot["x"]["values"], sum(not y.get("marker") for y in plot["y"])  # a mark is a point, not a bar
     ylo, yhi = _scale(_all_y(plot), False)
     band = (W - RIGHT - LEFT) / max(len(xs), 1)
     bar = band * 0.8 / max(n, 1)
@@ -173,7 +173,9 @@ def _bar_chart(plot: dict) -> list[str]:
     parts = _axes(plot, centre, fy, [(k, sig(x, 3)) for k, x in enumerate(xs)], _ticks(ylo, yhi, False))
     for i, y in enumerate(plot["y"]):
         for k, v in enumerate(y["values"]):
-            if v is not None:
+            if v is not None and y.get("marker"):  # the reader's point (reader walk #29), over its band
+                parts.append(_marker(i, centre(k), fy(v)))
+            elif v is not None:
                 left, top = centre(k) - band * 0.4 + i * bar, min(fy(v), fy(0))
                 parts.append(
                     f'<rect class="s{i % 6} bar" {_fill(i)} x="{left:.1f}" y="{top:.1f}" '
@@ -181,6 +183,7 @@ def _bar_chart(plot: dict) -> list[str]:
                 )
         row = legend_rows(plot)[i]
         swatch = f'<rect class="s{i % 6} bar" {_fill(i)} x="{W - RIGHT + 5}" y="{row - 5:.1f}" width="10" height="10"/>'
+        swatch = _marker(i, W - RIGHT + 10, row) if y.get("marker") else swatch
         parts.append(_legend(plot, i, row, swatch))
     return parts
 

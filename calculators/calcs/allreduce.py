@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..formats import bytes_per_element
 from ..params import weight_bytes
-from ..schema import choice, dtype_field, integer, number, output, series, step
+from ..schema import choice, dtype_field, integer, mark, number, output, series, step
 from .direct import ALGORITHMS, direct_time
 from .deployment import deployment_fields
 from .ring import (LINKS, PROTOCOL_NAMES, PROTOCOLS, Ring, Transfer, _check_domain, bus_bandwidth, ring_time,
@@ -194,15 +194,19 @@ def _point(v: dict, link: str, n: int, tokens: int) -> float | None:
 
 
 def _tp_series(tokens: int, v: dict) -> dict:
-    ys = []
+    ys, degrees = [], sorted({*PLOT_DEGREES, v["num_gpus"]} - {1})
     for k, e in LINKS.items():
         if e.get("kind") == "network" and v["gpus_per_node"] > 1 and not v["hardware"].scale_up_bandwidth_bytes_per_s:
             continue                     # the steps inside a server need the accelerator's own link
         name = e["name"] + (f" (servers of {v['gpus_per_node']})" if e.get("kind") == "network" else "")
-        ys.append((name, "ms", [_point(v, k, n, tokens) for n in PLOT_DEGREES]))
+        ys.append((name, "ms", [_point(v, k, n, tokens) for n in degrees]))
     per_step = f"{tokens:,} token{'' if tokens == 1 else 's'} per step"
-    return series(f"TP communication per step vs TP degree ({per_step}; gaps: past the link's "
-                  "domain or not possible with this algorithm)", "TP degree n", "GPUs", PLOT_DEGREES, ys)
+    plot = series(f"TP communication per step vs TP degree ({per_step}; gaps: past the link's "
+                  "domain or not possible with this algorithm)", "TP degree n", "GPUs", degrees, ys)
+    n = v["num_gpus"]
+    if n == 1:
+        return plot
+    return mark(plot, "num_gpus", n, y=_point(v, v["link"], n, tokens), name=f"your link at {n} GPUs")
 
 
 ENERGY_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -211,10 +215,12 @@ ENERGY_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 def _energy_series(v: dict, dep, r: Ring) -> dict:
     """J per token at board power against batch: an estimate (TDP × modelled step ÷ tokens), not a bound."""
     n, watts = v["num_gpus"], dep.accelerator.power_watts or 0.0
+    batches = sorted({*ENERGY_BATCHES, v["batch_size"]})
     ys = [watts * n * (decode_step(dep, b, v["context_tokens"]).time_s + comm_per_step(v, n, b, r)) / b
-          if watts else None for b in ENERGY_BATCHES]        # no published power: gaps, not zeros
-    return series("Energy per token at board power vs batch (estimate: TDP × modelled step ÷ tokens)",
-                  "Batch", "sequences", ENERGY_BATCHES, [("J per token", "J", ys)], log_axes=True)
+          if watts else None for b in batches]        # no published power: gaps, not zeros
+    return mark(series("Energy per token at board power vs batch (estimate: TDP × modelled step ÷ tokens)",
+                       "Batch", "sequences", batches, [("J per token", "J", ys)], log_axes=True),
+                "batch_size", v["batch_size"])
 
 
 def largest_tp_below_sweep(v: dict, tokens: int, w_bytes: float) -> int:
@@ -304,7 +310,8 @@ def _steps(v: dict, c: Communication) -> list[dict]:
              [c.layers, (c.ar.time, "s"), (c.gather, "s")], c.per_step, "s"),
         step("Step without communication", "max(bytes ÷ (n × HBM BW), FLOPs ÷ (n × peak))", "max({}, {})",
              [(c.dec.memory_time_s, "s"), (c.dec.compute_time_s, "s")], dec_t, "s"),
-        step("All-reduce tax", "t_comm ÷ (t_step + t_comm)", "{} ÷ ({} + {})", [comm, (dec_t, "s"), comm], c.tax, ""),
+        step("All-reduce tax", "t_comm ÷ (t_step + t_comm)", "{} ÷ ({} + {})", [comm, (dec_t, "s"), comm], c.tax,
+             "share"),
     ]
 
 

@@ -27,7 +27,7 @@ from ..engine.metrics import percentile
 from ..engine.run import simulate
 from ..engine.steps import StepTimes
 from ..errors import InputError
-from ..schema import choice, integer, number, output, series, step
+from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import deployment_fields, efficiency_steps
 from .memory import engine_fields, kv_pool_tokens
 from .overhead import EXTRA_OVERHEAD_HELP
@@ -223,19 +223,23 @@ def _mode_values(modes: dict) -> dict:
 
 def _series(v: dict, sweep: dict) -> dict:
     xs = sorted(sweep)
-    return series(
-        f"TTFT of a {v['prompt_tokens']:,}-token prompt and the batch's gaps, against the token budget",
-        "Token budget per step",
-        "tokens",
-        xs,
-        [
-            ("prompt's TTFT", "ms", [sweep[t]["ttft"] * 1e3 for t in xs]),
-            ("batch ITL max", "ms", [sweep[t]["max"] * 1e3 for t in xs]),
-            ("batch ITL p99", "ms", [sweep[t]["p99"] * 1e3 for t in xs]),
-            ("batch ITL p50", "ms", [sweep[t]["p50"] * 1e3 for t in xs]),
-            ("ITL target", "ms", [v["itl_target_ms"] for _ in xs]),
-        ],
-        log_axes=True,
+    return mark(
+        series(
+            f"TTFT of a {v['prompt_tokens']:,}-token prompt and the batch's gaps, against the token budget",
+            "Token budget per step",
+            "tokens",
+            xs,
+            [
+                ("prompt's TTFT", "ms", [sweep[t]["ttft"] * 1e3 for t in xs]),
+                ("batch ITL max", "ms", [sweep[t]["max"] * 1e3 for t in xs]),
+                ("batch ITL p99", "ms", [sweep[t]["p99"] * 1e3 for t in xs]),
+                ("batch ITL p50", "ms", [sweep[t]["p50"] * 1e3 for t in xs]),
+                ("ITL target", "ms", [v["itl_target_ms"] for _ in xs]),
+            ],
+            log_axes=True,
+        ),
+        "max_num_batched_tokens",
+        v["max_num_batched_tokens"],
     )
 
 

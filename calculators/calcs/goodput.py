@@ -431,11 +431,11 @@ def _rate_steps(v: dict, sim: Simulation, here: dict) -> list[dict]:
     overloaded = "" if here["stable"] else "; 0 as ρ ≥ {}"
     return [
         step("Utilisation ρ at the chosen rate", "rate × share of requests that fit × server time per request",
-             "{} × {} × {}", [rate, load.share, (load.service_s(), "s")], here["utilisation"], ""),
+             "{} × {} × {}", [rate, load.share, (load.service_s(), "s")], here["utilisation"], "share"),
         step("SLO attainment at the chosen rate", "measured requests with TTFT ≤ target and TPOT ≤ target ÷ measured",
              "TTFT ≤ {}, TPOT ≤ {} over {} requests after a warm start at {} sequences" + overloaded,
              [(v["ttft_slo_s"], "s"), (v["tpot_slo_s"], "s"), v["num_requests"], here["batch"]]
-             + ([] if here["stable"] else [STABLE_BELOW]), here["attainment"], ""),
+             + ([] if here["stable"] else [STABLE_BELOW]), here["attainment"], "share"),
         step("Per-run request goodput (vLLM)", "rate × attainment", "{} × {}", [rate, here["attainment"]],
              v["request_rate_per_s"] * here["attainment"], "requests/s"),
     ]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..schema import dtype_field, integer, model_field, output, series, step
+from ..schema import dtype_field, integer, mark, model_field, output, series, step
 from ..errors import InputError
 from ..formats import bytes_per_element
 from ..model import Attention, LinearMixer, Model
@@ -296,7 +296,8 @@ def _series(model, context, elem_bytes, batch, state_b):
         (f"batch {b}", "GiB", [b * kv_bytes_per_sequence(model, x, elem_bytes, state_b) / 2**30 for x in xs])
         for b in batches
     ]
-    return {"kv_vs_context": series("KV cache vs context length", "Context length", "tokens", xs, ys)}
+    plot = series("KV cache vs context length", "Context length", "tokens", xs, ys)
+    return {"kv_vs_context": mark(plot, "context_tokens", context, on=f"batch {batch}")}
 
 
 def _state_step(model, state_b):

@@ -15,7 +15,7 @@ the fetch is assumed not to overlap compute (overlapped, it costs only its share
 from __future__ import annotations
 
 from ..catalog import kv_tiers
-from ..schema import choice, integer, number, output, series, step
+from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import deployment_fields
 from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu
 from .preemption import MAX_SEARCH_TOKENS, break_even
@@ -164,9 +164,10 @@ def _series(c: Tiers, length: int) -> dict:
     ys = [("recompute", "ms", [c.recompute(x) * 1e3 for x in xs])]
     ys += [(TIERS[t]["short"], "ms", [c.fetch(t, x) * 1e3 for x in xs]) for t in PLOTTED]
     ys.append(("your tier", "ms", [c.fetch("custom", x) * 1e3 for x in xs]))
-    return series(
+    plot = series(
         "Fetch from each tier against recompute, by prefix length", "Prefix length L", "tokens", xs, ys, log_axes=True
     )
+    return mark(plot, "prefix_tokens", length, on="your tier") if length in xs else plot
 
 
 def _derivation(c: Tiers, length: int, rec: float) -> list[dict]:

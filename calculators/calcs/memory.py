@@ -38,6 +38,7 @@ from ..schema import (
     output,
     series,
     step,
+    mark,
 )
 from .kv_cache import (
     decode_context_parallel_allowed,
@@ -318,7 +319,7 @@ def _derivation(v: dict, b: Budget, usable: float) -> list[dict]:
 def _tp_series(v: dict) -> dict:
     tps = sorted(t for t in set(TP_SERIES) | {v["tensor_parallel"]} if _dcp_allows(v, t))
     rows = [engine_budget(v, t) for t in tps]
-    return series(
+    plot = series(
         "Capacity by tensor-parallel degree",
         "Tensor-parallel GPUs",
         "GPUs",
@@ -330,6 +331,7 @@ def _tp_series(v: dict) -> dict:
         ],
         kind="bar",
     )
+    return mark(plot, "tensor_parallel", v["tensor_parallel"]) if v["tensor_parallel"] in tps else plot
 
 
 def _with_draft(v: dict, b: Budget) -> dict:

@@ -24,7 +24,7 @@ from statistics import NormalDist
 
 from ..errors import InputError
 from ..formats import bytes_per_element
-from ..schema import choice, dtype_field, integer, model_field, number, output, series, step
+from ..schema import choice, dtype_field, integer, mark, model_field, number, output, series, step
 from .kv_cache import kv_bytes_per_token_all_layers
 from .lengths import lognormal_mu_sigma, uniform_half_width
 
@@ -198,13 +198,20 @@ SCHEMA = {
 def _block_series(lengths, share, m, s_chosen, contig_fraction):
     blocks = sorted(set(PLOT_BLOCKS) | {s_chosen})
     paged = [occupancy(lengths, share, s, m)["token_paged"] * 100 for s in blocks]
-    return series(
-        "Share of KV memory holding tokens vs block size",
-        "Block size s",
-        "tokens",
-        blocks,
-        [("paged", "%", paged), ("contiguous reservation", "%", [contig_fraction * 100] * len(blocks))],
+    return mark(
+        series(
+            "Share of KV memory holding tokens vs block size",
+            "Block size s",
+            "tokens",
+            blocks,
+            [("paged", "%", paged), ("contiguous reservation", "%", [contig_fraction * 100] * len(blocks))],
+        ),
+        "block_size_tokens",
+        s_chosen,
     )
+
+
+SHARE = "share"  # a fraction in the work, read as a percent like the results (reader walk #20)
 
 
 def _derivation(v, occ, b_tok, held_mean, paged_mean):
@@ -220,14 +227,14 @@ def _derivation(v, occ, b_tok, held_mean, paged_mean):
             held_mean,
             "tokens",
         ),
-        step("Contiguous: token share", "mean held ÷ M", "{} ÷ {}", [held, (m, "tokens")], occ["token_contig"], ""),
+        step("Contiguous: token share", "mean held ÷ M", "{} ÷ {}", [held, (m, "tokens")], occ["token_contig"], SHARE),
         step(
             "Contiguous: reserved, used later",
             "Σ_i Σ_t (o_i − t) ÷ (Σ_i o_i × M)",
             "{} ÷ {}",
             [occ["future"], occ["contiguous"]],
             occ["future_contig"],
-            "",
+            "share",
         ),
         step(
             "Contiguous: never used",
@@ -235,7 +242,7 @@ def _derivation(v, occ, b_tok, held_mean, paged_mean):
             "{} ÷ {}",
             [occ["never"], occ["contiguous"]],
             occ["never_contig"],
-            "",
+            "share",
         ),
         step(
             "Paged: slots per running request",
@@ -245,7 +252,7 @@ def _derivation(v, occ, b_tok, held_mean, paged_mean):
             paged_mean,
             "tokens",
         ),
-        step("Paged: token share", "mean held ÷ mean paged slots", "{} ÷ {}", [held, paged], occ["token_paged"], ""),
+        step("Paged: token share", "mean held ÷ mean paged slots", "{} ÷ {}", [held, paged], occ["token_paged"], SHARE),
     ]
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from ..schema import integer, number, output, series, step
+from ..schema import integer, mark, number, output, series, step
 
 _STD = NormalDist()
 FANOUTS = (1, 2, 5, 10, 20, 30, 50, 70, 100, 150, 200)  # the plot; the reader's n is added
@@ -219,7 +219,10 @@ def _series(dist: Latency, n: int, p: float) -> dict:
             ("one call, p99", "s", [dist.quantile(0.99)] * len(xs)),
         ],
     )
-    return {"task_tail": tail, "slowest_call": slowest}
+    return {
+        "task_tail": mark(tail, "calls_per_task", n, on=f"p{p:g}"),
+        "slowest_call": mark(slowest, "calls_per_task", n),
+    }
 
 
 def _derivation(v, dist, q, mean, per_call, all_below) -> list:
@@ -243,7 +246,7 @@ def _derivation(v, dist, q, mean, per_call, all_below) -> list:
             "s",
         ),
         step("Per-call p-th percentile", "F⁻¹(p ÷ 100)", "F⁻¹({} ÷ 100)", [v["percentile"]], per_call, "s"),
-        step("No call above it in a task of n", "(p ÷ 100)^n", "{}^{}", [p, n], all_below, ""),
+        step("No call above it in a task of n", "(p ÷ 100)^n", "{}^{}", [p, n], all_below, "share"),
         step(
             "Slowest call, median task",
             "F⁻¹(0.5^(1 ÷ n))",
@@ -258,7 +261,7 @@ def _derivation(v, dist, q, mean, per_call, all_below) -> list:
             "{}^{}",
             [dist.cdf(v["slo_s"]), n],
             dist.cdf(v["slo_s"]) ** n,
-            "",
+            "share",
         ),
     ]
 

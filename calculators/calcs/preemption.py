@@ -28,7 +28,7 @@ recomputed (the same prefill); the same schedule decides who waits for the load.
 from __future__ import annotations
 
 from ..catalog import host_links
-from ..schema import choice, integer, number, output, series, step
+from ..schema import choice, integer, mark, number, output, series, step
 from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu
 from .deployment import deployment_fields, time_step
 from .steptime import StepModel, deployment
@@ -189,10 +189,11 @@ def break_even(c: Costs, hi: int = MAX_SEARCH_TOKENS, gap=None) -> int:
 
 def _series(c: Costs, context: int, top: int) -> dict:
     xs = sorted({2 ** k for k in range(8, 25) if 2 ** k <= top} | {context})
-    return series("Swap, recompute and reload time vs context length", "Context", "tokens", xs,
+    return mark(series("Swap, recompute and reload time vs context length", "Context", "tokens", xs,
                   [("swap out + in", "ms", [c.swap(x) * 1e3 for x in xs]),
                    ("recompute", "ms", [c.recompute(x) * 1e3 for x in xs]),
-                   ("reload (one way)", "ms", [c.reload(x) * 1e3 for x in xs])], log_axes=True)
+                   ("reload (one way)", "ms", [c.reload(x) * 1e3 for x in xs])], log_axes=True),
+                "context_tokens", context, on="recompute")
 
 
 def _recompute_step(c: Costs, t: int, rec: float) -> dict:

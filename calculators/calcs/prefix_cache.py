@@ -242,7 +242,7 @@ def _derivation(v, setup, on, caps, costs) -> list[dict]:
     return [
         step(*pool, [setup.pool_tokens // 16], setup.pool_tokens, "tokens"),
         step("Hit rate", "prompt tokens found cached ÷ prompt tokens (first admission)", "{} ÷ {}",
-             [(hits, "tokens"), (on.prompt_tokens, "tokens")], rate, ""),
+             [(hits, "tokens"), (on.prompt_tokens, "tokens")], rate, "share"),
         step("Capacity, cache on", "requests ÷ time to finish them all, queued at t = 0", "saturated run", [],
              caps[0], "requests/s"),
         step("Capacity, cache off", "the same run without the cache", "saturated run", [], caps[1], "requests/s"),

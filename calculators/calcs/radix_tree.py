@@ -150,7 +150,7 @@ def _derivation(tree: Tree, prompts: list, block: int) -> list[dict]:
         step("Distinct blocks", "blocks named by (parent, tokens), counted once", "{} − {} shared copies",
              [(used, "blocks"), (used - distinct, "blocks")], distinct, "blocks"),
         step("Hit rate", "Σ cached leading blocks × B ÷ Σ tokens", "{} ÷ {}", [(hits, "tokens"), (total, "tokens")],
-             hits / total, ""),
+             hits / total, "share"),
     ]
 
 

@@ -113,7 +113,7 @@ def _load_steps(v: dict, s) -> list[dict]:
             "{} ÷ {}",
             [(v["request_rate_per_s"], "requests/s"), (s.capacity, "requests/s")],
             v["request_rate_per_s"] / s.capacity if s.capacity else 0.0,
-            "",
+            "share",
         ),
     ]
 
@@ -127,7 +127,7 @@ def _policy_steps(v: dict, here: dict) -> list[dict]:
             "TTFT ≤ {}, TPOT ≤ {}",
             [(v["ttft_slo_s"], "s"), (v["tpot_slo_s"], "s")],
             fcfs["attainment"],
-            "",
+            "share",
         ),
         step(
             "SLO attainment, SJF (predicted)",
@@ -135,7 +135,7 @@ def _policy_steps(v: dict, here: dict) -> list[dict]:
             "predictor spread {}",
             [v["predictor_error_cv"]],
             sjf["attainment"],
-            "",
+            "share",
         ),
         step(
             "Longest wait, SJF (predicted)",

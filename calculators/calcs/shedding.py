@@ -17,7 +17,7 @@ import math
 
 
 from ..engine import workload as engine_workload
-from ..schema import choice, integer, number, output, series, step
+from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import efficiency_steps
 from .scheduler_sim import fields, run, setup, unsaturated_note
 from .steptime import deployment
@@ -156,7 +156,7 @@ def compute(v: dict) -> dict:
         **ttft,
         "notes": unsaturated_note(v, s),
         "derivation": efficiency_steps(dep) + _steps(v, s, mine, none),
-        "series": _series(thresholds, shed, errors, sjf, fcfs) | ttft_series,
+        "series": _marked(_series(thresholds, shed, errors, sjf, fcfs) | ttft_series, v),
     }
 
 
@@ -197,7 +197,7 @@ def _shed_steps(v: dict, s, mine: dict) -> list[dict]:
             "{} ÷ {}",
             [rate, (s.capacity, "requests/s")],
             v["request_rate_per_s"] / s.capacity if s.capacity else 0.0,
-            "",
+            "share",
         ),
         step(
             "Rejected with your threshold",
@@ -205,7 +205,7 @@ def _shed_steps(v: dict, s, mine: dict) -> list[dict]:
             "max_waiting = {}",
             [v["max_waiting"]],
             mine["rejected_share"],
-            "",
+            "share",
         ),
     ]
 
@@ -238,6 +238,23 @@ def _goodput_steps(v: dict, s, mine: dict, none: dict) -> list[dict]:
             "requests/s",
         ),
     ]
+
+
+MARKED = {
+    "shedding_vs_threshold": "max_waiting",
+    "served_ttft_vs_threshold": "max_waiting",
+    "predictor_error": "predictor_error_cv",
+    "predictor_queue": "predictor_error_cv",
+    "ttft_shedding_vs_threshold": "max_predicted_ttft_s",
+}
+
+
+def _marked(plots: dict, v: dict) -> dict:
+    """Each plot's reader's point (reader walk #29); a threshold of 0 (off) is on no plot."""
+    for sid, key in MARKED.items():
+        if v[key] in plots[sid]["x"]["values"]:
+            mark(plots[sid], key, v[key])
+    return plots
 
 
 def _series(thresholds, shed, errors, sjf, fcfs) -> dict:

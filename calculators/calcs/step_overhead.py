@@ -11,7 +11,7 @@ graph memory    = largest size × 2 MB (SGLang 0.5.23's reserve for decode graph
 from __future__ import annotations
 
 from ..catalog import model_presets, step_overheads
-from ..schema import integer, output, series, step
+from ..schema import integer, mark, output, series, step
 from .deployment import deployment_fields, efficiency_steps
 from .overhead import (
     capture_sizes,
@@ -66,16 +66,19 @@ SCHEMA = {
 }
 
 
-def _series(sm: StepModel, graphs, eager_s: float, context: int) -> dict:
+def _series(sm: StepModel, graphs, eager_s: float, context: int, batch: int) -> dict:
     eager, with_graphs = [], []
-    for b in BATCHES:
+    batches = sorted({*BATCHES, batch})
+    for b in batches:
         kernel = sm.decode(b, context).time_s
         eager.append(eager_s / (kernel + eager_s))
         g = graphs.decode_s(b)
         with_graphs.append(g / (kernel + g))
     ys = [("eager", "", eager), ("CUDA graphs (vLLM v0.33.0)", "", with_graphs)]
     title = "Launch overhead share of a decode step vs batch"
-    return series(title, "Batch", "sequences", list(BATCHES), ys, log_axes=True)
+    plot = series(title, "Batch", "sequences", batches, ys, log_axes=True)
+    mark(plot, "batch_size", batch, name=f"eager at your batch ({batch:,})")
+    return mark(plot, "batch_size", batch, on=ys[1][0], name=f"CUDA graphs at your batch ({batch:,})")
 
 
 def _graph_outputs(graphs, b: int) -> dict:
@@ -111,7 +114,7 @@ def compute(v: dict) -> dict:
         "graphs_speedup": (kernel + eager_s) / (kernel + graph_s),
         "break_even_batch_eager": below,
         "notes": notes,
-        "series": {"overhead_share_vs_batch": _series(sm, graphs, eager_s, ctx)},
+        "series": {"overhead_share_vs_batch": _series(sm, graphs, eager_s, ctx, b)},
     }
     out.update(_graph_outputs(graphs, b))
     out["derivation"] = efficiency_steps(dep) + _launch_steps(model.num_layers, kernels) + _share_steps(b, ctx, out)
@@ -146,7 +149,7 @@ def _share_steps(b: int, ctx: int, out: dict) -> list[dict]:
          kernel, "s"),
         ("CUDA-graph overhead", kind, "B = {}", [b], graph_s, "s"),
         ("Overhead share, eager", "overhead ÷ (kernels + overhead)", "{} ÷ ({} + {})", share,
-         out["eager_overhead_share"], ""),
+         out["eager_overhead_share"], "share"),
         ("Padded batch", "next captured size ≥ B", "B = {}", [b], out["padded_batch"], "sequences"),
     ]  # fmt: skip
     return [step(*row) for row in rows]

@@ -130,7 +130,8 @@ def test_json_round_trip_and_series():
     out = json.loads(run_json("allreduce", json.dumps({"batch_size": 512})))
     assert "error" not in out
     s = out["series"]["allreduce_vs_tp"]
-    assert len(s["y"]) == len(LINKS) and all(len(y["values"]) == len(s["x"]["values"]) for y in s["y"])
+    assert len(s["y"]) == len(LINKS) + 1 and all(len(y["values"]) == len(s["x"]["values"]) for y in s["y"])
+    assert s["y"][-1]["marker"] and s["y"][-1]["name"] == "your link at 8 GPUs"  # reader walk #29
     assert [d["label"] for d in out["derivation"]][0] == "Message per all-reduce"
 
 

@@ -106,7 +106,7 @@ def test_series_covers_the_context():
     r = _run(context_tokens=3000)
     plot = r["series"]["swap_vs_recompute"]
     assert 3000 in plot["x"]["values"]
-    assert [y["name"] for y in plot["y"]] == ["swap out + in", "recompute", "reload (one way)"]
+    assert [y["name"] for y in plot["y"]] == ["swap out + in", "recompute", "reload (one way)", "yours (3,000 tokens)"]
     swap, reload = plot["y"][0]["values"], plot["y"][2]["values"]
     assert all(r == pytest.approx(w / 2) for r, w in zip(reload, swap))  # offload tier: one crossing
 

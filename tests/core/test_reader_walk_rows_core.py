@@ -42,3 +42,37 @@ def test_29_tpot_has_its_own_axis_in_ms_beside_the_seconds():
     assert units == {"end-to-end latency": "s", "TTFT": "s", "TPOT": "ms"}
     tpot = next(y for y in plot["y"] if y["name"] == "TPOT")["values"]
     assert max(tpot) > 1  # milliseconds: no longer a flat line at 0 on the seconds axis
+
+
+def test_20_money_in_the_work_reads_in_dollars_as_the_results_do():
+    from calculators.api import calculator_names
+
+    for name in calculator_names():
+        for line in present(name, {})["work"]:
+            assert "USD" not in line["substituted"] + line["text"], (name, line)
+    work = {w["label"]: w for w in present("cost", {})["work"]}
+    shown = {o["key"]: o["text"] for o in present("cost", {})["outputs"]}
+    per_m = next(w for w in work.values() if w["text"] == shown["usd_per_million_output_tokens"])
+    assert per_m["text"].startswith("$") and "$2.00/GPU-h" in per_m["substituted"]
+
+
+def test_20_the_allreduce_tax_reads_as_the_result_does():
+    shown = present("allreduce", {})
+    tax = next(w for w in shown["work"] if w["label"] == "All-reduce tax")
+    result = next(o for o in shown["outputs"] if o["key"] == "allreduce_tax_fraction")
+    assert tax["text"] == result["text"] and tax["text"].endswith("%")
+
+
+def test_20_every_share_in_the_work_reads_as_its_percent_result():
+    """A derivation line whose value is a result shown as a percent reads in percent too, not as 0.203."""
+    from calculators.api import calculator_names
+
+    for name in calculator_names():
+        shown = present(name, {})
+        percent = {o["key"] for o in schema(name)["outputs"] if o["format"] == "percent"}
+        texts = {shown["result"][k]: o["text"] for o in shown["outputs"] if (k := o["key"]) in percent}
+        raw = run(name, {})
+        for step, line in zip(raw.get("derivation", []), shown["work"]):
+            if isinstance(step["value"], float) and step["value"] in texts:
+                assert line["text"] == texts[step["value"]], (name, step["label"])
+

@@ -328,3 +328,18 @@ def test_the_chosen_one_of_yours_can_be_deleted(open_page):
     assert page.evaluate(STORED)["model"] == {}
     assert not page.input_value(f"#{KV}-model").startswith("custom:")
     assert log.errors == []
+
+
+# ---- row 29: the reader's point is marked on a chart whose x axis is an input ---------------------
+TRACES = "sel => document.querySelector(sel).data.map(t => [t.name, t.type, t.mode, t.x.length])"
+
+
+def test_the_readers_point_is_a_marker_on_bars_and_lines(open_page):
+    page, log = ready(open_page)
+    for root in ("workbench-memory", "workbench-kv-cache"):
+        live_layout(page, root)
+        traces = page.evaluate(TRACES, f"#{root} .js-plotly-plot")
+        mine = [t for t in traces if t[0].startswith("yours")]
+        assert len(mine) == 1 and mine[0][1:3] == ["scatter", "markers"], traces
+        assert all(t[1] == "bar" for t in traces if t not in mine) or root != "workbench-memory", traces
+    assert log.errors == []

@@ -97,9 +97,9 @@ function traces(plot, c) {
     // A series that is mostly gaps marks operating points: draw it as large markers.
     const points = y.values.filter((v) => v !== null).length <= 3 || plot.kind === "scatter";
     return {
-      type: plot.kind === "bar" ? "bar" : "scatter", mode: points ? "markers" : "lines", offsetgroup: String(i),
+      type: plot.kind === "bar" && !y.marker ? "bar" : "scatter", mode: points ? "markers" : "lines",
       x: plot.x.values, y: y.values, name: right !== undefined && y.unit ? `${y.name} (${y.unit})` : y.name,
-      yaxis: !more && right !== undefined && y.unit === right ? "y2" : "y",
+      yaxis: !more && right !== undefined && y.unit === right ? "y2" : "y", offsetgroup: String(i),
       line: { color: c.series[i % 6], dash: DASHES[i % 6], width: 2 },
       marker: { color: c.series[i % 6], symbol: SYMBOLS[i % 6], size: points ? 12 : 6 },
     };
