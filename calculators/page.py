@@ -122,8 +122,23 @@ def describe(kind: str, value) -> dict:
     if kind == "model":
         return {"definition": model_to_json(resolve_model(value, "definition"))}
     if kind == "accelerator":
-        return {"definition": accelerator_to_json(resolve_accelerator(value, "definition"))}
+        acc = resolve_accelerator(value, "definition")
+        return {"definition": accelerator_to_json(acc), "reads": accelerator_reads(acc)}
     raise InputError("kind", "must be model or accelerator")
+
+
+def accelerator_reads(acc) -> str:
+    """A definition's figures in units (reader walk #27): its JSON keeps raw bytes and FLOP/s, as the core reads."""
+    parts = [
+        f"{display.sig(acc.memory_bytes / 1e9)} GB ({display.auto_bytes(acc.memory_bytes)}) memory",
+        f"{display.auto_byte_rate(acc.memory_bandwidth_bytes_per_s)} memory bandwidth",
+    ]
+    parts += [f"{display.auto_flops(r)} {k.upper()} dense" for k, r in acc.dense_flops_per_s.items()]
+    if acc.scale_up_bandwidth_bytes_per_s:
+        parts.append(f"{display.auto_byte_rate(acc.scale_up_bandwidth_bytes_per_s)} scale-up link per direction")
+    if acc.power_watts:
+        parts.append(f"{display.sig(acc.power_watts)} W")
+    return ", ".join(parts)
 
 
 def describe_json(kind: str, value_json: str | None) -> str:

@@ -76,3 +76,16 @@ def test_20_every_share_in_the_work_reads_as_its_percent_result():
             if isinstance(step["value"], float) and step["value"] in texts:
                 assert line["text"] == texts[step["value"]], (name, step["label"])
 
+
+def test_27_a_saved_accelerator_is_confirmed_in_human_units():
+    """The JSON keeps raw bytes and FLOP/s (what the core reads); the save confirmation says them in units."""
+    from calculators.page import describe
+    from calculators.resolve import accelerator_to_json, resolve_accelerator
+
+    mine = dict(accelerator_to_json(resolve_accelerator("h100-sxm", "d")), name="Mine")
+    mine.update(memory_bytes=96 * 10**9, memory_bandwidth_bytes_per_s=4e12)
+    answer = describe("accelerator", mine)
+    assert answer["definition"]["memory_bytes"] == 96 * 10**9  # raw fields unchanged
+    reads = answer["reads"]
+    assert "96 GB" in reads and "4 TB/s" in reads and "989.4 TFLOP/s BF16" in reads, reads
+    assert "85520809984" not in reads and "e+" not in reads

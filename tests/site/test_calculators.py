@@ -241,6 +241,11 @@ def test_a_custom_accelerator_appears_on_another_page(open_page):
     page.fill("#calc-define-json", json.dumps(definition))
     page.fill("#calc-define-name", "Test chip 5 TB/s")
     page.click("dialog [data-do='save']")
+    # the confirmation reads the raw JSON in units (reader walk #27), and keeps the dialog open until read
+    page.wait_for_function("() => document.querySelector('#calc-define-error').textContent.startsWith('Saved')")
+    said = page.text_content("#calc-define-error")
+    assert "5 TB/s memory bandwidth" in said and "989.4 TFLOP/s BF16 dense" in said and "5000000000000" not in said
+    page.click("dialog [data-do='cancel']")
     page.wait_for_function("() => !document.querySelector('dialog.calc-define').open")
     assert page.input_value(f"#{root}-hardware") == "custom:test-chip-5-tb-s"
     # Kept under the site-path-scoped key, as Material keeps its own ("<site path>.<key>").

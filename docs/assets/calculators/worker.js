@@ -66,7 +66,8 @@ export class Runtime extends EventTarget {
   async describe(kind, value) {
     const reply = JSON.parse(await this.call({ op: "describe", kind, value }));
     if (reply.error) throw new Error(`${reply.error.field}: ${reply.error.message}`);
-    return reply.definition;
+    // what it reads as in units (an accelerator's), not enumerable: never stored or exported (reader walk #27)
+    return Object.defineProperty(reply.definition, "reads", { value: reply.reads });
   }
 
   post(message, timeoutMs) {

@@ -156,8 +156,8 @@ async function store({ calc, runtime, kind, key }) {
   refreshSelects();
   calc.setInput(key, `custom:${id}`);
   calc.recompute();
-  if (checked.notes) return tell(`Saved. Note: ${checked.notes}`, true);  // what the reading assumed
-  dialog.close();
+  const said = [`Saved "${name}"`, checked.reads].filter(Boolean).join(": ") + (checked.notes ? `. Note: ` : ".");
+  return checked.reads || checked.notes ? tell(said + (checked.notes ?? ""), true) : dialog.close();  // units; assumed
 }
 
 // Deletes the one of yours the calculator's select has chosen, after asking (rename: save anew, delete this).
