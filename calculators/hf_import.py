@@ -145,7 +145,9 @@ def _refuse_unsizable(cfg: dict, field: str) -> None:
                 f"and {_ONE_SHAPE}",
             )
     if cfg.get("mlp_only_layers"):
-        raise InputError(f"{field}.mlp_only_layers", "lists dense layers among MoE ones at positions not supported here")
+        raise InputError(f"{field}.mlp_only_layers", "puts dense layers among MoE ones, which is not supported here")
+
+
 _MAX_LAYERS = 1000  # checks.model_from_dict's bound, checked here first: a layer list is built per layer
 
 
@@ -246,8 +248,11 @@ def _mla_v_head_dim(cfg: dict, field: str, hidden: int, heads: int) -> int:
     v = _int(cfg, field, "v_head_dim", default=None)
     if v is None:  # MiniCPM3: values of hidden_size / heads (its modeling code); the KV latent does not depend on it
         v = hidden // heads
-        _assume(cfg, f"No v_head_dim: hidden_size / num_attention_heads = {v} assumed (weights only; the MLA cache "
-                "does not depend on it).")
+        _assume(
+            cfg,
+            f"No v_head_dim: hidden_size / num_attention_heads = {v} assumed (weights only; the MLA cache "
+            "does not depend on it).",
+        )
     return v
 
 
@@ -396,8 +401,9 @@ def _moe(cfg: dict, fam: str, field: str, n: int) -> dict | None:
     moe = dict(
         num_experts=experts,
         experts_per_token=_int(cfg, field, "num_experts_per_tok", "experts_per_token", "num_experts_per_token"),
-        expert_intermediate_size=_int(cfg, field, *(("intermediate_size",) if fixed else ("moe_intermediate_size",
-                                                                                        "intermediate_size"))),
+        expert_intermediate_size=_int(
+            cfg, field, *(("intermediate_size",) if fixed else ("moe_intermediate_size", "intermediate_size"))
+        ),
         expert_bias=fam == "gpt_oss",
     )
     if fam == "llama4":
@@ -468,8 +474,11 @@ def _assumptions(cfg: dict, raw: dict, fam: str, attention: dict, out: dict) -> 
     """What the reading assumed beyond what it read, in the order a reader checks them."""
     if fam == GENERIC:
         mt = raw.get("model_type") or raw.get("architectures")
-        _assume(cfg, f"model_type {mt!r} is not one this site knows: read from the standard decoder fields, "
-                "with a gated (SwiGLU-style) FFN.")
+        _assume(
+            cfg,
+            f"model_type {mt!r} is not one this site knows: read from the standard decoder fields, "
+            "with a gated (SwiGLU-style) FFN.",
+        )
     if cfg is not raw:
         _assume(cfg, "The text decoder is read from text_config; a vision or audio tower is not counted.")
     stated = any(k in cfg for k in _HF_KEYS["attention.num_kv_heads"])
