@@ -122,6 +122,7 @@ _UNSIZABLE = {
     "linear_attn_config": "mixes Kimi Delta Attention layers into the stack; only Gated DeltaNet and Mamba "
     "states are modelled here",
     "hybrid_layer_pattern": "is a per-layer attention pattern this site does not read (use layer_types)",
+    "num_attention_heads_per_layer": "gives layers different numbers of query heads (Laguna); " + _ONE_SHAPE,
 }
 # Keys that give some layers another KV shape than the main one: refused only when they differ from it.
 _OTHER_SHAPE = {
