@@ -545,13 +545,19 @@ def _dense_or_expert_width(cfg: dict, fam: str, hidden: int, field: str, moe: di
     return _dense_width(cfg, fam, hidden, field)
 
 
-def _read(cfg: dict, fam: str, id: str, name: str | None, field: str) -> Model:
-    raw = cfg
-    text = cfg.get("text_config")
-    if text is not None:  # Gemma 3, Llama 4, Qwen3.5, Kimi-K2.5: the decoder lives in text_config
-        if not isinstance(text, dict):
-            raise InputError(f"{field}.text_config", "must be an object")
-        cfg, field = _Reads(text, raw.log, raw.assumed, "text_config."), f"{field}.text_config"
+def _decoder(raw: _Reads, field: str) -> tuple[_Reads, str]:
+    """The config the decoder is read from: text_config where there is one (Gemma 3, Llama 4, Qwen3.5,
+    Kimi-K2.5), sharing the record of keys read and assumptions."""
+    text = raw.get("text_config")
+    if text is None:
+        return raw, field
+    if not isinstance(text, dict):
+        raise InputError(f"{field}.text_config", "must be an object")
+    return _Reads(text, raw.log, raw.assumed, "text_config."), f"{field}.text_config"
+
+
+def _read(raw: _Reads, fam: str, id: str, name: str | None, field: str) -> Model:
+    cfg, field = _decoder(raw, field)
     _refuse_unsizable(cfg, field)
     n = _layer_count(cfg, field)
     hidden = _int(cfg, field, "hidden_size", "n_embd", "d_model")
