@@ -43,6 +43,7 @@ FAMILIES = {
     "deepseek_v32": "deepseek",
     "jamba": "jamba",
     "nemotron_h": "nemotron_h",
+    "smollm3": "smollm3",  # Llama's layout with NoPE layers; ties embeddings by default (SmolLM3Config)
 }
 _ARCH_PREFIX = {
     "Llama4": "llama4",
@@ -68,7 +69,7 @@ _ARCH_PREFIX = {
     "OPT": "opt",
 }
 _PLAIN_FFN = ("falcon", "gpt2", "opt", "nemotron_h")  # Nemotron-H: squared-ReLU up/down MLP
-_TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "falcon", "gpt2", "opt")
+_TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "falcon", "gpt2", "opt", "smollm3")  # their configs' defaults
 _LAYER_TYPES = {
     "full_attention": "full",
     "sliding_attention": "sliding",
@@ -485,8 +486,15 @@ def _assumptions(cfg: dict, raw: dict, fam: str, attention: dict, out: dict) -> 
     stated = any(k in cfg for k in _HF_KEYS["attention.num_kv_heads"])
     if attention["kind"] == "mha" and attention["num_heads"] > 1 and fam != "falcon" and not stated:
         _assume(cfg, "No num_key_value_heads: multi-head attention assumed (Hugging Face's default).")
-    if cfg.get("tie_word_embeddings") is None and fam not in _TIED_BY_DEFAULT:
-        _assume(cfg, "No tie_word_embeddings: a separate output head assumed.")
+    if cfg.get("tie_word_embeddings") is None:
+        tied = (
+            "tied input and output embeddings (the family's default)"
+            if fam in _TIED_BY_DEFAULT
+            else "a separate output head"
+        )
+        _assume(cfg, f"No tie_word_embeddings: {tied} assumed.")
+    if fam == GENERIC and set(out["layer_kinds"]) == {"sliding"}:
+        _assume(cfg, f"No layer_types: sliding_window = {cfg.get('sliding_window')} read as a window on every layer.")
     if cfg.get("sliding_window") is not None and "sliding" not in out["layer_kinds"]:
         _assume(cfg, "sliding_window is off or covers the whole context: full attention on every layer.")
     mtp = next((k for k in _MTP_KEYS if cfg.get(k)), None)

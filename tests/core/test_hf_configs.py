@@ -60,10 +60,9 @@ def test_each_fixture_is_the_family_its_source_says():
         assert s["model_type"] in (cfg.get("model_type"), inner.get("model_type", "").removesuffix("_text")), s["file"]
 
 
-def test_thirty_model_types_and_most_of_them_import():
-    """The issue's bar: real configs of many distinct families; each refusal has its own test below."""
-    assert len({s["model_type"] for s in SOURCES}) >= 30
-    assert len({s["model_type"] for s in ACCEPTED}) >= 25
+def test_thirty_model_types_import():
+    """The issue's bar: real configs of at least 30 distinct families import; each refusal is tested below."""
+    assert len({s["model_type"] for s in ACCEPTED}) >= 30
 
 
 @pytest.mark.parametrize("source", ACCEPTED, ids=ids(ACCEPTED))
@@ -147,8 +146,18 @@ def test_multimodal_text_decoder_and_mtp_layers_are_said():
     assert "num_nextn_predict_layers = 1: multi-token-prediction layers are not counted" in note("deepseek-v3.json")
 
 
-def test_no_tie_word_embeddings_assumes_a_separate_head():
-    assert "No tie_word_embeddings" in note("step-3.7-flash.json")
+def test_no_tie_word_embeddings_takes_the_family_default_and_says_so():
+    assert "No tie_word_embeddings: a separate output head assumed" in note("step-3.7-flash.json")
+    smol = model_from_hf_config(json.loads((FIXTURES / "smollm3-3b.json").read_text()))
+    assert smol.tie_embeddings and "No tie_word_embeddings: tied input and output embeddings" in smol.notes
+
+
+def test_a_window_with_no_layer_types_is_read_on_every_layer_and_said():
+    """PhiMoE's config sets sliding_window 2047 and no layer_types: every layer keeps 2,047 tokens (vLLM v0.33.0
+    gives a model-level window to every layer without a per-layer one: layers/attention/attention.py)."""
+    m = model_from_hf_config(json.loads((FIXTURES / "phi-mini-moe.json").read_text()))
+    assert set(m.layer_kinds) == {"sliding"} and m.sliding_window_tokens == 2047
+    assert "sliding_window = 2047 read as a window on every layer" in m.notes
 
 
 def test_minimax_m2_experts_take_intermediate_size_and_say_so():
