@@ -123,6 +123,8 @@ _UNSIZABLE = {
     "linear_attn_config": "mixes Kimi Delta Attention layers into the stack; only Gated DeltaNet and Mamba "
     "states are modelled here",
     "hybrid_layer_pattern": "is a per-layer attention pattern this site does not read (use layer_types)",
+    "full_attn_idxs": "lists the attention layers; the others are short-convolution layers (LFM2), whose state is "
+    "not modelled here",
     "num_attention_heads_per_layer": "gives layers different numbers of query heads (Laguna); " + _ONE_SHAPE,
 }
 # Keys that give some layers another KV shape than the main one: refused only when they differ from it.
