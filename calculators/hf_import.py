@@ -250,7 +250,7 @@ def _head_dim(cfg: dict, field: str, hidden: int, heads: int) -> int:
 
 def _mla_v_head_dim(cfg: dict, field: str, hidden: int, heads: int) -> int:
     v = _int(cfg, field, "v_head_dim", default=None)
-    if v is None:  # MiniCPM3: values of hidden_size / heads (its modeling code); the KV latent does not depend on it
+    if v is None:  # MiniCPM3: hidden_size / heads, as transformers 5.24.0's MiniCPM3Config sets it
         v = hidden // heads
         _assume(
             cfg,

@@ -34,8 +34,10 @@ URI = "data/kv-conformance.json"
 KV_FORMATS = ("bf16", "fp8")
 STATE_FORMATS = ("bf16", "fp32")
 SCOPE = (
-    "The core's bytes (calculators/calcs/kv_cache.py), the same for every engine and engine version: "
-    "no engine's page-size padding, block rounding or allocator overhead is included."
+    "The core's bytes for each model's own cache layout (calculators/calcs/kv_cache.py), the same for every "
+    "engine and engine version: no engine's page-size padding, block rounding or allocator overhead is included, "
+    "and an engine may store a model in another layout (vLLM v0.33.0 keeps MiniCPM3's keys and values expanded "
+    "per head, not its MLA latent)."
 )
 
 
