@@ -137,13 +137,17 @@ _OTHER_SHAPE = {
 }
 
 
+class _Unsizable(InputError):
+    """A config this site cannot size, whatever its model_type: the message says why in full."""
+
+
 def _refuse_unsizable(cfg: dict, field: str) -> None:
     for key, why in _UNSIZABLE.items():
         if cfg.get(key):
-            raise InputError(f"{field}.{key}", f"{why}, so this config cannot be sized correctly")
+            raise _Unsizable(f"{field}.{key}", f"{why}, so this config cannot be sized correctly")
     for key, main in _OTHER_SHAPE.items():
         if cfg.get(key) is not None and cfg.get(key) != cfg.get(main):
-            raise InputError(
+            raise _Unsizable(
                 f"{field}.{key}",
                 f"({cfg.get(key)}) differs from {main} ({cfg.get(main)}): some layers have another KV shape, "
                 f"and {_ONE_SHAPE}",
@@ -529,7 +533,7 @@ def model_from_hf_config(cfg: dict, id: str = "custom", name: str | None = None,
     try:
         return _read(cfg, fam, id, name, field)
     except InputError as exc:
-        if fam != GENERIC:
+        if fam != GENERIC or isinstance(exc, _Unsizable):
             raise
         raise InputError(
             exc.field,

@@ -112,6 +112,7 @@ def test_refused_naming_the_key(source):
     if key.startswith("text_config."):
         where, key = where["text_config"], key.removeprefix("text_config.")
     assert key in where and e.value.message  # a key of the pasted file, not a project field name
+    assert "only the standard decoder fields are read" not in e.value.message  # the reason, not a guess at one
 
 
 # ---- what the note says was assumed, on the fixtures that need it --------------------------------
