@@ -36,9 +36,14 @@ FAMILIES = {
     "gpt2": "gpt2",
     "opt": "opt",
     "qwen3_next": "qwen3_next",
+    "qwen3_5": "qwen3_next",  # Qwen3.5: Qwen3-Next's layout (Gated DeltaNet + gated attention), dense or MoE
+    "qwen3_5_text": "qwen3_next",
+    "qwen3_5_moe": "qwen3_next",
+    "qwen3_5_moe_text": "qwen3_next",
     "deepseek_v32": "deepseek",
     "jamba": "jamba",
     "nemotron_h": "nemotron_h",
+    "smollm3": "smollm3",  # Llama's layout with NoPE layers; ties embeddings by default (SmolLM3Config)
 }
 _ARCH_PREFIX = {
     "Llama4": "llama4",
@@ -46,6 +51,7 @@ _ARCH_PREFIX = {
     "Mistral": "mistral",
     "Mixtral": "mixtral",
     "Qwen3Next": "qwen3_next",
+    "Qwen3_5": "qwen3_next",
     "Jamba": "jamba",
     "NemotronH": "nemotron_h",
     "Qwen2Moe": "qwen_moe",
@@ -63,7 +69,7 @@ _ARCH_PREFIX = {
     "OPT": "opt",
 }
 _PLAIN_FFN = ("falcon", "gpt2", "opt", "nemotron_h")  # Nemotron-H: squared-ReLU up/down MLP
-_TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "falcon", "gpt2", "opt")
+_TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "falcon", "gpt2", "opt", "smollm3")  # their configs' defaults
 _LAYER_TYPES = {
     "full_attention": "full",
     "sliding_attention": "sliding",
@@ -75,6 +81,81 @@ _LAYER_TYPES = {
 
 
 GENERIC = "decoder"  # any other model_type: read from the standard decoder fields, as Llama's
+
+
+class _Reads(dict):
+    """A config that remembers which of its (non-null) keys were read, and what the reading assumed:
+    the note beside an imported model names both. One `log` and `assumed` serve a config and its
+    text_config (whose keys are listed as text_config.KEY)."""
+
+    def __init__(self, data: dict, log: dict, assumed: list, prefix: str = ""):
+        super().__init__(data)
+        self.log, self.assumed, self.prefix = log, assumed, prefix
+
+    def _mark(self, key):
+        if dict.get(self, key) is not None and key != "text_config":
+            self.log.setdefault(self.prefix + key, None)
+
+    def get(self, key, default=None):
+        self._mark(key)
+        return dict.get(self, key, default)
+
+    def __getitem__(self, key):
+        self._mark(key)
+        return dict.__getitem__(self, key)
+
+    def __contains__(self, key):
+        self._mark(key)
+        return dict.__contains__(self, key)
+
+
+def _assume(cfg: dict, text: str) -> None:
+    if isinstance(cfg, _Reads) and text not in cfg.assumed:
+        cfg.assumed.append(text)
+
+
+# Keys whose presence means one attention or FFN shape per model is not enough: refused, naming the key.
+_ONE_SHAPE = "this site sizes one attention shape for every layer"
+_UNSIZABLE = {
+    "block_configs": "gives every layer its own attention and FFN shape (Nemotron-NAS / DeciLM); " + _ONE_SHAPE,
+    "compress_ratios": "compresses some layers' KV by a per-layer ratio (DeepSeek-V4); compressed attention is "
+    "not modelled here",
+    "linear_attn_config": "mixes Kimi Delta Attention layers into the stack; only Gated DeltaNet and Mamba "
+    "states are modelled here",
+    "hybrid_layer_pattern": "is a per-layer attention pattern this site does not read (use layer_types)",
+    "full_attn_idxs": "lists the attention layers; the others are short-convolution layers (LFM2), whose state is "
+    "not modelled here",
+    "num_attention_heads_per_layer": "gives layers different numbers of query heads (Laguna); " + _ONE_SHAPE,
+}
+# Keys that give some layers another KV shape than the main one: refused only when they differ from it.
+_OTHER_SHAPE = {
+    "swa_num_key_value_heads": "num_key_value_heads",
+    "swa_head_dim": "head_dim",
+    "swa_v_head_dim": "v_head_dim",
+    "num_global_key_value_heads": "num_key_value_heads",
+    "global_head_dim": "head_dim",
+}
+
+
+class _Unsizable(InputError):
+    """A config this site cannot size, whatever its model_type: the message says why in full."""
+
+
+def _refuse_unsizable(cfg: dict, field: str) -> None:
+    for key, why in _UNSIZABLE.items():
+        if cfg.get(key):
+            raise _Unsizable(f"{field}.{key}", f"{why}, so this config cannot be sized correctly")
+    for key, main in _OTHER_SHAPE.items():
+        if cfg.get(key) is not None and cfg.get(key) != cfg.get(main):
+            raise _Unsizable(
+                f"{field}.{key}",
+                f"({cfg.get(key)}) differs from {main} ({cfg.get(main)}): some layers have another KV shape, "
+                f"and {_ONE_SHAPE}",
+            )
+    if cfg.get("mlp_only_layers"):
+        raise InputError(f"{field}.mlp_only_layers", "puts dense layers among MoE ones, which is not supported here")
+
+
 _MAX_LAYERS = 1000  # checks.model_from_dict's bound, checked here first: a layer list is built per layer
 
 
@@ -139,7 +220,7 @@ def _attention(cfg: dict, fam: str, hidden: int, field: str) -> dict:
             num_heads=heads,
             num_kv_heads=heads,
             head_dim=rope + nope,
-            v_head_dim=_int(cfg, field, "v_head_dim"),
+            v_head_dim=_mla_v_head_dim(cfg, field, hidden, heads),
             kv_lora_rank=_int(cfg, field, "kv_lora_rank"),
             qk_rope_head_dim=rope,
             qk_nope_head_dim=nope,
@@ -156,11 +237,31 @@ def _attention(cfg: dict, fam: str, hidden: int, field: str) -> dict:
         kind=kind,
         num_heads=heads,
         num_kv_heads=kv,
-        head_dim=_int(cfg, field, "head_dim", default=hidden // heads),
+        head_dim=_head_dim(cfg, field, hidden, heads),
         qkv_bias=bias,
         o_bias=bias and fam != "qwen2",
         output_gate=bool(cfg.get("attn_output_gate", fam == "qwen3_next")),
     )
+
+
+def _head_dim(cfg: dict, field: str, hidden: int, heads: int) -> int:
+    d = _int(cfg, field, "head_dim", default=None)
+    if d is None:
+        d = hidden // heads
+        _assume(cfg, f"No head_dim: hidden_size / num_attention_heads = {d}.")
+    return d
+
+
+def _mla_v_head_dim(cfg: dict, field: str, hidden: int, heads: int) -> int:
+    v = _int(cfg, field, "v_head_dim", default=None)
+    if v is None:  # MiniCPM3: hidden_size / heads, as transformers 5.24.0's MiniCPM3Config sets it
+        v = hidden // heads
+        _assume(
+            cfg,
+            f"No v_head_dim: hidden_size / num_attention_heads = {v} assumed (weights only; the MLA cache "
+            "does not depend on it).",
+        )
+    return v
 
 
 def _linear_mixer(cfg: dict, fam: str, hidden: int, field: str) -> dict | None:
@@ -274,26 +375,46 @@ def _llama4_kinds(cfg: dict, n: int, field: str) -> list[str]:
     return ["chunked" if r and chunked else "full" for r in rope]
 
 
-def _moe(cfg: dict, fam: str, field: str) -> dict | None:
+_FIXED_EXPERT_WIDTH = ("mixtral", "gpt_oss", "llama4", "jamba")  # experts of intermediate_size
+_SHARED_WIDTH_KEYS = (
+    "shared_expert_intermediate_size",  # Qwen2/3-MoE, Qwen3-Next, Qwen3.5: one shared expert of this width
+    "moe_shared_expert_intermediate_size",  # Nemotron-H MoE
+    "share_expert_dim",  # Step
+    "shared_intermediate_size",  # MiniMax
+)
+
+
+def _moe_layers(cfg: dict, field: str, n: int) -> tuple[int, int]:
+    """(first dense layers, MoE layer interval). moe_layer_freq may be a per-layer list (MiniMax-M3:
+    0 for dense, 1 for MoE): read when it is dense layers first, then MoE ones."""
+    first = _int(cfg, field, "first_k_dense_replace", default=0)
+    freq = cfg.get("moe_layer_freq")
+    if isinstance(freq, list):
+        k = next((i for i, f in enumerate(freq) if f), len(freq))
+        if len(freq) != n or any(f != 1 for f in freq[k:]) or any(freq[:k]) or (first and first != k):
+            raise InputError(
+                f"{field}.moe_layer_freq", f"as a list must be {n} entries, dense layers (0) first then MoE (1)"
+            )
+        return k, 1
+    return first, _int(cfg, field, "moe_layer_freq", "decoder_sparse_step", default=1)
+
+
+def _moe(cfg: dict, fam: str, field: str, n: int) -> dict | None:
     experts = _int(cfg, field, "n_routed_experts", "num_local_experts", "num_experts", default=0)
     if not experts:
         return None
-    expert_width_keys = (
-        ("intermediate_size",) if fam in ("mixtral", "gpt_oss", "llama4", "jamba") else ("moe_intermediate_size",)
-    )
+    fixed = fam in _FIXED_EXPERT_WIDTH
+    if not fixed and cfg.get("moe_intermediate_size") is None:
+        _assume(cfg, "No moe_intermediate_size: intermediate_size read as each expert's width (as Mixtral's).")
     moe = dict(
         num_experts=experts,
-        experts_per_token=_int(cfg, field, "num_experts_per_tok", "experts_per_token"),
-        expert_intermediate_size=_int(cfg, field, *expert_width_keys),
+        experts_per_token=_int(cfg, field, "num_experts_per_tok", "experts_per_token", "num_experts_per_token"),
+        expert_intermediate_size=_int(
+            cfg, field, *(("intermediate_size",) if fixed else ("moe_intermediate_size", "intermediate_size"))
+        ),
         expert_bias=fam == "gpt_oss",
     )
-    if fam == "deepseek":
-        moe.update(
-            num_shared_experts=_int(cfg, field, "n_shared_experts", default=0),
-            first_dense_layers=_int(cfg, field, "first_k_dense_replace", default=0),
-            layer_interval=_int(cfg, field, "moe_layer_freq", default=1),
-        )
-    elif fam == "llama4":
+    if fam == "llama4":
         moe.update(num_shared_experts=1, layer_interval=_int(cfg, field, "interleave_moe_layer_step", default=1))
     elif fam == "jamba":  # MoE on layers offset, offset + period, ...: expressible when offset = period - 1
         period = _int(cfg, field, "expert_layer_period", default=2)
@@ -303,12 +424,13 @@ def _moe(cfg: dict, fam: str, field: str) -> dict | None:
                 f"{field}.expert_layer_offset", f"only period - 1 ({period - 1}) is supported, got {offset}"
             )
         moe.update(layer_interval=period)
-    elif cfg.get("shared_expert_intermediate_size"):  # Qwen2-MoE: one shared expert of its own width
-        moe.update(
-            num_shared_experts=1,
-            shared_intermediate_size=_int(cfg, field, "shared_expert_intermediate_size"),
-            layer_interval=_int(cfg, field, "decoder_sparse_step", default=1),
-        )
+    elif not fixed:  # DeepSeek, Qwen-MoE, GLM, MiniMax, Step and any other: shared experts, dense layers first
+        shared_width = _int(cfg, field, *_SHARED_WIDTH_KEYS, default=0)
+        shared = _int(cfg, field, "n_shared_experts", "num_shared_experts", default=1 if shared_width else 0)
+        first, interval = _moe_layers(cfg, field, n)
+        moe.update(num_shared_experts=shared, first_dense_layers=first, layer_interval=interval)
+        if shared and shared_width:
+            moe.update(shared_intermediate_size=shared_width)
     if moe["experts_per_token"] > experts:
         raise InputError(f"{field}.num_experts_per_tok", f"must be at most the number of experts ({experts})")
     return moe
@@ -323,7 +445,7 @@ def _dense_width(cfg: dict, fam: str, hidden: int, field: str) -> int:
         return _int(cfg, field, "ffn_hidden_size", default=4 * hidden)
     if fam == "llama4":
         return _int(cfg, field, "intermediate_size_mlp", "intermediate_size")
-    return _int(cfg, field, "intermediate_size")
+    return _int(cfg, field, "dense_intermediate_size", "intermediate_size")
 
 
 # The project's field -> the config.json keys it is read from (first present one named in an error).
@@ -352,28 +474,66 @@ def _as_pasted(exc: InputError, cfg: dict, field: str) -> InputError:
     return InputError(f"{field}.{key}", exc.message) if key else exc
 
 
-def _notes(cfg: dict, raw: dict, fam: str, attention: dict) -> str:
-    """What the reading assumed, said beside the definition."""
-    notes = []
+_MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
+_STATE_DTYPE_KEYS = ("mamba_ssm_dtype", "mamba_ssm_cache_dtype")
+
+
+def _assumptions(cfg: dict, raw: dict, fam: str, attention: dict, out: dict) -> None:
+    """What the reading assumed beyond what it read, in the order a reader checks them."""
     if fam == GENERIC:
         mt = raw.get("model_type") or raw.get("architectures")
-        notes.append(f"model_type {mt!r} is not one this site knows: read from the standard decoder fields.")
+        _assume(
+            cfg,
+            f"model_type {mt!r} is not one this site knows: read from the standard decoder fields, "
+            "with a gated (SwiGLU-style) FFN.",
+        )
+    if cfg is not raw:
+        _assume(cfg, "The text decoder is read from text_config; a vision or audio tower is not counted.")
     stated = any(k in cfg for k in _HF_KEYS["attention.num_kv_heads"])
     if attention["kind"] == "mha" and attention["num_heads"] > 1 and fam != "falcon" and not stated:
-        notes.append("No num_key_value_heads: multi-head attention assumed (Hugging Face's default).")
-    return " ".join(notes)
+        _assume(cfg, "No num_key_value_heads: multi-head attention assumed (Hugging Face's default).")
+    if cfg.get("tie_word_embeddings") is None:
+        tied = (
+            "tied input and output embeddings (the family's default)"
+            if fam in _TIED_BY_DEFAULT
+            else "a separate output head"
+        )
+        _assume(cfg, f"No tie_word_embeddings: {tied} assumed.")
+    if fam == GENERIC and set(out["layer_kinds"]) == {"sliding"}:
+        _assume(cfg, f"No layer_types: sliding_window = {cfg.get('sliding_window')} read as a window on every layer.")
+    if cfg.get("sliding_window") is not None and "sliding" not in out["layer_kinds"]:
+        _assume(cfg, "sliding_window is off or covers the whole context: full attention on every layer.")
+    mtp = next((k for k in _MTP_KEYS if cfg.get(k)), None)
+    if mtp:
+        _assume(cfg, f"{mtp} = {cfg.get(mtp)}: multi-token-prediction layers are not counted.")
+    state = next((k for k in _STATE_DTYPE_KEYS if cfg.get(k)), None)
+    if state and out["linear_mixer"] is not None:
+        _assume(cfg, f"{state} = {cfg.get(state)!r}: pick that recurrent-state format in the calculators.")
+    if cfg.get("quantization_config") is not None or raw.get("quantization_config") is not None:
+        _assume(cfg, "quantization_config is not read: weights are sized at the format each calculator is given.")
+
+
+def _note(cfg: dict) -> str:
+    read = ", ".join(cfg.log)
+    assumed = " ".join(cfg.assumed)
+    return f"Read: {read}." + (f" Assumed: {assumed}" if assumed else "")
 
 
 def model_from_hf_config(cfg: dict, id: str = "custom", name: str | None = None, field: str = "model") -> Model:
     """A checked Model from a Hugging Face config.json dict, exactly as published. A model_type this
-    module does not list is read from the standard decoder fields; what they cannot size is refused."""
+    module does not list is read from the standard decoder fields; what they cannot size is refused,
+    naming the key. The Model's notes say which keys were read and what was assumed."""
     if not isinstance(cfg, dict):
         raise InputError(field, "must be a config.json object")
+    cfg = _Reads(cfg, {}, [])
     fam = _family(cfg, field)
+    text = cfg.get("text_config")
+    if isinstance(text, dict) and str(text.get("model_type", "")).lower() in FAMILIES:
+        fam = FAMILIES[str(text["model_type"]).lower()]  # Kimi-K2.5 wraps a kimi_k2 (DeepSeek-V3) decoder
     try:
         return _read(cfg, fam, id, name, field)
     except InputError as exc:
-        if fam != GENERIC:
+        if fam != GENERIC or isinstance(exc, _Unsizable):
             raise
         raise InputError(
             exc.field,
@@ -391,31 +551,47 @@ def _layer_count(cfg: dict, field: str) -> int:
     return n
 
 
-def _read(cfg: dict, fam: str, id: str, name: str | None, field: str) -> Model:
-    raw = cfg
-    text = cfg.get("text_config")
-    if text is not None:  # Gemma 3, Llama 4: the decoder lives in text_config
-        if not isinstance(text, dict):
-            raise InputError(f"{field}.text_config", "must be an object")
-        cfg, field = text, f"{field}.text_config"
+def _dense_or_expert_width(cfg: dict, fam: str, hidden: int, field: str, moe: dict | None) -> int:
+    """The dense FFN width; an all-MoE config may omit it (Qwen3.5-MoE), and then nothing uses it."""
+    all_moe = moe is not None and moe.get("first_dense_layers", 0) == 0 and moe.get("layer_interval", 1) == 1
+    if all_moe and cfg.get("intermediate_size") is None and cfg.get("dense_intermediate_size") is None:
+        return moe["expert_intermediate_size"]
+    return _dense_width(cfg, fam, hidden, field)
+
+
+def _decoder(raw: _Reads, field: str) -> tuple[_Reads, str]:
+    """The config the decoder is read from: text_config where there is one (Gemma 3, Llama 4, Qwen3.5,
+    Kimi-K2.5), sharing the record of keys read and assumptions."""
+    text = raw.get("text_config")
+    if text is None:
+        return raw, field
+    if not isinstance(text, dict):
+        raise InputError(f"{field}.text_config", "must be an object")
+    return _Reads(text, raw.log, raw.assumed, "text_config."), f"{field}.text_config"
+
+
+def _read(raw: _Reads, fam: str, id: str, name: str | None, field: str) -> Model:
+    cfg, field = _decoder(raw, field)
+    _refuse_unsizable(cfg, field)
     n = _layer_count(cfg, field)
     hidden = _int(cfg, field, "hidden_size", "n_embd", "d_model")
     default_vocab = 262208 if fam == "gemma3" else ...  # Gemma3TextConfig's default; published configs omit it
     kinds = _pattern_kinds(cfg, fam, n, field)
     window = cfg.get("sliding_window") if "sliding" in kinds else None
     attention = _attention(cfg, fam, hidden, field)
+    moe = _moe(cfg, fam, field, n)
     out = dict(
         id=id,
         name=name or id,
         num_layers=n,
         hidden_size=hidden,
         vocab_size=_int(cfg, field, "vocab_size", default=default_vocab),
-        intermediate_size=_dense_width(cfg, fam, hidden, field),
+        intermediate_size=_dense_or_expert_width(cfg, fam, hidden, field, moe),
         attention=attention,
         layer_kinds=kinds,
         sliding_window_tokens=window,
         attention_chunk_tokens=cfg.get("attention_chunk_size") if "chunked" in kinds else None,
-        moe=_moe(cfg, fam, field),
+        moe=moe,
         linear_mixer=_linear_mixer(cfg, fam, hidden, field),
         ffn_in_mixer_layers=fam != "nemotron_h",
         ffn_kind="plain" if fam in _PLAIN_FFN else "gated",
@@ -424,8 +600,9 @@ def _read(cfg: dict, fam: str, id: str, name: str | None, field: str) -> Model:
             cfg, field, "max_position_embeddings", "n_positions", default=131072 if fam == "gemma3" else None
         ),
         source="Hugging Face config.json",
-        notes=_notes(cfg, raw, fam, attention),
     )
+    _assumptions(cfg, raw, fam, attention, out)
+    out["notes"] = _note(cfg)
     try:
         return model_from_dict(out, field)
     except InputError as exc:
