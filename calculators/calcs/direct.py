@@ -41,8 +41,8 @@ def _check(r: Ring, algorithm: str) -> None:
 def direct_time(msg: float, n: int, r: Ring, eff: float, lat: dict, algorithm: str) -> Transfer:
     """One all-reduce by a non-ring algorithm: time, bandwidth, latency, bytes each GPU receives."""
     _check(r, algorithm)
-    if n <= 1:
-        return Transfer(0.0, r.intra_bw * eff, 0.0, 0.0)
+    if n <= 1:  # nothing crosses a link; a server of one GPU has no intra-server bandwidth (intra_bw None)
+        return Transfer(0.0, (r.intra_bw or r.inter_bw) * eff, 0.0, 0.0)
     bw = r.intra_bw * eff
     if algorithm == "nvls":
         bw *= NCCL["nvls_efficiency"][r.arch]

@@ -288,3 +288,12 @@ def test_torus_ring_uses_one_dimension():
     }
     assert _old(hardware=mine, num_gpus=8)["link_bandwidth_bytes_per_s"] == 200e9
     assert _old(hardware={**mine, "scale_up_topology": "switched"}, num_gpus=8)["link_bandwidth_bytes_per_s"] == 600e9
+
+
+def test_one_gpu_on_a_one_gpu_server_with_a_direct_algorithm_costs_nothing():
+    """Found by tests/core/test_properties.py: one GPU per server has no intra-server bandwidth (None), and
+    the direct algorithms' one-GPU case multiplied it."""
+    from calculators.api import run
+
+    r = run("allreduce", {"num_gpus": 1, "gpus_per_node": 1, "algorithm": "one-shot", "link": "ib-ndr-400"})
+    assert r["time_per_allreduce_s"] == 0.0 and r["allreduce_time_per_step_s"] == 0.0

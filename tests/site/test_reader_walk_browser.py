@@ -56,6 +56,14 @@ def save_definition(page, name, definition):
     page.click("dialog [data-do='save']")
 
 
+def saved(page):
+    """A save went through: the dialog says 'Saved' (with the import's note of what it read and assumed,
+    it stays open to show it) and is closed."""
+    assert message(page).startswith("Saved")
+    page.click("dialog [data-do='cancel']")
+    page.wait_for_function("() => !document.querySelector('dialog.calc-define').open")
+
+
 def message(page):
     error = page.locator("#calc-define-error")
     error.wait_for(state="visible", timeout=30_000)
@@ -102,7 +110,7 @@ def test_names_that_slug_alike_ask_before_replacing(open_page):
     for name in ("!!!", "我的模型", "Collide"):
         open_define(page)
         save_definition(page, name, LLAMA_8B)
-        page.wait_for_function("() => !document.querySelector('dialog.calc-define').open")
+        saved(page)
     asked = []
     page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
     open_define(page)
@@ -319,7 +327,7 @@ def test_the_chosen_one_of_yours_can_be_deleted(open_page):
     page, log = ready(open_page)
     open_define(page)
     save_definition(page, "To delete", LLAMA_8B)
-    page.wait_for_function("() => !document.querySelector('dialog.calc-define').open")
+    saved(page)
     assert page.input_value(f"#{KV}-model") == "custom:to-delete"
     page.once("dialog", lambda d: d.accept())
     open_define(page)
