@@ -31,7 +31,9 @@ def kv_page(open_page):
 def test_pasted_config_shows_the_keys_read_and_the_assumptions(kv_page):
     page, log = kv_page
     text = paste(page, "phi-3-mini-128k.json", "Phi-3 mini (pasted)")
-    assert text.startswith("Saved. Note: Read: model_type, architectures, num_hidden_layers, hidden_size")
+    assert text.startswith(
+        'Saved "Phi-3 mini (pasted)". Note: Read: model_type, architectures, num_hidden_layers, hidden_size'
+    )
     assert "model_type 'phi3' is not one this site knows" in text
     assert "sliding_window is off or covers the whole context" in text
     assert page.input_value(f"#{ROOT_ID}-model") == "custom:phi-3-mini-pasted"
