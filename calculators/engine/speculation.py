@@ -40,10 +40,11 @@ class Speculation:
         for first, last, k in self.schedule:
             if not (1 <= first <= last) or not 0 <= k <= DRAFT_TOKENS["max"]:
                 raise ValueError(f"schedule range ({first}, {last}, {k}) needs 1 ≤ first ≤ last and 0 ≤ k ≤ 63")
+        object.__setattr__(self, "schedule", tuple(sorted(self.schedule)))  # k() walks it in order, every step
 
     def k(self, batch: int) -> int:
         found = self.draft_tokens
-        for first, _last, k in sorted(self.schedule):
+        for first, _last, k in self.schedule:
             if first > batch:
                 break
             found = min(self.draft_tokens, k)  # inside this range, or in the gap or tail after it
@@ -69,8 +70,7 @@ class SpeculativeSteps:
         if found is None:
             k = self.spec.k(batch)
             if k:
-                found = draft_time(self.spec.drafter, self.model, batch, context_tokens, k)
-                found += self.model.decode(batch, context_tokens, k + 1).time_s
+                found = self.draft_time(batch, context_tokens) + self.model.decode(batch, context_tokens, k + 1).time_s
             else:
                 found = self.model.decode_time(batch, context_tokens)
             self._times[key] = found
