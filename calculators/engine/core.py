@@ -317,11 +317,8 @@ class Engine:
         cfg, dec, pool = self.cfg, self.decoding, self.pool
         if cfg.batching == "static":
             return {} if dec else None
-        n = len(dec)
-        if self.plain:
-            per_step, asks = 1.0, n
-        else:  # asks: the decodes' share of the token budget
-            per_step, asks = self.times.tokens_per_step(n), n * self.times.decode_tokens(n)
+        n = len(dec)  # asks: the decodes' share of the token budget
+        per_step, asks = (1.0, n) if self.plain else (self.times.tokens_per_step(n), n * self.times.decode_tokens(n))
         grow = dec.blocks_needed(1, per_step) if dec.grows else 0
         if not cfg.mixed_batches:  # vLLM V0: admitted prompts are prefilled alone, decodes wait
             plan: dict = {}
