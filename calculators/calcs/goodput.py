@@ -20,7 +20,7 @@ import math
 import operator
 from dataclasses import dataclass, field, replace
 
-from ..schema import choice, integer, number, output, series, step
+from ..schema import choice, integer, mark, number, output, series, step
 from ..engine import workload as requests_from
 from ..engine.config import EngineConfig, Request
 from ..engine.metrics import Gaps, percentile
@@ -412,8 +412,22 @@ def compute(v: dict) -> dict:
         "notes": _notes(v, here, best, sim.capacity),
         "derivation": efficiency_steps(dep) + _steps(v, sim, here, best, edge),
         "service_cv2": sim.cs2,
-        "series": dict(_sweep_series(plotted, sweep), queueing_vs_utilisation=_queueing_series(v, sim, plotted, sweep)),
+        "series": _marked(v, here, dict(_sweep_series(plotted, sweep),
+                                        queueing_vs_utilisation=_queueing_series(v, sim, plotted, sweep))),
     }
+
+
+def _marked(v: dict, here: dict, plots: dict) -> dict:
+    """The reader's rate marked on the rate sweeps (it is always one of their rates), and its utilisation on the
+    queueing plot when that run was steady (an overloaded one is not on it)."""
+    rate = v["request_rate_per_s"]
+    for sid in ("goodput_vs_rate", "goodput_requests_vs_rate", "latency_vs_rate"):
+        if rate in plots[sid]["x"]["values"]:
+            mark(plots[sid], "request_rate_per_s", rate, name=f"yours ({rate:,g} requests/s)")
+    queueing, u = plots["queueing_vs_utilisation"], 100 * here["utilisation"]
+    if here["stable"] and u in queueing["x"]["values"]:
+        mark(queueing, None, u, name=f"yours (ρ = {u:.3g}%)")
+    return plots
 
 
 def _queueing_series(v: dict, sim: Simulation, rates: list[float], sweep: list[dict]) -> dict:
