@@ -154,9 +154,10 @@ def actions_html(has_plot: bool) -> str:
     )
 
 
-def page_config_html(runtime: dict, presets: dict) -> str:
-    """Once per page, before its first calculator: what every calculator's script shares."""
-    data = json.dumps({"runtime": runtime, "presets": presets, "dom": DOM}, separators=(",", ":"))
+def page_config_html(runtime: dict, presets: dict, homes: dict | None = None) -> str:
+    """Once per page, before its first calculator: what every calculator's script shares. `homes`: each
+    calculator's workbench block as a URL from this page, where a chained result for it opens (tables.js)."""
+    data = json.dumps({"runtime": runtime, "presets": presets, "dom": DOM, "homes": homes or {}}, separators=(",", ":"))
     data = data.replace("</", "<\\/")
     return f'<script type="application/json" id="calc-page-config">{data}</script>'
 

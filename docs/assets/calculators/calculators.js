@@ -192,7 +192,7 @@ function init() {
     window.llmsi.pythonStarting = true;   // search waits for Python (overrides/partials/search-later.html)
     runtime.start().catch(() => {});
   }
-  Object.assign(window.llmsi, { runtime, calcs });   // for tests and the curious
+  Object.assign(window.llmsi, { runtime, calcs, homes: config.homes });   // homes: where chained results open
 }
 
 init();
