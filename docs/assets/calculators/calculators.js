@@ -138,6 +138,7 @@ class Calculator {
     const key = (field || "").split(".")[0];
     const target = this.fields.get(key);
     if (!target) return this.say(`${STATUS.invalid} ${field ? field + ": " : ""}${message}`);
+    target.closest("details")?.setAttribute("open", "");   // an Advanced input in error is shown
     showFieldError(target, field === key ? message : `${field.slice(key.length + 1)}: ${message}`);
     this.say(STATUS.invalid);
   }
