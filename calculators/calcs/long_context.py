@@ -245,155 +245,84 @@ def _series(v: dict, sm: StepModel, here: dict) -> dict:
     xs = _grid(v)
     pts = [here if x == v["context_tokens"] else _point(v, sm, x) for x in xs]
     top = v["model"].max_context_tokens
-    pre = series(
-        "Prefill time vs context",
-        "Context length",
-        "tokens",
-        xs,
-        [
-            ("total (N GPUs)", "s", [p["prefill"].time_s for p in pts]),
-            ("linear layers", "s", [p["linear_s"] for p in pts]),
-            ("attention (causal)", "s", [p["attention_s"] for p in pts]),
-            (f"with CP {v['context_parallel']}", "s", [p["cp"]["time"] for p in pts]),
-        ],
-        log_axes=True,
-    )
-    kv = series(
-        "KV per sequence vs context",
-        "Context length",
-        "tokens",
-        xs,
-        [
-            ("KV per sequence", "GiB", [p["kv"] / GIB for p in pts]),
-        ],
-        log_axes=True,
-    )
-    cost = series(
-        "Cost per request vs context",
-        "Context length",
-        "tokens",
-        xs,
-        [
-            ("per request", "USD", [p["usd_prefill"] + p["usd_decode"] for p in pts]),
-            ("prefill", "USD", [p["usd_prefill"] for p in pts]),
-            ("decode", "USD", [p["usd_decode"] for p in pts]),
-        ],
-        log_axes=True,
-    )
-    for plot in (pre, kv, cost):
+    specs = {
+        "prefill_vs_context": ("Prefill time vs context", [
+            ("total (N GPUs)", "s", lambda p: p["prefill"].time_s),
+            ("linear layers", "s", lambda p: p["linear_s"]),
+            ("attention (causal)", "s", lambda p: p["attention_s"]),
+            (f"with CP {v['context_parallel']}", "s", lambda p: p["cp"]["time"]),
+        ]),
+        "kv_vs_context": ("KV per sequence vs context", [("KV per sequence", "GiB", lambda p: p["kv"] / GIB)]),
+        "cost_vs_context": ("Cost per request vs context", [
+            ("per request", "USD", lambda p: p["usd_prefill"] + p["usd_decode"]),
+            ("prefill", "USD", lambda p: p["usd_prefill"]),
+            ("decode", "USD", lambda p: p["usd_decode"]),
+        ]),
+    }  # fmt: skip
+    out = {}
+    for key, (title, curves) in specs.items():
+        ys = [(name, unit, [f(p) for p in pts]) for name, unit, f in curves]
+        plot = series(title, "Context length", "tokens", xs, ys, log_axes=True)
         if top:
             mark(plot, "context_tokens", top, name=f"model's maximum context ({top:,} tokens)")
-        mark(plot, "context_tokens", v["context_tokens"])
-    return {"prefill_vs_context": pre, "kv_vs_context": kv, "cost_vs_context": cost}
+        out[key] = mark(plot, "context_tokens", v["context_tokens"])
+    return out
 
 
-def _derivation(v: dict, sm: StepModel, p: dict, out: dict) -> list[dict]:
-    t, n, rate = v["context_tokens"], v["num_gpus"], _rate(sm)
-    m = sm.dep.model
-    qk, vd = (m.attention.head_dim, m.attention.v_head_dim or m.attention.head_dim)
-    if m.attention.kind == "mla":
-        qk, vd = m.attention.qk_nope_head_dim + m.attention.qk_rope_head_dim, m.attention.v_head_dim
+def _widths(m) -> tuple[int, int]:
+    """(d_qk, d_v) of prefill attention (MLA: the expanded form)."""
+    a = m.attention
+    if a.kind == "mla":
+        return a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim
+    return a.head_dim, a.v_head_dim or a.head_dim
+
+
+def _prefill_steps(v: dict, sm: StepModel, p: dict) -> list[dict]:
+    t, rate, m = v["context_tokens"], _rate(sm), sm.dep.model
+    qk, vd = _widths(m)
     groups = ", ".join(
         f"{g.layers} {g.kind}" + (f" (window {g.cap_tokens:,})" if g.cap_tokens else "") for g in layer_groups(m)
     )
-    rows = efficiency_steps(sm.dep) + [
-        step("Linear FLOPs", "2 × P_active × T", "2 × {} × {}", [sm.active, (t, "tokens")], 2 * sm.active * t, "FLOP"),
-        step(
-            "Attention FLOPs (causal)",
-            "Σ layers 2 × H × (d_qk + d_v) × Σ_t min(t, window); full layers: T(T + 1)/2 keys, half of T²",
-            "layers: {}; H = {}, d_qk = {}, d_v = {}, T = {}",
-            [groups, m.attention.num_heads, qk, vd, (t, "tokens")],
-            p["attention_flops"],
-            "FLOP",
-        ),
-        step(
-            "Linear time",
-            "linear FLOPs ÷ (N × peak × η)",
-            "{} ÷ {}",
-            [(2 * sm.active * t, "FLOP"), (rate, "FLOP/s")],
-            p["linear_s"],
-            "s",
-        ),
-        step(
-            "Attention time",
-            "attention FLOPs at the attention rate ÷ (N × peak × η)",
-            "{} FLOP",
-            [p["attention_flops"]],
-            p["attention_s"],
-            "s",
-        ),
-        step(
-            "Prefill time",
-            "max(memory time, linear + attention time) + overhead",
-            "max({}, {}) + {}",
-            [(p["prefill"].memory_time_s, "s"), (p["prefill"].compute_time_s, "s"), (p["prefill"].overhead_s, "s")],
-            p["prefill"].time_s,
-            "s",
-        ),
-    ]
+    pre, linear = p["prefill"], 2 * sm.active * t
+    rows = [
+        ("Linear FLOPs", "2 × P_active × T", "2 × {} × {}", [sm.active, (t, "tokens")], linear, "FLOP"),
+        ("Attention FLOPs (causal)",
+         "Σ layers 2 × H × (d_qk + d_v) × Σ_t min(t, window); full layers: T(T + 1)/2 keys, half of T²",
+         "layers: {}; H = {}, d_qk = {}, d_v = {}, T = {}", [groups, m.attention.num_heads, qk, vd, (t, "tokens")],
+         p["attention_flops"], "FLOP"),
+        ("Linear time", "linear FLOPs ÷ (N × peak × η)", "{} ÷ {}", [(linear, "FLOP"), (rate, "FLOP/s")],
+         p["linear_s"], "s"),
+        ("Attention time", "attention FLOPs at the attention rate ÷ (N × peak × η)", "{} at the attention rate",
+         [(p["attention_flops"], "FLOP")], p["attention_s"], "s"),
+        ("Prefill time", "max(memory time, linear + attention time) + overhead", "max({}, {}) + {}",
+         [(pre.memory_time_s, "s"), (pre.compute_time_s, "s"), (pre.overhead_s, "s")], pre.time_s, "s"),
+    ]  # fmt: skip
     cp = p["cp"]
     if v["context_parallel"] > 1:
-        rows.append(
-            step(
-                "Prefill with context parallelism",
-                "linear ÷ CP + L_full × ((CP − 1) × max(c, x) + c) + windowed ÷ CP + overhead",
-                "CP = {}, L_full = {}, c = {}, x = {}",
-                [v["context_parallel"], cp["layers"], (cp["c"], "s"), (cp["x"], "s")],
-                cp["time"],
-                "s",
-            )
-        )
-    rows += [
-        step(
-            "KV per sequence",
-            "Σ layer kinds bytes per token × min(T, window) (+ state)",
-            "T = {}",
-            [(t, "tokens")],
-            p["kv"],
-            "B",
-        ),
-        step(
-            "Sequences that fit",
-            "⌊KV budget ÷ KV per sequence per GPU⌋",
-            "T = {}",
-            [(t, "tokens")],
-            p["fit"],
-            "sequences",
-        ),
-        step(
-            "Decode time per token",
-            "decode step of min(batch, fit) sequences at T",
-            "batch {}, T = {}",
-            [p["batch"], (t, "tokens")],
-            p["tpot"],
-            "s",
-        ),
-        step(
-            "Cost of the prefill",
-            "CP × N × prefill time × USD/GPU-h ÷ 3600",
-            "{} × {} × {} × {} ÷ 3600",
-            [v["context_parallel"], n, (cp["time"], "s"), (v["usd_per_gpu_hour"], "USD")],
-            p["usd_prefill"],
-            "USD",
-        ),
-        step(
-            "Cost of the decode",
-            "N × output tokens × TPOT ÷ batch × USD/GPU-h ÷ 3600",
-            "{} × {} × {} ÷ {} × {} ÷ 3600",
-            [n, v["output_tokens"], (p["tpot"], "s"), p["batch"], (v["usd_per_gpu_hour"], "USD")],
-            p["usd_decode"],
-            "USD",
-        ),
-        step(
-            "Cost per request",
-            "prefill + decode",
-            "{} + {}",
-            [(p["usd_prefill"], "USD"), (p["usd_decode"], "USD")],
-            out["usd_per_request"],
-            "USD",
-        ),
-    ]
-    return rows
+        terms = [v["context_parallel"], cp["layers"], (cp["c"], "s"), (cp["x"], "s")]
+        rows.append(("Prefill with context parallelism",
+                     "linear ÷ CP + L_full × ((CP − 1) × max(c, x) + c) + windowed ÷ CP + overhead",
+                     "CP = {}, L_full = {}, c = {}, x = {}", terms, cp["time"], "s"))  # fmt: skip
+    return [step(*row) for row in rows]
+
+
+def _request_steps(v: dict, p: dict, total: float) -> list[dict]:
+    t, n, price = v["context_tokens"], v["num_gpus"], (v["usd_per_gpu_hour"], "USD")
+    rows = [
+        ("KV per sequence", "Σ layer kinds bytes per token × min(T, window) (+ state)", "T = {}", [(t, "tokens")],
+         p["kv"], "B"),
+        ("Sequences that fit", "⌊KV budget ÷ KV per sequence per GPU⌋", "T = {}", [(t, "tokens")], p["fit"],
+         "sequences"),
+        ("Decode time per token", "decode step of min(batch, fit) sequences at T", "batch {}, T = {}",
+         [p["batch"], (t, "tokens")], p["tpot"], "s"),
+        ("Cost of the prefill", "CP × N × prefill time × USD/GPU-h ÷ 3600", "{} × {} × {} × {} ÷ 3600",
+         [v["context_parallel"], n, (p["cp"]["time"], "s"), price], p["usd_prefill"], "USD"),
+        ("Cost of the decode", "N × output tokens × TPOT ÷ batch × USD/GPU-h ÷ 3600", "{} × {} × {} ÷ {} × {} ÷ 3600",
+         [n, v["output_tokens"], (p["tpot"], "s"), p["batch"], price], p["usd_decode"], "USD"),
+        ("Cost per request", "prefill + decode", "{} + {}", [(p["usd_prefill"], "USD"), (p["usd_decode"], "USD")],
+         total, "USD"),
+    ]  # fmt: skip
+    return [step(*row) for row in rows]
 
 
 def compute(v: dict) -> dict:
@@ -431,5 +360,7 @@ def compute(v: dict) -> dict:
         "notes": notes,
         "series": _series(v, sm, p),
     }
-    out["derivation"] = _derivation(v, sm, p, out)
+    out["derivation"] = (
+        efficiency_steps(sm.dep) + _prefill_steps(v, sm, p) + _request_steps(v, p, out["usd_per_request"])
+    )
     return out

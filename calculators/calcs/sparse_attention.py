@@ -98,47 +98,52 @@ def _layers(model) -> tuple[int, int]:
     return sum(g.layers for g in groups if g.cap_tokens is None), sum(g.layers for g in groups if g.cap_tokens)
 
 
+def _constants(v: dict, t: int) -> dict:
+    """Per-layer bytes and FLOPs per key, and the windowed layers' totals, at context t."""
+    model, b = v["model"], bytes_per_element(v["kv_dtype"], "kv_dtype")
+    h_i, d_i = _widths(v)
+    full_layers, _ = _layers(model)
+    latent = kv_bytes_per_token_per_layer(replace(model.attention, index_head_dim=0, index_n_heads=0), b)
+    windowed = [(g.layers, g.cap_tokens) for g in layer_groups(model, storing=True) if g.cap_tokens]
+    decode_terms, prefill_terms = attention_terms(model), attention_terms(model, prefill=True)
+    return {
+        "layers": full_layers,
+        "latent": latent,
+        "index_key": _scaled_fp8_bytes(d_i),
+        "index_flops": 2 * h_i * d_i,  # per key per layer
+        "per_key": sum(c for c, cap in decode_terms if cap is None) / max(full_layers, 1),
+        "per_key_prefill": sum(c for c, cap in prefill_terms if cap is None) / max(full_layers, 1),
+        "win_bytes": sum(n * latent * min(t, cap) for n, cap in windowed),
+        "win_decode": sum(c * min(t, cap) for c, cap in decode_terms if cap),
+        "win_prefill": sum(c * _causal_keys(cap, t) for c, cap in prefill_terms if cap),
+    }
+
+
 def work(v: dict, t: int) -> dict:
     """Every method's KV kept, decode bytes read and attention FLOPs at context t."""
-    model, b = v["model"], bytes_per_element(v["kv_dtype"], "kv_dtype")
-    latent = kv_bytes_per_token_per_layer(replace(model.attention, index_head_dim=0, index_n_heads=0), b)
-    h_i, d_i = _widths(v)
-    index_key = _scaled_fp8_bytes(d_i)
-    full_layers, _ = _layers(model)
-    windowed = [(g.layers, g.cap_tokens) for g in layer_groups(model, storing=True) if g.cap_tokens]
-    win_bytes = sum(n * latent * min(t, cap) for n, cap in windowed)
-    decode_terms = attention_terms(model)
-    prefill_terms = attention_terms(model, prefill=True)
-    per_key_full = sum(c for c, cap in decode_terms if cap is None) / max(full_layers, 1)
-    per_key_prefill = sum(c for c, cap in prefill_terms if cap is None) / max(full_layers, 1)
-    win_decode = sum(c * min(t, cap) for c, cap in decode_terms if cap)
-    win_prefill = sum(c * _causal_keys(cap, t) for c, cap in prefill_terms if cap)
+    c = _constants(v, t)
+    n, latent = c["layers"], c["latent"]
     kept = {
         "full": t,
         "streaming": min(t, v["sink_tokens"] + v["window_tokens"]),
         "budget": min(t, v["budget_tokens"]),
         "dsa": min(t, v["top_k"]),
     }
-    index_flops = 2 * h_i * d_i  # per key per layer
     out = {}
     for m in METHODS:
-        k = kept[m]
-        store = t if m == "dsa" else k
-        extra = index_key * t if m == "dsa" else 0.0
-        out[f"kv_bytes_{m}"] = full_layers * (latent * store + extra) + win_bytes
-        out[f"decode_bytes_{m}"] = full_layers * (latent * k + extra) + win_bytes
-        out[f"decode_flops_{m}"] = (
-            full_layers * (per_key_full * k + (index_flops * t if m == "dsa" else 0)) + win_decode
-        )
-        if m == "full" or m == "budget":
-            keys = _causal_keys(None, t)
-        else:
-            keys = _causal_keys(k, t)
-        # DSA prefill runs the MQA (absorbed) form over the selected keys (report §1), plus the indexer
-        pk = per_key_full if m == "dsa" else per_key_prefill
-        index = index_flops * _causal_keys(None, t) if m == "dsa" else 0.0
-        out[f"prefill_flops_{m}"] = full_layers * (pk * keys + index) + win_prefill
-    out["_index_decode"] = full_layers * index_flops * t
+        k, dsa = kept[m], m == "dsa"
+        extra = c["index_key"] * t if dsa else 0.0  # DSA: every token's indexer key, kept and read
+        out[f"kv_bytes_{m}"] = n * (latent * (t if dsa else k) + extra) + c["win_bytes"]
+        out[f"decode_bytes_{m}"] = n * (latent * k + extra) + c["win_bytes"]
+        index = c["index_flops"] * t if dsa else 0.0
+        out[f"decode_flops_{m}"] = n * (c["per_key"] * k + index) + c["win_decode"]
+        # H2O and SnapKV prefill in full; StreamingLLM over its rolling cache; DSA in the MQA (absorbed) form
+        # over the selected keys (report §1) plus the indexer over every earlier token
+        keys = _causal_keys(None if m in ("full", "budget") else k, t)
+        per_key = c["per_key"] if dsa else c["per_key_prefill"]
+        index = c["index_flops"] * _causal_keys(None, t) if dsa else 0.0
+        out[f"prefill_flops_{m}"] = n * (per_key * keys + index) + c["win_prefill"]
+    out["_index_decode"] = n * c["index_flops"] * t
     return out
 
 
@@ -166,10 +171,30 @@ def _series(v: dict, here: dict) -> dict:
     return {"kv_kept_vs_context": kept, "decode_read_vs_context": read}
 
 
+def _derivation(v: dict, w: dict, out: dict, full_layers: int) -> list[dict]:
+    t = v["context_tokens"]
+    h_i, d_i = _widths(v)
+    rows = [
+        ("Tokens each method keeps per full layer",
+         "full T; StreamingLLM min(T, s + w); budget min(T, B); DSA all T (attends to min(T, k))",
+         "T = {}, s + w = {}, B = {}, k = {}",
+         [(t, "tokens"), v["sink_tokens"] + v["window_tokens"], v["budget_tokens"], v["top_k"]], full_layers,
+         "full layers"),
+        ("DSA indexer key per token per layer", "d_I FP8 + 4 B per 128 (FP32 scale)", "{} + 4 × ⌈{}/128⌉",
+         [d_i, d_i], _scaled_fp8_bytes(d_i), "B"),
+        ("DSA decode KV read", "L_full × (T × indexer key + min(T, k) × latent)", "T = {}, k = {}",
+         [(t, "tokens"), v["top_k"]], w["decode_bytes_dsa"], "B"),
+        ("DSA indexer FLOPs per decode token", "L_full × 2 × H_I × d_I × T", "{} × 2 × {} × {} × {}",
+         [full_layers, h_i, d_i, (t, "tokens")], w["_index_decode"], "FLOP"),
+        ("Decode KV read saving", "full ÷ DSA", "{} ÷ {}", [(w["decode_bytes_full"], "B"),
+         (w["decode_bytes_dsa"], "B")], out["decode_bytes_saving_dsa"], "×"),
+    ]  # fmt: skip
+    return [step(*row) for row in rows]
+
+
 def compute(v: dict) -> dict:
     t = v["context_tokens"]
     w = work(v, t)
-    h_i, d_i = _widths(v)
     full_layers, _ = _layers(v["model"])
     out = {k: val for k, val in w.items() if not k.startswith("_")}
     out.update(
@@ -185,46 +210,5 @@ def compute(v: dict) -> dict:
         notes.append("this model has no full-attention layers with KV: every method keeps the same windows")
     out["notes"] = notes
     out["series"] = _series(v, w)
-    out["derivation"] = [
-        step(
-            "Tokens each method keeps per full layer",
-            "full T; StreamingLLM min(T, s + w); budget min(T, B); DSA all T (attends to min(T, k))",
-            "T = {}, s + w = {}, B = {}, k = {}",
-            [(t, "tokens"), v["sink_tokens"] + v["window_tokens"], v["budget_tokens"], v["top_k"]],
-            full_layers,
-            "full layers",
-        ),
-        step(
-            "DSA indexer key per token per layer",
-            "d_I FP8 + 4 B per 128 (FP32 scale)",
-            "{} + 4 × ⌈{}/128⌉",
-            [d_i, d_i],
-            _scaled_fp8_bytes(d_i),
-            "B",
-        ),
-        step(
-            "DSA decode KV read",
-            "L_full × (T × indexer key + min(T, k) × latent)",
-            "T = {}, k = {}",
-            [(t, "tokens"), v["top_k"]],
-            w["decode_bytes_dsa"],
-            "B",
-        ),
-        step(
-            "DSA indexer FLOPs per decode token",
-            "L_full × 2 × H_I × d_I × T",
-            "{} × 2 × {} × {} × {}",
-            [full_layers, h_i, d_i, (t, "tokens")],
-            w["_index_decode"],
-            "FLOP",
-        ),
-        step(
-            "Decode KV read saving",
-            "full ÷ DSA",
-            "{} ÷ {}",
-            [(w["decode_bytes_full"], "B"), (w["decode_bytes_dsa"], "B")],
-            out["decode_bytes_saving_dsa"],
-            "×",
-        ),
-    ]
+    out["derivation"] = _derivation(v, w, out, full_layers)
     return out
