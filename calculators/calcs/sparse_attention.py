@@ -56,7 +56,8 @@ SCHEMA = {
             0,
             1_000_000,
             "tokens",
-            "The paper keeps 4 initial tokens as attention sinks.",
+            "The reference code keeps 4 initial tokens by default (mit-han-lab/streaming-llm "
+            "examples/run_streaming_llama.py: --start_size 4, --recent_size 2000).",
         ),
         integer("window_tokens", "StreamingLLM recent window w", 4092, 1, 10_000_000, "tokens"),
         integer(
