@@ -173,7 +173,10 @@ def _cp_ring(v: dict, cp: int):
         w = {**v, "link": "accelerator"}
     else:
         w = {**v, "link": v["cp_link"], "gpus_per_node": 1, "nics_per_node": 0, "link_bandwidth_gb_per_s": 0.0}
-    return scale_up_ring(w, cp)
+    try:
+        return scale_up_ring(w, cp)
+    except InputError as exc:  # the ring's own fields are not this calculator's: name the link choice
+        raise InputError("cp_link", exc.message.split(";")[0] + "; pick a network link between CP groups") from exc
 
 
 def context_parallel(v: dict, sm: StepModel, t: int) -> dict:
