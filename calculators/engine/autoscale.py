@@ -17,8 +17,8 @@ the share of all arrivals that do. Load is split evenly over the ready replicas 
 
 The autoscaler is Kubernetes' HPA rule, as KEDA drives it: every sync period it reads the signal's total over
 the ready replicas and asks for ceil(total ÷ target) replicas (HPA: desired = ceil(current × average ÷
-target)), skipping changes within the HPA's 10% tolerance, never fewer than it has asked for (the ramp is
-shorter than the HPA's default 300 s scale-down stabilisation window), at most max_replicas. A replica asked
+target)), skipping changes within the HPA's 10% tolerance, never fewer than it has asked for (the model
+studies the way up: no scale-down during a run), at most max_replicas. A replica asked
 for becomes ready lag_s later (its cold start). Signals, per replica: requests in flight (running + waiting),
 requests waiting, or KV-cache utilisation (sequences running × KV each ÷ pool). The target is the signal's
 value on one replica at utilisation 1 − headroom, so a larger headroom asks for replicas sooner.
