@@ -8,8 +8,9 @@ defaults. HEADROOMS are the headrooms searched and plotted.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from ..engine.autoscale import SIGNALS, Ramp, Scaler, busy_share, make_replica, run
+from ..engine.autoscale import SIGNALS, Ramp, Scaler, Trace, busy_share, make_replica, run
 from ..schema import choice, integer, mark, number, output, series, step, validate
 from . import cold_start
 from .goodput import SCHEMA as GOODPUT, _kept, simulation
@@ -28,54 +29,50 @@ DEFAULT_LAG_S = round(cold_start.compute(validate(cold_start.SCHEMA["inputs"], {
 _replicas: dict = {}
 
 
-def _fields() -> list[dict]:
-    base = [f for f in GOODPUT["inputs"] if f["key"] not in DROPPED]
-    return base + [
-        number("base_rate_per_s", "Rate before the ramp", 20.0, 0.01, 1e5, "requests/s"),
-        number("peak_rate_per_s", "Rate after the ramp", 60.0, 0.01, 1e5, "requests/s"),
-        number("ramp_start_s", "Ramp starts at", 60.0, 0.0, 36_000.0, "s"),
-        number(
-            "ramp_s", "Ramp duration", 120.0, 0.0, 36_000.0, "s", "Linear from the base rate to the peak; 0 is a step."
-        ),
-        number("duration_s", "Time simulated", 600.0, 10.0, 36_000.0, "s"),
-        choice(
-            "signal",
-            "Scaling signal",
-            "inflight",
-            SIGNAL_CHOICES,
-            "What the autoscaler reads from every replica (vLLM's Prometheus metrics, as a KEDA ScaledObject or "
-            "the inference gateway's endpoint picker reads them).",
-        ),
-        number(
-            "headroom",
-            "Headroom",
-            0.3,
-            0.0,
-            0.9,
-            "",
-            "Target = the signal on one replica at utilisation 1 − headroom: 0.3 scales out at 70% of capacity.",
-            0.05,
-        ),
-        number(
-            "sync_s",
-            "Autoscaler polling interval",
-            30.0,
-            1.0,
-            3600.0,
-            "s",
-            "KEDA's pollingInterval (default 30 s); the Kubernetes HPA's own sync period is 15 s.",
-        ),
-        number(
-            "lag_s",
-            "Cold start (asked for → serving)",
-            float(DEFAULT_LAG_S),
-            0.0,
-            7200.0,
-            "s",
-            "The default is the cold-start calculator's time to ready at its defaults.",
-        ),
-        integer("max_replicas", "Most replicas", 32, 1, 10_000, "replicas"),
-    ]
+FIELDS = [f for f in GOODPUT["inputs"] if f["key"] not in DROPPED] + [
+    number("base_rate_per_s", "Rate before the ramp", 20.0, 0.01, 1e5, "requests/s"),
+    number("peak_rate_per_s", "Rate after the ramp", 60.0, 0.01, 1e5, "requests/s"),
+    number("ramp_start_s", "Ramp starts at", 60.0, 0.0, 36_000.0, "s"),
+    number("ramp_s", "Ramp duration", 120.0, 0.0, 36_000.0, "s", "Linear from the base rate to the peak; 0 is a step."),
+    number("duration_s", "Time simulated", 600.0, 10.0, 36_000.0, "s"),
+    choice(
+        "signal",
+        "Scaling signal",
+        "inflight",
+        SIGNAL_CHOICES,
+        "What the autoscaler reads from every replica (vLLM's Prometheus metrics, as a KEDA ScaledObject or "
+        "the inference gateway's endpoint picker reads them).",
+    ),
+    number(
+        "headroom",
+        "Headroom",
+        0.3,
+        0.0,
+        0.9,
+        "",
+        "Target = the signal on one replica at utilisation 1 − headroom: 0.3 scales out at 70% of capacity.",
+        0.05,
+    ),
+    number(
+        "sync_s",
+        "Autoscaler polling interval",
+        30.0,
+        1.0,
+        3600.0,
+        "s",
+        "KEDA's pollingInterval (default 30 s); the Kubernetes HPA's own sync period is 15 s.",
+    ),
+    number(
+        "lag_s",
+        "Cold start (asked for → serving)",
+        float(DEFAULT_LAG_S),
+        0.0,
+        7200.0,
+        "s",
+        "The default is the cold-start calculator's time to ready at its defaults.",
+    ),
+    integer("max_replicas", "Most replicas", 32, 1, 10_000, "replicas"),
+]
 
 
 SCHEMA = {
@@ -92,7 +89,7 @@ SCHEMA = {
         "within target. The headroom needed is the smallest of 0, 0.05, … 0.9 whose attainment reaches the "
         "target share. Mean latencies, not tails: a fluid model has no p99."
     ),
-    "inputs": _fields(),
+    "inputs": FIELDS,
     "outputs": [
         output("attainment", "SLO attainment through the ramp, at your headroom", "", "percent"),
         output("headroom_needed", "Smallest headroom that holds the SLO target", "", "percent"),
@@ -141,152 +138,144 @@ def attainment(v: dict, headroom: float | None = None, lag_s: float | None = Non
     return run(_replica(v), _ramp(v), _scaler(v, h, lag_s), v["ttft_slo_s"], v["tpot_slo_s"]).attainment
 
 
-def compute(v: dict) -> dict:
+@dataclass(frozen=True)
+class Facts:
+    """What one recompute found: the reader's run, the headroom sweep and the figures derived from them."""
+
+    trace: Trace
+    sweep: list
+    needed: float
+    holding: bool
+    mu: float
+    service_s: float
+    peak_need: int
+    slope: float
+    under_s: float
+    target: float
+    rho0: float
+    inflight0: float
+
+
+def _facts(v: dict) -> Facts:
     replica, ramp = _replica(v), _ramp(v)
-    target_share = v["slo_target_percent"] / 100
     trace = run(replica, ramp, _scaler(v, v["headroom"]), v["ttft_slo_s"], v["tpot_slo_s"])
     sweep = [
         run(replica, ramp, _scaler(v, h), v["ttft_slo_s"], v["tpot_slo_s"], record=False).attainment for h in HEADROOMS
     ]
-    holding = [h for h, a in zip(HEADROOMS, sweep) if a >= target_share]
-    needed = holding[0] if holding else HEADROOMS[-1]
+    holding = [h for h, a in zip(HEADROOMS, sweep) if a >= v["slo_target_percent"] / 100]
     mu = replica.capacity
-    peak_need = min(v["max_replicas"], math.ceil(ramp.peak / mu / (1 - v["headroom"]) - 1e-9))
-    slope = (ramp.peak - ramp.base) / ramp.ramp_s if ramp.ramp_s > 0 else 0.0
-    under = sum(1.0 for lam, n in zip(trace.rates, trace.ready) if lam > n * mu)
-    target = replica.target(v["signal"], v["headroom"])
     rho0 = ramp.base / (trace.initial * mu)
-    inflight0 = replica.signal("inflight", rho0, 0.0)
-    time_plot = series(
-        "Offered rate and capacity serving",
-        "Time",
-        "s",
-        trace.times,
-        [
-            ("offered rate", "requests/s", trace.rates),
-            ("capacity serving", "requests/s", [n * mu for n in trace.ready]),
-        ],
+    return Facts(
+        trace,
+        sweep,
+        holding[0] if holding else HEADROOMS[-1],
+        bool(holding),
+        mu,
+        replica.service_s,
+        min(v["max_replicas"], math.ceil(ramp.peak / mu / (1 - v["headroom"]) - 1e-9)),
+        (ramp.peak - ramp.base) / ramp.ramp_s if ramp.ramp_s > 0 else 0.0,
+        sum(1.0 for lam, n in zip(trace.rates, trace.ready) if lam > n * mu),
+        replica.target(v["signal"], v["headroom"]),
+        rho0,
+        replica.signal("inflight", rho0, 0.0),
     )
-    replicas_plot = series(
-        "Replicas asked for and serving",
-        "Time",
-        "s",
-        trace.times,
-        [("asked for", "replicas", trace.desired), ("serving", "replicas", trace.ready)],
-    )
-    ttft_plot = series(
-        "Mean TTFT at arrival",
-        "Time",
-        "s",
-        trace.times,
-        [("TTFT", "s", trace.ttft), ("TTFT target", "s", [v["ttft_slo_s"]] * len(trace.times))],
-    )
-    headroom_plot = series(
+
+
+def _time_plots(v: dict, f: Facts) -> dict:
+    t = f.trace
+    return {
+        "rate_vs_time": series(
+            "Offered rate and capacity serving",
+            "Time",
+            "s",
+            t.times,
+            [("offered rate", "requests/s", t.rates), ("capacity serving", "requests/s", [n * f.mu for n in t.ready])],
+        ),
+        "replicas_vs_time": series(
+            "Replicas asked for and serving",
+            "Time",
+            "s",
+            t.times,
+            [("asked for", "replicas", t.desired), ("serving", "replicas", t.ready)],
+        ),
+        "ttft_vs_time": series(
+            "Mean TTFT at arrival",
+            "Time",
+            "s",
+            t.times,
+            [("TTFT", "s", t.ttft), ("TTFT target", "s", [v["ttft_slo_s"]] * len(t.times))],
+        ),
+    }
+
+
+def _headroom_plot(v: dict, f: Facts) -> dict:
+    plot = series(
         "SLO attainment through the ramp vs headroom",
         "Headroom",
         "%",
         [round(100 * h) for h in HEADROOMS],
-        [("attainment", "%", [100 * a for a in sweep]), ("target", "%", [v["slo_target_percent"]] * len(HEADROOMS))],
+        [("attainment", "%", [100 * a for a in f.sweep]), ("target", "%", [v["slo_target_percent"]] * len(HEADROOMS))],
     )
     mine = round(100 * v["headroom"])
-    if mine in headroom_plot["x"]["values"]:
-        headroom_plot = mark(headroom_plot, "headroom", mine)
-    derivation = [
-        step(
-            "Capacity of one replica",
-            "1 ÷ server time per request when saturated",
-            "1 ÷ {}",
-            [(replica.service_s, "s")],
-            mu,
-            "requests/s",
-        ),
-        step(
-            "Autoscaler target",
-            "signal on one replica at utilisation 1 − headroom",
-            "signal(1 − {})",
-            [v["headroom"]],
-            target,
-            "",
-        ),
-        step(
-            "Replicas at the start",
-            "ceil(base rate ÷ capacity ÷ (1 − headroom))",
-            "ceil({} ÷ {} ÷ (1 − {}))",
-            [(ramp.base, "requests/s"), (mu, "requests/s"), v["headroom"]],
-            trace.initial,
-            "replicas",
-        ),
-        step(
-            "Replicas the peak needs",
-            "ceil(peak rate ÷ capacity ÷ (1 − headroom))",
-            "ceil({} ÷ {} ÷ (1 − {}))",
-            [(ramp.peak, "requests/s"), (mu, "requests/s"), v["headroom"]],
-            peak_need,
-            "replicas",
-        ),
-        step(
-            "Rate gained during one cold start and one poll",
-            "ramp slope × (lag + polling interval)",
-            "{} × ({} + {})",
-            [(slope, "requests/s²"), (v["lag_s"], "s"), (v["sync_s"], "s")],
-            slope * (v["lag_s"] + v["sync_s"]),
-            "requests/s",
-        ),
-        step(
-            "SLO attainment",
-            "arrivals whose TTFT and TPOT at arrival are within target ÷ all arrivals",
-            "TTFT ≤ {}, TPOT ≤ {}",
-            [(v["ttft_slo_s"], "s"), (v["tpot_slo_s"], "s")],
-            trace.attainment,
-            "share",
-        ),
-        step(
-            "nvidia-smi utilisation at the start (estimate)",
-            "share of time ≥ 1 request in flight: 1 − e^(−in flight), Poisson arrivals",
-            "1 − e^(−{})",
-            [inflight0],
-            busy_share(inflight0),
-            "share",
-        ),
-        step(
-            "Headroom needed",
-            "smallest headroom searched with attainment ≥ target",
-            "attainment ≥ {}",
-            [(v["slo_target_percent"], "%")],
-            needed,
-            "share",
-        ),
-    ]
-    notes = (
-        []
-        if holding
-        else [
-            "No headroom up to 0.9 holds the target: the lag or the ramp is too steep, or "
-            "one replica cannot meet the SLO at any load (check TPOT against the target)."
-        ]
-    )
+    return mark(plot, "headroom", mine) if mine in plot["x"]["values"] else plot
+
+
+def _replica_steps(v: dict, f: Facts) -> list[dict]:
+    ramp = _ramp(v)
+    per = [(f.mu, "requests/s"), v["headroom"]]
+    return [
+        step("Capacity of one replica", "1 ÷ server time per request when saturated", "1 ÷ {}",
+             [(f.service_s, "s")], f.mu, "requests/s"),
+        step("Autoscaler target", "signal on one replica at utilisation 1 − headroom", "signal(1 − {})",
+             [v["headroom"]], f.target, ""),
+        step("Replicas at the start", "ceil(base rate ÷ capacity ÷ (1 − headroom))", "ceil({} ÷ {} ÷ (1 − {}))",
+             [(ramp.base, "requests/s"), *per], f.trace.initial, "replicas"),
+        step("Replicas the peak needs", "ceil(peak rate ÷ capacity ÷ (1 − headroom))", "ceil({} ÷ {} ÷ (1 − {}))",
+             [(ramp.peak, "requests/s"), *per], f.peak_need, "replicas"),
+    ]  # fmt: skip
+
+
+def _ramp_steps(v: dict, f: Facts) -> list[dict]:
+    gain = f.slope * (v["lag_s"] + v["sync_s"])
+    return [
+        step("Rate gained during one cold start and one poll", "ramp slope × (lag + polling interval)",
+             "{} × ({} + {})", [(f.slope, "requests/s²"), (v["lag_s"], "s"), (v["sync_s"], "s")], gain, "requests/s"),
+        step("SLO attainment", "arrivals whose TTFT and TPOT at arrival are within target ÷ all arrivals",
+             "TTFT ≤ {}, TPOT ≤ {}", [(v["ttft_slo_s"], "s"), (v["tpot_slo_s"], "s")], f.trace.attainment, "share"),
+        step("nvidia-smi utilisation at the start (estimate)",
+             "share of time ≥ 1 request in flight: 1 − e^(−in flight), Poisson arrivals", "1 − e^(−{})",
+             [f.inflight0], busy_share(f.inflight0), "share"),
+        step("Headroom needed", "smallest headroom searched with attainment ≥ target", "attainment ≥ {}",
+             [(v["slo_target_percent"], "%")], f.needed, "share"),
+    ]  # fmt: skip
+
+
+NO_HEADROOM = (
+    "No headroom up to 0.9 holds the target: the lag or the ramp is too steep, or one replica cannot meet the SLO "
+    "at any load (check TPOT against the target)."
+)
+
+
+def compute(v: dict) -> dict:
+    f = _facts(v)
+    t = f.trace
     return {
-        "attainment": trace.attainment,
-        "headroom_needed": needed,
-        "headroom_found": 1.0 if holding else 0.0,
-        "capacity_per_replica_requests_per_s": mu,
-        "replicas_start": trace.initial,
-        "replicas_end": trace.ready[-1],
-        "replicas_needed_peak": peak_need,
-        "worst_ttft_s": max(trace.ttft),
-        "under_capacity_s": under,
-        "target_signal": target,
-        "utilisation_start": rho0,
-        "in_flight_start": inflight0,
-        "nvml_utilisation_start": busy_share(inflight0),
-        "ramp_slope_per_s2": slope,
-        "lag_rate_gain_requests_per_s": slope * (v["lag_s"] + v["sync_s"]),
-        "derivation": derivation,
-        "series": {
-            "rate_vs_time": time_plot,
-            "replicas_vs_time": replicas_plot,
-            "ttft_vs_time": ttft_plot,
-            "attainment_vs_headroom": headroom_plot,
-        },
-        "notes": notes,
+        "attainment": t.attainment,
+        "headroom_needed": f.needed,
+        "headroom_found": 1.0 if f.holding else 0.0,
+        "capacity_per_replica_requests_per_s": f.mu,
+        "replicas_start": t.initial,
+        "replicas_end": t.ready[-1],
+        "replicas_needed_peak": f.peak_need,
+        "worst_ttft_s": max(t.ttft),
+        "under_capacity_s": f.under_s,
+        "target_signal": f.target,
+        "utilisation_start": f.rho0,
+        "in_flight_start": f.inflight0,
+        "nvml_utilisation_start": busy_share(f.inflight0),
+        "ramp_slope_per_s2": f.slope,
+        "lag_rate_gain_requests_per_s": f.slope * (v["lag_s"] + v["sync_s"]),
+        "derivation": _replica_steps(v, f) + _ramp_steps(v, f),
+        "series": dict(_time_plots(v, f), attainment_vs_headroom=_headroom_plot(v, f)),
+        "notes": [] if f.holding else [NO_HEADROOM],
     }

@@ -75,94 +75,93 @@ STAGE_NAMES = (
 )
 
 
-def _fields() -> list[dict]:
-    return deployment_fields(0.8, 0.6) + [
-        number(
-            "node_provision_s",
-            "Node provision",
-            0.0,
-            0.0,
-            3600.0,
-            "s",
-            "Time for a new GPU node to join the cluster; 0 when the pod lands on a node that is already up. "
-            "Measure yours: it depends on the cloud, the instance and the node image.",
-        ),
-        number(
-            "image_gb",
-            "Container image (compressed)",
-            10.0,
-            0.0,
-            200.0,
-            "GB",
-            "Bytes pulled from the registry; 0 when the image is already on the node. The default is an "
-            "assumption for the example, not a measurement: read yours from the registry's manifest.",
-        ),
-        number("registry_gbps", "Registry pull bandwidth", 1.0, 0.001, 100.0, "GB/s"),
-        number(
-            "decompress_gbps",
-            "Layer decompression rate",
-            1.0,
-            0.001,
-            100.0,
-            "GB/s",
-            "Unpacking the pulled layers; taken as following the pull, not overlapping it.",
-        ),
-        number(
-            "engine_start_s",
-            "Engine start (process, imports, CUDA init)",
-            24.0,
-            0.0,
-            3600.0,
-            "s",
-            "vLLM issue #20264: about 59 s to the first response against 34.11 s of logged engine init and "
-            "0.90 s of model loading, about 24 s unaccounted for in the log.",
-        ),
-        choice(
-            "storage",
-            "Weights stored on",
-            "s3",
-            [(k, s[0]) for k, s in STORAGE.items()],
-            "Measured rates are the Run:ai Model Streamer benchmark's (run-ai/runai-model-streamer, "
-            "docs/src/benchmarks.md); link ceilings are upper bounds a drive or a protocol reads less than.",
-        ),
-        number("storage_gbps", "Storage bandwidth (when set)", 2.0, 0.001, 1000.0, "GB/s"),
-        choice("host_link", "Host → GPU link", "pcie5-x16", [(k, v["name"]) for k, v in HOST_LINKS.items()]),
-        boolean(
-            "streamed",
-            "Stream storage → GPU (overlap the read and the copy)",
-            True,
-            "A streaming loader (Run:ai Model Streamer, vLLM --load-format runai_streamer) copies tensors to "
-            "the GPU while others are still being read: the slower stage sets the time. Off: read, then copy.",
-        ),
-        number(
-            "compile_s",
-            "torch.compile",
-            7.51,
-            0.0,
-            7200.0,
-            "s",
-            "vLLM issue #20264: 7.51 s with a warm compile cache; a cold cache compiles the graphs afresh.",
-        ),
-        number(
-            "graph_capture_s",
-            "CUDA-graph capture",
-            17.0,
-            0.0,
-            3600.0,
-            "s",
-            "vLLM issue #20264: 'Graph capturing finished in 17 secs'; 0 with enforce_eager.",
-        ),
-        number(
-            "init_other_s",
-            "Other engine init (profile, KV cache, warm-up)",
-            9.6,
-            0.0,
-            3600.0,
-            "s",
-            "vLLM issue #20264: init engine 34.11 s, less its 7.51 s compile and 17 s capture.",
-        ),
-        integer("first_prompt_tokens", "First request's prompt", 512, 1, 1_000_000, "tokens"),
-    ]
+FIELDS = deployment_fields(0.8, 0.6) + [
+    number(
+        "node_provision_s",
+        "Node provision",
+        0.0,
+        0.0,
+        3600.0,
+        "s",
+        "Time for a new GPU node to join the cluster; 0 when the pod lands on a node that is already up. "
+        "Measure yours: it depends on the cloud, the instance and the node image.",
+    ),
+    number(
+        "image_gb",
+        "Container image (compressed)",
+        10.0,
+        0.0,
+        200.0,
+        "GB",
+        "Bytes pulled from the registry; 0 when the image is already on the node. The default is an "
+        "assumption for the example, not a measurement: read yours from the registry's manifest.",
+    ),
+    number("registry_gbps", "Registry pull bandwidth", 1.0, 0.001, 100.0, "GB/s"),
+    number(
+        "decompress_gbps",
+        "Layer decompression rate",
+        1.0,
+        0.001,
+        100.0,
+        "GB/s",
+        "Unpacking the pulled layers; taken as following the pull, not overlapping it.",
+    ),
+    number(
+        "engine_start_s",
+        "Engine start (process, imports, CUDA init)",
+        24.0,
+        0.0,
+        3600.0,
+        "s",
+        "vLLM issue #20264: about 59 s to the first response against 34.11 s of logged engine init and "
+        "0.90 s of model loading, about 24 s unaccounted for in the log.",
+    ),
+    choice(
+        "storage",
+        "Weights stored on",
+        "s3",
+        [(k, s[0]) for k, s in STORAGE.items()],
+        "Measured rates are the Run:ai Model Streamer benchmark's (run-ai/runai-model-streamer, "
+        "docs/src/benchmarks.md); link ceilings are upper bounds a drive or a protocol reads less than.",
+    ),
+    number("storage_gbps", "Storage bandwidth (when set)", 2.0, 0.001, 1000.0, "GB/s"),
+    choice("host_link", "Host → GPU link", "pcie5-x16", [(k, v["name"]) for k, v in HOST_LINKS.items()]),
+    boolean(
+        "streamed",
+        "Stream storage → GPU (overlap the read and the copy)",
+        True,
+        "A streaming loader (Run:ai Model Streamer, vLLM --load-format runai_streamer) copies tensors to "
+        "the GPU while others are still being read: the slower stage sets the time. Off: read, then copy.",
+    ),
+    number(
+        "compile_s",
+        "torch.compile",
+        7.51,
+        0.0,
+        7200.0,
+        "s",
+        "vLLM issue #20264: 7.51 s with a warm compile cache; a cold cache compiles the graphs afresh.",
+    ),
+    number(
+        "graph_capture_s",
+        "CUDA-graph capture",
+        17.0,
+        0.0,
+        3600.0,
+        "s",
+        "vLLM issue #20264: 'Graph capturing finished in 17 secs'; 0 with enforce_eager.",
+    ),
+    number(
+        "init_other_s",
+        "Other engine init (profile, KV cache, warm-up)",
+        9.6,
+        0.0,
+        3600.0,
+        "s",
+        "vLLM issue #20264: init engine 34.11 s, less its 7.51 s compile and 17 s capture.",
+    ),
+    integer("first_prompt_tokens", "First request's prompt", 512, 1, 1_000_000, "tokens"),
+]
 
 
 SCHEMA = {
@@ -177,7 +176,7 @@ SCHEMA = {
         "compile times are the reader's figures (defaults from one published vLLM log); the weight load is "
         "computed from the model, its format and the bandwidths."
     ),
-    "inputs": _fields(),
+    "inputs": FIELDS,
     "outputs": [
         output("total_s", "Time to first token from zero", "s", "seconds"),
         output("ready_s", "Replica ready (before the first request)", "s", "seconds"),
@@ -256,6 +255,74 @@ def compute(v: dict) -> dict:
     b = breakdown(v)
     s = b["stages"]
     total = sum(s.values())
+    derivation = _derivation(v, b, s, total)
+    notes = [
+        f"Storage: {STORAGE[v['storage']][2]}.",
+        f"vLLM v0.33.0's default list has {b['sizes']} batch sizes up to {b['largest']} tokens on this "
+        "accelerator (cudagraph_capture_sizes), captured in FULL_AND_PIECEWISE mode; the capture time is "
+        "the reader's figure, not computed from the count.",
+    ]
+    return {
+        "total_s": total,
+        "ready_s": total - s["first_request"],
+        "node_s": s["node"],
+        "image_s": s["image"],
+        "engine_start_s": s["engine_start"],
+        "weights_s": s["weights"],
+        "storage_read_s": b["read_s"],
+        "host_copy_s": b["copy_s"],
+        "compile_s": s["compile"],
+        "graphs_s": s["graphs"],
+        "init_s": s["init"],
+        "first_request_s": s["first_request"],
+        "checkpoint_bytes": b["checkpoint"],
+        "storage_bytes_per_s": b["storage"],
+        "host_link_bytes_per_s": b["link"],
+        "capture_sizes": b["sizes"],
+        "largest_capture_size": b["largest"],
+        "weights_share": s["weights"] / total if total else 0.0,
+        "weights_bound": 1.0 if b["read_s"] >= b["copy_s"] else 0.0,
+        "derivation": derivation,
+        "series": _plots(s),
+        "notes": notes,
+    }
+
+
+def _derivation(v: dict, b: dict, s: dict, total: float) -> list[dict]:
+    return _weight_steps(v, b, s) + [
+        step(
+            "Image pull",
+            "image ÷ registry bandwidth + image ÷ decompression rate",
+            "{} ÷ {} + {} ÷ {}",
+            [
+                (v["image_gb"] * 1e9, "B"),
+                (v["registry_gbps"] * 1e9, "B/s"),
+                (v["image_gb"] * 1e9, "B"),
+                (v["decompress_gbps"] * 1e9, "B/s"),
+            ],
+            s["image"],
+            "s",
+        ),
+        step(
+            "First request",
+            "one prefill of the first prompt (step-time model)",
+            "prefill({})",
+            [(v["first_prompt_tokens"], "tokens")],
+            s["first_request"],
+            "s",
+        ),
+        step(
+            "Time to first token from zero",
+            "sum of the stages, one after another",
+            " + ".join("{}" for _ in STAGES),
+            [(s[k], "s") for k in STAGES],
+            total,
+            "s",
+        ),
+    ]
+
+
+def _plots(s: dict) -> dict:
     plot = series(
         "Cold start, stage by stage",
         STAGE_KEY,
@@ -276,8 +343,12 @@ def compute(v: dict) -> dict:
         [("elapsed", "s", cumulative)],
         kind="bar",
     )
+    return {"stages": plot, "timeline": timeline}
+
+
+def _weight_steps(v: dict, b: dict, s: dict) -> list[dict]:
     mode = "max" if v["streamed"] else "+"
-    derivation = [
+    return [
         step(
             "Checkpoint",
             "parameters × bytes per parameter at the weight format",
@@ -310,63 +381,4 @@ def compute(v: dict) -> dict:
             s["weights"],
             "s",
         ),
-        step(
-            "Image pull",
-            "image ÷ registry bandwidth + image ÷ decompression rate",
-            "{} ÷ {} + {} ÷ {}",
-            [
-                (v["image_gb"] * 1e9, "B"),
-                (v["registry_gbps"] * 1e9, "B/s"),
-                (v["image_gb"] * 1e9, "B"),
-                (v["decompress_gbps"] * 1e9, "B/s"),
-            ],
-            s["image"],
-            "s",
-        ),
-        step(
-            "First request",
-            "one prefill of the first prompt (step-time model)",
-            "prefill({})",
-            [(v["first_prompt_tokens"], "tokens")],
-            s["first_request"],
-            "s",
-        ),
-        step(
-            "Time to first token from zero",
-            "sum of the stages, one after another",
-            " + ".join("{}" for _ in STAGES),
-            [(s[k], "s") for k in STAGES],
-            total,
-            "s",
-        ),
     ]
-    notes = [
-        f"Storage: {STORAGE[v['storage']][2]}.",
-        f"vLLM v0.33.0's default list has {b['sizes']} batch sizes up to {b['largest']} tokens on this "
-        "accelerator (cudagraph_capture_sizes), captured in FULL_AND_PIECEWISE mode; the capture time is "
-        "the reader's figure, not computed from the count.",
-    ]
-    return {
-        "total_s": total,
-        "ready_s": total - s["first_request"],
-        "node_s": s["node"],
-        "image_s": s["image"],
-        "engine_start_s": s["engine_start"],
-        "weights_s": s["weights"],
-        "storage_read_s": b["read_s"],
-        "host_copy_s": b["copy_s"],
-        "compile_s": s["compile"],
-        "graphs_s": s["graphs"],
-        "init_s": s["init"],
-        "first_request_s": s["first_request"],
-        "checkpoint_bytes": b["checkpoint"],
-        "storage_bytes_per_s": b["storage"],
-        "host_link_bytes_per_s": b["link"],
-        "capture_sizes": b["sizes"],
-        "largest_capture_size": b["largest"],
-        "weights_share": s["weights"] / total if total else 0.0,
-        "weights_bound": 1.0 if b["read_s"] >= b["copy_s"] else 0.0,
-        "derivation": derivation,
-        "series": {"stages": plot, "timeline": timeline},
-        "notes": notes,
-    }

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 SIGNALS = ("inflight", "queue", "kv")
 RHO_MAX = 0.98  # Kingman's wait is taken at most at this utilisation; the backlog term takes over past it
@@ -125,65 +126,73 @@ def _desired(replica: Replica, scaler: Scaler, total: float, target: float, curr
     return max(current, min(scaler.max_replicas, max(scaler.min_replicas, want)))
 
 
+@lru_cache(maxsize=8)
+def _rates(ramp: Ramp, dt: float) -> tuple:
+    """The offered rate at the middle of each step (shared by every run through the same ramp)."""
+    return tuple(ramp.rate((k + 0.5) * dt) for k in range(max(1, round(ramp.duration_s / dt))))
+
+
+class _Fleet:
+    """The replicas asked for and serving, and the autoscaler's polls."""
+
+    def __init__(self, replica: Replica, scaler: Scaler, initial: int):
+        self.replica, self.scaler = replica, scaler
+        self.target = replica.target(scaler.signal, scaler.headroom)
+        self.ready = self.desired = initial
+        self.pending: list[tuple[float, int]] = []  # (ready at, how many)
+        self.next_poll = scaler.sync_s
+
+    def arrive(self, t: float) -> int:
+        """Replicas whose cold start has ended by t join; the count serving."""
+        while self.pending and self.pending[0][0] <= t + 1e-9:
+            self.ready += self.pending.pop(0)[1]
+        return self.ready
+
+    def poll(self, t: float, rho: float, backlog: float) -> None:
+        """At the end of the step ending at t: read the signal if a poll is due, ask for more if it says so."""
+        if t < self.next_poll - 1e-9:
+            return
+        self.next_poll += self.scaler.sync_s
+        total = self.ready * self.replica.signal(self.scaler.signal, min(rho, 1.0), backlog / self.ready)
+        want = _desired(self.replica, self.scaler, total, self.target, self.desired, self.ready)
+        if want > self.desired:
+            self.pending.append((t + self.scaler.lag_s, want - self.desired))
+            self.desired = want
+
+
 def run(
     replica: Replica, ramp: Ramp, scaler: Scaler, ttft_slo: float, tpot_slo: float, dt: float = 1.0, record: bool = True
 ) -> Trace:
     """One run through the ramp; record False keeps only the attainment (the headroom search)."""
     if scaler.signal not in SIGNALS:
         raise ValueError(f"signal must be one of {SIGNALS}")
-    mu, target = replica.capacity, replica.target(scaler.signal, scaler.headroom)
+    mu = replica.capacity
     # Sized for the base rate: the fewest replicas that keep each at utilisation ≤ 1 − headroom.
-    n0 = max(scaler.min_replicas, math.ceil(ramp.base / mu / (1 - scaler.headroom) - 1e-9))
-    n0 = min(scaler.max_replicas, n0)
-    pending: list[tuple[float, int]] = []  # (ready at, how many)
-    ready = desired = n0
-    backlog, met, arrived = 0.0, 0.0, 0.0
-    next_sync = scaler.sync_s
-    times, rates, readies, desireds, ttfts, tpots = [], [], [], [], [], []
-    steps = max(1, round(ramp.duration_s / dt))
+    n0 = min(scaler.max_replicas, max(scaler.min_replicas, math.ceil(ramp.base / mu / (1 - scaler.headroom) - 1e-9)))
+    fleet = _Fleet(replica, scaler, n0)
+    backlog, met, arrived, rows = 0.0, 0.0, 0.0, []
     c = (replica.ca2 + replica.cs2) / 2 * replica.service_s  # Kingman: W_q = ρ ÷ (1 − ρ) × c
     tpot_at, grid, prefill = replica.tpot_at, RHO_GRID, replica.prefill_s
-    for k in range(steps):
+    for k, lam in enumerate(_rates(ramp, dt)):
         t = k * dt
-        while pending and pending[0][0] <= t + 1e-9:
-            ready += pending.pop(0)[1]
-        lam = ramp.rate(t + dt / 2)
+        if fleet.pending and fleet.pending[0][0] <= t + 1e-9:
+            fleet.arrive(t)
+        ready = fleet.ready
         cap = ready * mu
         rho = lam / cap
         r = rho if rho < RHO_MAX else RHO_MAX
         ttft = prefill + backlog / cap + r / (1 - r) * c
         tpot = tpot_at[min(grid, math.ceil(rho * grid))]
-        arrivals = lam * dt
-        arrived += arrivals
+        arrived += lam * dt
         if ttft <= ttft_slo and tpot <= tpot_slo:
-            met += arrivals
-        backlog = backlog + (lam - cap) * dt
-        if backlog < 0:
-            backlog = 0.0
-        if t + dt >= next_sync - 1e-9:
-            next_sync += scaler.sync_s
-            total = ready * replica.signal(scaler.signal, min(rho, 1.0), backlog / ready)
-            want = _desired(replica, scaler, total, target, desired, ready)
-            if want > desired:
-                pending.append((t + dt + scaler.lag_s, want - desired))
-                desired = want
+            met += lam * dt
+        backlog = max(0.0, backlog + (lam - cap) * dt)
+        if t + dt >= fleet.next_poll - 1e-9:
+            fleet.poll(t + dt, rho, backlog)
         if record:
-            times.append(t)
-            rates.append(lam)
-            readies.append(ready)
-            desireds.append(desired)
-            ttfts.append(ttft)
-            tpots.append(tpot)
-    return Trace(
-        tuple(times),
-        tuple(rates),
-        tuple(readies),
-        tuple(desireds),
-        tuple(ttfts),
-        tuple(tpots),
-        met / arrived if arrived else 1.0,
-        n0,
-    )
+            rows.append((t, lam, ready, fleet.desired, ttft, tpot))
+    columns = tuple(zip(*rows)) if rows else ((),) * 6
+    return Trace(*columns, met / arrived if arrived else 1.0, n0)
 
 
 def make_replica(load, cs2: float, kv_sequences: float, ca2: float = 1.0) -> Replica:
