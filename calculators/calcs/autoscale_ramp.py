@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..errors import InputError
 from ..engine.autoscale import SIGNALS, Ramp, Scaler, Trace, busy_share, make_replica, run
 from ..schema import choice, integer, mark, number, output, series, step, validate
 from . import cold_start
@@ -29,7 +30,7 @@ DEFAULT_LAG_S = round(cold_start.compute(validate(cold_start.SCHEMA["inputs"], {
 _replicas: dict = {}
 
 
-FIELDS = [f for f in GOODPUT["inputs"] if f["key"] not in DROPPED] + [
+OWN_FIELDS = [
     number("base_rate_per_s", "Rate before the ramp", 20.0, 0.01, 1e5, "requests/s"),
     number("peak_rate_per_s", "Rate after the ramp", 60.0, 0.01, 1e5, "requests/s"),
     number("ramp_start_s", "Ramp starts at", 60.0, 0.0, 36_000.0, "s"),
@@ -73,6 +74,7 @@ FIELDS = [f for f in GOODPUT["inputs"] if f["key"] not in DROPPED] + [
     ),
     integer("max_replicas", "Most replicas", 32, 1, 10_000, "replicas"),
 ]
+FIELDS = [f for f in GOODPUT["inputs"] if f["key"] not in DROPPED] + OWN_FIELDS
 
 
 SCHEMA = {
@@ -110,15 +112,20 @@ SCHEMA = {
 }
 
 
+NOT_REPLICA = ("ttft_slo_s", "tpot_slo_s", "slo_target_percent")  # with the ramp's and autoscaler's own fields
+
+
 def _replica(v: dict):
+    """The replica's steady-state figures, kept between recomputes that change only the ramp, the autoscaler
+    or the objectives."""
     dep = deployment(v)
     sim = simulation(dict(v, num_requests=NUM_REQUESTS), dep)
+    if sim.load.capacity() <= 0 or sim.capacity <= 0:
+        raise InputError("num_gpus", "enough GPUs per replica for the weights and one request's KV cache")
     work = sim.workload.first(300)
     reserved = sum(a + b for _, a, b in work) / len(work)
-    key = (
-        repr(dep),
-        tuple(sorted((k, v[k]) for k in v if k not in ("model", "hardware") and not isinstance(v[k], (dict, list)))),
-    )
+    skip = set(NOT_REPLICA) | {f["key"] for f in OWN_FIELDS} | {"model", "hardware"}
+    key = (repr(dep), tuple(sorted((k, v[k]) for k in v if k not in skip and not isinstance(v[k], (dict, list)))))
     return _kept(
         _replicas, key, lambda: make_replica(sim.load, sim.cs2, sim.capacity / reserved, 1.0 / v["burstiness"])
     )
@@ -212,12 +219,11 @@ def _headroom_plot(v: dict, f: Facts) -> dict:
     plot = series(
         "SLO attainment through the ramp vs headroom",
         "Headroom",
-        "%",
-        [round(100 * h) for h in HEADROOMS],
+        "",
+        list(HEADROOMS),
         [("attainment", "%", [100 * a for a in f.sweep]), ("target", "%", [v["slo_target_percent"]] * len(HEADROOMS))],
     )
-    mine = round(100 * v["headroom"])
-    return mark(plot, "headroom", mine) if mine in plot["x"]["values"] else plot
+    return mark(plot, "headroom", v["headroom"]) if v["headroom"] in HEADROOMS else plot
 
 
 def _replica_steps(v: dict, f: Facts) -> list[dict]:

@@ -30,6 +30,7 @@ INPUT_AXES = {
     ("shedding", "ttft_shedding_vs_threshold"): "max_predicted_ttft_s",
     ("speculative_decoding", "speedup_vs_batch"): "batch_size",
     ("step_overhead", "overhead_share_vs_batch"): "batch_size",
+    ("autoscale_ramp", "attainment_vs_headroom"): "headroom",
 }
 OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)
@@ -53,6 +54,11 @@ OTHER_AXES = {
     ("scheduling", "attainment_vs_load"),
     ("scheduling", "ttft_p99_vs_load"),
     ("sizing", "by_tensor_parallel"),  # TP degrees the verdict tried, an output
+    ("cold_start", "stages"),  # stages, a category
+    ("cold_start", "timeline"),
+    ("autoscale_ramp", "rate_vs_time"),  # time
+    ("autoscale_ramp", "replicas_vs_time"),
+    ("autoscale_ramp", "ttft_vs_time"),
 }
 
 
