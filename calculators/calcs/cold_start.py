@@ -193,7 +193,7 @@ SCHEMA = {
         output("checkpoint_bytes", "Checkpoint (weights at their format)", "B", "bytes"),
         output("storage_bytes_per_s", "Storage bandwidth", "B/s", "rate"),
         output("host_link_bytes_per_s", "Host → GPU bandwidth per GPU", "B/s", "rate"),
-        output("capture_sizes", "Batch sizes vLLM v0.33.0 captures a graph for (each mode)", "sizes", "integer"),
+        output("capture_sizes", "Batch sizes in vLLM v0.33.0's default capture list", "sizes", "integer"),
         output("largest_capture_size", "Largest captured size (tokens)", "tokens", "integer"),
         output("weights_share", "Weight load ÷ time to first token", "", "percent"),
         output("weights_bound", "Weight load limited by (1 storage, 0 host link)", "", "number"),
