@@ -35,6 +35,7 @@ INPUT_AXES = {
     ("long_context", "cost_vs_context"): "context_tokens",
     ("sparse_attention", "kv_kept_vs_context"): "context_tokens",
     ("sparse_attention", "decode_read_vs_context"): "context_tokens",
+    ("autoscale_ramp", "attainment_vs_headroom"): "headroom",
 }
 OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)
@@ -50,6 +51,11 @@ OTHER_AXES = {
     ("quantization", "tokens_by_format"),
     ("quantization", "kv_formats"),
     ("radix_tree", "hits_by_prompt"),  # prompts, a category
+    ("cold_start", "stages"),  # stages, a category
+    ("cold_start", "timeline"),
+    ("autoscale_ramp", "rate_vs_time"),  # time
+    ("autoscale_ramp", "replicas_vs_time"),
+    ("autoscale_ramp", "ttft_vs_time"),
 }
 # Charts whose x axis is derived from the inputs, marked at the reader's value of it (issue #18: "a marker at
 # the current inputs on every chart"): the x the reader's inputs give, from the calculator's own outputs.
