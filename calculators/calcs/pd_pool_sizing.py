@@ -20,11 +20,12 @@ import math
 
 from ..engine.steps import StepTimes
 from ..errors import InputError
-from ..schema import integer, number, output, series, step
+from ..schema import choice, integer, number, output, series, step
 from .deployment import deployment_fields
 from .memory import engine_fields, kv_pool_tokens
 from .steptime import StepModel, deployment
 
+SOURCES = [("model", "The step model"), ("measured", "Measured figures (below)")]
 RATE_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # × the reader's rate, for the plot
 MAX_BATCH = 4096
 
@@ -86,6 +87,13 @@ SCHEMA = {
         number("itl_slo_ms", "Inter-token latency target", 30.0, 0.1, 10_000.0, "ms"),
         number("ttft_slo_s", "TTFT target", 1.0, 0.001, 3600.0, "s"),
         integer("max_num_seqs", "Cap on running sequences per decode replica", 1024, 1, MAX_BATCH, "sequences"),
+        choice("throughput_source", "Throughputs from", "model", SOURCES,
+               "Dynamo reads them from a profile of your engine; measured figures you type replace the step model's."),
+        number("prefill_tps_measured", "Measured prefill tokens/s per GPU (when chosen)", 9212.5, 1.0, 1e9,
+               "tokens/s", "Default: DeepSeek's day-6 figure, ~73.7k input tokens/s per 8-GPU H800 node ÷ 8."),
+        number("decode_tps_measured", "Measured decode tokens/s per GPU (when chosen)", 1850.0, 1.0, 1e9,
+               "tokens/s", "Default: DeepSeek's day-6 figure, ~14.8k output tokens/s per node ÷ 8."),
+        integer("gpus_per_node", "GPUs per server", 8, 1, 72, "GPUs", "For the count of servers only."),
     ],
     "outputs": [
         output("prefill_replicas", "Prefill replicas", "replicas", "integer"),
@@ -93,6 +101,8 @@ SCHEMA = {
         output("prefill_replicas_exact", "Prefill replicas, before rounding up", "replicas", "number"),
         output("decode_replicas_exact", "Decode replicas, before rounding up", "replicas", "number"),
         output("total_gpus", "GPUs in all", "GPUs", "integer"),
+        output("total_gpus_exact", "GPUs in all, before rounding up", "GPUs", "number"),
+        output("total_nodes_exact", "Servers in all, before rounding up", "servers", "number"),
         output("prefill_gpu_share", "Share of the GPUs that prefill", "", "percent"),
         output("prefill_to_decode_gpus", "Prefill GPUs per decode GPU", "", "number"),
         output("prefill_tokens_per_s_per_gpu", "Prefill: uncached prompt tokens/s per GPU", "tokens/s", "rate"),
@@ -127,7 +137,9 @@ def size(v: dict) -> dict:
 
 def compute(v: dict) -> dict:
     s = size(v)
-    if not s["batch"]:
+    if v["throughput_source"] == "measured":  # the step model's batch and times do not apply
+        s.update(ptps=v["prefill_tps_measured"], dtps=v["decode_tps_measured"], batch=0, dstep=0.0, busy=0.0)
+    elif not s["batch"]:
         raise InputError("itl_slo_ms", f"no decode batch meets it: one sequence's step at a context of "
                          f"{s['context']:,} takes {s['dstep'] * 1000:.3g} ms on {v['decode_gpus']} GPU(s), or its "
                          f"KV does not fit")
@@ -138,7 +150,8 @@ def compute(v: dict) -> dict:
     total = np_ * pg + nd * dg
     out = {
         "prefill_replicas": np_, "decode_replicas": nd, "prefill_replicas_exact": p, "decode_replicas_exact": d,
-        "total_gpus": total, "prefill_gpu_share": np_ * pg / total, "prefill_to_decode_gpus": np_ * pg / (nd * dg),
+        "total_gpus": total, "total_gpus_exact": p * pg + d * dg,
+        "total_nodes_exact": (p * pg + d * dg) / v["gpus_per_node"], "prefill_gpu_share": np_ * pg / total, "prefill_to_decode_gpus": np_ * pg / (nd * dg),
         "prefill_tokens_per_s_per_gpu": s["ptps"], "decode_tokens_per_s_per_gpu": s["dtps"],
         "decode_batch": s["batch"], "decode_step_s": s["dstep"], "decode_batch_kv_limit": s["kv_limit"],
         "prefill_s": s["busy"], "prefill_utilisation": p / np_, "meets_ttft": int(s["busy"] <= v["ttft_slo_s"]),

@@ -251,3 +251,13 @@ def test_defaults_are_fast_enough_to_run():
     for name in ("kv_transfer", "pd_pool_sizing", "disagg_goodput"):
         r = run(name, {})
         assert r["series"]
+
+
+def test_deepseek_day6_through_the_calculator():
+    """The same with the calculator's measured mode: DeepSeek's units (prefill 32 GPUs = 4 nodes, decode
+    144 GPUs = 18 nodes), per-GPU throughputs = per-node ÷ 8, tokens per day as rate × lengths."""
+    r = run("pd_pool_sizing", {"throughput_source": "measured", "request_rate_per_s": 1e9 / DAY,
+                               "input_tokens": 608, "output_tokens": 168, "num_gpus": 32, "decode_gpus": 144,
+                               "prefill_tps_measured": 73.7e3 / 8, "decode_tps_measured": 14.8e3 / 8})
+    assert r["total_nodes_exact"] == pytest.approx(226.75, rel=0.01)
+    assert (r["prefill_replicas"], r["decode_replicas"]) == (24, 8)
