@@ -151,7 +151,8 @@ def compute(v: dict) -> dict:
     out = {
         "prefill_replicas": np_, "decode_replicas": nd, "prefill_replicas_exact": p, "decode_replicas_exact": d,
         "total_gpus": total, "total_gpus_exact": p * pg + d * dg,
-        "total_nodes_exact": (p * pg + d * dg) / v["gpus_per_node"], "prefill_gpu_share": np_ * pg / total, "prefill_to_decode_gpus": np_ * pg / (nd * dg),
+        "total_nodes_exact": (p * pg + d * dg) / v["gpus_per_node"],
+        "prefill_gpu_share": np_ * pg / total, "prefill_to_decode_gpus": np_ * pg / (nd * dg),
         "prefill_tokens_per_s_per_gpu": s["ptps"], "decode_tokens_per_s_per_gpu": s["dtps"],
         "decode_batch": s["batch"], "decode_step_s": s["dstep"], "decode_batch_kv_limit": s["kv_limit"],
         "prefill_s": s["busy"], "prefill_utilisation": p / np_, "meets_ttft": int(s["busy"] <= v["ttft_slo_s"]),
