@@ -56,7 +56,7 @@ def _inputs() -> list[dict]:
         number("tpot_slo_s", "TPOT target (per-request mean)", 0.015, 0.0001, 60.0, "s"),
     ] + link_fields() + [
         boolean("overlap", "Layer-wise overlap of the transfer", False,
-                "Off: the KV leaves after the prefill, as vLLM's NixlConnector sends it."),
+                "Off: the KV moves after the prefill, as vLLM v0.33.0's NixlConnector moves it."),
     ]
 
 

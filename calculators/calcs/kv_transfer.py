@@ -73,8 +73,8 @@ SCHEMA = {
     + [integer("prompt_tokens", "Prompt length", 8192, 1, 1_000_000, "tokens")]
     + link_fields()
     + [boolean("overlap", "Layer-wise overlap", True,
-               "Send each layer's KV while the next layer computes (vLLM's NixlConnector sends after the prefill; "
-               "Mooncake and DistServe describe layer-wise streaming).")],
+               "Send each layer's KV while the next layer computes. vLLM v0.33.0's NixlConnector does not (its "
+               "decode side reads the KV once the prefill is done).")],
     "outputs": [
         output("kv_bytes_per_prompt", "KV of the prompt", "B", "bytes"),
         output("kv_bytes_per_token", "KV per prompt token", "B", "bytes"),

@@ -10,10 +10,11 @@ than the prefill's end plus one layer's share (T ÷ L): only the last layer's sh
 the link keeps up, the excess T − prefill × (L − 1)/L when it does not. The request then joins a
 decode replica (round robin, in the order transfers end) whose KV is already there: the decode
 engine's step that "prefills" it costs one decode token at that context (KvArrivedTimes), and that
-step emits the first token the client sees, as vLLM v0.33.0's NixlConnector decode side does (the
-decoder recomputes the prompt's last tokens and samples the first token itself,
-kv_connector/v1/nixl/base_scheduler.py `_get_remote_prefill_token_count`). So TTFT = prefill queue +
-prefill + transfer + decode queue + the first decode step; TPOT is the decode pool's alone.
+step emits the first token the client sees (the decode replica serves the request's stream; a system
+that streams the prefill's own first token saves that one step). So TTFT = prefill queue + prefill +
+transfer + decode queue + the first decode step; TPOT is the decode pool's alone. vLLM v0.33.0's
+NixlConnector (an alias of NixlPullConnector, kv_connector/v1/nixl/connector.py) has the decode side
+read the KV once the prefill is done and "does not do layerwise saving" (wait_for_layer_load): overlap off.
 
 The co-located baseline is the same engine serving both phases on every replica (chunked prefill,
 the decodes first in each step): `simulate_colocated`.
