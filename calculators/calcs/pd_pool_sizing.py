@@ -158,23 +158,15 @@ def compute(v: dict) -> dict:
         "prefill_s": s["busy"], "prefill_utilisation": p / np_, "meets_ttft": int(s["busy"] <= v["ttft_slo_s"]),
     }
     out["notes"] = []
-    if not out["meets_ttft"]:
+    if v["throughput_source"] == "measured":
+        out["notes"].append("measured throughputs: the step model's decode batch, step and prefill times are not "
+                            "computed (shown as 0)")
+    elif not out["meets_ttft"]:
         out["notes"].append("one prompt's prefill alone exceeds the TTFT target: more GPUs per prefill replica "
                             "(tensor parallel) or a shorter prompt, not more replicas")
     if out["prefill_utilisation"] > 0.8:
         out["notes"].append("the prefill pool runs above 80% busy: queueing will add to TTFT (simulate it)")
-    out["derivation"] = [
-        step("Prefill throughput per GPU", "ISL × (1 − h) ÷ prefill time ÷ GPUs", "{} × (1 − {}) ÷ {} ÷ {}",
-             [(isl, "tokens"), hit, (s["busy"], "s"), pg], s["ptps"], "tokens/s"),
-        step("Decode batch meeting the ITL target", "largest B: step(B, ISL + OSL/2) ≤ ITL, KV fits",
-             "B at context {}", [(s["context"], "tokens")], s["batch"], "sequences"),
-        step("Decode throughput per GPU", "B ÷ step ÷ GPUs", "{} ÷ {} ÷ {}",
-             [s["batch"], (s["dstep"], "s"), dg], s["dtps"], "tokens/s"),
-        step("Prefill replicas (Dynamo)", "rate × ISL × (1 − h) ÷ thpt ÷ GPUs", "{} × {} × (1 − {}) ÷ {} ÷ {}",
-             [(rate, "requests/s"), (isl, "tokens"), hit, (s["ptps"], "tokens/s"), pg], p, "replicas"),
-        step("Decode replicas (Dynamo)", "rate × OSL ÷ thpt ÷ GPUs", "{} × {} ÷ {} ÷ {}",
-             [(rate, "requests/s"), (osl, "tokens"), (s["dtps"], "tokens/s"), dg], d, "replicas"),
-    ]
+    out["derivation"] = _derivation(v, s, p, d)
     rates = [rate * k for k in RATE_GRID]
     pairs = [pool_sizes(r, isl, osl, hit, s["ptps"], s["dtps"], pg, dg) for r in rates]
     out["series"] = {"replicas_vs_rate": series(
@@ -182,3 +174,25 @@ def compute(v: dict) -> dict:
         [("Prefill replicas", "replicas", [max(1, math.ceil(a - 1e-9)) for a, _ in pairs]),
          ("Decode replicas", "replicas", [max(1, math.ceil(b - 1e-9)) for _, b in pairs])], log_axes=True)}
     return out
+
+
+def _derivation(v: dict, s: dict, p: float, d: float) -> list[dict]:
+    pg, dg, rate = v["num_gpus"], v["decode_gpus"], v["request_rate_per_s"]
+    isl, osl, hit = v["input_tokens"], v["output_tokens"], v["prefix_hit_percent"] / 100
+    sized = [
+        step("Prefill replicas (Dynamo)", "rate × ISL × (1 − h) ÷ thpt ÷ GPUs", "{} × {} × (1 − {}) ÷ {} ÷ {}",
+             [(rate, "requests/s"), (isl, "tokens"), hit, (s["ptps"], "tokens/s"), pg], p, "replicas"),
+        step("Decode replicas (Dynamo)", "rate × OSL ÷ thpt ÷ GPUs", "{} × {} ÷ {} ÷ {}",
+             [(rate, "requests/s"), (osl, "tokens"), (s["dtps"], "tokens/s"), dg], d, "replicas"),
+    ]
+    if v["throughput_source"] == "measured":
+        return sized
+    return [
+        step("Prefill throughput per GPU", "ISL × (1 − h) ÷ prefill time ÷ GPUs", "{} × (1 − {}) ÷ {} ÷ {}",
+             [(isl, "tokens"), hit, (s["busy"], "s"), pg], s["ptps"], "tokens/s"),
+        step("Decode batch meeting the ITL target", "largest B: step(B, ISL + OSL/2) ≤ ITL, KV fits",
+             "B at context {}", [(s["context"], "tokens")], s["batch"], "sequences"),
+        step("Decode throughput per GPU", "B ÷ step ÷ GPUs", "{} ÷ {} ÷ {}",
+             [s["batch"], (s["dstep"], "s"), dg], s["dtps"], "tokens/s"),
+        *sized,
+    ]
