@@ -12,8 +12,6 @@ reads better than the steady state would.
 
 from __future__ import annotations
 
-import math
-
 from ..engine.config import EngineConfig
 from ..engine.disagg import KvArrivedTimes, Link, Pool, simulate_colocated, simulate_disaggregated
 from ..engine.metrics import percentile
@@ -142,15 +140,18 @@ def compute(v: dict) -> dict:
     sa, sb = _stats(a, v, n, "colocated"), _stats(b, v, n, "disagg")
     out = {k: x for k, x in {**sa, **sb}.items() if not k.startswith("_")}
     ga, gb = out["colocated_goodput_per_gpu"], out["disagg_goodput_per_gpu"]
-    out["gain"] = gb / ga if ga > 0 else (math.inf if gb > 0 else 1.0)
+    out["gain"] = gb / ga if ga > 0 else 0.0  # undefined when co-location meets nothing (said in a note)
     served = b.served or ()
     out["transfer_mean_s"] = sum(s.transfer_s for s in served) / len(served) if served else 0.0
     out["prefill_mean_s"] = sum(s.prefill_s for s in served) / len(served) if served else 0.0
     out["kv_bytes_per_token"] = prompt_kv_bytes(dep, 1)
     out["rejected"] = a.rejected + b.rejected
     out["notes"] = [
-        "disaggregation wins per GPU here" if out["gain"] > 1.0 else "co-located serving wins per GPU here",
+        "disaggregation wins per GPU here" if gb > ga else
+        ("a tie per GPU here" if gb == ga else "co-located serving wins per GPU here"),
     ]
+    if ga == 0:
+        out["notes"].append("co-located serving meets no request here, so the ratio is undefined (shown as 0)")
     if a.rejected or b.rejected:
         out["notes"].append("some requests never fit a replica's KV pool and count as misses")
     out["derivation"] = [
