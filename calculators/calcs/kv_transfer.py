@@ -37,8 +37,8 @@ def link_fields(default: str = "ib-ndr-400") -> list[dict]:
         number("custom_link_gbps", "Custom link bandwidth (when chosen)", 100.0, 0.1, 100_000.0, "Gb/s",
                "Per direction, in gigabits per second (100 GbE: 100; a 400G NIC: 400)."),
         integer("nics", "Links used in parallel", 1, 1, 64, "links",
-                "An HGX H100 server has one 400 Gb/s NIC per GPU: a replica on 8 GPUs whose ranks each send their "
-                "own KV shard uses 8."),
+                "In a server with one NIC per GPU, a replica on 8 GPUs whose ranks each send their own KV shard "
+                "uses 8."),
     ]
 
 

@@ -20,7 +20,7 @@ import math
 
 from ..engine.steps import StepTimes
 from ..errors import InputError
-from ..schema import choice, integer, number, output, series, step
+from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import deployment_fields
 from .memory import engine_fields, kv_pool_tokens
 from .steptime import StepModel, deployment
@@ -169,10 +169,10 @@ def compute(v: dict) -> dict:
     out["derivation"] = _derivation(v, s, p, d)
     rates = [rate * k for k in RATE_GRID]
     pairs = [pool_sizes(r, isl, osl, hit, s["ptps"], s["dtps"], pg, dg) for r in rates]
-    out["series"] = {"replicas_vs_rate": series(
-        "Replicas against request rate", "Request rate", "requests/s", rates,
-        [("Prefill replicas", "replicas", [max(1, math.ceil(a - 1e-9)) for a, _ in pairs]),
-         ("Decode replicas", "replicas", [max(1, math.ceil(b - 1e-9)) for _, b in pairs])], log_axes=True)}
+    plot = series("Replicas against request rate", "Request rate", "requests/s", rates,
+                  [("Prefill replicas", "replicas", [max(1, math.ceil(a - 1e-9)) for a, _ in pairs]),
+                   ("Decode replicas", "replicas", [max(1, math.ceil(b - 1e-9)) for _, b in pairs])], log_axes=True)
+    out["series"] = {"replicas_vs_rate": mark(plot, "request_rate_per_s", rate)}
     return out
 
 

@@ -109,8 +109,9 @@ def _run(pool: Pool, share: list[tuple[int, Request]]):
     if not share:
         return [], 0
     run = simulate(pool.times, [r for _, r in share], pool.config)
-    return [(share[j][0], ttft, tpot, queue) for j, ttft, tpot, queue in
-            zip(run.ids, run.ttft_s, run.tpot_s, run.queue_s)], run.rejected
+    return [
+        (share[j][0], ttft, tpot, queue) for j, ttft, tpot, queue in zip(run.ids, run.ttft_s, run.tpot_s, run.queue_s)
+    ], run.rejected
 
 
 def simulate_colocated(requests: list[Request], pool: Pool) -> Outcome:

@@ -11,7 +11,14 @@ from calculators.calcs.pd_pool_sizing import decode_batch_meeting, pool_sizes
 from calculators.calcs.steptime import StepModel, deployment
 from calculators.engine.config import Request
 from calculators.engine.disagg import (
-    KvArrivedTimes, Link, Pool, exposed_transfer_s, simulate_colocated, simulate_disaggregated, transfer_s)
+    KvArrivedTimes,
+    Link,
+    Pool,
+    exposed_transfer_s,
+    simulate_colocated,
+    simulate_disaggregated,
+    transfer_s,
+)
 from calculators.engine.run import simulate
 from calculators.engine.steps import StepTimes
 from calculators.engine.workload import Workload, open_loop
@@ -35,14 +42,15 @@ def _setup(rate=6.0, n=60, **over):
 
 # ---- hand-computable transfer times ----------------------------------------------------------------
 
+
 def test_llama_8b_prompt_kv_over_one_ndr_nic():
     """Llama 3.1 8B, BF16 KV: 32 layers × 8 KV heads × 128 × 2 (K, V) × 2 B = 131,072 B a token; 8,192
     tokens = 1 GiB; over one 400 Gb/s NIC (50 GB/s a direction) that is 2³⁰ ÷ 5 × 10¹⁰ s."""
     r = run("kv_transfer", {"prompt_tokens": 8192, "link": "ib-ndr-400", "nics": 1})
     assert r["kv_bytes_per_token"] == 131072
-    assert r["kv_bytes_per_prompt"] == 2 ** 30
-    assert r["transfer_s"] == pytest.approx(2 ** 30 / 50e9, rel=1e-12)
-    assert r["exposed_overlap_s"] == pytest.approx(2 ** 30 / 50e9 / 32, rel=1e-12)  # the link keeps up: T ÷ L
+    assert r["kv_bytes_per_prompt"] == 2**30
+    assert r["transfer_s"] == pytest.approx(2**30 / 50e9, rel=1e-12)
+    assert r["exposed_overlap_s"] == pytest.approx(2**30 / 50e9 / 32, rel=1e-12)  # the link keeps up: T ÷ L
     two = run("kv_transfer", {"prompt_tokens": 8192, "link": "ib-ndr-400", "nics": 8})
     assert two["transfer_s"] == pytest.approx(r["transfer_s"] / 8, rel=1e-12)
 
@@ -76,6 +84,7 @@ def test_mla_sends_its_latent_only():
 
 
 # ---- the two-pool simulator ------------------------------------------------------------------------
+
 
 def test_one_request_alone_is_prefill_plus_transfer_plus_one_decode_step():
     v, _, pre, dec, dep, _ = _setup()
@@ -156,6 +165,7 @@ def test_decode_pool_tpot_has_no_prefill_stalls():
 
 
 # ---- the calculators -------------------------------------------------------------------------------
+
 
 def test_goodput_defaults_worked_example_direction():
     """The page's worked example: Llama 3.1 8B on H100s, 4,096-token prompts, a 15 ms TPOT target, 8
@@ -256,8 +266,18 @@ def test_defaults_are_fast_enough_to_run():
 def test_deepseek_day6_through_the_calculator():
     """The same with the calculator's measured mode: DeepSeek's units (prefill 32 GPUs = 4 nodes, decode
     144 GPUs = 18 nodes), per-GPU throughputs = per-node ÷ 8, tokens per day as rate × lengths."""
-    r = run("pd_pool_sizing", {"throughput_source": "measured", "request_rate_per_s": 1e9 / DAY,
-                               "input_tokens": 608, "output_tokens": 168, "num_gpus": 32, "decode_gpus": 144,
-                               "prefill_tps_measured": 73.7e3 / 8, "decode_tps_measured": 14.8e3 / 8})
+    r = run(
+        "pd_pool_sizing",
+        {
+            "throughput_source": "measured",
+            "request_rate_per_s": 1e9 / DAY,
+            "input_tokens": 608,
+            "output_tokens": 168,
+            "num_gpus": 32,
+            "decode_gpus": 144,
+            "prefill_tps_measured": 73.7e3 / 8,
+            "decode_tps_measured": 14.8e3 / 8,
+        },
+    )
     assert r["total_nodes_exact"] == pytest.approx(226.75, rel=0.01)
     assert (r["prefill_replicas"], r["decode_replicas"]) == (24, 8)
