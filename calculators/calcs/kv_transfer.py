@@ -78,7 +78,7 @@ SCHEMA = {
     "outputs": [
         output("kv_bytes_per_prompt", "KV of the prompt", "B", "bytes"),
         output("kv_bytes_per_token", "KV per prompt token", "B", "bytes"),
-        output("link_bytes_per_s", "Link bandwidth used (per direction, all links)", "B/s", "bytes"),
+        output("link_gb_per_s", "Link bandwidth used (per direction, all links)", "GB/s", "number"),
         output("transfer_s", "Transfer after the prefill (no overlap)", "s", "seconds"),
         output("exposed_overlap_s", "Exposed with layer-wise overlap", "s", "seconds"),
         output("exposed_s", "Exposed as set (overlap on or off)", "s", "seconds"),
@@ -115,7 +115,7 @@ def compute(v: dict) -> dict:
     out = {
         "kv_bytes_per_prompt": kv,
         "kv_bytes_per_token": kv / n,
-        "link_bytes_per_s": bw,
+        "link_gb_per_s": bw / 1e9,
         "transfer_s": whole,
         "exposed_overlap_s": hidden,
         "exposed_s": hidden if v["overlap"] else whole,
