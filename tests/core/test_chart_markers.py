@@ -36,6 +36,8 @@ INPUT_AXES = {
     ("sparse_attention", "kv_kept_vs_context"): "context_tokens",
     ("sparse_attention", "decode_read_vs_context"): "context_tokens",
     ("autoscale_ramp", "attainment_vs_headroom"): "headroom",
+    ("kv_transfer", "transfer_vs_prompt"): "prompt_tokens",
+    ("pd_pool_sizing", "replicas_vs_rate"): "request_rate_per_s",
 }
 OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)
@@ -56,6 +58,8 @@ OTHER_AXES = {
     ("autoscale_ramp", "rate_vs_time"),  # time
     ("autoscale_ramp", "replicas_vs_time"),
     ("autoscale_ramp", "ttft_vs_time"),
+    ("disagg_goodput", "ttft"),  # fixed percentiles
+    ("disagg_goodput", "tpot"),
 }
 # Charts whose x axis is derived from the inputs, marked at the reader's value of it (issue #18: "a marker at
 # the current inputs on every chart"): the x the reader's inputs give, from the calculator's own outputs.
