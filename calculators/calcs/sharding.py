@@ -37,7 +37,7 @@ def parallelism_fields(tp: int = 8, pp: int = 1, dp: int = 1, ep: int = 1, cp: i
                 "vLLM --tensor-parallel-size; must divide the attention heads."),
         integer("pp", "Pipeline stages", pp, 1, 1024, "stages", "vLLM --pipeline-parallel-size."),
         integer("dp", "Attention data parallel", dp, 1, 1024, "ranks",
-                "vLLM --data-parallel-size with an MoE model; SGLang --enable-dp-attention --dp-size. Each rank "
+                "vLLM --data-parallel-size with an MoE model; SGLang --attn-dp-size. Each rank "
                 "runs attention for its own sequences; the MoE layers span tp × cp × dp GPUs."),
         integer("ep", "Expert parallel", ep, 1, 1024, "GPUs",
                 "1 (experts split by tensor parallelism) or tp × cp × dp (vLLM --enable-expert-parallel)."),
@@ -54,7 +54,8 @@ def comm_fields() -> list[dict]:
     return [
         dtype_field("activation_dtype", "Activation format (TP and PP payloads)", "bf16"),
         dtype_field("dispatch_dtype", "EP dispatch format", "bf16",
-                    "DeepSeek-V3 dispatches in FP8 and combines in BF16 (arXiv 2412.19437 §3.3)."),
+                    "Bytes per element of the tokens an all-to-all sends to the experts (FP8 dispatch halves "
+                    "them); the combine returns in the activation format."),
         choice("overlap", "Communication overlap", "none", OVERLAP_CHOICES),
     ]
 
