@@ -48,8 +48,13 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from .calcs.allreduce import one_allreduce
-from .calcs.kv_cache import (check_decode_context_parallel, kv_bytes_per_sequence, kv_fraction_per_gpu,
-                             state_bytes_per_sequence, state_fraction_per_gpu)
+from .calcs.kv_cache import (
+    check_decode_context_parallel,
+    kv_bytes_per_sequence,
+    kv_fraction_per_gpu,
+    state_bytes_per_sequence,
+    state_fraction_per_gpu,
+)
 from .calcs.ring import LINKS, NCCL, Ring, ring_time, scale_up_ring
 from .calcs.steptime import STATE_ELEM_BYTES, Deployment, StepModel, experts_touched, embedding_lookup_saving
 from .errors import InputError
@@ -89,8 +94,9 @@ class Parallelism:
         return self.micro_batches or self.pp
 
     def label(self) -> str:
-        parts = [f"TP{self.tp}"] + [f"{k}{n}" for k, n in (("DP", self.dp), ("PP", self.pp), ("CP", self.cp),
-                                                          ("DCP", self.dcp)) if n > 1]
+        parts = [f"TP{self.tp}"] + [
+            f"{k}{n}" for k, n in (("DP", self.dp), ("PP", self.pp), ("CP", self.cp), ("DCP", self.dcp)) if n > 1
+        ]
         return " ".join(parts) + (" EP" if self.ep > 1 else "")
 
 
@@ -113,16 +119,26 @@ class Cluster:
 
     def settings(self, link: str) -> dict:
         """The inputs ring.py and allreduce.py read, for a ring on `link`."""
-        return {"hardware": self.accelerator, "link": link, "gpus_per_node": self.gpus_per_node,
-                "nics_per_node": self.nics_per_node, "link_bandwidth_gb_per_s": 0.0,
-                "link_efficiency": self.link_efficiency, "algorithm": self.algorithm, "protocol": self.protocol,
-                "latency_source": "nccl"}
+        return {
+            "hardware": self.accelerator,
+            "link": link,
+            "gpus_per_node": self.gpus_per_node,
+            "nics_per_node": self.nics_per_node,
+            "link_bandwidth_gb_per_s": 0.0,
+            "link_efficiency": self.link_efficiency,
+            "algorithm": self.algorithm,
+            "protocol": self.protocol,
+            "latency_source": "nccl",
+        }
 
     @property
     def nic_bandwidth_per_gpu(self) -> float:
         """B/s per direction one GPU has to other servers: NICs × one NIC ÷ GPUs per server."""
-        return (self.nics_per_node or self.gpus_per_node) * LINKS[self.network]["bandwidth_bytes_per_s"] \
+        return (
+            (self.nics_per_node or self.gpus_per_node)
+            * LINKS[self.network]["bandwidth_bytes_per_s"]
             / self.gpus_per_node
+        )
 
 
 def check_cluster(c: Cluster) -> None:
@@ -132,8 +148,9 @@ def check_cluster(c: Cluster) -> None:
     if c.gpus_per_node > 1 and not acc.scale_up_bandwidth_bytes_per_s:
         raise InputError("gpus_per_node", f"{acc.name} lists no scale-up link; set GPUs per server to 1")
     if acc.scale_up_domain and c.gpus_per_node > acc.scale_up_domain:
-        raise InputError("gpus_per_node", f"must be at most {acc.scale_up_domain}: the GPUs {acc.name}'s "
-                         "scale-up link joins")
+        raise InputError(
+            "gpus_per_node", f"must be at most {acc.scale_up_domain}: the GPUs {acc.name}'s scale-up link joins"
+        )
 
 
 def ring(c: Cluster, n: int) -> Ring:
@@ -191,8 +208,11 @@ def check_parallelism(model: Model, p: Parallelism, cluster: Cluster | None = No
     if a.num_heads % p.tp:
         raise InputError("tp", f"must divide the {a.num_heads} attention heads (vLLM config/model.py)")
     if a.kind != "mla" and p.tp > a.num_kv_heads and p.tp % a.num_kv_heads:
-        raise InputError("tp", f"above the {a.num_kv_heads} KV heads it must be a multiple of them: each KV head "
-                         "is then replicated tp ÷ KV heads times (vLLM QKVParallelLinear)")
+        raise InputError(
+            "tp",
+            f"above the {a.num_kv_heads} KV heads it must be a multiple of them: each KV head "
+            "is then replicated tp ÷ KV heads times (vLLM QKVParallelLinear)",
+        )
     if p.pp > model.num_layers:
         raise InputError("pp", f"must be at most the {model.num_layers} layers")
     if p.ep > 1:
@@ -208,8 +228,11 @@ def _check_ep(model: Model, p: Parallelism) -> None:
     if model.moe is None:
         raise InputError("ep", f"{model.name} has no experts; expert parallelism needs an MoE model")
     if p.ep != p.moe_group:
-        raise InputError("ep", f"must be 1 or tp × cp × dp = {p.moe_group}: vLLM's --enable-expert-parallel "
-                         "shards the experts over that whole group")
+        raise InputError(
+            "ep",
+            f"must be 1 or tp × cp × dp = {p.moe_group}: vLLM's --enable-expert-parallel "
+            "shards the experts over that whole group",
+        )
     if p.ep > model.moe.num_experts:
         raise InputError("ep", f"must be at most the {model.moe.num_experts} experts")
 
@@ -288,8 +311,12 @@ def gpu_memory(model: Model, p: Parallelism, f: Formats, usable: float, context:
     else:
         dense_on_stage = dense
     eb = f.weight if f.expert is None else f.expert
-    return GpuMemory(dense_on_stage * f.weight / p.tp, experts * eb * expert_share(model, p) * frac,
-                     kv_per_sequence_per_gpu(model, p, context, f.kv), usable)
+    return GpuMemory(
+        dense_on_stage * f.weight / p.tp,
+        experts * eb * expert_share(model, p) * frac,
+        kv_per_sequence_per_gpu(model, p, context, f.kv),
+        usable,
+    )
 
 
 def max_sequences(model: Model, p: Parallelism, mem: GpuMemory) -> int:
@@ -364,8 +391,7 @@ class DeploymentModel:
     """Memory, step time and communication for one model on one cluster, any Parallelism; memoised per
     degree so that the sharding search stays fast."""
 
-    def __init__(self, base: Deployment, cluster: Cluster, formats: Formats, usable: float,
-                 overlap: str = "none"):
+    def __init__(self, base: Deployment, cluster: Cluster, formats: Formats, usable: float, overlap: str = "none"):
         check_cluster(cluster)
         if overlap not in OVERLAPS:
             raise InputError("overlap", f"must be one of {', '.join(OVERLAPS)}")
@@ -454,11 +480,22 @@ class DeploymentModel:
             expert_bytes = experts * eb * expert_share(m, p) * touched
         kv = s * kv_per_sequence_per_gpu(m, p, context, self.f.kv) / frac
         byts = (dense_bytes + expert_bytes + kv) * frac
-        flops = (s * (2 * (active - active_experts) + attention_flops) / p.tp
-                 + b * 2 * active_experts / p.moe_group) * frac
+        flops = (
+            s * (2 * (active - active_experts) + attention_flops) / p.tp + b * 2 * active_experts / p.moe_group
+        ) * frac
         tp_c, moe_c = self._tp_comm(p, s, b)
-        return StageStep(byts, flops, byts / self._bw, flops / self._peak, sm.decode_overhead(s), tp_c, moe_c,
-                         self._dcp_comm(p, s), self._pp_comm(p, s), self.overlap)
+        return StageStep(
+            byts,
+            flops,
+            byts / self._bw,
+            flops / self._peak,
+            sm.decode_overhead(s),
+            tp_c,
+            moe_c,
+            self._dcp_comm(p, s),
+            self._pp_comm(p, s),
+            self.overlap,
+        )
 
     def decode(self, p: Parallelism, batch: int, context: float) -> Decode:
         b = batch / p.m if p.pp > 1 else batch
@@ -482,8 +519,7 @@ class DeploymentModel:
         tp_comm = (2 * m.num_layers + 1) * ar + allgather_s(c, m.vocab_size * act, p.tp)
         cp_comm = _cp_ring(c, kv_gpu, p) if p.cp > 1 else 0.0
         kernel = max(compute, memory) + sm.mixed_overhead(tokens)
-        return {"kernel_s": kernel, "tp_comm_s": tp_comm, "cp_comm_s": cp_comm,
-                "time_s": kernel + tp_comm + cp_comm}
+        return {"kernel_s": kernel, "tp_comm_s": tp_comm, "cp_comm_s": cp_comm, "time_s": kernel + tp_comm + cp_comm}
 
 
 def _cp_ring(c: Cluster, kv_gpu: float, p: Parallelism) -> float:
@@ -499,6 +535,7 @@ def _overhead(dep: Deployment, tp: int):
     if dep.overhead is None:
         return None
     from .calcs.overhead import step_overhead
+
     return step_overhead(dep.model, dep.accelerator, tp, dep.overhead.mode)
 
 
@@ -508,9 +545,10 @@ def _moe_layers_on_stage(model: Model, pp: int) -> int:
     if model.moe is None:
         return 0
     from .params import is_moe_layer
+
     size = stage_layers(model, pp)
     flags = [is_moe_layer(model, i) for i in range(model.num_layers)]
-    return max(sum(flags[i:i + size]) for i in range(0, model.num_layers, size))
+    return max(sum(flags[i : i + size]) for i in range(0, model.num_layers, size))
 
 
 def divisors(n: int) -> list[int]:
@@ -595,8 +633,18 @@ def search(dm: DeploymentModel, context: float, tpot_s: float, max_batch: int, d
         mem = dm.memory(p, context)
         replicas = dm.cluster.gpus // p.gpus
         if not mem.fits_weights:
-            rows.append(Option(p, replicas, False, 0, 0, None, False,
-                               f"does not fit: weights {mem.weights / 2**30:.0f} GiB per GPU"))
+            rows.append(
+                Option(
+                    p,
+                    replicas,
+                    False,
+                    0,
+                    0,
+                    None,
+                    False,
+                    f"does not fit: weights {mem.weights / 2**30:.0f} GiB per GPU",
+                )
+            )
             continue
         held = max_sequences(dm.model, p, mem)
         if held < 1:
@@ -605,13 +653,15 @@ def search(dm: DeploymentModel, context: float, tpot_s: float, max_batch: int, d
         cap = min(max_batch, held)
         batch, d = best_batch(dm, p, context, cap, tpot_s)
         if batch == 0:
-            rows.append(Option(p, replicas, True, held, 0, d, False,
-                               f"misses TPOT: {d.tpot_s * 1e3:.1f} ms at batch 1"))
+            rows.append(
+                Option(p, replicas, True, held, 0, d, False, f"misses TPOT: {d.tpot_s * 1e3:.1f} ms at batch 1")
+            )
             continue
         limit = "TPOT" if batch < cap else "KV memory" if cap == held else "the batch cap"
         rows.append(Option(p, replicas, True, held, batch, d, True, limit=limit))
-    good = sorted((o for o in rows if o.tokens_per_s_per_gpu > 0), key=lambda o: (-o.tokens_per_s_per_gpu,
-                                                                                   o.parallelism.gpus))
+    good = sorted(
+        (o for o in rows if o.tokens_per_s_per_gpu > 0), key=lambda o: (-o.tokens_per_s_per_gpu, o.parallelism.gpus)
+    )
     bad = [o for o in rows if o.tokens_per_s_per_gpu <= 0]
     out = []
     for i, o in enumerate(good):

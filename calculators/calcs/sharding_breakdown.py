@@ -1,5 +1,6 @@
 """Sharding breakdown: for one choice of degrees, what each GPU holds and what crosses which link per step
 (calculators/parallel.py), with the same choice at other TP degrees for comparison."""
+
 from __future__ import annotations
 
 from ..errors import InputError
@@ -15,22 +16,31 @@ TP_AXIS = (1, 2, 4, 8, 16, 32, 64)
 
 def _fields() -> list[dict]:
     dep = [f for f in deployment_fields(0.8, 0.6, {"model": {"default": "llama-3.1-405b"}}) if f["key"] != "num_gpus"]
-    return dep + engine_fields() + cluster_fields() + parallelism_fields(tp=8, pp=2) + comm_fields() + [
-        integer("batch_size", "Sequences in flight (whole deployment)", 64, 1, 1_000_000, "sequences"),
-        integer("context_tokens", "Context per sequence", 8192, 1, 10_000_000, "tokens"),
-        integer("prompt_tokens", "Prompt for the prefill figures", 8192, 1, 10_000_000, "tokens"),
-    ]
+    return (
+        dep
+        + engine_fields()
+        + cluster_fields()
+        + parallelism_fields(tp=8, pp=2)
+        + comm_fields()
+        + [
+            integer("batch_size", "Sequences in flight (whole deployment)", 64, 1, 1_000_000, "sequences"),
+            integer("context_tokens", "Context per sequence", 8192, 1, 10_000_000, "tokens"),
+            integer("prompt_tokens", "Prompt for the prefill figures", 8192, 1, 10_000_000, "tokens"),
+        ]
+    )
 
 
 SCHEMA = {
     "name": "sharding_breakdown",
     "title": "Sharding breakdown: memory and communication per GPU",
-    "description": ("One sharding of the model over the cluster: each GPU's weights (dense layers ÷ TP, experts ÷ "
-                    "the MoE group, layers ÷ PP), its KV (MLA's latent whole on every TP rank, each attention-DP "
-                    "rank its own sequences, DCP striping), and one decode step's kernels and communication: TP "
-                    "all-reduces, EP all-to-all, PP sends, DCP gathers, on the link each group spans. "
-                    "Communication sits on the critical path unless overlap is full. Prefill: one prompt, FLOPs ÷ "
-                    "(TP × CP), with the CP ranks gathering its KV."),
+    "description": (
+        "One sharding of the model over the cluster: each GPU's weights (dense layers ÷ TP, experts ÷ "
+        "the MoE group, layers ÷ PP), its KV (MLA's latent whole on every TP rank, each attention-DP "
+        "rank its own sequences, DCP striping), and one decode step's kernels and communication: TP "
+        "all-reduces, EP all-to-all, PP sends, DCP gathers, on the link each group spans. "
+        "Communication sits on the critical path unless overlap is full. Prefill: one prompt, FLOPs ÷ "
+        "(TP × CP), with the CP ranks gathering its KV."
+    ),
     "inputs": _fields(),
     "outputs": [
         output("gpus", "GPUs in the deployment", "GPUs", "integer"),
@@ -77,45 +87,107 @@ def _plots(v: dict, dm, p: Parallelism) -> dict:
         st = dm.decode(q, v["batch_size"], v["context_tokens"]).stage
         rows.append((mem, st, q))
     s = v["batch_size"]
-    memory = series("Memory per GPU by TP degree (the other degrees as set)", "Tensor parallel", "GPUs", tps, [
-        ("dense and attention weights", "GiB", [m.dense_weights / GIB for m, _, _ in rows]),
-        ("routed experts", "GiB", [m.expert_weights / GIB for m, _, _ in rows]),
-        ("KV at the batch", "GiB", [m.kv_per_sequence * s / q.attention_ranks / GIB for m, _, q in rows]),
-    ], kind="stack")
-    time = series("Decode stage step by TP degree: kernels and communication", "Tensor parallel", "GPUs", tps, [
-        ("kernels", "ms", [st.kernel_s * 1e3 for _, st, _ in rows]),
-        ("launch overhead", "ms", [st.overhead_s * 1e3 for _, st, _ in rows]),
-        ("TP all-reduce", "ms", [st.tp_comm_s * 1e3 for _, st, _ in rows]),
-        ("MoE all-to-all / all-reduce", "ms", [st.moe_comm_s * 1e3 for _, st, _ in rows]),
-        ("PP send", "ms", [st.pp_comm_s * 1e3 for _, st, _ in rows]),
-        ("DCP gathers", "ms", [st.dcp_comm_s * 1e3 for _, st, _ in rows]),
-    ], kind="stack")
+    memory = series(
+        "Memory per GPU by TP degree (the other degrees as set)",
+        "Tensor parallel",
+        "GPUs",
+        tps,
+        [
+            ("dense and attention weights", "GiB", [m.dense_weights / GIB for m, _, _ in rows]),
+            ("routed experts", "GiB", [m.expert_weights / GIB for m, _, _ in rows]),
+            ("KV at the batch", "GiB", [m.kv_per_sequence * s / q.attention_ranks / GIB for m, _, q in rows]),
+        ],
+        kind="stack",
+    )
+    time = series(
+        "Decode stage step by TP degree: kernels and communication",
+        "Tensor parallel",
+        "GPUs",
+        tps,
+        [
+            ("kernels", "ms", [st.kernel_s * 1e3 for _, st, _ in rows]),
+            ("launch overhead", "ms", [st.overhead_s * 1e3 for _, st, _ in rows]),
+            ("TP all-reduce", "ms", [st.tp_comm_s * 1e3 for _, st, _ in rows]),
+            ("MoE all-to-all / all-reduce", "ms", [st.moe_comm_s * 1e3 for _, st, _ in rows]),
+            ("PP send", "ms", [st.pp_comm_s * 1e3 for _, st, _ in rows]),
+            ("DCP gathers", "ms", [st.dcp_comm_s * 1e3 for _, st, _ in rows]),
+        ],
+        kind="stack",
+    )
     i = tps.index(p.tp)
-    return {"memory_by_tp": mark(memory, "tp", p.tp, y=sum(c["values"][i] for c in memory["y"]), name="yours"),
-            "step_by_tp": mark(time, "tp", p.tp, y=sum(c["values"][i] for c in time["y"]), name="yours")}
+    return {
+        "memory_by_tp": mark(memory, "tp", p.tp, y=sum(c["values"][i] for c in memory["y"]), name="yours"),
+        "step_by_tp": mark(time, "tp", p.tp, y=sum(c["values"][i] for c in time["y"]), name="yours"),
+    }
 
 
 def _steps(v: dict, p: Parallelism, mem, d, pre: dict) -> list[dict]:
     st, s = d.stage, d.micro_batch / p.attention_ranks
     return [
-        step("Weights per GPU", "dense ÷ tp + experts × share (worst stage)", "{} + {}",
-             [(mem.dense_weights, "B"), (mem.expert_weights, "B")], mem.weights, "B"),
-        step("KV per GPU at the batch", "sequences per attention rank × KV(T) per GPU", "{} × {}",
-             [s * (p.m if p.pp > 1 else 1), (mem.kv_per_sequence, "B")], mem.kv_per_sequence * s * (p.m if p.pp > 1
-                                                                                                       else 1), "B"),
-        step("Kernel time per stage step", "max(bytes ÷ (BW η), FLOPs ÷ (peak η))", "max({} ÷ BW, {} ÷ peak)",
-             [(st.bytes, "B"), (st.flops, "FLOP")], st.kernel_s, "s"),
-        step("Communication per stage step", "TP + MoE + DCP + PP", "{} + {} + {} + {}",
-             [(st.tp_comm_s, "s"), (st.moe_comm_s, "s"), (st.dcp_comm_s, "s"), (st.pp_comm_s, "s")], st.comm_s, "s"),
-        step("Stage step", "kernels + communication + overhead" if st.overlap == "none"
-             else "max(kernels, communication) + overhead", "{}, {}, {}",
-             [(st.kernel_s, "s"), (st.comm_s, "s"), (st.overhead_s, "s")], st.time_s, "s"),
-        step("TPOT", "max(micro-batches, stages) × stage step", "max({}, {}) × {}",
-             [p.m if p.pp > 1 else 1, p.pp, (st.time_s, "s")], d.tpot_s, "s"),
-        step("Tokens/s per GPU", "batch ÷ TPOT ÷ GPUs", "{} ÷ {} ÷ {}",
-             [d.batch, (d.tpot_s, "s"), p.gpus], d.tokens_per_s_per_gpu, "tokens/s"),
-        step("Prefill of one prompt", "max(FLOPs ÷ (tp × cp), bytes) + TP + CP communication", "{} + {} + {}",
-             [(pre["kernel_s"], "s"), (pre["tp_comm_s"], "s"), (pre["cp_comm_s"], "s")], pre["time_s"], "s"),
+        step(
+            "Weights per GPU",
+            "dense ÷ tp + experts × share (worst stage)",
+            "{} + {}",
+            [(mem.dense_weights, "B"), (mem.expert_weights, "B")],
+            mem.weights,
+            "B",
+        ),
+        step(
+            "KV per GPU at the batch",
+            "sequences per attention rank × KV(T) per GPU",
+            "{} × {}",
+            [s * (p.m if p.pp > 1 else 1), (mem.kv_per_sequence, "B")],
+            mem.kv_per_sequence * s * (p.m if p.pp > 1 else 1),
+            "B",
+        ),
+        step(
+            "Kernel time per stage step",
+            "max(bytes ÷ (BW η), FLOPs ÷ (peak η))",
+            "max({} ÷ BW, {} ÷ peak)",
+            [(st.bytes, "B"), (st.flops, "FLOP")],
+            st.kernel_s,
+            "s",
+        ),
+        step(
+            "Communication per stage step",
+            "TP + MoE + DCP + PP",
+            "{} + {} + {} + {}",
+            [(st.tp_comm_s, "s"), (st.moe_comm_s, "s"), (st.dcp_comm_s, "s"), (st.pp_comm_s, "s")],
+            st.comm_s,
+            "s",
+        ),
+        step(
+            "Stage step",
+            "kernels + communication + overhead" if st.overlap == "none" else "max(kernels, communication) + overhead",
+            "{}, {}, {}",
+            [(st.kernel_s, "s"), (st.comm_s, "s"), (st.overhead_s, "s")],
+            st.time_s,
+            "s",
+        ),
+        step(
+            "TPOT",
+            "max(micro-batches, stages) × stage step",
+            "max({}, {}) × {}",
+            [p.m if p.pp > 1 else 1, p.pp, (st.time_s, "s")],
+            d.tpot_s,
+            "s",
+        ),
+        step(
+            "Tokens/s per GPU",
+            "batch ÷ TPOT ÷ GPUs",
+            "{} ÷ {} ÷ {}",
+            [d.batch, (d.tpot_s, "s"), p.gpus],
+            d.tokens_per_s_per_gpu,
+            "tokens/s",
+        ),
+        step(
+            "Prefill of one prompt",
+            "max(FLOPs ÷ (tp × cp), bytes) + TP + CP communication",
+            "{} + {} + {}",
+            [(pre["kernel_s"], "s"), (pre["tp_comm_s"], "s"), (pre["cp_comm_s"], "s")],
+            pre["time_s"],
+            "s",
+        ),
     ]
 
 
@@ -130,21 +202,38 @@ def compute(v: dict) -> dict:
     pre = dm.prefill_s(p, v["prompt_tokens"])
     kv_batch = mem.kv_per_sequence * batch / p.attention_ranks
     fits = mem.fits_weights and held >= batch
-    notes = [] if fits else [
-        f"does not fit: {mem.weights / GIB:.1f} GiB of weights per GPU leave room for {held:,} sequences of "
-        f"{ctx:,} tokens, not {batch:,}"]
+    notes = (
+        []
+        if fits
+        else [
+            f"does not fit: {mem.weights / GIB:.1f} GiB of weights per GPU leave room for {held:,} sequences of "
+            f"{ctx:,} tokens, not {batch:,}"
+        ]
+    )
     return {
-        "gpus": p.gpus, "fits": int(fits),
-        "dense_weights_per_gpu": mem.dense_weights, "expert_weights_per_gpu": mem.expert_weights,
-        "kv_per_sequence_per_gpu": mem.kv_per_sequence, "kv_at_batch_per_gpu": kv_batch,
-        "kv_budget_per_gpu": mem.kv_budget, "max_sequences": held,
-        "kernel_time_s": st.kernel_s, "tp_comm_s": st.tp_comm_s, "moe_comm_s": st.moe_comm_s,
-        "pp_comm_s": st.pp_comm_s, "dcp_comm_s": st.dcp_comm_s, "overhead_s": st.overhead_s,
-        "stage_step_s": st.time_s, "comm_share": st.comm_s / st.time_s, "bubble": d.bubble, "tpot_s": d.tpot_s,
-        "tokens_per_s_per_gpu": d.tokens_per_s_per_gpu, "prefill_s": pre["time_s"],
+        "gpus": p.gpus,
+        "fits": int(fits),
+        "dense_weights_per_gpu": mem.dense_weights,
+        "expert_weights_per_gpu": mem.expert_weights,
+        "kv_per_sequence_per_gpu": mem.kv_per_sequence,
+        "kv_at_batch_per_gpu": kv_batch,
+        "kv_budget_per_gpu": mem.kv_budget,
+        "max_sequences": held,
+        "kernel_time_s": st.kernel_s,
+        "tp_comm_s": st.tp_comm_s,
+        "moe_comm_s": st.moe_comm_s,
+        "pp_comm_s": st.pp_comm_s,
+        "dcp_comm_s": st.dcp_comm_s,
+        "overhead_s": st.overhead_s,
+        "stage_step_s": st.time_s,
+        "comm_share": st.comm_s / st.time_s,
+        "bubble": d.bubble,
+        "tpot_s": d.tpot_s,
+        "tokens_per_s_per_gpu": d.tokens_per_s_per_gpu,
+        "prefill_s": pre["time_s"],
         "prefill_comm_s": pre["tp_comm_s"] + pre["cp_comm_s"],
         "headline": f"{p.label()} on {p.gpus} GPUs: {mem.weights / GIB:.0f} GiB of weights per GPU, TPOT "
-                    f"{d.tpot_s * 1e3:.1f} ms, communication {st.comm_s / st.time_s:.0%} of the step",
+        f"{d.tpot_s * 1e3:.1f} ms, communication {st.comm_s / st.time_s:.0%} of the step",
         "notes": notes,
         "derivation": _steps(v, p, mem, d, pre),
         "series": _plots(v, dm, p),

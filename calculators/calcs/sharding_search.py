@@ -1,5 +1,6 @@
 """Sharding search: every way to split a model over a cluster, ranked by decode tokens/s per GPU under a
 TPOT limit, each loser with the reason it lost (calculators/parallel.py's search)."""
+
 from __future__ import annotations
 
 from ..parallel import search
@@ -13,27 +14,53 @@ SHOWN = 12  # options on the plot and in the notes
 
 def _fields() -> list[dict]:
     dep = [f for f in deployment_fields(0.8, 0.6, {"model": {"default": "llama-3.1-405b"}}) if f["key"] != "num_gpus"]
-    return dep + engine_fields() + cluster_fields() + comm_fields() + [
-        integer("context_tokens", "Context per sequence", 8192, 1, 10_000_000, "tokens",
-                "Every sequence at this context: it sets the KV per sequence and the attention work."),
-        number("tpot_limit_ms", "TPOT limit", 50.0, 0.1, 100_000.0, "ms", "The SLO on time per output token."),
-        integer("max_batch", "Largest batch per deployment", 256, 1, 100_000, "sequences",
-                "The most sequences one deployment runs at once (an engine's max_num_seqs × its DP ranks)."),
-        boolean("search_dcp", "Include decode context parallel", True,
-                "Also try each TP group with its KV striped over 2, 4, … of its ranks where the model allows."),
-    ]
+    return (
+        dep
+        + engine_fields()
+        + cluster_fields()
+        + comm_fields()
+        + [
+            integer(
+                "context_tokens",
+                "Context per sequence",
+                8192,
+                1,
+                10_000_000,
+                "tokens",
+                "Every sequence at this context: it sets the KV per sequence and the attention work.",
+            ),
+            number("tpot_limit_ms", "TPOT limit", 50.0, 0.1, 100_000.0, "ms", "The SLO on time per output token."),
+            integer(
+                "max_batch",
+                "Largest batch per deployment",
+                256,
+                1,
+                100_000,
+                "sequences",
+                "The most sequences one deployment runs at once (an engine's max_num_seqs × its DP ranks).",
+            ),
+            boolean(
+                "search_dcp",
+                "Include decode context parallel",
+                True,
+                "Also try each TP group with its KV striped over 2, 4, … of its ranks where the model allows.",
+            ),
+        ]
+    )
 
 
 SCHEMA = {
     "name": "sharding_search",
     "title": "Sharding search: TP, PP, DP attention, EP and DCP",
-    "description": ("Every sharding of the model whose GPUs divide the cluster (replicas fill the rest): tensor, "
-                    "pipeline and attention-data parallel degrees, expert parallelism on or off for MoE models, "
-                    "decode context parallel. Each is run at the largest batch that fits its KV memory and keeps "
-                    "TPOT within the limit (bisection), and ranked by decode tokens/s per GPU. Step times: the "
-                    "roofline per GPU at the efficiencies plus the launch overhead, plus communication on the "
-                    "critical path over the links it crosses (NCCL's cost model for all-reduces; all-to-all at "
-                    "link bandwidth). Decode only; prefill context parallel is not searched."),
+    "description": (
+        "Every sharding of the model whose GPUs divide the cluster (replicas fill the rest): tensor, "
+        "pipeline and attention-data parallel degrees, expert parallelism on or off for MoE models, "
+        "decode context parallel. Each is run at the largest batch that fits its KV memory and keeps "
+        "TPOT within the limit (bisection), and ranked by decode tokens/s per GPU. Step times: the "
+        "roofline per GPU at the efficiencies plus the launch overhead, plus communication on the "
+        "critical path over the links it crosses (NCCL's cost model for all-reduces; all-to-all at "
+        "link bandwidth). Decode only; prefill context parallel is not searched."
+    ),
     "inputs": _fields(),
     "outputs": [
         output("best_tokens_per_s_per_gpu", "Best decode tokens/s per GPU", "tokens/s", "rate"),
@@ -58,18 +85,27 @@ def _plot(good: list) -> dict:
     shown = good[:SHOWN]
     key = " · ".join(f"{i} {o.parallelism.label()}" for i, o in enumerate(shown, 1))
     xs = list(range(1, len(shown) + 1))
-    return series("Shardings that fit and meet the TPOT limit, best first", key, "", xs, [
-        ("decode tokens/s per GPU", "tokens/s", [o.tokens_per_s_per_gpu for o in shown]),
-        ("TPOT", "ms", [o.decode.tpot_s * 1e3 for o in shown]),
-    ], kind="bar")
+    return series(
+        "Shardings that fit and meet the TPOT limit, best first",
+        key,
+        "",
+        xs,
+        [
+            ("decode tokens/s per GPU", "tokens/s", [o.tokens_per_s_per_gpu for o in shown]),
+            ("TPOT", "ms", [o.decode.tpot_s * 1e3 for o in shown]),
+        ],
+        kind="bar",
+    )
 
 
 def _note(o) -> str:
     p = o.parallelism
     where = f"{p.label()} ({p.gpus} GPU{'s' if p.gpus > 1 else ''}, {o.replicas} cop{'ies' if o.replicas > 1 else 'y'})"
     if o.rank:
-        return f"{o.rank}. {where}: {o.tokens_per_s_per_gpu:,.0f} tokens/s per GPU at batch {o.batch}, " \
-               f"TPOT {o.decode.tpot_s * 1e3:.1f} ms; {o.why}"
+        return (
+            f"{o.rank}. {where}: {o.tokens_per_s_per_gpu:,.0f} tokens/s per GPU at batch {o.batch}, "
+            f"TPOT {o.decode.tpot_s * 1e3:.1f} ms; {o.why}"
+        )
     return f"{where}: {o.why}"
 
 
@@ -77,21 +113,57 @@ def _steps(v: dict, dm, best) -> list[dict]:
     d, p = best.decode, best.parallelism
     st = d.stage
     return efficiency_steps(dm.base) + [
-        step("Weights per GPU", "non-expert ÷ tp + experts ÷ (tp × dp) (worst stage)", "{} + {}",
-             [(dm.memory(p, v["context_tokens"]).dense_weights, "B"),
-              (dm.memory(p, v["context_tokens"]).expert_weights, "B")],
-             dm.memory(p, v["context_tokens"]).weights, "B"),
-        step("Kernel time per stage step", "max(bytes ÷ (BW η), FLOPs ÷ (peak η))", "max({} ÷ BW, {} ÷ peak)",
-             [(st.bytes, "B"), (st.flops, "FLOP")], st.kernel_s, "s"),
-        step("Communication per stage step", "TP + MoE + DCP + PP", "{} + {} + {} + {}",
-             [(st.tp_comm_s, "s"), (st.moe_comm_s, "s"), (st.dcp_comm_s, "s"), (st.pp_comm_s, "s")], st.comm_s, "s"),
-        step("Stage step", "kernels + communication + overhead" if st.overlap == "none"
-             else "max(kernels, communication) + overhead", "{}, {}, {}",
-             [(st.kernel_s, "s"), (st.comm_s, "s"), (st.overhead_s, "s")], st.time_s, "s"),
-        step("TPOT", "max(micro-batches, stages) × stage step", "max({}, {}) × {}",
-             [p.m if p.pp > 1 else 1, p.pp, (st.time_s, "s")], d.tpot_s, "s"),
-        step("Tokens/s per GPU", "batch ÷ TPOT ÷ GPUs", "{} ÷ {} ÷ {}",
-             [best.batch, (d.tpot_s, "s"), p.gpus], d.tokens_per_s_per_gpu, "tokens/s"),
+        step(
+            "Weights per GPU",
+            "non-expert ÷ tp + experts ÷ (tp × dp) (worst stage)",
+            "{} + {}",
+            [
+                (dm.memory(p, v["context_tokens"]).dense_weights, "B"),
+                (dm.memory(p, v["context_tokens"]).expert_weights, "B"),
+            ],
+            dm.memory(p, v["context_tokens"]).weights,
+            "B",
+        ),
+        step(
+            "Kernel time per stage step",
+            "max(bytes ÷ (BW η), FLOPs ÷ (peak η))",
+            "max({} ÷ BW, {} ÷ peak)",
+            [(st.bytes, "B"), (st.flops, "FLOP")],
+            st.kernel_s,
+            "s",
+        ),
+        step(
+            "Communication per stage step",
+            "TP + MoE + DCP + PP",
+            "{} + {} + {} + {}",
+            [(st.tp_comm_s, "s"), (st.moe_comm_s, "s"), (st.dcp_comm_s, "s"), (st.pp_comm_s, "s")],
+            st.comm_s,
+            "s",
+        ),
+        step(
+            "Stage step",
+            "kernels + communication + overhead" if st.overlap == "none" else "max(kernels, communication) + overhead",
+            "{}, {}, {}",
+            [(st.kernel_s, "s"), (st.comm_s, "s"), (st.overhead_s, "s")],
+            st.time_s,
+            "s",
+        ),
+        step(
+            "TPOT",
+            "max(micro-batches, stages) × stage step",
+            "max({}, {}) × {}",
+            [p.m if p.pp > 1 else 1, p.pp, (st.time_s, "s")],
+            d.tpot_s,
+            "s",
+        ),
+        step(
+            "Tokens/s per GPU",
+            "batch ÷ TPOT ÷ GPUs",
+            "{} ÷ {} ÷ {}",
+            [best.batch, (d.tpot_s, "s"), p.gpus],
+            d.tokens_per_s_per_gpu,
+            "tokens/s",
+        ),
     ]
 
 
@@ -104,25 +176,60 @@ def compute(v: dict) -> dict:
     out = {"options_feasible": len(good), "options_tried": len(r.options), "notes": notes}
     best = r.best
     if best is None:
-        out.update({k: 0 for k in ("best_tokens_per_s_per_gpu", "best_tpot_s", "best_batch", "best_gpus", "best_tp",
-                                   "best_pp", "best_dp", "best_ep", "best_dcp", "best_comm_share",
-                                   "best_weights_per_gpu", "runner_up_gap")})
+        out.update(
+            {
+                k: 0
+                for k in (
+                    "best_tokens_per_s_per_gpu",
+                    "best_tpot_s",
+                    "best_batch",
+                    "best_gpus",
+                    "best_tp",
+                    "best_pp",
+                    "best_dp",
+                    "best_ep",
+                    "best_dcp",
+                    "best_comm_share",
+                    "best_weights_per_gpu",
+                    "runner_up_gap",
+                )
+            }
+        )
         out["headline"] = "No sharding of this model on this cluster fits and meets the TPOT limit"
         out["derivation"], out["series"] = [], {}
         return out
     p, d = best.parallelism, best.decode
-    out.update({
-        "best_tokens_per_s_per_gpu": d.tokens_per_s_per_gpu, "best_tpot_s": d.tpot_s, "best_batch": best.batch,
-        "best_gpus": p.gpus, "best_tp": p.tp, "best_pp": p.pp, "best_dp": p.dp, "best_ep": p.ep, "best_dcp": p.dcp,
-        "best_comm_share": d.stage.comm_s / d.stage.time_s, "best_weights_per_gpu": dm.memory(p, 1).weights,
-        "runner_up_gap": 1 - good[1].tokens_per_s_per_gpu / d.tokens_per_s_per_gpu if len(good) > 1 else 0.0,
-        "headline": f"Best: {p.label()} on {p.gpus} GPUs, {d.tokens_per_s_per_gpu:,.0f} decode tokens/s per GPU "
-                    f"at batch {best.batch} (TPOT {d.tpot_s * 1e3:.1f} ms)",
-        "best_label": p.label(),
-        "ranked": [{"label": o.parallelism.label(), "gpus": o.parallelism.gpus, "batch": o.batch,
-                    "tokens_per_s_per_gpu": o.tokens_per_s_per_gpu, "tpot_s": o.decode.tpot_s, "why": o.why,
-                    "comm_share": o.decode.stage.comm_s / o.decode.stage.time_s} for o in good],
-        "derivation": _steps(v, dm, best),
-        "series": {"options": _plot(good)},
-    })
+    out.update(
+        {
+            "best_tokens_per_s_per_gpu": d.tokens_per_s_per_gpu,
+            "best_tpot_s": d.tpot_s,
+            "best_batch": best.batch,
+            "best_gpus": p.gpus,
+            "best_tp": p.tp,
+            "best_pp": p.pp,
+            "best_dp": p.dp,
+            "best_ep": p.ep,
+            "best_dcp": p.dcp,
+            "best_comm_share": d.stage.comm_s / d.stage.time_s,
+            "best_weights_per_gpu": dm.memory(p, 1).weights,
+            "runner_up_gap": 1 - good[1].tokens_per_s_per_gpu / d.tokens_per_s_per_gpu if len(good) > 1 else 0.0,
+            "headline": f"Best: {p.label()} on {p.gpus} GPUs, {d.tokens_per_s_per_gpu:,.0f} decode tokens/s per GPU "
+            f"at batch {best.batch} (TPOT {d.tpot_s * 1e3:.1f} ms)",
+            "best_label": p.label(),
+            "ranked": [
+                {
+                    "label": o.parallelism.label(),
+                    "gpus": o.parallelism.gpus,
+                    "batch": o.batch,
+                    "tokens_per_s_per_gpu": o.tokens_per_s_per_gpu,
+                    "tpot_s": o.decode.tpot_s,
+                    "why": o.why,
+                    "comm_share": o.decode.stage.comm_s / o.decode.stage.time_s,
+                }
+                for o in good
+            ],
+            "derivation": _steps(v, dm, best),
+            "series": {"options": _plot(good)},
+        }
+    )
     return out

@@ -30,6 +30,8 @@ INPUT_AXES = {
     ("shedding", "ttft_shedding_vs_threshold"): "max_predicted_ttft_s",
     ("speculative_decoding", "speedup_vs_batch"): "batch_size",
     ("step_overhead", "overhead_share_vs_batch"): "batch_size",
+    ("sharding_breakdown", "memory_by_tp"): "tp",
+    ("sharding_breakdown", "step_by_tp"): "tp",
 }
 OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)
@@ -53,6 +55,7 @@ OTHER_AXES = {
     ("scheduling", "attainment_vs_load"),
     ("scheduling", "ttft_p99_vs_load"),
     ("sizing", "by_tensor_parallel"),  # TP degrees the verdict tried, an output
+    ("sharding_search", "options"),  # the shardings the search ranked, a category
 }
 
 

@@ -1,5 +1,6 @@
 """The multi-GPU deployment model (calculators/parallel.py): hand-computable memory and communication,
 agreement with the one-GPU-group models it builds on, properties, validation, published deployments."""
+
 from __future__ import annotations
 
 import math
@@ -12,13 +13,20 @@ from calculators.calcs.deployment import deployment_fields
 from calculators.calcs.memory import budget, engine_fields, footprint, usable_bytes_per_gpu
 from calculators.calcs.steptime import StepModel, deployment
 from calculators.errors import InputError
-from calculators.parallel import (Parallelism, alltoall_s, check_parallelism, expert_share, gpu_memory,
-                                  max_sequences, search, stage_fraction)
+from calculators.parallel import (
+    Parallelism,
+    alltoall_s,
+    check_parallelism,
+    expert_share,
+    gpu_memory,
+    max_sequences,
+    search,
+    stage_fraction,
+)
 from calculators.params import expert_params, total_params
 from calculators.schema import validate
 
-FIELDS = (deployment_fields(0.8, 0.6) + engine_fields() + S.cluster_fields() + S.parallelism_fields()
-          + S.comm_fields())
+FIELDS = deployment_fields(0.8, 0.6) + engine_fields() + S.cluster_fields() + S.parallelism_fields() + S.comm_fields()
 GIB = 2**30
 
 
@@ -32,6 +40,7 @@ def dm_for(**kw):
 
 
 # ---- memory ------------------------------------------------------------------------------------------------
+
 
 def test_plain_tp_memory_is_memory_py():
     """At TP only, weights per GPU and KV per sequence per GPU are memory.py's budget() figures."""
@@ -102,8 +111,11 @@ def test_more_tp_never_raises_weight_bytes_per_gpu():
 
 # ---- step time and communication ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("model,tp,batch", [("llama-3.1-70b", 4, 32), ("deepseek-v3", 8, 64),
-                                            ("qwen3-30b-a3b", 2, 16), ("llama-3.1-8b", 1, 1)])
+
+@pytest.mark.parametrize(
+    "model,tp,batch",
+    [("llama-3.1-70b", 4, 32), ("deepseek-v3", 8, 64), ("qwen3-30b-a3b", 2, 16), ("llama-3.1-8b", 1, 1)],
+)
 def test_plain_tp_step_is_steptime_plus_allreduce_py(model, tp, batch):
     """At TP only the stage step is StepModel's decode step (kernels and overhead) plus allreduce.py's
     2L + 1 all-reduces and logits gather: the deployment model adds nothing of its own there."""
@@ -159,13 +171,17 @@ def test_ep_replaces_moe_allreduce_with_alltoall():
 
 # ---- validation ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("model,p,field", [
-    ("llama-3.1-70b", Parallelism(tp=3), "tp"),
-    ("llama-3.1-70b", Parallelism(tp=2, ep=2), "ep"),
-    ("deepseek-v3", Parallelism(tp=8, dp=2, ep=8), "ep"),
-    ("llama-3.1-70b", Parallelism(tp=8, dcp=4), "dcp"),
-    ("llama-3.1-70b", Parallelism(pp=81), "pp"),
-])
+
+@pytest.mark.parametrize(
+    "model,p,field",
+    [
+        ("llama-3.1-70b", Parallelism(tp=3), "tp"),
+        ("llama-3.1-70b", Parallelism(tp=2, ep=2), "ep"),
+        ("deepseek-v3", Parallelism(tp=8, dp=2, ep=8), "ep"),
+        ("llama-3.1-70b", Parallelism(tp=8, dcp=4), "dcp"),
+        ("llama-3.1-70b", Parallelism(pp=81), "pp"),
+    ],
+)
 def test_bad_combinations_name_their_field(model, p, field):
     v, _ = dm_for(model=model)
     with pytest.raises(InputError) as e:
@@ -180,6 +196,7 @@ def test_more_gpus_than_the_cluster():
 
 
 # ---- search -------------------------------------------------------------------------------------------------
+
 
 def test_search_ranks_and_explains():
     v, dm = dm_for(model="llama-3.1-405b", weight_dtype="fp8", kv_dtype="fp8")
@@ -211,6 +228,7 @@ def test_search_best_is_never_beaten_by_any_candidate():
 
 
 # ---- published deployments ----------------------------------------------------------------------------------
+
 
 def test_llama_405b_fp8_fits_one_hgx_bf16_needs_two():
     """Neural Magic's Meta-Llama-3.1-405B-Instruct-FP8 model card (huggingface.co/neuralmagic/

@@ -1,5 +1,6 @@
 """The sharding_search and sharding_breakdown calculators: their defaults, their agreement with the
 deployment model, and their errors."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,8 +29,17 @@ def test_search_with_nothing_feasible_says_so():
 def test_breakdown_matches_search_at_the_same_choice():
     """The search's TPOT for its winner is what the breakdown computes for that choice at that batch."""
     s = run("sharding_search", {})
-    b = run("sharding_breakdown", {"tp": s["best_tp"], "pp": s["best_pp"], "dp": s["best_dp"], "ep": s["best_ep"],
-                                   "dcp": s["best_dcp"], "batch_size": s["best_batch"]})
+    b = run(
+        "sharding_breakdown",
+        {
+            "tp": s["best_tp"],
+            "pp": s["best_pp"],
+            "dp": s["best_dp"],
+            "ep": s["best_ep"],
+            "dcp": s["best_dcp"],
+            "batch_size": s["best_batch"],
+        },
+    )
     assert b["tpot_s"] == pytest.approx(s["best_tpot_s"], rel=1e-12)
     assert b["tokens_per_s_per_gpu"] == pytest.approx(s["best_tokens_per_s_per_gpu"], rel=1e-12)
 
@@ -53,8 +63,10 @@ def test_breakdown_stack_plots_pile_to_the_step():
     assert total == pytest.approx(r["stage_step_s"] * 1e3)
 
 
-@pytest.mark.parametrize("inputs,field", [({"tp": 3}, "tp"), ({"ep": 4}, "ep"), ({"tp": 8, "pp": 4}, "tp"),
-                                          ({"gpus_per_node": 16}, "gpus_per_node")])
+@pytest.mark.parametrize(
+    "inputs,field",
+    [({"tp": 3}, "tp"), ({"ep": 4}, "ep"), ({"tp": 8, "pp": 4}, "tp"), ({"gpus_per_node": 16}, "gpus_per_node")],
+)
 def test_breakdown_errors_name_the_field(inputs, field):
     with pytest.raises(InputError) as e:
         run("sharding_breakdown", inputs)
