@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from .calcs.allreduce import one_allreduce
+from .calcs.overhead import step_overhead
 from .calcs.kv_cache import (
     check_decode_context_parallel,
     kv_bytes_per_sequence,
@@ -59,7 +60,7 @@ from .calcs.ring import LINKS, NCCL, Ring, ring_time, scale_up_ring
 from .calcs.steptime import STATE_ELEM_BYTES, Deployment, StepModel, experts_touched, embedding_lookup_saving
 from .errors import InputError
 from .model import Accelerator, Model
-from .params import active_params, embedding_params, expert_params, lm_head_params, total_params
+from .params import active_params, embedding_params, expert_params, is_moe_layer, lm_head_params, total_params
 
 NETWORK_LINKS = tuple(k for k, e in LINKS.items() if e.get("kind") == "network")
 OVERLAPS = ("none", "full")
@@ -112,6 +113,7 @@ class Cluster:
     link_efficiency: float = 1.0
     algorithm: str = "ring"  # all-reduce algorithm (allreduce.py / direct.py)
     protocol: str = "auto"
+    _memo: dict = field(default_factory=dict, compare=False, hash=False, repr=False)  # rings by size
 
     @property
     def gpus(self) -> int:
@@ -155,16 +157,26 @@ def check_cluster(c: Cluster) -> None:
 
 def ring(c: Cluster, n: int) -> Ring:
     """The ring over n consecutive GPUs: the scale-up link inside a server, the network across servers."""
-    return scale_up_ring(c.settings("accelerator" if n <= c.gpus_per_node else c.network), n)
+    found = c._memo.get(n)
+    if found is None:
+        found = c._memo[n] = scale_up_ring(c.settings("accelerator" if n <= c.gpus_per_node else c.network), n)
+    return found
+
+
+def _allreduce_settings(c: Cluster, n: int) -> dict:
+    key = ("settings", n <= c.gpus_per_node)
+    found = c._memo.get(key)
+    if found is None:
+        found = c._memo[key] = c.settings("accelerator" if n <= c.gpus_per_node else c.network)
+        if n > c.gpus_per_node:
+            found["algorithm"] = "ring"  # one-shot, two-shot and NVLS run inside one scale-up domain only
+    return found
 
 
 def allreduce_s(c: Cluster, msg: float, n: int) -> float:
     if n <= 1 or msg <= 0:
         return 0.0
-    s = c.settings("accelerator" if n <= c.gpus_per_node else c.network)
-    if n > c.gpus_per_node:
-        s["algorithm"] = "ring"  # one-shot, two-shot and NVLS run inside one scale-up domain only
-    return one_allreduce(msg, n, ring(c, n), s).time
+    return one_allreduce(msg, n, ring(c, n), _allreduce_settings(c, n)).time
 
 
 def allgather_s(c: Cluster, msg: float, n: int) -> float:
@@ -478,7 +490,11 @@ class DeploymentModel:
             e, k = m.moe.num_experts, m.moe.experts_per_token
             touched = 1.0 if e <= k else experts_touched(e, k, b) / e
             expert_bytes = experts * eb * expert_share(m, p) * touched
-        kv = s * kv_per_sequence_per_gpu(m, p, context, self.f.kv) / frac
+        key = ("kv", p.tp, p.dcp, p.pp, context)
+        per_seq = self._comm.get(key)
+        if per_seq is None:
+            per_seq = self._comm[key] = kv_per_sequence_per_gpu(m, p, context, self.f.kv)
+        kv = s * per_seq / frac
         byts = (dense_bytes + expert_bytes + kv) * frac
         flops = (
             s * (2 * (active - active_experts) + attention_flops) / p.tp + b * 2 * active_experts / p.moe_group
@@ -534,8 +550,6 @@ def _cp_ring(c: Cluster, kv_gpu: float, p: Parallelism) -> float:
 def _overhead(dep: Deployment, tp: int):
     if dep.overhead is None:
         return None
-    from .calcs.overhead import step_overhead
-
     return step_overhead(dep.model, dep.accelerator, tp, dep.overhead.mode)
 
 
@@ -544,8 +558,6 @@ def _moe_layers_on_stage(model: Model, pp: int) -> int:
     """MoE layers on the stage with the most of them (stages take consecutive layers, ceil(L ÷ pp) each)."""
     if model.moe is None:
         return 0
-    from .params import is_moe_layer
-
     size = stage_layers(model, pp)
     flags = [is_moe_layer(model, i) for i in range(model.num_layers)]
     return max(sum(flags[i : i + size]) for i in range(0, model.num_layers, size))
