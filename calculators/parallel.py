@@ -639,7 +639,8 @@ def best_batch(dm: DeploymentModel, p: Parallelism, context: float, cap: int, tp
 
 def search(dm: DeploymentModel, context: float, tpot_s: float, max_batch: int, dcp: bool = True) -> Search:
     """Every candidate sharding, each at the largest batch that fits its KV and meets the TPOT limit (at most
-    max_batch sequences per deployment), ranked by tokens/s per GPU; each loser says why."""
+    max_batch sequences per attention rank, as each DP rank's scheduler has its own max_num_seqs), ranked by
+    tokens/s per GPU; each loser says why."""
     rows = []
     for p in candidates(dm.model, dm.cluster, dcp):
         mem = dm.memory(p, context)
@@ -662,7 +663,7 @@ def search(dm: DeploymentModel, context: float, tpot_s: float, max_batch: int, d
         if held < 1:
             rows.append(Option(p, replicas, False, 0, 0, None, False, "does not fit: no room for one sequence"))
             continue
-        cap = min(max_batch, held)
+        cap = min(max_batch * p.attention_ranks, held)  # each attention rank schedules up to max_batch
         batch, d = best_batch(dm, p, context, cap, tpot_s)
         if batch == 0:
             rows.append(

@@ -32,12 +32,13 @@ def _fields() -> list[dict]:
             number("tpot_limit_ms", "TPOT limit", 50.0, 0.1, 100_000.0, "ms", "The SLO on time per output token."),
             integer(
                 "max_batch",
-                "Largest batch per deployment",
+                "Largest batch per scheduler",
                 256,
                 1,
                 100_000,
                 "sequences",
-                "The most sequences one deployment runs at once (an engine's max_num_seqs × its DP ranks).",
+                "The most sequences one scheduler runs at once (an engine's max_num_seqs); a deployment with "
+                "attention-DP ranks has one scheduler per rank, so it may run this many times its ranks.",
             ),
             boolean(
                 "search_dcp",
