@@ -637,50 +637,35 @@ def best_batch(dm: DeploymentModel, p: Parallelism, context: float, cap: int, tp
     return lo, best
 
 
+def _option(dm: DeploymentModel, p: Parallelism, context: float, tpot_s: float, max_batch: int) -> Option:
+    """One candidate at the largest batch that fits its KV and meets the TPOT limit, or why it cannot run."""
+    mem = dm.memory(p, context)
+    replicas = dm.cluster.gpus // p.gpus
+    if not mem.fits_weights:
+        why = f"does not fit: weights {mem.weights / 2**30:.0f} GiB per GPU"
+        return Option(p, replicas, False, 0, 0, None, False, why)
+    held = max_sequences(dm.model, p, mem)
+    if held < 1:
+        return Option(p, replicas, False, 0, 0, None, False, "does not fit: no room for one sequence")
+    cap = min(max_batch * p.attention_ranks, held)  # each attention rank schedules up to max_batch
+    batch, d = best_batch(dm, p, context, cap, tpot_s)
+    if batch == 0:
+        return Option(p, replicas, True, held, 0, d, False, f"misses TPOT: {d.tpot_s * 1e3:.1f} ms at batch 1")
+    limit = "TPOT" if batch < cap else "KV memory" if cap == held else "the batch cap"
+    return Option(p, replicas, True, held, batch, d, True, limit=limit)
+
+
 def search(dm: DeploymentModel, context: float, tpot_s: float, max_batch: int, dcp: bool = True) -> Search:
     """Every candidate sharding, each at the largest batch that fits its KV and meets the TPOT limit (at most
     max_batch sequences per attention rank, as each DP rank's scheduler has its own max_num_seqs), ranked by
     tokens/s per GPU; each loser says why."""
-    rows = []
-    for p in candidates(dm.model, dm.cluster, dcp):
-        mem = dm.memory(p, context)
-        replicas = dm.cluster.gpus // p.gpus
-        if not mem.fits_weights:
-            rows.append(
-                Option(
-                    p,
-                    replicas,
-                    False,
-                    0,
-                    0,
-                    None,
-                    False,
-                    f"does not fit: weights {mem.weights / 2**30:.0f} GiB per GPU",
-                )
-            )
-            continue
-        held = max_sequences(dm.model, p, mem)
-        if held < 1:
-            rows.append(Option(p, replicas, False, 0, 0, None, False, "does not fit: no room for one sequence"))
-            continue
-        cap = min(max_batch * p.attention_ranks, held)  # each attention rank schedules up to max_batch
-        batch, d = best_batch(dm, p, context, cap, tpot_s)
-        if batch == 0:
-            rows.append(
-                Option(p, replicas, True, held, 0, d, False, f"misses TPOT: {d.tpot_s * 1e3:.1f} ms at batch 1")
-            )
-            continue
-        limit = "TPOT" if batch < cap else "KV memory" if cap == held else "the batch cap"
-        rows.append(Option(p, replicas, True, held, batch, d, True, limit=limit))
+    rows = [_option(dm, p, context, tpot_s, max_batch) for p in candidates(dm.model, dm.cluster, dcp)]
     good = sorted(
         (o for o in rows if o.tokens_per_s_per_gpu > 0), key=lambda o: (-o.tokens_per_s_per_gpu, o.parallelism.gpus)
     )
     bad = [o for o in rows if o.tokens_per_s_per_gpu <= 0]
-    out = []
-    for i, o in enumerate(good):
-        why = "best" if i == 0 else _why_lower(o, good[0])
-        out.append(replace(o, why=why, rank=i + 1))
-    return Search(out + bad)
+    ranked = [replace(o, why="best" if i == 0 else _why_lower(o, good[0]), rank=i + 1) for i, o in enumerate(good)]
+    return Search(ranked + bad)
 
 
 def _why_lower(o: Option, best: Option) -> str:

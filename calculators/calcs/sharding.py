@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..formats import bytes_per_element
 from ..parallel import NETWORK_LINKS, Cluster, DeploymentModel, Formats, Parallelism, check_parallelism
-from ..schema import choice, dtype_field, integer, number
+from ..schema import choice, dtype_field, integer, number, step
 from .direct import ALGORITHMS
 from .memory import usable_bytes_per_gpu
 from .ring import LINKS
@@ -50,65 +50,58 @@ def cluster_fields(nodes: int = 2, gpus_per_node: int = 8) -> list[dict]:
     ]
 
 
+# key, label, unit, minimum, help: the degrees (parallel.Parallelism), each an integer input up to 1,024
+DEGREES = (
+    (
+        "tp",
+        "Tensor parallel (attention and dense layers)",
+        "GPUs",
+        1,
+        "vLLM --tensor-parallel-size; must divide the attention heads.",
+    ),
+    ("pp", "Pipeline stages", "stages", 1, "vLLM --pipeline-parallel-size."),
+    (
+        "dp",
+        "Attention data parallel",
+        "ranks",
+        1,
+        "vLLM --data-parallel-size with an MoE model; SGLang --attn-dp-size. Each rank runs attention for its own "
+        "sequences; the MoE layers span tp × cp × dp GPUs.",
+    ),
+    (
+        "ep",
+        "Expert parallel",
+        "GPUs",
+        1,
+        "1 (experts split by tensor parallelism) or tp × cp × dp (vLLM --enable-expert-parallel).",
+    ),
+    (
+        "cp",
+        "Prefill context parallel",
+        "ranks",
+        1,
+        "vLLM --prefill-context-parallel-size: splits each prompt's tokens; adds GPUs.",
+    ),
+    (
+        "dcp",
+        "Decode context parallel",
+        "ranks",
+        1,
+        "vLLM --decode-context-parallel-size: stripes each sequence's KV over this many TP ranks.",
+    ),
+    (
+        "micro_batches",
+        "Decode micro-batches (PP)",
+        "",
+        0,
+        "Batches in flight through the pipeline; 0 = one per stage (as vLLM runs PP).",
+    ),
+)
+
+
 def parallelism_fields(tp: int = 8, pp: int = 1, dp: int = 1, ep: int = 1, cp: int = 1, dcp: int = 1) -> list[dict]:
-    return [
-        integer(
-            "tp",
-            "Tensor parallel (attention and dense layers)",
-            tp,
-            1,
-            1024,
-            "GPUs",
-            "vLLM --tensor-parallel-size; must divide the attention heads.",
-        ),
-        integer("pp", "Pipeline stages", pp, 1, 1024, "stages", "vLLM --pipeline-parallel-size."),
-        integer(
-            "dp",
-            "Attention data parallel",
-            dp,
-            1,
-            1024,
-            "ranks",
-            "vLLM --data-parallel-size with an MoE model; SGLang --attn-dp-size. Each rank "
-            "runs attention for its own sequences; the MoE layers span tp × cp × dp GPUs.",
-        ),
-        integer(
-            "ep",
-            "Expert parallel",
-            ep,
-            1,
-            1024,
-            "GPUs",
-            "1 (experts split by tensor parallelism) or tp × cp × dp (vLLM --enable-expert-parallel).",
-        ),
-        integer(
-            "cp",
-            "Prefill context parallel",
-            cp,
-            1,
-            1024,
-            "ranks",
-            "vLLM --prefill-context-parallel-size: splits each prompt's tokens; adds GPUs.",
-        ),
-        integer(
-            "dcp",
-            "Decode context parallel",
-            dcp,
-            1,
-            1024,
-            "ranks",
-            "vLLM --decode-context-parallel-size: stripes each sequence's KV over this many TP ranks.",
-        ),
-        integer(
-            "micro_batches",
-            "Decode micro-batches (PP)",
-            0,
-            0,
-            1024,
-            "",
-            "Batches in flight through the pipeline; 0 = one per stage (as vLLM runs PP).",
-        ),
-    ]
+    defaults = {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "cp": cp, "dcp": dcp, "micro_batches": 0}
+    return [integer(key, label, defaults[key], low, 1024, unit, help) for key, label, unit, low, help in DEGREES]
 
 
 def comm_fields() -> list[dict]:
@@ -160,3 +153,33 @@ def parallelism(v: dict, dm: DeploymentModel | None = None) -> Parallelism:
     p = Parallelism(v["tp"], v["pp"], v["dp"], v["ep"], v["cp"], v["dcp"], v["micro_batches"])
     check_parallelism(v["model"], p, dm.cluster if dm else None)
     return p
+
+
+def decode_steps(p: Parallelism, d) -> list[dict]:
+    """The derivation of one decode stage step, TPOT and tokens/s per GPU (parallel.Decode `d`)."""
+    st, s = d.stage, "s"
+    comm = [(st.tp_comm_s, s), (st.moe_comm_s, s), (st.dcp_comm_s, s), (st.pp_comm_s, s)]
+    over = "kernels + communication + overhead" if st.overlap == "none" else "max(kernels, communication) + overhead"
+    m = p.m if p.pp > 1 else 1
+    rows = [
+        (
+            "Kernel time per stage step",
+            "max(bytes ÷ (BW η), FLOPs ÷ (peak η))",
+            "max({} ÷ BW, {} ÷ peak)",
+            [(st.bytes, "B"), (st.flops, "FLOP")],
+            st.kernel_s,
+            s,
+        ),
+        ("Communication per stage step", "TP + MoE + DCP + PP", "{} + {} + {} + {}", comm, st.comm_s, s),
+        ("Stage step", over, "{}, {}, {}", [(st.kernel_s, s), (st.comm_s, s), (st.overhead_s, s)], st.time_s, s),
+        ("TPOT", "max(micro-batches, stages) × stage step", "max({}, {}) × {}", [m, p.pp, (st.time_s, s)], d.tpot_s, s),
+        (
+            "Tokens/s per GPU",
+            "batch ÷ TPOT ÷ GPUs",
+            "{} ÷ {} ÷ {}",
+            [d.batch, (d.tpot_s, s), p.gpus],
+            d.tokens_per_s_per_gpu,
+            "tokens/s",
+        ),
+    ]
+    return [step(*row) for row in rows]

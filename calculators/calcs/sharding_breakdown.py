@@ -8,7 +8,7 @@ from ..parallel import Parallelism, check_parallelism, max_sequences
 from ..schema import integer, mark, output, series, step
 from .deployment import deployment_fields
 from .memory import engine_fields
-from .sharding import cluster_fields, comm_fields, deployment_model, parallelism, parallelism_fields
+from .sharding import cluster_fields, comm_fields, decode_steps, deployment_model, parallelism, parallelism_fields
 
 GIB = 2**30
 TP_AXIS = (1, 2, 4, 8, 16, 32, 64)
@@ -78,41 +78,34 @@ def _at_tp(v: dict, p: Parallelism, tp: int, cluster=None) -> Parallelism | None
     return q
 
 
+STEP_PARTS = (  # the stacked plot's series: name, StageStep attribute
+    ("kernels", "kernel_s"),
+    ("launch overhead", "overhead_s"),
+    ("TP all-reduce", "tp_comm_s"),
+    ("MoE all-to-all / all-reduce", "moe_comm_s"),
+    ("PP send", "pp_comm_s"),
+    ("DCP gathers", "dcp_comm_s"),
+)
+
+
 def _plots(v: dict, dm, p: Parallelism) -> dict:
     tps = sorted({t for t in TP_AXIS if _at_tp(v, p, t, dm.cluster)} | {p.tp})
     rows = []
     for t in tps:
         q = _at_tp(v, p, t)
-        mem = dm.memory(q, v["context_tokens"])
-        st = dm.decode(q, v["batch_size"], v["context_tokens"]).stage
-        rows.append((mem, st, q))
+        rows.append((dm.memory(q, v["context_tokens"]), dm.decode(q, v["batch_size"], v["context_tokens"]).stage, q))
     s = v["batch_size"]
+    parts = [
+        ("dense and attention weights", "GiB", [m.dense_weights / GIB for m, _, _ in rows]),
+        ("routed experts", "GiB", [m.expert_weights / GIB for m, _, _ in rows]),
+        ("KV at the batch", "GiB", [m.kv_per_sequence * s / q.attention_ranks / GIB for m, _, q in rows]),
+    ]
     memory = series(
-        "Memory per GPU by TP degree (the other degrees as set)",
-        "Tensor parallel",
-        "GPUs",
-        tps,
-        [
-            ("dense and attention weights", "GiB", [m.dense_weights / GIB for m, _, _ in rows]),
-            ("routed experts", "GiB", [m.expert_weights / GIB for m, _, _ in rows]),
-            ("KV at the batch", "GiB", [m.kv_per_sequence * s / q.attention_ranks / GIB for m, _, q in rows]),
-        ],
-        kind="stack",
+        "Memory per GPU by TP degree (the other degrees as set)", "Tensor parallel", "GPUs", tps, parts, kind="stack"
     )
+    times = [(name, "ms", [getattr(st, key) * 1e3 for _, st, _ in rows]) for name, key in STEP_PARTS]
     time = series(
-        "Decode stage step by TP degree: kernels and communication",
-        "Tensor parallel",
-        "GPUs",
-        tps,
-        [
-            ("kernels", "ms", [st.kernel_s * 1e3 for _, st, _ in rows]),
-            ("launch overhead", "ms", [st.overhead_s * 1e3 for _, st, _ in rows]),
-            ("TP all-reduce", "ms", [st.tp_comm_s * 1e3 for _, st, _ in rows]),
-            ("MoE all-to-all / all-reduce", "ms", [st.moe_comm_s * 1e3 for _, st, _ in rows]),
-            ("PP send", "ms", [st.pp_comm_s * 1e3 for _, st, _ in rows]),
-            ("DCP gathers", "ms", [st.dcp_comm_s * 1e3 for _, st, _ in rows]),
-        ],
-        kind="stack",
+        "Decode stage step by TP degree: kernels and communication", "Tensor parallel", "GPUs", tps, times, kind="stack"
     )
     i = tps.index(p.tp)
     return {
@@ -121,102 +114,45 @@ def _plots(v: dict, dm, p: Parallelism) -> dict:
     }
 
 
-def _steps(v: dict, p: Parallelism, mem, d, pre: dict) -> list[dict]:
-    st, s = d.stage, d.micro_batch / p.attention_ranks
-    return [
-        step(
-            "Weights per GPU",
-            "dense ÷ tp + experts × share (worst stage)",
-            "{} + {}",
-            [(mem.dense_weights, "B"), (mem.expert_weights, "B")],
-            mem.weights,
-            "B",
-        ),
-        step(
-            "KV per GPU at the batch",
-            "sequences per attention rank × KV(T) per GPU",
-            "{} × {}",
-            [s * (p.m if p.pp > 1 else 1), (mem.kv_per_sequence, "B")],
-            mem.kv_per_sequence * s * (p.m if p.pp > 1 else 1),
-            "B",
-        ),
-        step(
-            "Kernel time per stage step",
-            "max(bytes ÷ (BW η), FLOPs ÷ (peak η))",
-            "max({} ÷ BW, {} ÷ peak)",
-            [(st.bytes, "B"), (st.flops, "FLOP")],
-            st.kernel_s,
-            "s",
-        ),
-        step(
-            "Communication per stage step",
-            "TP + MoE + DCP + PP",
-            "{} + {} + {} + {}",
-            [(st.tp_comm_s, "s"), (st.moe_comm_s, "s"), (st.dcp_comm_s, "s"), (st.pp_comm_s, "s")],
-            st.comm_s,
-            "s",
-        ),
-        step(
-            "Stage step",
-            "kernels + communication + overhead" if st.overlap == "none" else "max(kernels, communication) + overhead",
-            "{}, {}, {}",
-            [(st.kernel_s, "s"), (st.comm_s, "s"), (st.overhead_s, "s")],
-            st.time_s,
-            "s",
-        ),
-        step(
-            "TPOT",
-            "max(micro-batches, stages) × stage step",
-            "max({}, {}) × {}",
-            [p.m if p.pp > 1 else 1, p.pp, (st.time_s, "s")],
-            d.tpot_s,
-            "s",
-        ),
-        step(
-            "Tokens/s per GPU",
-            "batch ÷ TPOT ÷ GPUs",
-            "{} ÷ {} ÷ {}",
-            [d.batch, (d.tpot_s, "s"), p.gpus],
-            d.tokens_per_s_per_gpu,
-            "tokens/s",
-        ),
-        step(
-            "Prefill of one prompt",
-            "max(FLOPs ÷ (tp × cp), bytes) + TP + CP communication",
-            "{} + {} + {}",
-            [(pre["kernel_s"], "s"), (pre["tp_comm_s"], "s"), (pre["cp_comm_s"], "s")],
-            pre["time_s"],
-            "s",
-        ),
-    ]
-
-
-def compute(v: dict) -> dict:
-    dm = deployment_model(v)
-    p = parallelism(v, dm)
-    ctx, batch = v["context_tokens"], v["batch_size"]
-    mem = dm.memory(p, ctx)
-    d = dm.decode(p, batch, ctx)
-    st = d.stage
-    held = max_sequences(v["model"], p, mem) if mem.fits_weights else 0
-    pre = dm.prefill_s(p, v["prompt_tokens"])
-    kv_batch = mem.kv_per_sequence * batch / p.attention_ranks
-    fits = mem.fits_weights and held >= batch
-    notes = (
-        []
-        if fits
-        else [
-            f"does not fit: {mem.weights / GIB:.1f} GiB of weights per GPU leave room for {held:,} sequences of "
-            f"{ctx:,} tokens, not {batch:,}"
+def _steps(p: Parallelism, mem, d, pre: dict) -> list[dict]:
+    per_rank = d.batch / p.attention_ranks
+    weights = [(mem.dense_weights, "B"), (mem.expert_weights, "B")]
+    prefill = [(pre["kernel_s"], "s"), (pre["tp_comm_s"], "s"), (pre["cp_comm_s"], "s")]
+    return (
+        [
+            step("Weights per GPU", "dense ÷ tp + experts × share (worst stage)", "{} + {}", weights, mem.weights, "B"),
+            step(
+                "KV per GPU at the batch",
+                "sequences per attention rank × KV(T) per GPU",
+                "{} × {}",
+                [per_rank, (mem.kv_per_sequence, "B")],
+                mem.kv_per_sequence * per_rank,
+                "B",
+            ),
+        ]
+        + decode_steps(p, d)
+        + [
+            step(
+                "Prefill of one prompt",
+                "max(FLOPs ÷ (tp × cp), bytes) + TP + CP communication",
+                "{} + {} + {}",
+                prefill,
+                pre["time_s"],
+                "s",
+            )
         ]
     )
+
+
+def _outputs(p: Parallelism, mem, d, pre: dict, held: int) -> dict:
+    st = d.stage
     return {
         "gpus": p.gpus,
-        "fits": int(fits),
+        "fits": int(mem.fits_weights and held >= d.batch),
         "dense_weights_per_gpu": mem.dense_weights,
         "expert_weights_per_gpu": mem.expert_weights,
         "kv_per_sequence_per_gpu": mem.kv_per_sequence,
-        "kv_at_batch_per_gpu": kv_batch,
+        "kv_at_batch_per_gpu": mem.kv_per_sequence * d.batch / p.attention_ranks,
         "kv_budget_per_gpu": mem.kv_budget,
         "max_sequences": held,
         "kernel_time_s": st.kernel_s,
@@ -232,9 +168,29 @@ def compute(v: dict) -> dict:
         "tokens_per_s_per_gpu": d.tokens_per_s_per_gpu,
         "prefill_s": pre["time_s"],
         "prefill_comm_s": pre["tp_comm_s"] + pre["cp_comm_s"],
-        "headline": f"{p.label()} on {p.gpus} GPUs: {mem.weights / GIB:.0f} GiB of weights per GPU, TPOT "
-        f"{d.tpot_s * 1e3:.1f} ms, communication {st.comm_s / st.time_s:.0%} of the step",
-        "notes": notes,
-        "derivation": _steps(v, p, mem, d, pre),
-        "series": _plots(v, dm, p),
     }
+
+
+def compute(v: dict) -> dict:
+    dm = deployment_model(v)
+    p = parallelism(v, dm)
+    ctx, batch = v["context_tokens"], v["batch_size"]
+    mem = dm.memory(p, ctx)
+    d = dm.decode(p, batch, ctx)
+    held = max_sequences(v["model"], p, mem) if mem.fits_weights else 0
+    pre = dm.prefill_s(p, v["prompt_tokens"])
+    out = _outputs(p, mem, d, pre, held)
+    gib = mem.weights / GIB
+    notes = (
+        []
+        if out["fits"]
+        else [
+            f"does not fit: {gib:.1f} GiB of weights per GPU leave room for {held:,} sequences of {ctx:,} tokens, "
+            f"not {batch:,}"
+        ]
+    )
+    head = (
+        f"{p.label()} on {p.gpus} GPUs: {gib:.0f} GiB of weights per GPU, TPOT {d.tpot_s * 1e3:.1f} ms, "
+        f"communication {out['comm_share']:.0%} of the step"
+    )
+    return {**out, "headline": head, "notes": notes, "derivation": _steps(p, mem, d, pre), "series": _plots(v, dm, p)}

@@ -7,7 +7,7 @@ from ..parallel import search
 from ..schema import boolean, integer, number, output, series, step
 from .deployment import deployment_fields, efficiency_steps
 from .memory import engine_fields
-from .sharding import cluster_fields, comm_fields, deployment_model
+from .sharding import cluster_fields, comm_fields, decode_steps, deployment_model
 
 SHOWN = 12  # options on the plot and in the notes
 
@@ -111,61 +111,78 @@ def _note(o) -> str:
 
 
 def _steps(v: dict, dm, best) -> list[dict]:
-    d, p = best.decode, best.parallelism
-    st = d.stage
-    return efficiency_steps(dm.base) + [
-        step(
-            "Weights per GPU",
-            "non-expert ÷ tp + experts ÷ (tp × dp) (worst stage)",
-            "{} + {}",
-            [
-                (dm.memory(p, v["context_tokens"]).dense_weights, "B"),
-                (dm.memory(p, v["context_tokens"]).expert_weights, "B"),
-            ],
-            dm.memory(p, v["context_tokens"]).weights,
-            "B",
-        ),
-        step(
-            "Kernel time per stage step",
-            "max(bytes ÷ (BW η), FLOPs ÷ (peak η))",
-            "max({} ÷ BW, {} ÷ peak)",
-            [(st.bytes, "B"), (st.flops, "FLOP")],
-            st.kernel_s,
-            "s",
-        ),
-        step(
-            "Communication per stage step",
-            "TP + MoE + DCP + PP",
-            "{} + {} + {} + {}",
-            [(st.tp_comm_s, "s"), (st.moe_comm_s, "s"), (st.dcp_comm_s, "s"), (st.pp_comm_s, "s")],
-            st.comm_s,
-            "s",
-        ),
-        step(
-            "Stage step",
-            "kernels + communication + overhead" if st.overlap == "none" else "max(kernels, communication) + overhead",
-            "{}, {}, {}",
-            [(st.kernel_s, "s"), (st.comm_s, "s"), (st.overhead_s, "s")],
-            st.time_s,
-            "s",
-        ),
-        step(
-            "TPOT",
-            "max(micro-batches, stages) × stage step",
-            "max({}, {}) × {}",
-            [p.m if p.pp > 1 else 1, p.pp, (st.time_s, "s")],
-            d.tpot_s,
-            "s",
-        ),
-        step(
-            "Tokens/s per GPU",
-            "batch ÷ TPOT ÷ GPUs",
-            "{} ÷ {} ÷ {}",
-            [best.batch, (d.tpot_s, "s"), p.gpus],
-            d.tokens_per_s_per_gpu,
-            "tokens/s",
-        ),
+    mem = dm.memory(best.parallelism, v["context_tokens"])
+    weights = [(mem.dense_weights, "B"), (mem.expert_weights, "B")]
+    return (
+        efficiency_steps(dm.base)
+        + [
+            step(
+                "Weights per GPU",
+                "non-expert ÷ tp + experts ÷ (tp × dp) (worst stage)",
+                "{} + {}",
+                weights,
+                mem.weights,
+                "B",
+            )
+        ]
+        + decode_steps(best.parallelism, best.decode)
+    )
+
+
+BEST_KEYS = (
+    "best_tokens_per_s_per_gpu",
+    "best_tpot_s",
+    "best_batch",
+    "best_gpus",
+    "best_tp",
+    "best_pp",
+    "best_dp",
+    "best_ep",
+    "best_dcp",
+    "best_comm_share",
+    "best_weights_per_gpu",
+    "runner_up_gap",
+)
+
+
+def _ranked(good: list) -> list[dict]:
+    """The feasible options, best first, as plain values (inline expressions and tests read them)."""
+    return [
+        {
+            "label": o.parallelism.label(),
+            "gpus": o.parallelism.gpus,
+            "batch": o.batch,
+            "tokens_per_s_per_gpu": o.tokens_per_s_per_gpu,
+            "tpot_s": o.decode.tpot_s,
+            "why": o.why,
+            "comm_share": o.decode.stage.comm_s / o.decode.stage.time_s,
+        }
+        for o in good
     ]
+
+
+def _best(dm, best, good: list) -> dict:
+    p, d = best.parallelism, best.decode
+    gap = 1 - good[1].tokens_per_s_per_gpu / d.tokens_per_s_per_gpu if len(good) > 1 else 0.0
+    values = (
+        d.tokens_per_s_per_gpu,
+        d.tpot_s,
+        best.batch,
+        p.gpus,
+        p.tp,
+        p.pp,
+        p.dp,
+        p.ep,
+        p.dcp,
+        d.stage.comm_s / d.stage.time_s,
+        dm.memory(p, 1).weights,
+        gap,
+    )
+    head = (
+        f"Best: {p.label()} on {p.gpus} GPUs, {d.tokens_per_s_per_gpu:,.0f} decode tokens/s per GPU at batch "
+        f"{best.batch} (TPOT {d.tpot_s * 1e3:.1f} ms)"
+    )
+    return {**dict(zip(BEST_KEYS, values)), "headline": head, "best_label": p.label()}
 
 
 def compute(v: dict) -> dict:
@@ -173,64 +190,18 @@ def compute(v: dict) -> dict:
     r = search(dm, v["context_tokens"], v["tpot_limit_ms"] * 1e-3, v["max_batch"], v["search_dcp"])
     good = [o for o in r.options if o.rank]
     bad = [o for o in r.options if not o.rank]
-    notes = [_note(o) for o in good[:SHOWN]] + [_note(o) for o in bad[:SHOWN]]
-    out = {"options_feasible": len(good), "options_tried": len(r.options), "notes": notes}
-    best = r.best
-    if best is None:
-        out.update(
-            {
-                k: 0
-                for k in (
-                    "best_tokens_per_s_per_gpu",
-                    "best_tpot_s",
-                    "best_batch",
-                    "best_gpus",
-                    "best_tp",
-                    "best_pp",
-                    "best_dp",
-                    "best_ep",
-                    "best_dcp",
-                    "best_comm_share",
-                    "best_weights_per_gpu",
-                    "runner_up_gap",
-                )
-            }
-        )
-        out["headline"] = "No sharding of this model on this cluster fits and meets the TPOT limit"
-        out["derivation"], out["series"] = [], {}
-        return out
-    p, d = best.parallelism, best.decode
-    out.update(
-        {
-            "best_tokens_per_s_per_gpu": d.tokens_per_s_per_gpu,
-            "best_tpot_s": d.tpot_s,
-            "best_batch": best.batch,
-            "best_gpus": p.gpus,
-            "best_tp": p.tp,
-            "best_pp": p.pp,
-            "best_dp": p.dp,
-            "best_ep": p.ep,
-            "best_dcp": p.dcp,
-            "best_comm_share": d.stage.comm_s / d.stage.time_s,
-            "best_weights_per_gpu": dm.memory(p, 1).weights,
-            "runner_up_gap": 1 - good[1].tokens_per_s_per_gpu / d.tokens_per_s_per_gpu if len(good) > 1 else 0.0,
-            "headline": f"Best: {p.label()} on {p.gpus} GPUs, {d.tokens_per_s_per_gpu:,.0f} decode tokens/s per GPU "
-            f"at batch {best.batch} (TPOT {d.tpot_s * 1e3:.1f} ms)",
-            "best_label": p.label(),
-            "ranked": [
-                {
-                    "label": o.parallelism.label(),
-                    "gpus": o.parallelism.gpus,
-                    "batch": o.batch,
-                    "tokens_per_s_per_gpu": o.tokens_per_s_per_gpu,
-                    "tpot_s": o.decode.tpot_s,
-                    "why": o.why,
-                    "comm_share": o.decode.stage.comm_s / o.decode.stage.time_s,
-                }
-                for o in good
-            ],
-            "derivation": _steps(v, dm, best),
-            "series": {"options": _plot(good)},
-        }
-    )
-    return out
+    out = {
+        "options_feasible": len(good),
+        "options_tried": len(r.options),
+        "notes": [_note(o) for o in good[:SHOWN]] + [_note(o) for o in bad[:SHOWN]],
+    }
+    if r.best is None:
+        none = "No sharding of this model on this cluster fits and meets the TPOT limit"
+        return {**out, **dict.fromkeys(BEST_KEYS, 0), "headline": none, "derivation": [], "series": {}}
+    return {
+        **out,
+        **_best(dm, r.best, good),
+        "ranked": _ranked(good),
+        "derivation": _steps(v, dm, r.best),
+        "series": {"options": _plot(good)},
+    }
