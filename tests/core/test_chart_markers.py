@@ -38,6 +38,8 @@ INPUT_AXES = {
     ("autoscale_ramp", "attainment_vs_headroom"): "headroom",
     ("kv_transfer", "transfer_vs_prompt"): "prompt_tokens",
     ("pd_pool_sizing", "replicas_vs_rate"): "request_rate_per_s",
+    ("sharding_breakdown", "memory_by_tp"): "tp",
+    ("sharding_breakdown", "step_by_tp"): "tp",
 }
 OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)
@@ -60,6 +62,7 @@ OTHER_AXES = {
     ("autoscale_ramp", "ttft_vs_time"),
     ("disagg_goodput", "ttft"),  # fixed percentiles
     ("disagg_goodput", "tpot"),
+    ("sharding_search", "options"),  # the shardings the search ranked, a category
 }
 # Charts whose x axis is derived from the inputs, marked at the reader's value of it (issue #18: "a marker at
 # the current inputs on every chart"): the x the reader's inputs give, from the calculator's own outputs.
