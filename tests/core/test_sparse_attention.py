@@ -46,6 +46,8 @@ def test_deepseek_v32_exp_cost_curves():
     $2/GPU-h), read off the chart at token position 128K: decoding about $2.15 vs $0.25 per million tokens
     (V3.1-Terminus vs V3.2-Exp, 8.6×), prefilling about $0.66 vs $0.19 (3.5×). Decode at scale is bound by the
     KV it reads, prefill by attention FLOPs: the modelled ratios (7.7× and 3.3×) are within 25% of the chart's.
+    Not the same quantity (the chart prices one token at position 128K, every layer included; the model counts
+    attention alone, the prefill ratio summed over the prompt): a check of shape, not a reproduction.
     Reading the chart is good to about ±$0.02."""
     r = run("sparse_attention", dict(context_tokens=131_072))
     assert r["decode_bytes_saving_dsa"] == pytest.approx(2.15 / 0.25, rel=0.25)
