@@ -7,12 +7,15 @@ Per GPU and MoE layer (T tokens on this GPU, top_k copies each, hidden d):
     combine bytes  = T × k × d × b_combine    (BF16, 2 B: DeepEP README "FP8 dispatching and BF16 combining")
 Of the N GPUs in the EP group, 1/N of the copies stay on this GPU, (g − 1)/N cross the scale-up link to the
 g − 1 others in its domain (g = min(GPUs per domain, N)), and (N − g)/N leave the domain over the NICs:
-    t = max(in-domain bytes ÷ (B_up × η), cross-domain bytes ÷ (B_NIC per GPU × η)) × imbalance + t_0
-The hottest GPU receives imbalance × the mean (expert_load.py's max ÷ mean), and both phases wait for it.
+    t = α + max(in-domain bytes ÷ (B_up × η), cross-domain bytes ÷ (B_NIC per GPU × η)) × imbalance + t_0
+That is the deployment model's all-to-all (parallel.py alltoall_s, from the Part 12 branch; α is one NCCL LL step
+latency, 0.6 µs on NVLink or 2.7 µs on the network, a floor), sent at imbalance × the mean payload: the hottest
+GPU receives imbalance × the mean (expert_load.py's max ÷ mean), and both phases wait for it.
 B_up: the accelerator's per-direction scale-up bandwidth (accelerators.toml) or a custom figure; B_NIC per GPU:
 NICs per server × one NIC (interconnects.toml) ÷ GPUs per server. One copy per (token, expert): no per-node
 de-duplication (DeepEP's normal kernels send a token once per node and forward over NVLink, which lowers the
-RDMA bytes; its low-latency kernels send per expert, as here). t_0 (fixed latency per call) defaults to 0: a bound.
+RDMA bytes; its low-latency kernels send per expert, as here). t_0 (a further fixed latency per call) defaults to
+0, which makes the time a bound.
 Compute per GPU (the step the all-to-all is added to), with attention data-parallel: every GPU holds the non-expert
 weights whole and its share of the experts; memory = (non-expert weights + touched experts on it + KV of its T
 sequences at the context) ÷ BW, compute = T × 2 × active params ÷ peak; attention FLOPs are left out (an estimate
@@ -23,10 +26,12 @@ overlap, open-infra-index day 6) the step is max(comm, compute).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ..errors import InputError
 from ..formats import bytes_per_element
 from ..params import _expert_params, active_params, expert_params, moe_layer_count, total_params
+from ..parallel import Cluster, alltoall_s, check_cluster
 from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import deployment_fields
 from .kv_cache import kv_bytes_per_sequence
@@ -56,7 +61,7 @@ def _fields() -> list[dict]:
             "compute_dtype": {"default": "fp8"},
         },
     )
-    nets = [(k, e["name"]) for k, e in NETWORKS.items()] + [("custom", "Custom (the NIC field below)")]
+    nets = [(k, e["name"]) for k, e in NETWORKS.items()]
     return fields + [
         integer(
             "tokens_per_gpu",
@@ -166,23 +171,33 @@ def _bytes_per_elem(fmt: str) -> float:
     return 1.0 + FP8_SCALE_BYTES if fmt == "fp8" else bytes_per_element(fmt, "combine_dtype")
 
 
-def _links(v: dict, g: int) -> tuple[float, float]:
+def cluster(v: dict, g: int) -> Cluster:
+    """The deployment model's Cluster (parallel.py) for these inputs: servers (scale-up domains) of g GPUs on
+    the accelerator's own link, or on a custom per-direction bandwidth, joined by the chosen NICs."""
     acc = v["hardware"]
-    up = v["scale_up_gb_per_s"] * 1e9 or (acc.scale_up_bandwidth_bytes_per_s or 0.0)
-    nic = v["nic_gb_per_s"] * 1e9 if v["network"] == "custom" else NETWORKS[v["network"]]["bandwidth_bytes_per_s"]
-    nics = v["nics_per_domain"] or g
-    return up, nic * nics / g
+    if v["scale_up_gb_per_s"]:
+        acc = replace(
+            acc,
+            scale_up_bandwidth_bytes_per_s=v["scale_up_gb_per_s"] * 1e9,
+            scale_up_domain=None,
+            scale_up_topology=None,
+            scale_up_link_bandwidth_bytes_per_s=None,
+        )
+    return Cluster(
+        acc,
+        nodes=1,
+        gpus_per_node=g,
+        network=v["network"],
+        nics_per_node=v["nics_per_domain"],
+        link_efficiency=v["link_efficiency"],
+    )
 
 
-def phase_time(payload: float, n: int, g: int, up: float, nic: float, v: dict) -> tuple[float, float]:
-    """(seconds, cross-domain share) for one dispatch or combine of `payload` bytes sent by the hottest GPU."""
-    g = min(g, n)
-    inside, cross = payload * (g - 1) / n, payload * (n - g) / n
-    eff = v["link_efficiency"]
-    if inside > 0 and not up:
-        raise InputError("scale_up_gb_per_s", f"{v['hardware'].name} lists no scale-up bandwidth: give one")
-    t = max(inside / (up * eff) if inside else 0.0, cross / (nic * eff) if cross else 0.0)
-    return t * v["imbalance"] + v["latency_us"] * 1e-6, (n - g) / n
+def phase_time(payload: float, n: int, c: Cluster, v: dict) -> float:
+    """One dispatch or combine at the hottest GPU: parallel.alltoall_s (the in-domain part over the scale-up
+    link and the rest over the GPU's NIC share, in parallel, plus one NCCL step latency) of imbalance × the
+    mean payload, plus the fixed latency."""
+    return alltoall_s(c, payload * v["imbalance"], n) + v["latency_us"] * 1e-6
 
 
 def compute_step(v: dict, dep, n: int) -> float:
@@ -199,37 +214,37 @@ def compute_step(v: dict, dep, n: int) -> float:
     return max((weights + kv) / bw, flops / (dep.peak_flops_per_s * dep.compute_efficiency))
 
 
-def _check(v: dict, dep, n: int, g: int) -> None:
+def _check(v: dict, dep, c: Cluster) -> None:
     m = dep.model
     if m.moe is None:
         raise InputError("model", f"{m.name} is dense: pick a mixture-of-experts model")
-    dom = v["hardware"].scale_up_domain
-    if dom and g > dom and not v["scale_up_gb_per_s"]:
-        raise InputError(
-            "gpus_per_domain",
-            f"must be at most {dom} on {v['hardware'].name}, whose NVLink domain "
-            f"joins {dom} GPUs (or give a custom scale-up bandwidth)",
-        )
+    if c.gpus_per_node > 1 and not c.accelerator.scale_up_bandwidth_bytes_per_s:
+        raise InputError("scale_up_gb_per_s", f"{v['hardware'].name} lists no scale-up bandwidth: give one")
+    try:
+        check_cluster(c)
+    except InputError as e:
+        raise InputError("gpus_per_domain" if e.field == "gpus_per_node" else e.field, e.message) from None
 
 
 def alltoall(v: dict, dep, n: int, g: int) -> dict:
     m = dep.model
-    up, nic = _links(v, g)
+    c = cluster(v, g)
+    _check(v, dep, c)
     copies = v["tokens_per_gpu"] * m.moe.experts_per_token * m.hidden_size
     d_bytes, c_bytes = copies * _bytes_per_elem(v["dispatch_dtype"]), copies * _bytes_per_elem(v["combine_dtype"])
-    t_d, cross = phase_time(d_bytes, n, g, up, nic, v)
-    t_c, _ = phase_time(c_bytes, n, g, up, nic, v)
+    t_d, t_c = phase_time(d_bytes, n, c, v), phase_time(c_bytes, n, c, v)
     layers = moe_layer_count(m)
     comm = layers * (t_d + t_c)
     comp = compute_step(v, dep, n)
+    up = c.accelerator.scale_up_bandwidth_bytes_per_s or 0.0
     return {
         "up": up,
-        "nic": nic,
+        "nic": c.nic_bandwidth_per_gpu,
         "d_bytes": d_bytes,
         "c_bytes": c_bytes,
         "t_d": t_d,
         "t_c": t_c,
-        "cross": cross,
+        "cross": max(n - g, 0) / n,
         "layers": layers,
         "comm": comm,
         "comp": comp,
@@ -325,8 +340,9 @@ def _steps(v: dict, r: dict, m) -> list[dict]:
 def compute(v: dict) -> dict:
     dep = deployment({**v, "step_overhead": "none"})
     n, g = v["num_gpus"], v["gpus_per_domain"]
-    _check(v, dep, n, g)
     m = dep.model
+    if m.moe is None:
+        raise InputError("model", f"{m.name} is dense: pick a mixture-of-experts model")
     r = alltoall(v, dep, n, g)
     b_e = dep.weight_elem_bytes if dep.expert_elem_bytes is None else dep.expert_elem_bytes
     per_gpu = (
