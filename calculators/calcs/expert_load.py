@@ -31,7 +31,8 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..params import _expert_params, active_params, expert_params, moe_layer_count, total_params
+from ..params import _expert_params, active_params, expert_params, moe_layer_count, total_params, weight_bytes
+from ..schema import expert_dtype
 from ..schema import boolean, choice, integer, mark, number, output, series, step, text
 from .deployment import deployment_fields
 from .steptime import deployment, experts_touched
@@ -484,6 +485,10 @@ def compute(v: dict) -> dict:
     return {
         "total_params": total_params(model),
         "active_params": active_params(model, include_embedding=False),
+        "total_params_billions": total_params(model) / 1e9,
+        "active_params_billions": active_params(model, include_embedding=False) / 1e9,
+        "expert_share_of_params": expert_params(model) / total_params(model),
+        "weight_bytes": weight_bytes(model, v["weight_dtype"], "weight_dtype", expert_dtype(v)),
         "expert_weight_bytes_per_gpu": slots * layers * c.bytes,
         "experts_per_gpu": slots,
         "tokens_per_layer": int(ld.tokens),
