@@ -38,7 +38,7 @@ from .deployment import deployment_fields
 from .steptime import deployment, experts_touched
 
 SKEWS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.5)
-BATCHES = (1, 4, 16, 64, 256, 1024, 4096, 16384)
+BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 16384)
 MAX_VECTOR_CHARS = 8000
 
 
@@ -384,23 +384,23 @@ def _imbalance_series(v: dict, dep) -> dict:
 
 
 def _touched_series(v: dict, ld: Load) -> dict:
-    batches = sorted({*BATCHES, int(ld.tokens)})
+    per_gpu = sorted({*BATCHES, v["tokens_per_gpu"]})
+    n = ld.n
     return mark(
         series(
-            "Experts touched per MoE layer vs tokens in the step",
-            "Tokens per layer",
+            f"Experts touched per MoE layer vs tokens per GPU (EP{n}: the layer routes {n} × this)",
+            "Tokens per GPU",
             "tokens",
-            batches,
+            per_gpu,
             [
-                ("uniform routing", "experts", [experts_touched(ld.e, ld.k, b) for b in batches]),
-                ("this skew", "experts", [touched(ld.q, b) for b in batches]),
+                ("uniform routing", "experts", [experts_touched(ld.e, ld.k, n * b) for b in per_gpu]),
+                ("this skew", "experts", [touched(ld.q, n * b) for b in per_gpu]),
             ],
             log_axes=True,
         ),
         "tokens_per_gpu",
-        int(ld.tokens),
+        v["tokens_per_gpu"],
         on="this skew",
-        name=f"yours ({int(ld.tokens):,} tokens)",
     )
 
 

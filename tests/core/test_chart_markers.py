@@ -30,6 +30,9 @@ INPUT_AXES = {
     ("shedding", "ttft_shedding_vs_threshold"): "max_predicted_ttft_s",
     ("speculative_decoding", "speedup_vs_batch"): "batch_size",
     ("step_overhead", "overhead_share_vs_batch"): "batch_size",
+    ("expert_load", "imbalance_vs_skew"): "zipf_exponent",
+    ("expert_load", "touched_vs_batch"): "tokens_per_gpu",
+    ("moe_alltoall", "share_vs_ep"): "num_gpus",
 }
 OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)
@@ -53,6 +56,7 @@ OTHER_AXES = {
     ("scheduling", "attainment_vs_load"),
     ("scheduling", "ttft_p99_vs_load"),
     ("sizing", "by_tensor_parallel"),  # TP degrees the verdict tried, an output
+    ("expert_load", "gpu_load"),  # GPU index, a category
 }
 
 
