@@ -261,6 +261,55 @@ def _require_moe(model) -> None:
         raise InputError("model", f"{model.name} is dense: pick a mixture-of-experts model")
 
 
+_INPUTS = [
+    integer(
+        "tokens_per_gpu",
+        "Tokens per GPU per step",
+        4096,
+        1,
+        65_536,
+        "tokens",
+        "Each EP rank's batch: decode, one token per sequence; prefill, the prompt tokens in the step. "
+        "The step routes N times this.",
+    ),
+    choice(
+        "skew_source",
+        "Routing skew",
+        "zipf",
+        [("zipf", "Zipf law (exponent below)"), ("measured", "Measured loads (the list below)")],
+    ),
+    number(
+        "zipf_exponent",
+        "Zipf exponent s",
+        0.66,
+        0.0,
+        3.0,
+        "",
+        "Popularity ∝ rank^(−s); 0 is uniform routing. 0.66 reproduces the EP32 imbalance (max ÷ mean 2.56) "
+        "in TensorRT-LLM's DeepSeek-R1 example (examples/ep_load_balancer/README.md).",
+        0.01,
+    ),
+    text(
+        "measured_loads",
+        "Measured tokens per expert (in expert-id order)",
+        "",
+        MAX_VECTOR_CHARS,
+        "One number per routed expert of one layer, e.g. from SGLang's expert distribution recorder or "
+        "TensorRT-LLM's expert statistics. Used when the skew is measured.",
+    ),
+    boolean("eplb", "EPLB (redundant experts, balanced placement)", True),
+    integer(
+        "redundant_experts",
+        "Redundant experts R",
+        32,
+        0,
+        4096,
+        "experts",
+        "Extra replicas of hot experts; E + R must be a multiple of N (DeepSeek-V3 serves with 32).",
+    ),
+]
+
+
 def _fields() -> list[dict]:
     fields = deployment_fields(
         1.0,
@@ -278,53 +327,7 @@ def _fields() -> list[dict]:
             "compute_dtype": {"default": "fp8"},
         },
     )
-    return fields + [
-        integer(
-            "tokens_per_gpu",
-            "Tokens per GPU per step",
-            4096,
-            1,
-            65_536,
-            "tokens",
-            "Each EP rank's batch: decode, one token per sequence; prefill, the prompt tokens in the step. "
-            "The step routes N times this.",
-        ),
-        choice(
-            "skew_source",
-            "Routing skew",
-            "zipf",
-            [("zipf", "Zipf law (exponent below)"), ("measured", "Measured loads (the list below)")],
-        ),
-        number(
-            "zipf_exponent",
-            "Zipf exponent s",
-            0.66,
-            0.0,
-            3.0,
-            "",
-            "Popularity ∝ rank^(−s); 0 is uniform routing. 0.66 reproduces the EP32 imbalance (max ÷ mean 2.56) "
-            "in TensorRT-LLM's DeepSeek-R1 example (examples/ep_load_balancer/README.md).",
-            0.01,
-        ),
-        text(
-            "measured_loads",
-            "Measured tokens per expert (in expert-id order)",
-            "",
-            MAX_VECTOR_CHARS,
-            "One number per routed expert of one layer, e.g. from SGLang's expert distribution recorder or "
-            "TensorRT-LLM's expert statistics. Used when the skew is measured.",
-        ),
-        boolean("eplb", "EPLB (redundant experts, balanced placement)", True),
-        integer(
-            "redundant_experts",
-            "Redundant experts R",
-            32,
-            0,
-            4096,
-            "experts",
-            "Extra replicas of hot experts; E + R must be a multiple of N (DeepSeek-V3 serves with 32).",
-        ),
-    ]
+    return fields + _INPUTS
 
 
 SCHEMA = {
@@ -413,8 +416,8 @@ def _gpu_series(ld: Load) -> dict:
     return series("Tokens each GPU receives per MoE layer", "GPU", "", xs, ys, kind="bar")
 
 
-def _steps(v: dict, ld: Load, layers: int, t_bal: float, t_stat: float, t_eplb: float | None) -> list[dict]:
-    c, k, n = ld.costs, ld.k, ld.n
+def _load_steps(v: dict, ld: Load) -> list[dict]:
+    k, n = ld.k, ld.n
     out = [
         step(
             "Tokens routed per layer",
@@ -433,6 +436,13 @@ def _steps(v: dict, ld: Load, layers: int, t_bal: float, t_stat: float, t_eplb: 
             touched(ld.q, ld.tokens),
             "experts",
         ),
+    ]
+    return out + _imbalance_steps(ld)
+
+
+def _imbalance_steps(ld: Load) -> list[dict]:
+    k, n = ld.k, ld.n
+    out = [
         step("Mean tokens per GPU", "T × k ÷ N", "{} × {} ÷ {}", [ld.tokens, k, n], ld.static.mean_load, "tokens"),
         step(
             "Imbalance, contiguous",
@@ -454,7 +464,12 @@ def _steps(v: dict, ld: Load, layers: int, t_bal: float, t_stat: float, t_eplb: 
                 "×",
             )
         )
-    out += [
+    return out
+
+
+def _time_steps(ld: Load, layers: int, t_bal: float, t_stat: float, t_eplb: float | None) -> list[dict]:
+    c = ld.costs
+    out = [
         step("One expert's bytes", "3 × d × d_ff × b", "{}", [(c.bytes, "B")], c.bytes, "B"),
         step(
             "Expert time per step, balanced",
@@ -471,17 +486,22 @@ def _steps(v: dict, ld: Load, layers: int, t_bal: float, t_stat: float, t_eplb: 
     return out
 
 
+def _times(ld: Load, layers: int) -> tuple[float, float, float | None]:
+    """Routed-expert time per step: balanced (the mean GPU), contiguous and EPLB (the slowest GPU)."""
+    t_bal = layers * ld.costs.gpu_time(touched(ld.q, ld.tokens) / ld.n, ld.static.mean_load)
+    t_stat = layers * max(ld.layer_times(ld.static))
+    t_eplb = layers * max(ld.layer_times(ld.eplb)) if ld.eplb else None
+    return t_bal, t_stat, t_eplb
+
+
 def compute(v: dict) -> dict:
     _require_moe(v["model"])
     dep = deployment({**v, "step_overhead": "none"} if "step_overhead" not in v else v)
     ld = load(v, dep)
     model, layers = dep.model, moe_layer_count(dep.model)
     c = ld.costs
-    t_bal = layers * c.gpu_time(touched(ld.q, ld.tokens) / ld.n, ld.static.mean_load)
-    t_stat = layers * max(ld.layer_times(ld.static))
-    t_eplb = layers * max(ld.layer_times(ld.eplb)) if ld.eplb else None
-    placed = ld.eplb or ld.static
-    slots = max(len(ids) for ids in placed.gpu_of)
+    t_bal, t_stat, t_eplb = _times(ld, layers)
+    slots = max(len(ids) for ids in (ld.eplb or ld.static).gpu_of)
     return {
         "total_params": total_params(model),
         "active_params": active_params(model, include_embedding=False),
@@ -507,7 +527,7 @@ def compute(v: dict) -> dict:
         "slowdown_static": t_stat / t_bal,
         "slowdown_eplb": (t_eplb if t_eplb is not None else t_stat) / t_bal,
         "expert_params": expert_params(model),
-        "derivation": _steps(v, ld, layers, t_bal, t_stat, t_eplb),
+        "derivation": _load_steps(v, ld) + _time_steps(ld, layers, t_bal, t_stat, t_eplb),
         "series": {
             "gpu_load": _gpu_series(ld),
             "imbalance_vs_skew": _imbalance_series(v, dep),

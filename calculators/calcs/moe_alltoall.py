@@ -45,6 +45,71 @@ NVL72 = 72
 NVLINK5_GB_PER_S = LINKS["nvlink5"]["bandwidth_bytes_per_s"] / 1e9
 
 
+_INPUTS = [
+    integer(
+        "tokens_per_gpu",
+        "Tokens per GPU per step",
+        128,
+        1,
+        65_536,
+        "tokens",
+        "Decode: one per sequence on this GPU; prefill: the prompt tokens in the step.",
+    ),
+    integer(
+        "context_tokens",
+        "Context per sequence (decode)",
+        4096,
+        1,
+        10_000_000,
+        "tokens",
+        "KV read per sequence in the compute estimate.",
+    ),
+    integer(
+        "gpus_per_domain",
+        "GPUs per scale-up domain",
+        8,
+        1,
+        1024,
+        "GPUs",
+        "GPUs joined by NVLink (an HGX server: 8; GB200 NVL72: 72); at most the accelerator's domain.",
+    ),
+    number(
+        "scale_up_gb_per_s",
+        "Scale-up bandwidth per GPU, per direction (0: the accelerator's)",
+        0.0,
+        0.0,
+        100_000.0,
+        "GB/s",
+        "H800: about 160 GB/s (DeepEP docs/legacy.md); 0 takes accelerators.toml's figure.",
+    ),
+    choice("network", "Scale-out link (NIC)", "ib-ndr-400", [(k, e["name"]) for k, e in NETWORKS.items()]),
+    integer("nics_per_domain", "NICs per domain (0: one per GPU)", 0, 0, 4096, "NICs"),
+    choice("dispatch_dtype", "Dispatch format", "fp8", [("fp8", "FP8 + per-128 scales (DeepEP)"), ("bf16", "BF16")]),
+    choice("combine_dtype", "Combine format", "bf16", [("bf16", "BF16 (DeepEP)"), ("fp8", "FP8 + scales")]),
+    number(
+        "imbalance",
+        "Receive imbalance (max ÷ mean)",
+        1.0,
+        1.0,
+        64.0,
+        "",
+        "The hottest GPU receives this times the mean; expert_load gives it for a skew and placement.",
+        0.01,
+    ),
+    number("link_efficiency", "Link efficiency", 1.0, 0.01, 1.0, "", "Fraction of link peak achieved.", 0.01),
+    number(
+        "latency_us",
+        "Fixed latency per dispatch or combine",
+        0.0,
+        0.0,
+        10_000.0,
+        "µs",
+        "0 gives the bandwidth bound.",
+        0.1,
+    ),
+]
+
+
 def _fields() -> list[dict]:
     fields = deployment_fields(
         1.0,
@@ -61,81 +126,7 @@ def _fields() -> list[dict]:
             "compute_dtype": {"default": "fp8"},
         },
     )
-    nets = [(k, e["name"]) for k, e in NETWORKS.items()]
-    return fields + [
-        integer(
-            "tokens_per_gpu",
-            "Tokens per GPU per step",
-            128,
-            1,
-            65_536,
-            "tokens",
-            "Decode: one per sequence on this GPU; prefill: the prompt tokens in the step.",
-        ),
-        integer(
-            "context_tokens",
-            "Context per sequence (decode)",
-            4096,
-            1,
-            10_000_000,
-            "tokens",
-            "KV read per sequence in the compute estimate.",
-        ),
-        integer(
-            "gpus_per_domain",
-            "GPUs per scale-up domain",
-            8,
-            1,
-            1024,
-            "GPUs",
-            "GPUs joined by NVLink (an HGX server: 8; GB200 NVL72: 72); at most the accelerator's domain.",
-        ),
-        number(
-            "scale_up_gb_per_s",
-            "Scale-up bandwidth per GPU, per direction (0: the accelerator's)",
-            0.0,
-            0.0,
-            100_000.0,
-            "GB/s",
-            "H800: about 160 GB/s (DeepEP README); 0 takes accelerators.toml's figure.",
-        ),
-        choice("network", "Scale-out link (NIC)", "ib-ndr-400", nets),
-        number(
-            "nic_gb_per_s",
-            "Custom NIC bandwidth, per direction",
-            50.0,
-            0.1,
-            10_000.0,
-            "GB/s",
-            "Used only when the scale-out link is custom.",
-        ),
-        integer("nics_per_domain", "NICs per domain (0: one per GPU)", 0, 0, 4096, "NICs"),
-        choice(
-            "dispatch_dtype", "Dispatch format", "fp8", [("fp8", "FP8 + per-128 scales (DeepEP)"), ("bf16", "BF16")]
-        ),
-        choice("combine_dtype", "Combine format", "bf16", [("bf16", "BF16 (DeepEP)"), ("fp8", "FP8 + scales")]),
-        number(
-            "imbalance",
-            "Receive imbalance (max ÷ mean)",
-            1.0,
-            1.0,
-            64.0,
-            "",
-            "The hottest GPU receives this times the mean; expert_load gives it for a skew and placement.",
-            0.01,
-        ),
-        number("link_efficiency", "Link efficiency", 1.0, 0.01, 1.0, "", "Fraction of link peak achieved.", 0.01),
-        number(
-            "latency_us",
-            "Fixed latency per dispatch or combine",
-            0.0,
-            0.0,
-            10_000.0,
-            "µs",
-            "0 gives the bandwidth bound.",
-            0.1,
-        ),
-    ]
+    return fields + _INPUTS
 
 
 SCHEMA = {
@@ -267,7 +258,7 @@ def _share_series(v: dict, dep) -> dict:
     return mark(plot, "num_gpus", v["num_gpus"])
 
 
-def _steps(v: dict, r: dict, m) -> list[dict]:
+def _byte_steps(v: dict, r: dict, m) -> list[dict]:
     k, d = m.moe.experts_per_token, m.hidden_size
     return [
         step(
@@ -294,9 +285,14 @@ def _steps(v: dict, r: dict, m) -> list[dict]:
             r["cross"],
             "share",
         ),
+    ]
+
+
+def _time_steps(r: dict) -> list[dict]:
+    return [
         step(
             "Dispatch time",
-            "max(in-domain ÷ B_up, cross ÷ B_NIC) × imbalance + t_0",
+            "α + max(in-domain ÷ B_up, cross ÷ B_NIC) × imbalance + t_0",
             "B_up {}, B_NIC {}",
             [(r["up"], "B/s"), (r["nic"], "B/s")],
             r["t_d"],
@@ -304,7 +300,7 @@ def _steps(v: dict, r: dict, m) -> list[dict]:
         ),
         step(
             "Combine time",
-            "max(in-domain ÷ B_up, cross ÷ B_NIC) × imbalance + t_0",
+            "α + max(in-domain ÷ B_up, cross ÷ B_NIC) × imbalance + t_0",
             "B_up {}, B_NIC {}",
             [(r["up"], "B/s"), (r["nic"], "B/s")],
             r["t_c"],
@@ -318,6 +314,11 @@ def _steps(v: dict, r: dict, m) -> list[dict]:
             r["comm"],
             "s",
         ),
+    ] + _share_steps(r)
+
+
+def _share_steps(r: dict) -> list[dict]:
+    return [
         step(
             "Step without communication (estimate)",
             "max((W_shared + W_experts/N + KV) ÷ BW, 2 P_active T ÷ peak)",
@@ -366,6 +367,6 @@ def compute(v: dict) -> dict:
         "step_time_overlap_s": max(r["comm"], r["comp"]),
         "scale_up_to_nic_ratio": r["up"] / r["nic"] if r["nic"] else 0.0,
         "expert_weight_bytes_per_gpu": per_gpu,
-        "derivation": _steps(v, r, m),
+        "derivation": _byte_steps(v, r, m) + _time_steps(r),
         "series": {"share_vs_ep": _share_series(v, dep)},
     }
