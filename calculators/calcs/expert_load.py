@@ -327,7 +327,7 @@ def _fields() -> list[dict]:
             "compute_dtype": {"default": "fp8"},
         },
     )
-    return fields + _INPUTS
+    return [f for f in fields if f["key"] != "kv_dtype"] + _INPUTS
 
 
 SCHEMA = {
@@ -342,6 +342,10 @@ SCHEMA = {
     ),
     "inputs": _fields(),
     "outputs": [
+        output(
+            "slowdown_static", "Slowdown from imbalance, contiguous placement (slowest GPU ÷ balanced)", "", "number"
+        ),
+        output("slowdown_eplb", "Slowdown from imbalance, EPLB (slowest GPU ÷ balanced)", "", "number"),
         output("total_params", "Total parameters (all must sit in memory)", "params", "number"),
         output("active_params", "Active parameters per token", "params", "number"),
         output(
@@ -366,8 +370,6 @@ SCHEMA = {
             "seconds",
         ),
         output("moe_time_per_step_eplb_s", "Routed-expert time per step, EPLB (slowest GPU)", "s", "seconds"),
-        output("slowdown_static", "Slowdown from imbalance, contiguous placement", "", "number"),
-        output("slowdown_eplb", "Slowdown from imbalance, EPLB", "", "number"),
     ],
 }
 
@@ -496,7 +498,7 @@ def _times(ld: Load, layers: int) -> tuple[float, float, float | None]:
 
 def compute(v: dict) -> dict:
     _require_moe(v["model"])
-    dep = deployment({**v, "step_overhead": "none"} if "step_overhead" not in v else v)
+    dep = deployment({**v, "kv_dtype": "bf16", "step_overhead": "none"})  # no KV in the routed experts' time
     ld = load(v, dep)
     model, layers = dep.model, moe_layer_count(dep.model)
     c = ld.costs
