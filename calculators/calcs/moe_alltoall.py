@@ -140,6 +140,7 @@ SCHEMA = {
     ),
     "inputs": _fields(),
     "outputs": [
+        output("alltoall_share", "All-to-all share of the step (no overlap)", "", "percent"),
         output("dispatch_bytes_per_layer", "Dispatch bytes each GPU sends per MoE layer", "B", "bytes"),
         output("combine_bytes_per_layer", "Combine bytes each GPU sends per MoE layer", "B", "bytes"),
         output("cross_domain_fraction", "Share of copies that leave the scale-up domain", "", "percent"),
@@ -149,7 +150,6 @@ SCHEMA = {
         output("combine_time_s", "Combine time per layer", "s", "seconds"),
         output("alltoall_time_per_step_s", "All-to-all per step (MoE layers × (dispatch + combine))", "s", "seconds"),
         output("compute_time_per_step_s", "Step without communication, per GPU (estimate)", "s", "seconds"),
-        output("alltoall_share", "All-to-all share of the step (no overlap)", "", "percent"),
         output("step_time_no_overlap_s", "Step with all-to-all, no overlap", "s", "seconds"),
         output("step_time_overlap_s", "Step with two micro-batches overlapped (max of the two)", "s", "seconds"),
         output("scale_up_to_nic_ratio", "Scale-up ÷ NIC bandwidth per GPU", "×", "number"),
@@ -249,7 +249,7 @@ def _share_series(v: dict, dep) -> dict:
     ys = []
     setups = [
         (f"servers of {g} over the NICs", g, v["scale_up_gb_per_s"]),
-        ("72-GPU NVLink 5 domains (NVL72-class, 900 GB/s)", NVL72, NVLINK5_GB_PER_S),
+        ("72-GPU NVLink 5 domains (NVL72-class, 900 GB/s; this GPU's compute)", NVL72, NVLINK5_GB_PER_S),
     ]
     for name, dom, up in setups:
         w = {**v, "gpus_per_domain": dom, "scale_up_gb_per_s": up}
