@@ -40,6 +40,9 @@ INPUT_AXES = {
     ("pd_pool_sizing", "replicas_vs_rate"): "request_rate_per_s",
     ("sharding_breakdown", "memory_by_tp"): "tp",
     ("sharding_breakdown", "step_by_tp"): "tp",
+    ("expert_load", "imbalance_vs_skew"): "zipf_exponent",
+    ("expert_load", "touched_vs_batch"): "tokens_per_gpu",
+    ("moe_alltoall", "share_vs_ep"): "num_gpus",
 }
 OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)
@@ -63,6 +66,7 @@ OTHER_AXES = {
     ("disagg_goodput", "ttft"),  # fixed percentiles
     ("disagg_goodput", "tpot"),
     ("sharding_search", "options"),  # the shardings the search ranked, a category
+    ("expert_load", "gpu_load"),  # GPU index, a category
 }
 # Charts whose x axis is derived from the inputs, marked at the reader's value of it (issue #18: "a marker at
 # the current inputs on every chart"): the x the reader's inputs give, from the calculator's own outputs.

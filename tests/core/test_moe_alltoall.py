@@ -1,0 +1,71 @@
+"""MoE all-to-all: bytes by hand, the domain split, and DeepEP's published low-latency kernel times."""
+
+import pytest
+
+from calculators import run
+from calculators.errors import InputError
+
+
+def _run(**kw):
+    return run("moe_alltoall", kw)
+
+
+def test_bytes_by_hand():
+    # DeepSeek-V3: d = 7168, k = 8; 128 tokens: FP8 + 4 B per 128 channels, BF16 combine
+    r = _run(tokens_per_gpu=128)
+    assert r["dispatch_bytes_per_layer"] == 128 * 8 * (7168 + 7168 // 128 * 4)
+    assert r["combine_bytes_per_layer"] == 128 * 8 * 7168 * 2
+
+
+def test_time_by_hand_inside_and_across_domains():
+    # EP32 over servers of 8: 7/32 of the copies on NVLink at 450 GB/s, 24/32 over a 50 GB/s NIC: the NIC binds;
+    # plus one NCCL LL step latency (network 2.7 us, NVLink 0.6 us), parallel.alltoall_s's floor
+    r = _run(tokens_per_gpu=128, num_gpus=32)
+    d = 128 * 8 * (7168 + 224)
+    assert r["dispatch_time_s"] == pytest.approx(2.7e-6 + max(d * 7 / 32 / 450e9, d * 24 / 32 / 50e9))
+    assert r["cross_domain_fraction"] == pytest.approx(0.75)
+    one = _run(num_gpus=8)
+    assert one["cross_domain_fraction"] == 0
+    assert one["dispatch_time_s"] == pytest.approx(0.6e-6 + d * 7 / 8 / 450e9)
+
+
+def test_imbalance_and_latency_add_as_stated():
+    base = _run()["dispatch_time_s"] - 2.7e-6  # the bandwidth term
+    assert _run(imbalance=2.0)["dispatch_time_s"] == pytest.approx(2.7e-6 + 2 * base)
+    assert _run(latency_us=10.0)["dispatch_time_s"] == pytest.approx(2.7e-6 + base + 10e-6)
+
+
+def test_share_grows_once_ep_leaves_the_domain_and_nvl72_keeps_it_low():
+    s = _run(hardware="gb200", gpus_per_domain=8)["series"]["share_vs_ep"]
+    servers, nvl72 = s["y"][0]["values"], s["y"][1]["values"]
+    xs = s["x"]["values"]
+    assert servers[xs.index(64)] > 4 * nvl72[xs.index(64)]
+    assert nvl72[xs.index(72)] < nvl72[xs.index(128)]
+
+
+def test_domain_larger_than_the_chip_allows_is_refused():
+    with pytest.raises(InputError) as e:
+        _run(hardware="h100-sxm", gpus_per_domain=72)
+    assert e.value.field == "gpus_per_domain"
+
+
+@pytest.mark.parametrize(
+    "ep,dispatch_us,combine_us", [(32, 155, 273), (64, 173, 314), (128, 192, 369), (256, 194, 360)]
+)
+def test_deepep_low_latency_kernels(ep, dispatch_us, combine_us):
+    """DeepEP docs/legacy.md (commit dd758ca), 'Low-latency kernels with pure RDMA': H800, CX7 400 Gb/s
+    (~50 GB/s), 128 tokens, hidden 7168, top-8, FP8 dispatch, BF16 combine: dispatch 155/173/192/194 µs and
+    combine 273/314/369/360 µs at EP 32/64/128/256. The model (8 GPUs per server, NVLink ~160 GB/s, NIC 50 GB/s,
+    no fixed latency) is a bound: it must stay below each measurement and within 30% of it. Below EP32 the
+    fixed latency dominates and the bound is far under (not tested)."""
+    r = _run(num_gpus=ep, tokens_per_gpu=128, scale_up_gb_per_s=160.0, hardware="h100-sxm")
+    for model, measured in ((r["dispatch_time_s"], dispatch_us * 1e-6), (r["combine_time_s"], combine_us * 1e-6)):
+        assert 0.70 <= model / measured <= 1.0
+
+
+def test_deepep_v2_nvlink_is_under_the_link():
+    """DeepEP README (commit dd758ca), V2 on SM100, EP 8 over NVLink: dispatch 726 GB/s, combine 740 GB/s logical
+    bandwidth; B200's NVLink 5 is 900 GB/s per direction (accelerators.toml), so the measurements sit under the
+    model's link (0.8 to 0.83 of it)."""
+    up = _run(hardware="b200", num_gpus=8)["scale_up_bandwidth_bytes_per_s"]
+    assert 0.75 < 726e9 / up < 1.0 and 0.75 < 740e9 / up < 1.0
