@@ -122,6 +122,8 @@ SCHEMA = {
     "outputs": [
         output("adapter_params", "Parameters of one adapter", "", "integer"),
         output("adapter_bytes", "One adapter (BF16, all GPUs)", "B", "bytes"),
+        output("adapter_file_bytes_fp32", "The same adapter in FP32 (as PEFT saves it)", "B", "bytes"),
+        output("base_weight_bytes", "The base model's weights (all GPUs)", "B", "bytes"),
         output("adapter_share_of_weights", "One adapter ÷ the base weights", "", "percent"),
         output("slot_bytes_per_gpu", "One GPU slot, per GPU (at the slot rank)", "B", "bytes"),
         output("slots_bytes_per_gpu", "All GPU slots, per GPU", "B", "bytes"),
@@ -204,6 +206,8 @@ def compute(v: dict) -> dict:
     out = {
         "adapter_params": params,
         "adapter_bytes": whole,
+        "adapter_file_bytes_fp32": params * 4.0,
+        "base_weight_bytes": weights,
         "adapter_share_of_weights": whole / weights if weights else 0.0,
         "slot_bytes_per_gpu": slot,
         "slots_bytes_per_gpu": slots * slot,

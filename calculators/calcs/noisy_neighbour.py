@@ -140,6 +140,7 @@ SCHEMA = {
     "outputs": [
         output("offered_requests", "Requests offered (all tenants)", "requests", "integer"),
         output("aggressive_share", "The aggressive tenant's share of them", "", "percent"),
+        output("fcfs_requests_per_s", "FCFS: requests completed per second", "requests/s", "number"),
         *_policy_outputs(),
     ],
 }
@@ -193,6 +194,10 @@ def compute(v: dict) -> dict:
         out[f"{key}_aggressive_served"] = len(a_ttft)
         out[f"{key}_rejected"] = result.rejected
         out[f"{key}_output_tokens_per_s"] = result.output_tokens_per_s
+        if key == "fcfs":
+            ends = [a + e for a, e in zip(result.arrival_s, result.e2e_s)]
+            span = max(ends, default=0.0) - min(result.arrival_s, default=0.0)
+            out["fcfs_requests_per_s"] = len(ends) / span if span > 0 else 0.0
         derivation.append(
             step(
                 f"{name}: quiet TTFT p95",
