@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 from ..catalog import host_links
+from ..errors import InputError
 from ..schema import choice, integer, mark, number, output, series, step
 from . import lora
 from .deployment import deployment_fields
@@ -29,83 +30,78 @@ LORA_ELEM_BYTES = 2.0  # BF16/FP16: vLLM's lora_dtype "auto" is the model's acti
 SLOT_SERIES = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
-def _fields() -> list[dict]:
-    links = [(k, e["name"]) for k, e in HOST_LINKS.items()]
-    ranks = [(str(r), str(r)) for r in lora.VLLM_MAX_LORA_RANKS]
-    return (
-        deployment_fields(0.8, 0.6)
-        + engine_fields()
-        + [
-            integer("adapter_rank", "Adapter rank r", 16, 1, 512, "", "The rank each adapter was trained at."),
-            choice("target_modules", "Adapter target modules", "qkvo", lora.TARGET_CHOICES),
-            choice(
-                "slot_modules",
-                "Modules given GPU slots",
-                "all",
-                [
-                    ("all", "Every supported module (vLLM, target_modules unset)"),
-                    ("adapter", "Only the adapter's modules (target_modules set)"),
-                ],
-                "vLLM v0.33.0 wraps every supported linear layer unless LoRAConfig.target_modules restricts it "
-                "(vllm/lora/model_manager.py _create_lora_modules).",
-            ),
-            integer(
-                "max_loras",
-                "GPU adapter slots (--max-loras)",
-                16,
-                1,
-                4096,
-                "adapters",
-                "Adapters that can run in one batch; vLLM's default is 1 (vllm/config/lora.py).",
-            ),
-            choice(
-                "max_lora_rank",
-                "Slot rank (--max-lora-rank)",
-                "64",
-                ranks,
-                "Every slot is sized at this rank whatever the adapter's own; vLLM's default is 16.",
-            ),
-            integer(
-                "max_cpu_loras",
-                "Adapters cached in host memory (--max-cpu-loras)",
-                64,
-                1,
-                1_000_000,
-                "adapters",
-                "vLLM's LRU cache of loaded adapters in CPU memory; it defaults to max_loras.",
-            ),
-            integer(
-                "batch_tokens",
-                "Tokens in a decode step",
-                64,
-                1,
-                1_000_000,
-                "tokens",
-                "T: one per running sequence in a decode step.",
-            ),
-            integer(
-                "adapters_in_batch",
-                "Distinct adapters in that step",
-                8,
-                1,
-                4096,
-                "adapters",
-                "a: each is read once per step, however many tokens use it; at most the GPU slots.",
-            ),
-            integer("context_tokens", "Context per sequence (for the base step)", 2048, 1, 10_000_000, "tokens"),
-            choice("host_link", "Host link (GPU ↔ CPU memory)", "pcie5-x16", links),
-            number(
-                "link_efficiency",
-                "Host link efficiency",
-                0.8,
-                0.01,
-                1.0,
-                "",
-                "Fraction of the link's per-direction peak a copy achieves (an assumption).",
-                0.01,
-            ),
-        ]
-    )
+LINKS = [(k, e["name"]) for k, e in HOST_LINKS.items()]
+RANKS = [(str(r), str(r)) for r in lora.VLLM_MAX_LORA_RANKS]
+LORA_FIELDS = [
+    integer("adapter_rank", "Adapter rank r", 16, 1, 512, "", "The rank each adapter was trained at."),
+    choice("target_modules", "Adapter target modules", "qkvo", lora.TARGET_CHOICES),
+    choice(
+        "slot_modules",
+        "Modules given GPU slots",
+        "all",
+        [
+            ("all", "Every supported module (vLLM, target_modules unset)"),
+            ("adapter", "Only the adapter's modules (target_modules set)"),
+        ],
+        "vLLM v0.33.0 wraps every supported linear layer unless LoRAConfig.target_modules restricts it "
+        "(vllm/lora/model_manager.py _create_lora_modules).",
+    ),
+    integer(
+        "max_loras",
+        "GPU adapter slots (--max-loras)",
+        16,
+        1,
+        4096,
+        "adapters",
+        "Adapters that can run in one batch; vLLM's default is 1 (vllm/config/lora.py).",
+    ),
+    choice(
+        "max_lora_rank",
+        "Slot rank (--max-lora-rank)",
+        "64",
+        RANKS,
+        "Every slot is sized at this rank whatever the adapter's own; vLLM's default is 16.",
+    ),
+    integer(
+        "max_cpu_loras",
+        "Adapters cached in host memory (--max-cpu-loras)",
+        64,
+        1,
+        1_000_000,
+        "adapters",
+        "vLLM's LRU cache of loaded adapters in CPU memory; it defaults to max_loras.",
+    ),
+    integer(
+        "batch_tokens",
+        "Tokens in a decode step",
+        64,
+        1,
+        1_000_000,
+        "tokens",
+        "T: one per running sequence in a decode step.",
+    ),
+    integer(
+        "adapters_in_batch",
+        "Distinct adapters in that step",
+        8,
+        1,
+        4096,
+        "adapters",
+        "a: each is read once per step, however many tokens use it; at most the GPU slots.",
+    ),
+    integer("context_tokens", "Context per sequence (for the base step)", 2048, 1, 10_000_000, "tokens"),
+    choice("host_link", "Host link (GPU ↔ CPU memory)", "pcie5-x16", LINKS),
+    number(
+        "link_efficiency",
+        "Host link efficiency",
+        0.8,
+        0.01,
+        1.0,
+        "",
+        "Fraction of the link's per-direction peak a copy achieves (an assumption).",
+        0.01,
+    ),
+]
 
 
 SCHEMA = {
@@ -118,7 +114,7 @@ SCHEMA = {
         "(a roofline bound on the batched LoRA kernels, Punica's SGMV), and the time to copy an adapter "
         "from host memory into a slot. Estimates: no queueing for slots, no overlap of copies with compute."
     ),
-    "inputs": _fields(),
+    "inputs": deployment_fields(0.8, 0.6) + engine_fields() + LORA_FIELDS,
     "outputs": [
         output("adapter_params", "Parameters of one adapter", "", "integer"),
         output("adapter_bytes", "One adapter (BF16, all GPUs)", "B", "bytes"),
@@ -181,29 +177,14 @@ def _series(c: Capacity, slots: int) -> dict:
     return mark(plot, "max_loras", slots, on="KV pool")
 
 
-def compute(v: dict) -> dict:
-    c = Capacity(v)
-    if c.rank > c.slot_rank:
-        from ..errors import InputError
-
-        raise InputError("adapter_rank", f"must be ≤ the slot rank (--max-lora-rank {c.slot_rank}) to load")
-    model, slots = c.model, v["max_loras"]
-    params = lora.adapter_params(model, c.rank, c.targets)
-    whole = params * LORA_ELEM_BYTES
-    per_gpu, slot = c.adapter_per_gpu(), c.slot()
+def _memory(c: Capacity, v: dict) -> dict:
+    """What the adapters weigh and what the slots take from the KV pool."""
+    slots, per_token = v["max_loras"], c.budget.per_token
+    params = lora.adapter_params(c.model, c.rank, c.targets)
+    whole, slot = params * LORA_ELEM_BYTES, c.slot()
     without, with_slots = c.kv_tokens(0), c.kv_tokens(slots)
-    per_token = c.budget.per_token
-    a = min(v["adapters_in_batch"], slots)
-    flops_tok = lora.flops_per_token(model, c.rank, c.targets)
-    steps = StepModel(c.dep)
-    bw = c.dep.accelerator.memory_bandwidth_bytes_per_s * c.dep.bandwidth_efficiency
-    peak = c.dep.peak_flops_per_s * c.dep.compute_efficiency
-    memory_s, compute_s = a * per_gpu / bw, v["batch_tokens"] * flops_tok / c.tp / peak
-    lora_s = max(memory_s, compute_s)
-    base_s = steps.decode(v["batch_tokens"], v["context_tokens"]).time_s
-    swap_s = lora.swap_time_s(per_gpu, c.link)
     weights = c.budget.weights * c.tp
-    out = {
+    return {
         "adapter_params": params,
         "adapter_bytes": whole,
         "adapter_file_bytes_fp32": params * 4.0,
@@ -215,8 +196,22 @@ def compute(v: dict) -> dict:
         "kv_tokens_with_lora": with_slots,
         "kv_tokens_per_slot": math.floor(slot / per_token),
         "kv_share_lost": 1 - with_slots / without if without else 0.0,
-        "adapters_per_kv_pool": math.floor(c.budget.kv_budget / per_gpu),
+        "adapters_per_kv_pool": math.floor(c.budget.kv_budget / c.adapter_per_gpu()),
         "host_bytes": v["max_cpu_loras"] * whole,
+    }
+
+
+def _time(c: Capacity, v: dict) -> tuple[dict, float, float]:
+    """The LoRA kernels' bound in a step, the base step, and one swap; also the bound's two terms."""
+    a = min(v["adapters_in_batch"], v["max_loras"])
+    flops_tok = lora.flops_per_token(c.model, c.rank, c.targets)
+    bw = c.dep.accelerator.memory_bandwidth_bytes_per_s * c.dep.bandwidth_efficiency
+    peak = c.dep.peak_flops_per_s * c.dep.compute_efficiency
+    memory_s, compute_s = a * c.adapter_per_gpu() / bw, v["batch_tokens"] * flops_tok / c.tp / peak
+    lora_s = max(memory_s, compute_s)
+    base_s = StepModel(c.dep).decode(v["batch_tokens"], v["context_tokens"]).time_s
+    swap_s = lora.swap_time_s(c.adapter_per_gpu(), c.link)
+    out = {
         "swap_time_s": swap_s,
         "lora_flops_per_token": flops_tok,
         "lora_step_s": lora_s,
@@ -224,36 +219,50 @@ def compute(v: dict) -> dict:
         "lora_step_share": lora_s / base_s,
         "swap_in_steps": swap_s / base_s,
     }
-    notes = []
+    return out, memory_s, compute_s
+
+
+def _notes(v: dict, out: dict) -> list[str]:
+    slots, notes = v["max_loras"], []
     if v["adapters_in_batch"] > slots:
         notes.append(f"a step can hold at most {slots} distinct adapters (the GPU slots): counted as {slots}")
     if v["max_cpu_loras"] < slots:
         notes.append("vLLM requires max_cpu_loras ≥ max_loras (vllm/config/lora.py)")
-    if with_slots == 0:
+    if out["kv_tokens_with_lora"] == 0:
         notes.append("the slots take the whole KV budget: no KV pool is left")
-    out["notes"] = notes
-    out["derivation"] = _derivation(c, v, params, per_gpu, slot, without, with_slots, a, memory_s, compute_s, swap_s)
-    out["series"] = {"kv_vs_slots": _series(c, slots)}
+    return notes
+
+
+def compute(v: dict) -> dict:
+    c = Capacity(v)
+    if c.rank > c.slot_rank:
+        raise InputError("adapter_rank", f"must be ≤ the slot rank (--max-lora-rank {c.slot_rank}) to load")
+    out = _memory(c, v)
+    times, memory_s, compute_s = _time(c, v)
+    out.update(times)
+    out["notes"] = _notes(v, out)
+    out["derivation"] = _memory_steps(c, v, out) + _kv_steps(c, v, out) + _time_steps(c, v, memory_s, compute_s)
+    out["series"] = {"kv_vs_slots": _series(c, v["max_loras"])}
     return out
 
 
-def _derivation(c, v, params, per_gpu, slot, without, with_slots, a, memory_s, compute_s, swap_s) -> list[dict]:
-    slots, tp = v["max_loras"], c.tp
+def _memory_steps(c: Capacity, v: dict, out: dict) -> list[dict]:
+    slot = out["slot_bytes_per_gpu"]
     return [
         step(
             "Adapter parameters",
             "Σ r × (d_in + d_out) × layers",
             "r = {} over {}",
             [c.rank, ", ".join(c.targets)],
-            params,
+            out["adapter_params"],
             "",
         ),
         step(
             "Adapter per GPU",
             "column: r(d_in + d_out ÷ N), row: r(d_in ÷ N + d_out), × 2 B",
             "N = {}",
-            [tp],
-            per_gpu,
+            [c.tp],
+            c.adapter_per_gpu(),
             "B",
         ),
         step(
@@ -264,22 +273,35 @@ def _derivation(c, v, params, per_gpu, slot, without, with_slots, a, memory_s, c
             slot,
             "B",
         ),
+    ]
+
+
+def _kv_steps(c: Capacity, v: dict, out: dict) -> list[dict]:
+    kv, per_token = (c.budget.kv_budget, "B"), (c.budget.per_token, "B")
+    slot = out["slot_bytes_per_gpu"]
+    return [
         step(
             "KV pool without LoRA",
             "KV budget ÷ KV bytes per token",
             "{} ÷ {}",
-            [(c.budget.kv_budget, "B"), (c.budget.per_token, "B")],
-            without,
+            [kv, per_token],
+            out["kv_tokens_without_lora"],
             "tokens",
         ),
         step(
             "KV pool with the slots",
             "(KV budget − max_loras × slot) ÷ KV bytes per token",
             "({} − {} × {}) ÷ {}",
-            [(c.budget.kv_budget, "B"), slots, (slot, "B"), (c.budget.per_token, "B")],
-            with_slots,
+            [kv, v["max_loras"], (slot, "B"), per_token],
+            out["kv_tokens_with_lora"],
             "tokens",
         ),
+    ]
+
+
+def _time_steps(c: Capacity, v: dict, memory_s: float, compute_s: float) -> list[dict]:
+    a, per_gpu = min(v["adapters_in_batch"], v["max_loras"]), c.adapter_per_gpu()
+    return [
         step("LoRA kernels, memory", "a × adapter per GPU ÷ (BW × η)", "{} × {}", [a, (per_gpu, "B")], memory_s, "s"),
         step(
             "LoRA kernels, compute",
@@ -294,7 +316,7 @@ def _derivation(c, v, params, per_gpu, slot, without, with_slots, a, memory_s, c
             "adapter per GPU ÷ (host link × η)",
             "{} ÷ {}",
             [(per_gpu, "B"), (c.link, "B/s")],
-            swap_s,
+            lora.swap_time_s(per_gpu, c.link),
             "s",
         ),
     ]

@@ -36,79 +36,72 @@ POLICIES = (("fcfs", "FCFS"), ("vtc", "VTC"), ("limit", "Rate limit"))
 AGGRESSIVE = "aggressive"
 
 
-def _fields() -> list[dict]:
-    return (
-        deployment_fields(0.8, 0.6)
-        + engine_fields()
-        + [
-            integer("quiet_tenants", "Quiet tenants", 3, 1, 50, "tenants"),
-            number(
-                "quiet_rate_per_s", "Each quiet tenant's rate", 0.5, 0.001, 1000.0, "requests/s", "Poisson arrivals."
-            ),
-            number(
-                "aggressive_rate_per_s",
-                "The aggressive tenant’s rate",
-                10.0,
-                0.001,
-                10_000.0,
-                "requests/s",
-                "Poisson arrivals, for the same duration.",
-            ),
-            number(
-                "duration_s",
-                "Duration of the traffic",
-                15.0,
-                1.0,
-                600.0,
-                "s",
-                "Every tenant sends for this long; the run lasts until the last request ends.",
-            ),
-            integer("seed", "Random seed", 0, 0, 2**31 - 1),
-            choice("input_distribution", "Prompt length distribution", "lognormal", DISTRIBUTIONS),
-            integer("input_tokens_mean", "Mean prompt length", 1024, 1, 100_000, "tokens"),
-            number("input_tokens_cv", "Prompt length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
-            choice("output_distribution", "Output length distribution", "lognormal", DISTRIBUTIONS),
-            integer("output_tokens_mean", "Mean output length", 256, 1, 20_000, "tokens"),
-            number("output_tokens_cv", "Output length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
-            integer(
-                "max_num_seqs",
-                "Running-sequence cap (max_num_seqs)",
-                16,
-                1,
-                4096,
-                "sequences",
-                "vLLM's --max-num-seqs. Kept small so that the queue forms in a run short enough to recompute "
-                "live; vLLM V1's default on an H100 is 1,024.",
-            ),
-            integer(
-                "max_num_batched_tokens",
-                "Token budget per step (max_num_batched_tokens)",
-                8192,
-                16,
-                1_000_000,
-                "tokens",
-                "vLLM V1 with chunked prefill: 8,192 for online serving on an H100 (v0.33.0).",
-            ),
-            number(
-                "limit_rate_per_s",
-                "Rate limit per tenant",
-                3.0,
-                0.001,
-                10_000.0,
-                "requests/s",
-                "The token bucket's refill rate: the sustained rate a tenant may send.",
-            ),
-            number(
-                "limit_burst",
-                "Burst per tenant",
-                6.0,
-                1.0,
-                100_000.0,
-                "requests",
-                "The bucket's size: how many requests a tenant may send at once after a quiet spell.",
-            ),
-        ]
-    )
+TENANT_FIELDS = [
+    integer("quiet_tenants", "Quiet tenants", 3, 1, 50, "tenants"),
+    number("quiet_rate_per_s", "Each quiet tenant's rate", 0.5, 0.001, 1000.0, "requests/s", "Poisson arrivals."),
+    number(
+        "aggressive_rate_per_s",
+        "The aggressive tenant’s rate",
+        10.0,
+        0.001,
+        10_000.0,
+        "requests/s",
+        "Poisson arrivals, for the same duration.",
+    ),
+    number(
+        "duration_s",
+        "Duration of the traffic",
+        15.0,
+        1.0,
+        600.0,
+        "s",
+        "Every tenant sends for this long; the run lasts until the last request ends.",
+    ),
+    integer("seed", "Random seed", 0, 0, 2**31 - 1),
+    choice("input_distribution", "Prompt length distribution", "lognormal", DISTRIBUTIONS),
+    integer("input_tokens_mean", "Mean prompt length", 1024, 1, 100_000, "tokens"),
+    number("input_tokens_cv", "Prompt length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
+    choice("output_distribution", "Output length distribution", "lognormal", DISTRIBUTIONS),
+    integer("output_tokens_mean", "Mean output length", 256, 1, 20_000, "tokens"),
+    number("output_tokens_cv", "Output length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
+    integer(
+        "max_num_seqs",
+        "Running-sequence cap (max_num_seqs)",
+        16,
+        1,
+        4096,
+        "sequences",
+        "vLLM's --max-num-seqs. Kept small so that the queue forms in a run short enough to recompute "
+        "live; vLLM V1's default on an H100 is 1,024.",
+    ),
+    integer(
+        "max_num_batched_tokens",
+        "Token budget per step (max_num_batched_tokens)",
+        8192,
+        16,
+        1_000_000,
+        "tokens",
+        "vLLM V1 with chunked prefill: 8,192 for online serving on an H100 (v0.33.0).",
+    ),
+    number(
+        "limit_rate_per_s",
+        "Rate limit per tenant",
+        3.0,
+        0.001,
+        10_000.0,
+        "requests/s",
+        "The token bucket's refill rate: the sustained rate a tenant may send.",
+    ),
+    number(
+        "limit_burst",
+        "Burst per tenant",
+        6.0,
+        1.0,
+        100_000.0,
+        "requests",
+        "The bucket's size: how many requests a tenant may send at once after a quiet spell.",
+    ),
+]
 
 
 def _policy_outputs() -> list[dict]:
@@ -136,7 +129,7 @@ SCHEMA = {
         "finished requests. A finite run from an empty server: past capacity its latencies grow with "
         "its length."
     ),
-    "inputs": _fields(),
+    "inputs": deployment_fields(0.8, 0.6) + engine_fields() + TENANT_FIELDS,
     "outputs": [
         output("offered_requests", "Requests offered (all tenants)", "requests", "integer"),
         output("aggressive_share", "The aggressive tenant's share of them", "", "percent"),
@@ -172,9 +165,32 @@ def _group(result, quiet: bool) -> tuple[list, list]:
     return sorted(ttft), sorted(e2e)
 
 
+def _policy(key: str, result, limited: dict) -> dict:
+    """One policy's outputs (and, for the rate limit, its note)."""
+    q_ttft, q_e2e = _group(result, True)
+    a_ttft, _ = _group(result, False)
+    out = {
+        f"{key}_quiet_ttft_p95_s": percentile(q_ttft, 95),
+        f"{key}_quiet_e2e_p95_s": percentile(q_e2e, 95),
+        f"{key}_aggressive_ttft_p95_s": percentile(a_ttft, 95),
+        f"{key}_aggressive_served": len(a_ttft),
+        f"{key}_rejected": result.rejected,
+        f"{key}_output_tokens_per_s": result.output_tokens_per_s,
+    }
+    if key == "fcfs":
+        ends = [a + e for a, e in zip(result.arrival_s, result.e2e_s)]
+        span = max(ends, default=0.0) - min(result.arrival_s, default=0.0)
+        out["fcfs_requests_per_s"] = len(ends) / span if span > 0 else 0.0
+    if key == "limit":
+        out["notes"] = [
+            f"the bucket answered 429 to {limited.get(AGGRESSIVE, 0)} aggressive and "
+            f"{sum(n for t, n in limited.items() if t != AGGRESSIVE)} quiet requests"
+        ]
+    return out
+
+
 def compute(v: dict) -> dict:
-    dep = deployment(v)
-    times = StepTimes(StepModel(dep))
+    times = StepTimes(StepModel(deployment(v)))
     kv_blocks = max(1, int(kv_pool_tokens(v)) // BLOCK)
     cfg = EngineConfig(kv_blocks, BLOCK, v["max_num_seqs"], v["max_num_batched_tokens"])
     reqs = requests_for(v)
@@ -186,32 +202,17 @@ def compute(v: dict) -> dict:
     for key, name in POLICIES:
         bucket = TokenBucket(v["limit_rate_per_s"], v["limit_burst"]) if key == "limit" else None
         result, limited = simulate_tenants(times, reqs, cfg, fair=key == "vtc", bucket=bucket)
-        q_ttft, q_e2e = _group(result, True)
-        a_ttft, _ = _group(result, False)
-        out[f"{key}_quiet_ttft_p95_s"] = percentile(q_ttft, 95)
-        out[f"{key}_quiet_e2e_p95_s"] = percentile(q_e2e, 95)
-        out[f"{key}_aggressive_ttft_p95_s"] = percentile(a_ttft, 95)
-        out[f"{key}_aggressive_served"] = len(a_ttft)
-        out[f"{key}_rejected"] = result.rejected
-        out[f"{key}_output_tokens_per_s"] = result.output_tokens_per_s
-        if key == "fcfs":
-            ends = [a + e for a, e in zip(result.arrival_s, result.e2e_s)]
-            span = max(ends, default=0.0) - min(result.arrival_s, default=0.0)
-            out["fcfs_requests_per_s"] = len(ends) / span if span > 0 else 0.0
+        out.update(_policy(key, result, limited))
+        quiet = sum(t != AGGRESSIVE for t in result.tenants)
         derivation.append(
             step(
                 f"{name}: quiet TTFT p95",
                 "nearest-rank p95 of the quiet tenants' TTFTs",
                 "{} requests",
-                [len(q_ttft)],
+                [quiet],
                 out[f"{key}_quiet_ttft_p95_s"],
                 "s",
             )
         )
-        if key == "limit":
-            out["notes"] = [
-                f"the bucket answered 429 to {limited.get(AGGRESSIVE, 0)} aggressive and "
-                f"{sum(n for t, n in limited.items() if t != AGGRESSIVE)} quiet requests"
-            ]
     out["derivation"] = derivation
     return out
