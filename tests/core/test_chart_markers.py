@@ -30,6 +30,7 @@ INPUT_AXES = {
     ("shedding", "ttft_shedding_vs_threshold"): "max_predicted_ttft_s",
     ("speculative_decoding", "speedup_vs_batch"): "batch_size",
     ("step_overhead", "overhead_share_vs_batch"): "batch_size",
+    ("lora_capacity", "kv_vs_slots"): "max_loras",
 }
 OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)
