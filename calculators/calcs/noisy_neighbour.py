@@ -26,6 +26,7 @@ from ..engine.metrics import percentile
 from ..engine.steps import StepTimes
 from ..engine.tenants import TokenBucket, simulate_tenants
 from ..engine.workload import length_sampler
+from ..errors import InputError
 from ..schema import choice, integer, number, output, step
 from .deployment import deployment_fields
 from .memory import engine_fields, kv_pool_tokens
@@ -33,6 +34,7 @@ from .scheduler_sim import BLOCK, DISTRIBUTIONS
 from .steptime import StepModel, deployment
 
 POLICIES = (("fcfs", "FCFS"), ("vtc", "VTC"), ("limit", "Rate limit"))
+MAX_OFFERED = 2000  # requests a run may expect (rates × duration): three simulations stay quick in a browser
 AGGRESSIVE = "aggressive"
 
 
@@ -55,7 +57,8 @@ TENANT_FIELDS = [
         1.0,
         600.0,
         "s",
-        "Every tenant sends for this long; the run lasts until the last request ends.",
+        "Every tenant sends for this long; the run lasts until the last request ends. At most 2,000 requests "
+        "in all (the rates × the duration) are simulated.",
     ),
     integer("seed", "Random seed", 0, 0, 2**31 - 1),
     choice("input_distribution", "Prompt length distribution", "lognormal", DISTRIBUTIONS),
@@ -190,6 +193,13 @@ def _policy(key: str, result, limited: dict) -> dict:
 
 
 def compute(v: dict) -> dict:
+    expected = (v["quiet_tenants"] * v["quiet_rate_per_s"] + v["aggressive_rate_per_s"]) * v["duration_s"]
+    if expected > MAX_OFFERED:
+        raise InputError(
+            "duration_s",
+            f"the tenants' rates × the duration offer about {expected:,.0f} requests; at most {MAX_OFFERED:,} "
+            "are simulated (shorten the duration or lower a rate)",
+        )
     times = StepTimes(StepModel(deployment(v)))
     kv_blocks = max(1, int(kv_pool_tokens(v)) // BLOCK)
     cfg = EngineConfig(kv_blocks, BLOCK, v["max_num_seqs"], v["max_num_batched_tokens"])

@@ -127,6 +127,15 @@ def _inputs(name):
             "turns": 8,
         }
         specs = [dict(s, max=min(s["max"], small[s["key"]])) if s["key"] in small else s for s in specs]
+    if name == "noisy_neighbour":  # the same, for the three tenant simulations
+        small = {
+            "quiet_rate_per_s": 2.0,
+            "aggressive_rate_per_s": 15.0,
+            "duration_s": 20.0,
+            "input_tokens_mean": 4000,
+            "output_tokens_mean": 400,
+        }
+        specs = [dict(s, max=min(s["max"], small[s["key"]])) if s["key"] in small else s for s in specs]
     return st.fixed_dictionaries({}, optional={s["key"]: _value_strategy(s) for s in specs})
 
 

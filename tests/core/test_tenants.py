@@ -14,6 +14,7 @@ from calculators.engine.config import EngineConfig, Request
 from calculators.engine.run import simulate
 from calculators.engine.steps import StepTimes
 from calculators.engine.tenants import W_OUTPUT, W_PROMPT, TokenBucket, simulate_tenants
+from calculators.errors import InputError
 from calculators.schema import validate
 
 
@@ -167,3 +168,9 @@ def test_validation():
         TokenBucket(0.0, 1.0)
     with pytest.raises(ValueError):
         simulate_tenants(times, reqs, EngineConfig(kv_blocks=100), bucket_cost="dollars")
+
+
+def test_noisy_neighbour_refuses_a_run_too_long_to_recompute():
+    with pytest.raises(InputError) as e:
+        api.run("noisy_neighbour", {"aggressive_rate_per_s": 1000.0, "duration_s": 60.0})
+    assert e.value.field == "duration_s"
