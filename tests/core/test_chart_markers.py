@@ -43,6 +43,7 @@ INPUT_AXES = {
     ("expert_load", "imbalance_vs_skew"): "zipf_exponent",
     ("expert_load", "touched_vs_batch"): "tokens_per_gpu",
     ("moe_alltoall", "share_vs_ep"): "num_gpus",
+    ("lora_capacity", "kv_vs_slots"): "max_loras",
 }
 OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)

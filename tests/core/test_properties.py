@@ -130,6 +130,15 @@ def _inputs(name):
     if name == "sharding_breakdown":  # random degrees and cluster sizes are nearly all invalid together: keep
         fixed = {"tp", "pp", "dp", "ep", "cp", "dcp", "nodes", "gpus_per_node"}  # the defaults (TP 8 × PP 2)
         specs = [s for s in specs if s["key"] not in fixed]
+    if name == "noisy_neighbour":  # the same, for the three tenant simulations
+        small = {
+            "quiet_rate_per_s": 2.0,
+            "aggressive_rate_per_s": 15.0,
+            "duration_s": 20.0,
+            "input_tokens_mean": 4000,
+            "output_tokens_mean": 400,
+        }
+        specs = [dict(s, max=min(s["max"], small[s["key"]])) if s["key"] in small else s for s in specs]
     return st.fixed_dictionaries({}, optional={s["key"]: _value_strategy(s) for s in specs})
 
 
