@@ -30,6 +30,7 @@ INPUT_AXES = {
     ("shedding", "ttft_shedding_vs_threshold"): "max_predicted_ttft_s",
     ("speculative_decoding", "speedup_vs_batch"): "batch_size",
     ("step_overhead", "overhead_share_vs_batch"): "batch_size",
+    ("tool_wait", "by_wait"): "wait_s",
 }
 OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)
@@ -53,6 +54,8 @@ OTHER_AXES = {
     ("scheduling", "attainment_vs_load"),
     ("scheduling", "ttft_p99_vs_load"),
     ("sizing", "by_tensor_parallel"),  # TP degrees the verdict tried, an output
+    ("task_cost", "per_turn"),  # turn number, 1 to the turns input
+    ("task_cost", "gpu_time"),
 }
 
 
