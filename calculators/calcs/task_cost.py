@@ -24,69 +24,68 @@ from .workload_shape import AUDIO_RULES, IMAGE_RULES, Shape, audio_tokens, image
 WORKED = {"turns": 20, "shared": 30_000, "input": 1_500, "output": 300, "thinking": 1_000, "wait": 5.0}
 
 
-def shape_fields() -> list[dict]:
-    """The inputs that describe a workload shape (shared with other calculators that take one)."""
-    return [
-        integer(
-            "turns",
-            "Turns per task",
-            WORKED["turns"],
-            1,
-            500,
-            "turns",
-            "Model calls in one task: an agent's steps, a chat's exchanges.",
-        ),
-        integer(
-            "shared_tokens",
-            "Shared context (read by every turn)",
-            WORKED["shared"],
-            0,
-            1_000_000,
-            "tokens",
-            "System prompt, tool schemas, the files an agent loaded: the first turn's context.",
-        ),
-        integer("input_tokens", "New input per turn (message or tool result)", WORKED["input"], 0, 1_000_000, "tokens"),
-        integer("output_tokens", "Visible output per turn", WORKED["output"], 1, 1_000_000, "tokens"),
-        integer(
-            "thinking_tokens",
-            "Thinking tokens per turn",
-            WORKED["thinking"],
-            0,
-            1_000_000,
-            "tokens",
-            "Reasoning generated before the visible output: decoded and billed like output.",
-        ),
-        boolean(
-            "keep_thinking",
-            "Later turns re-read the thinking",
-            False,
-            "Most reasoning chat templates drop earlier turns' reasoning (DeepSeek-R1, Qwen3); then the "
-            "cached prefix ends where the previous prompt did.",
-        ),
-        integer("images_per_turn", "Images per turn", 0, 0, 100, "images"),
-        choice(
-            "image_rule",
-            "Image tokens by",
-            "qwen2.5-vl",
-            list(IMAGE_RULES.items()),
-            "Each model's published rule (see the part's table).",
-        ),
-        integer("image_width", "Image width", 1280, 1, 16_384, "px"),
-        integer("image_height", "Image height", 720, 1, 16_384, "px"),
-        number("audio_seconds_per_turn", "Audio per turn", 0.0, 0.0, 3600.0, "s"),
-        choice("audio_rule", "Audio tokens by", "qwen2-audio", [(k, e[0]) for k, e in AUDIO_RULES.items()]),
-        number("wait_s", "Wait between turns (tool call, user)", WORKED["wait"], 0.0, 86_400.0, "s"),
-        number(
-            "reuse",
-            "Prefix reuse (share of re-read context cached)",
-            1.0,
-            0.0,
-            1.0,
-            "",
-            "1: the prefix cache serves every token an earlier turn already computed; 0: no cache.",
-            0.05,
-        ),
-    ]
+# The inputs that describe a workload shape (shared with other calculators that take one).
+SHAPE_FIELDS = [
+    integer(
+        "turns",
+        "Turns per task",
+        WORKED["turns"],
+        1,
+        500,
+        "turns",
+        "Model calls in one task: an agent's steps, a chat's exchanges.",
+    ),
+    integer(
+        "shared_tokens",
+        "Shared context (read by every turn)",
+        WORKED["shared"],
+        0,
+        1_000_000,
+        "tokens",
+        "System prompt, tool schemas, the files an agent loaded: the first turn's context.",
+    ),
+    integer("input_tokens", "New input per turn (message or tool result)", WORKED["input"], 0, 1_000_000, "tokens"),
+    integer("output_tokens", "Visible output per turn", WORKED["output"], 1, 1_000_000, "tokens"),
+    integer(
+        "thinking_tokens",
+        "Thinking tokens per turn",
+        WORKED["thinking"],
+        0,
+        1_000_000,
+        "tokens",
+        "Reasoning generated before the visible output: decoded and billed like output.",
+    ),
+    boolean(
+        "keep_thinking",
+        "Later turns re-read the thinking",
+        False,
+        "Most reasoning chat templates drop earlier turns' reasoning (DeepSeek-R1, Qwen3); then the "
+        "cached prefix ends where the previous prompt did.",
+    ),
+    integer("images_per_turn", "Images per turn", 0, 0, 100, "images"),
+    choice(
+        "image_rule",
+        "Image tokens by",
+        "qwen2.5-vl",
+        list(IMAGE_RULES.items()),
+        "Each model's published rule (see the part's table).",
+    ),
+    integer("image_width", "Image width", 1280, 1, 16_384, "px"),
+    integer("image_height", "Image height", 720, 1, 16_384, "px"),
+    number("audio_seconds_per_turn", "Audio per turn", 0.0, 0.0, 3600.0, "s"),
+    choice("audio_rule", "Audio tokens by", "qwen2-audio", [(k, e[0]) for k, e in AUDIO_RULES.items()]),
+    number("wait_s", "Wait between turns (tool call, user)", WORKED["wait"], 0.0, 86_400.0, "s"),
+    number(
+        "reuse",
+        "Prefix reuse (share of re-read context cached)",
+        1.0,
+        0.0,
+        1.0,
+        "",
+        "1: the prefix cache serves every token an earlier turn already computed; 0: no cache.",
+        0.05,
+    ),
+]
 
 
 def shape_from(v: dict) -> Shape:
@@ -119,7 +118,7 @@ SCHEMA = {
     ),
     "inputs": deployment_fields(0.8, 0.6, {"model": {"default": "qwen3-32b"}, "hardware": {"default": "h200"}})
     + engine_fields()
-    + shape_fields()
+    + SHAPE_FIELDS
     + [
         integer(
             "decode_batch",
@@ -209,7 +208,6 @@ def compute(v: dict) -> dict:
     gpu_s = run["prefill_gpu_s"] + run["decode_gpu_s"]
     bare_s = bare["prefill_gpu_s"] + bare["decode_gpu_s"]
     usd, usd_bare = gpu_s * price, bare_s * price
-    ts = run["turns"]
     out = {
         "image_tokens_each": shape.tokens_per_image,
         "audio_tokens_per_turn": shape.audio_tokens_per_turn,
@@ -236,8 +234,15 @@ def compute(v: dict) -> dict:
     pool = kv_pool_tokens(v)
     out["kv_pool_tokens"] = int(pool)
     out["sessions_fit_at_end"] = int(pool // tot.final_context) if tot.final_context else 0
+    out["notes"] = _notes(p, tot, pool, out["sessions_fit_at_end"])
+    out["derivation"] = _derivation(v, shape, p, tot, run, out)
+    out["series"] = _series(shape, p, run, bare)
+    return out
+
+
+def _notes(p: Pricer, tot, pool: float, fit: int) -> list[str]:
     notes = []
-    if p.batch > out["sessions_fit_at_end"]:
+    if p.batch > fit:
         notes.append(
             f"B = {p.batch} sequences at the task's final context need more KV than the pool's "
             f"{int(pool):,} tokens: fewer fit, and steps are slower than priced"
@@ -245,10 +250,15 @@ def compute(v: dict) -> dict:
     limit = p.dep.model.max_context_tokens
     if limit and tot.final_context > limit:
         notes.append(f"the task's context reaches {tot.final_context:,} tokens, past the model's {limit:,}")
-    out["notes"] = notes
-    n, b = p.dep.num_gpus, p.batch
-    last = ts[-1]
-    out["derivation"] = [
+    return notes
+
+
+def _derivation(v: dict, shape: Shape, p: Pricer, tot, run: dict, out: dict) -> list[dict]:
+    return [*_token_steps(shape, tot, out), *_time_steps(v, shape, p, run, out), *_cost_steps(v, shape, p, run, out)]
+
+
+def _token_steps(shape: Shape, tot, out: dict) -> list[dict]:
+    return [
         step(
             "Input read over the task",
             "Σ_t (context_t + new_t)",
@@ -280,6 +290,12 @@ def compute(v: dict) -> dict:
             [(tot.prompt, "tokens"), (tot.decoded, "tokens")],
             out["read_per_decoded"],
         ),
+    ]
+
+
+def _time_steps(v: dict, shape: Shape, p: Pricer, run: dict, out: dict) -> list[dict]:
+    n, b, last = p.dep.num_gpus, p.batch, run["turns"][-1]
+    return [
         step(
             "Last turn's prefill",
             "prefill(cached, new)",
@@ -304,6 +320,13 @@ def compute(v: dict) -> dict:
             run["prefill_gpu_s"],
             "s",
         ),
+    ]
+
+
+def _cost_steps(v: dict, shape: Shape, p: Pricer, run: dict, out: dict) -> list[dict]:
+    gpu_s, usd, tot_wait = out["gpu_s_per_task"], out["usd_per_task"], out["waiting_s"]
+    n, b = p.dep.num_gpus, p.batch
+    return [
         step(
             "GPU-seconds in decode",
             "N × Σ decode_t × step_t ÷ B",
@@ -324,13 +347,17 @@ def compute(v: dict) -> dict:
             "Task latency",
             "Σ (prefill_t + decode_t × step_t) + (turns − 1) × wait",
             "{} + {}",
-            [(run["generation_s"], "s"), (tot.wait_s, "s")],
+            [(run["generation_s"], "s"), (tot_wait, "s")],
             out["task_latency_s"],
             "s",
         ),
     ]
+
+
+def _series(shape: Shape, p: Pricer, run: dict, bare: dict) -> dict:
+    n, b, ts = p.dep.num_gpus, p.batch, run["turns"]
     xs = list(range(1, shape.turns + 1))
-    out["series"] = {
+    return {
         "per_turn": series(
             "Tokens per turn: read, prefilled and decoded",
             "Turn",
@@ -354,4 +381,3 @@ def compute(v: dict) -> dict:
             ],
         ),
     }
-    return out

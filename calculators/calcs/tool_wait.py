@@ -207,8 +207,24 @@ def compute(v: dict) -> dict:
     if w < 2 * c.copy:
         notes.append("the wait is shorter than the two copies: an offload would not finish before the tool returns")
     out["notes"] = notes
+    out["derivation"] = _derivation(v, c, out)
+    out["series"] = _series(c, w, cheapest)
+    return out
+
+
+def _derivation(v: dict, c: Wait, out: dict) -> list[dict]:
+    keep, off, rec = out["keep_usd"], out["offload_usd"], out["recompute_usd"]
+    even_kr, even_ko = out["break_even_keep_recompute_s"], out["break_even_keep_offload_s"]
     per_hour, host_hour = c.k * 3600, c.h * 3600  # $ per hour of HBM held, of host DRAM held
-    out["derivation"] = [
+    return [
+        *_keep_offload_steps(v, c, per_hour, host_hour, keep, off),
+        *_recompute_steps(v, c, per_hour, host_hour, rec, even_kr, even_ko),
+    ]
+
+
+def _keep_offload_steps(v: dict, c: Wait, per_hour: float, host_hour: float, keep: float, off: float) -> list[dict]:
+    w = v["wait_s"]
+    return [
         step("Share of the pool held", "L ÷ P", "{} ÷ {}", [(c.tokens, "tokens"), (int(c.pool), "tokens")], c.share),
         step(
             "Keep: price per hour held",
@@ -243,6 +259,13 @@ def compute(v: dict) -> dict:
             off,
             "USD",
         ),
+    ]
+
+
+def _recompute_steps(
+    v: dict, c: Wait, per_hour: float, host_hour: float, rec: float, even_kr: float, even_ko: float
+) -> list[dict]:
+    return [
         step("Recompute: prefill of L", "prefill_time(L)", "{}", [(c.tokens, "tokens")], c.prefill, "s"),
         step(
             "Recompute: cost",
@@ -269,6 +292,9 @@ def compute(v: dict) -> dict:
             "s",
         ),
     ]
+
+
+def _series(c: Wait, w: float, cheapest: int) -> dict:
     xs = sorted(set(WAITS) | ({w} if w > 0 else set()))
     plot = series(
         "Cost of one wait: keep, offload, recompute",
@@ -282,5 +308,4 @@ def compute(v: dict) -> dict:
         ],
         log_axes=True,
     )
-    out["series"] = {"by_wait": mark(plot, "wait_s", w, on=STRATEGIES[cheapest]) if w > 0 else plot}
-    return out
+    return {"by_wait": mark(plot, "wait_s", w, on=STRATEGIES[cheapest]) if w > 0 else plot}
