@@ -141,6 +141,7 @@ SCHEMA = {
         ),
     ],
     "outputs": [
+        output("usd_per_task", "Cost per task", "USD", "usd"),
         output("image_tokens_each", "Tokens per image", "tokens", "integer"),
         output("audio_tokens_per_turn", "Audio tokens per turn", "tokens", "integer"),
         output("tokens_read", "Input tokens read over the task", "tokens", "integer"),
@@ -155,7 +156,6 @@ SCHEMA = {
         output("prefill_gpu_s", "GPU-seconds in prefill", "s", "seconds"),
         output("decode_gpu_s", "GPU-seconds in decode (share of batched steps)", "s", "seconds"),
         output("gpu_s_per_task", "GPU-seconds per task", "s", "seconds"),
-        output("usd_per_task", "Cost per task", "USD", "usd"),
         output("usd_per_task_no_reuse", "Cost per task with no prefix reuse", "USD", "usd"),
         output("reuse_saving_fraction", "Share of the cost prefix reuse saves", "", "percent"),
         output("ttft_first_s", "Time to first token, first turn", "s", "seconds"),

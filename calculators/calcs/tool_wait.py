@@ -94,6 +94,7 @@ SCHEMA = {
         ),
     ],
     "outputs": [
+        output("cheapest", "Cheapest at this wait", "", "integer", words=STRATEGIES),
         output("kv_bytes_session", "KV of the session (all GPUs)", "B", "bytes"),
         output("kv_bytes_per_gpu", "KV each GPU holds or copies", "B", "bytes"),
         output("kv_pool_tokens", "KV pool of the replica (P)", "tokens", "integer"),
@@ -107,7 +108,6 @@ SCHEMA = {
         output("keep_usd_per_task", "Keep: cost per task", "USD", "usd"),
         output("offload_usd_per_task", "Offload: cost per task", "USD", "usd"),
         output("recompute_usd_per_task", "Recompute: cost per task", "USD", "usd"),
-        output("cheapest", "Cheapest at this wait", "", "integer", words=STRATEGIES),
         output("offload_resume_delay_s", "Offload: delay to the next turn's first token", "s", "seconds"),
         output("recompute_resume_delay_s", "Recompute: delay to the next turn's first token", "s", "seconds"),
         output(
