@@ -4,13 +4,49 @@ messages and the command line.
 The page shows what `present()` returns, both when the site is built (CPython) and
 after every recompute (Pyodide), so a number never changes its look on hydration.
 Units are always spelled out: GiB = 2^30 B, GB = 10^9 B, TB/s = 10^12 B/s, FLOP/s dense.
+Memory sizes read in binary units (GiB, as engines and nvidia-smi print them) unless the reader's setting asks
+for decimal ones (GB, as datasheets state HBM): present() sets it for one call (memory_units); bandwidths are
+decimal either way.
 """
 
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 _BINARY = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+_DECIMAL = (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3))
+_AS_DECIMAL = {
+    "TiB": ("TB", 2**40 / 1e12),
+    "GiB": ("GB", 2**30 / 1e9),
+    "MiB": ("MB", 2**20 / 1e6),
+    "KiB": ("KB", 2**10 / 1e3),
+}
+MEMORY_UNITS = ("binary", "decimal")
+_memory_units: ContextVar[str] = ContextVar("memory_units", default="binary")
+
+
+@contextmanager
+def memory_units(units: str):
+    """Memory sizes read in `units` (one of MEMORY_UNITS) inside the block."""
+    if units not in MEMORY_UNITS:
+        raise ValueError(f"memory units must be one of {MEMORY_UNITS}, not {units!r}")
+    token = _memory_units.set(units)
+    try:
+        yield
+    finally:
+        _memory_units.reset(token)
+
+
+def in_memory_units(value, unit: str):
+    """(value, unit) with a binary memory unit (GiB…) restated in decimal (GB…) when the reader asked for it."""
+    if unit in _AS_DECIMAL and _memory_units.get() == "decimal":
+        name, factor = _AS_DECIMAL[unit]
+        return value * factor, name
+    return value, unit
+
+
 _DECIMAL_BYTES = {
     "B": 1,
     "KB": 1e3,
@@ -51,7 +87,7 @@ def _scaled(x: float, unit: str, decimals: int | None) -> str:
 
 
 def auto_bytes(x: float, decimals: int | None = None) -> str:
-    for unit, size in _BINARY:
+    for unit, size in _DECIMAL if _memory_units.get() == "decimal" else _BINARY:
         if abs(x) >= size:
             return _scaled(x / size, unit, decimals)
     return _scaled(x, "B", decimals if decimals is not None else 0)
@@ -110,6 +146,7 @@ def by_output_format(value, fmt: str, unit: str = "") -> str:
         return "yes" if value else "no"
     if isinstance(value, str):
         return value
+    value, unit = in_memory_units(value, unit)
     if fmt == "bytes":
         return auto_bytes(value)
     if fmt == "seconds":
@@ -174,6 +211,7 @@ def by_unit(value, unit: str = "") -> str:
     name, "never") pass through unchanged."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return str(value)
+    value, unit = in_memory_units(value, unit)
     if unit in EXACT_FORMATS:
         return EXACT_FORMATS[unit](value)
     if unit in UNIT_FORMATS and value != 0:  # a zero reads in the base unit: "0 s", not "0 ns"

@@ -94,10 +94,28 @@ def _table(plot: dict) -> dict:
     return {"head": head, "rows": rows}
 
 
-def present(name: str, inputs: dict | None = None) -> dict:
-    """Everything a calculator block displays for these inputs (raises InputError)."""
+def present(name: str, inputs: dict | None = None, units: str = "binary") -> dict:
+    """Everything a calculator block displays for these inputs (raises InputError), memory sizes in `units`
+    (display.MEMORY_UNITS: the reader's setting)."""
+    with display.memory_units(units):
+        return _present(name, inputs)
+
+
+def _plot_in_units(plot: dict) -> dict:
+    """A plot whose axes in binary memory units are restated in the reader's units (a copy)."""
+
+    def axis(a: dict, key: str) -> dict:
+        factor, unit = display.in_memory_units(1.0, a["unit"])
+        return a if unit == a["unit"] else {**a, "unit": unit, key: [None if v is None else v * factor for v in a[key]]}
+
+    return {**plot, "x": axis(plot["x"], "values"), "y": [axis(y, "values") for y in plot["y"]]}
+
+
+def _present(name: str, inputs: dict | None) -> dict:
     spec = schema(name)
     result = run(name, inputs)
+    if "series" in result:
+        result["series"] = {sid: _plot_in_units(p) for sid, p in result["series"].items()}
     chain = result.pop("chain", [])  # results that feed another calculator: [{to, label, inputs}]
     outputs = _outputs(spec, result)
     return {
@@ -112,9 +130,10 @@ def present(name: str, inputs: dict | None = None) -> dict:
     }
 
 
-def present_json(name: str, inputs_json: str | None) -> str:
+def present_json(name: str, inputs_json: str | None, units: str = "binary") -> str:
     """The browser's entry for a calculator block: present() in the JSON envelope (api.envelope)."""
-    return envelope(present, name, inputs_json)
+    units = units if units in display.MEMORY_UNITS else "binary"  # a stored setting is validated, but never raise
+    return envelope(lambda n, inputs: present(n, inputs, units), name, inputs_json)
 
 
 def describe(kind: str, value) -> dict:

@@ -262,17 +262,19 @@ def series(title, x_label, x_unit, x_values, ys, kind="line", log_axes=False):
     return out
 
 
-def mark(plot: dict, key: str, x, on: str | None = None, name: str | None = None, y=None) -> dict:
+def mark(plot: dict, key: str | None, x, on: str | None = None, name: str | None = None, y=None) -> dict:
     """Marks the reader's point on `plot`: x, the current value of input `key`, on the curve named `on` (the first
     by default), as a series of one value that the page draws as a large marker (reader walk #29). The x values
     must hold x; `y` gives the value where the reader's own case is on no curve; a gap there marks nothing. The
-    plot records which input its x axis is (x.input)."""
+    plot records which input its x axis is (x.input); key None: the axis is a value derived from the inputs (a
+    load, a utilisation, a degree the calculator chose), and x is the reader's."""
     xs, ys = plot["x"]["values"], plot["y"]
     curve = next(y for y in ys if on is None or y["name"] == on)
     i = xs.index(x)
     y = curve["values"][i] if y is None else y
     label = name or f"yours ({x:,} {plot['x']['unit']})".replace(" )", ")")
-    plot["x"]["input"] = key
+    if key is not None:
+        plot["x"]["input"] = key
     if y is not None:
         ys.append(
             {

@@ -20,7 +20,7 @@ import math
 import operator
 from dataclasses import dataclass, field, replace
 
-from ..schema import choice, integer, number, output, series, step
+from ..schema import choice, integer, mark, number, output, series, step
 from ..engine import workload as requests_from
 from ..engine.config import EngineConfig, Request
 from ..engine.metrics import Gaps, percentile
@@ -151,13 +151,15 @@ UNSTABLE = ("offered load is at or above 98% of the estimated capacity: no stead
 
 class Kept:
     """What one server and workload give whatever the rate or the objectives, made on first use and kept
-    between recomputes (see _kept): the saturated schedule, its gaps, and the queueing plot's grid."""
-    __slots__ = ("saturated", "saturated_gaps", "grid")
+    between recomputes (see _kept): the saturated schedule, its gaps, and the queueing plot's grid; and,
+    per objectives, the goodput search with its plotted sweep, which do not depend on the reader's rate."""
+    __slots__ = ("saturated", "saturated_gaps", "grid", "searches")
 
     def __init__(self):
         self.saturated: list | None = None
         self.saturated_gaps: Gaps | None = None
         self.grid: list[dict] | None = None
+        self.searches: dict = {}  # objectives -> (goodput, edge, runs by rate)
 
 
 @dataclass(frozen=True)
@@ -265,6 +267,7 @@ def kingman_wait(rho: float, ca2: float, cs2: float, service_s: float) -> float:
 
 WORKLOAD_KEYS = ("seed", "burstiness", "input_distribution", "input_tokens_mean", "input_tokens_cv",
                  "output_distribution", "output_tokens_mean", "output_tokens_cv")
+OBJECTIVE_KEYS = ("ttft_slo_s", "tpot_slo_s", "itl_p99_slo_s", "slo_target_percent")
 KEPT = 4   # workloads and step models kept between recomputes (a reader changes one input at a time)
 _workloads: dict = {}
 _step_models: dict = {}
@@ -368,13 +371,34 @@ def _rate_outputs(v: dict, sim: Simulation, here: dict) -> dict:
     }
 
 
+def _plotted(runs: dict, best: float, edge: float) -> list[float]:
+    """The rates the sweep plots: every full run, the goodput, and one point past capacity (the cliff)."""
+    overload = OVERLOAD_PLOTTED * edge / STABLE_BELOW
+    return sorted({r for r, s in runs.items() if "attainment" in s} | {best, overload} - {0.0})
+
+
+def _search(v: dict, sim: Simulation) -> tuple[float, float, dict]:
+    """(goodput, edge, the runs by rate) of the bisection and the sweep it plots, in their own memo: they
+    depend on the server, the workload and the objectives but not on the rate typed, so a reader moving
+    the rate reuses them (kept per objectives, as _kept keeps the rest; the runs are never mutated)."""
+    def make():
+        own = replace(sim, runs={})
+        best, edge = _bisect(v, own)
+        for r in _plotted(own.runs, best, edge):
+            _measure(v, own, r)
+        return best, edge, own.runs
+
+    return _kept(sim.kept.searches, tuple(v[k] for k in OBJECTIVE_KEYS), make)
+
+
 def compute(v: dict) -> dict:
     dep = deployment(v)
     sim = simulation(v, dep)
     here = _measure(v, sim, v["request_rate_per_s"])
-    best, edge = _bisect(v, sim)
-    overload = OVERLOAD_PLOTTED * edge / STABLE_BELOW    # one point past capacity shows the cliff
-    plotted = sorted({r for r, s in sim.runs.items() if "attainment" in s} | {best, overload} - {0.0})
+    best, edge, runs = _search(v, sim)
+    for r, s in runs.items():  # the reader's full run stays where the search only probed its rate
+        sim.runs.setdefault(r, s)
+    plotted = _plotted(sim.runs, best, edge)
     sweep = [_measure(v, sim, r) for r in plotted]
     cap_rate = sim.load.capacity()
     return {
@@ -388,8 +412,22 @@ def compute(v: dict) -> dict:
         "notes": _notes(v, here, best, sim.capacity),
         "derivation": efficiency_steps(dep) + _steps(v, sim, here, best, edge),
         "service_cv2": sim.cs2,
-        "series": dict(_sweep_series(plotted, sweep), queueing_vs_utilisation=_queueing_series(v, sim, plotted, sweep)),
+        "series": _marked(v, here, dict(_sweep_series(plotted, sweep),
+                                        queueing_vs_utilisation=_queueing_series(v, sim, plotted, sweep))),
     }
+
+
+def _marked(v: dict, here: dict, plots: dict) -> dict:
+    """The reader's rate marked on the rate sweeps (it is always one of their rates), and its utilisation on the
+    queueing plot when that run was steady (an overloaded one is not on it)."""
+    rate = v["request_rate_per_s"]
+    for sid in ("goodput_vs_rate", "goodput_requests_vs_rate", "latency_vs_rate"):
+        if rate in plots[sid]["x"]["values"]:
+            mark(plots[sid], "request_rate_per_s", rate, name=f"yours ({rate:,g} requests/s)")
+    queueing, u = plots["queueing_vs_utilisation"], 100 * here["utilisation"]
+    if here["stable"] and u in queueing["x"]["values"]:
+        mark(queueing, None, u, name=f"yours (ρ = {u:.3g}%)")
+    return plots
 
 
 def _queueing_series(v: dict, sim: Simulation, rates: list[float], sweep: list[dict]) -> dict:

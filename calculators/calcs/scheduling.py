@@ -15,7 +15,7 @@ counts every arrival.
 
 from __future__ import annotations
 
-from ..schema import output, series, step
+from ..schema import mark, output, series, step
 from .deployment import efficiency_steps
 from .scheduler_sim import POLICY_NAMES, fields, run, setup, unsaturated_note
 from .steptime import deployment
@@ -77,6 +77,10 @@ def compute(v: dict) -> dict:
         "derivation": efficiency_steps(dep) + _steps(v, s, here),
         "series": _series(s, rates, grid),
     }
+    if s.capacity:  # the reader's rate is one of the sweep's: its load marked on each plot
+        load = 100 * rate / s.capacity
+        for plot in out["series"].values():
+            mark(plot, None, load, name=f"yours ({load:.3g}% of capacity)")
     return out
 
 

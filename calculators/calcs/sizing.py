@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 
 from ..display import auto_seconds, usd
-from ..schema import choice, integer, number, output, series, step
+from ..schema import choice, integer, mark, number, output, series, step
 from .cost import usd_per_million
 from .deployment import deployment_fields
 from .engine_defaults import vllm_max_num_seqs
@@ -323,7 +323,7 @@ def _derivation(v: dict, p: dict) -> list[dict]:
 
 def _series(v: dict, p: dict) -> dict:
     opts = [o for o in p["options"] if o.sequences >= 1][:6] or p["options"][:1]
-    return series(
+    plot = series(
         "What one replica serves, by tensor-parallel degree",
         "Tensor-parallel GPUs",
         "GPUs",
@@ -335,6 +335,10 @@ def _series(v: dict, p: dict) -> dict:
         ],
         kind="bar",
     )
+    best = p["best"]
+    if best is not None and best.tp in plot["x"]["values"]:  # the verdict's degree: fewest GPUs for the target
+        mark(plot, None, best.tp, on="GPUs for the target", name=f"the verdict (TP {best.tp})")
+    return plot
 
 
 def _outputs(v: dict, p: dict) -> dict:

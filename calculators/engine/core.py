@@ -54,6 +54,7 @@ class Engine:
     __slots__ = (
         "cfg",
         "times",
+        "plain",
         "n",
         "arrival",
         "prompt",
@@ -99,6 +100,7 @@ class Engine:
     ):
         n = self.n = len(requests)
         self.cfg, self.times = cfg, times
+        self.plain = times.speculation is None  # one token per decode step: the hot paths skip the speculation calls
         self.arrival = [r.arrival_s for r in requests]
         self.prompt = [r.prompt_tokens for r in requests]
         self.out = [r.output_tokens for r in requests]
@@ -315,9 +317,9 @@ class Engine:
         cfg, dec, pool = self.cfg, self.decoding, self.pool
         if cfg.batching == "static":
             return {} if dec else None
-        n, per_step = len(dec), self.times.tokens_per_step(len(dec))
+        n = len(dec)  # asks: the decodes' share of the token budget
+        per_step, asks = (1.0, n) if self.plain else (self.times.tokens_per_step(n), n * self.times.decode_tokens(n))
         grow = dec.blocks_needed(1, per_step) if dec.grows else 0
-        asks = n * self.times.decode_tokens(n)  # the decodes' share of the token budget
         if not cfg.mixed_batches:  # vLLM V0: admitted prompts are prefilled alone, decodes wait
             plan: dict = {}
             if self.waiting.heap:
@@ -347,7 +349,7 @@ class Engine:
         self._admit(chunks, budget)
         return chunks
 
-    def _stretch(self, step_s: float) -> int:
+    def _stretch(self, step_s: float, per_step: float) -> int:
         """How many decode-only steps of step_s (the next one's time) may run as one: to the next finish,
         the step that passes the next arrival that could be admitted, or the last step the free blocks
         cover (1 while tracing)."""
@@ -356,17 +358,16 @@ class Engine:
             return 1
         # A request still waiting now waits for blocks or budget, neither of which a decode step frees;
         # only an arrival (under priority or sjf it may rank first and fit) can change the next plan.
-        k = dec.steps_to_finish(self.times.tokens_per_step(len(dec)))
+        k = dec.steps_to_finish(per_step)
         if self.pending and len(self.running) < cfg.max_num_seqs and cfg.batching == "continuous":
             to_arrival = math.ceil((self.pending[0][0] - self.now) / step_s)
             if to_arrival < k:
                 k = to_arrival if to_arrival > 1 else 1
-        return self._blocks_allow(k) if k > 1 and dec.grows else k
+        return self._blocks_allow(k, per_step) if k > 1 and dec.grows else k
 
-    def _blocks_allow(self, k: int) -> int:
+    def _blocks_allow(self, k: int, per_step: float) -> int:
         """The most steps ≤ k whose new blocks the free pool covers (the plan took the first step's)."""
         dec, free = self.decoding, self.pool.free
-        per_step = self.times.tokens_per_step(len(dec))
         first = dec.blocks_needed(1, per_step)
 
         def fits(steps: int) -> bool:
@@ -384,9 +385,9 @@ class Engine:
         """A stretch of decode-only steps of the decoding set (see _stretch): the hot loop of a run."""
         dec, decode = self.decoding, self.times.decode
         n = len(dec.joined)
-        per_step = self.times.tokens_per_step(n)
+        per_step = 1.0 if self.plain else self.times.tokens_per_step(n)
         step_s = decode(n, dec.context())
-        k = self._stretch(step_s)
+        k = self._stretch(step_s, per_step)
         if k > 1:
             if dec.grows:
                 self.pool.take(dec.blocks_needed(k, per_step) - dec.blocks_needed(1, per_step))
@@ -413,7 +414,7 @@ class Engine:
         self.now, self.extra_s = start + took, 0.0
         self._record(start, took, plan, n)
         if n:
-            dec.advance(1, self.now, took, self.times.tokens_per_step(n))
+            dec.advance(1, self.now, took, 1.0 if self.plain else self.times.tokens_per_step(n))
         done = self.done
         for i, new in plan.items():
             done[i] += new

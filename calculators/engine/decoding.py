@@ -111,8 +111,10 @@ class Decoding:
         if k > 1 and total:
             values.append(step_s)
             weights.append((k - 1) * total)
-        tokens = self.tokens(k, per_step)
-        if per_step != 1.0:
+        if per_step == 1.0:
+            tokens = k
+        else:
+            tokens = self.tokens(k, per_step)
             self.frac += k * per_step - tokens
         self.cohorts, self.g, self.step_end = {end: total}, self.g + tokens, end
 

@@ -28,7 +28,7 @@
 const rs = window.llmsi?.settings;
 const store = window.llmsi?.store;
 const NAMES = { system: "System", light: "Light", dark: "Dark", compact: "Compact", comfortable: "Comfortable",
-                spacious: "Spacious", reduced: "Reduced", full: "Full" };
+                spacious: "Spacious", reduced: "Reduced", full: "Full", binary: "GiB", decimal: "GB" };
 const CYCLE = ["system", "light", "dark"];
 const nextAppearance = (now) => CYCLE[(CYCLE.indexOf(now) + 1) % CYCLE.length];
 
@@ -43,8 +43,8 @@ let lastSent = "";
 
 function state() {
   const { scheme, motion } = rs.effective(settings);
-  const { appearance, motion: motionSetting, text, width, leading, density } = settings;
-  return { scheme, motion, appearance, motionSetting, text, textScale: text / 100, width, leading, density };
+  const { appearance, motion: motionSetting, text, width, leading, density, units } = settings;
+  return { scheme, motion, appearance, motionSetting, text, textScale: text / 100, width, leading, density, units };
 }
 
 function save() {
@@ -72,14 +72,14 @@ function renderCycle(s) {
 }
 
 function renderPanel(s) {
-  for (const name of ["appearance", "density", "motion"]) {
+  for (const name of ["appearance", "density", "motion", "units"]) {
     for (const input of form.elements[name]) input.checked = input.value === settings[name];
   }
   for (const name of ["text", "width", "leading"]) form.elements[name].value = settings[name];
   const shown = {
     appearance: settings.appearance === "system" ? `System (${s.scheme} now)` : NAMES[settings.appearance],
     text: `${settings.text}%`, width: `${settings.width}ch`, leading: settings.leading.toFixed(1),
-    density: NAMES[settings.density],
+    density: NAMES[settings.density], units: NAMES[settings.units],
     motion: settings.motion === "system" ? `System (${s.motion} now)` : NAMES[settings.motion],
   };
   for (const [name, text] of Object.entries(shown)) {

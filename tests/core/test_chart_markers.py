@@ -36,10 +36,6 @@ OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)
     ("roofline", "tokens_per_user_vs_gpu"),  # tokens/s per GPU, an output; points labelled by batch
     ("latency", "throughput_latency"),  # tokens/s per GPU, an output; points labelled by batch
-    ("goodput", "goodput_vs_rate"),  # rates the search visited, not the reader's rate alone
-    ("goodput", "goodput_requests_vs_rate"),
-    ("goodput", "latency_vs_rate"),
-    ("goodput", "queueing_vs_utilisation"),  # utilisation, an output
     ("decode_limits", "throughput_vs_batch"),  # batch up to the one that fits: no batch input
     ("batching", "timeline"),  # time
     ("batching", "step_time_vs_batch"),  # a fixed batch grid: no batch input
@@ -50,12 +46,20 @@ OTHER_AXES = {
     ("quantization", "tokens_by_format"),
     ("quantization", "kv_formats"),
     ("radix_tree", "hits_by_prompt"),  # prompts, a category
-    ("scheduling", "queue_vs_load"),  # load ÷ capacity, derived from the rate
-    ("scheduling", "attainment_vs_load"),
-    ("scheduling", "ttft_p99_vs_load"),
-    ("sizing", "by_tensor_parallel"),  # TP degrees the verdict tried, an output
-    ("task_cost", "per_turn"),  # turn number, 1 to the turns input
+    ("task_cost", "per_turn"),  # turn number, 1 to the turns input: every turn, no reader's point
     ("task_cost", "gpu_time"),
+}
+# Charts whose x axis is derived from the inputs, marked at the reader's value of it (issue #18: "a marker at
+# the current inputs on every chart"): the x the reader's inputs give, from the calculator's own outputs.
+DERIVED_AXES = {
+    ("goodput", "goodput_vs_rate"): lambda v, r: v["request_rate_per_s"],  # the rates the search visited
+    ("goodput", "goodput_requests_vs_rate"): lambda v, r: v["request_rate_per_s"],
+    ("goodput", "latency_vs_rate"): lambda v, r: v["request_rate_per_s"],
+    ("goodput", "queueing_vs_utilisation"): lambda v, r: 100 * r["utilisation"],
+    ("scheduling", "queue_vs_load"): lambda v, r: 100 * r["utilisation"],  # load ÷ capacity
+    ("scheduling", "attainment_vs_load"): lambda v, r: 100 * r["utilisation"],
+    ("scheduling", "ttft_p99_vs_load"): lambda v, r: 100 * r["utilisation"],
+    ("sizing", "by_tensor_parallel"): lambda v, r: r["best_tensor_parallel"],  # the verdict's degree
 }
 
 
@@ -68,8 +72,8 @@ def _charts():
 
 def test_every_chart_is_classified():
     seen = {(name, sid) for name, sid, _, _ in _charts()}
-    assert seen - set(INPUT_AXES) - OTHER_AXES == set()
-    assert set(INPUT_AXES) - seen == set()
+    assert seen - set(INPUT_AXES) - set(DERIVED_AXES) - OTHER_AXES == set()
+    assert (set(INPUT_AXES) | set(DERIVED_AXES)) - seen == set()
 
 
 @pytest.mark.parametrize(("name", "sid"), sorted(INPUT_AXES))
@@ -82,3 +86,15 @@ def test_a_chart_on_an_input_marks_the_current_value(name, sid):
     marks = [y for y in plot["y"] if sum(v is not None for v in y["values"]) == 1]
     assert marks, f"{name}.{sid}: no series marks the reader's {key}"
     assert any(xs[next(i for i, v in enumerate(y["values"]) if v is not None)] == x for y in marks)
+
+
+@pytest.mark.parametrize(("name", "sid"), sorted(DERIVED_AXES))
+def test_a_chart_on_a_derived_axis_marks_the_readers_point_once(name, sid):
+    defaults = {i["key"]: i["default"] for i in schema(name)["inputs"]}
+    r = run(name, {})
+    x = DERIVED_AXES[(name, sid)](defaults, r)
+    plot = r["series"][sid]
+    marks = [y for y in plot["y"] if y.get("marker")]
+    assert len(marks) == 1, f"{name}.{sid}: {len(marks)} markers"
+    (i,) = [j for j, v in enumerate(marks[0]["values"]) if v is not None]
+    assert plot["x"]["values"][i] == pytest.approx(x)

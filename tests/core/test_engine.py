@@ -24,6 +24,8 @@ from calculators.schema import validate
 class Stub:
     """Decode-only steps take 10 ms; any step with a prefill chunk 50 ms; one token per decode step."""
 
+    speculation = None
+
     def tokens_per_step(self, batch):
         return 1.0
 

@@ -11,6 +11,8 @@ from calculators.engine.result import summarise
 
 class Stub:
     # one token per decode step, as engine.steps.StepTimes without speculation
+    speculation = None
+
     def tokens_per_step(self, batch):
         return 1.0
 

@@ -22,6 +22,8 @@ from calculators.resolve import resolve_accelerator, resolve_model
 class SpecStub:
     """Decode steps 10 ms, steps with a prefill chunk 50 ms; each decoding sequence keeps `per_step` tokens."""
 
+    speculation = "on"  # not None: the engine asks tokens_per_step and decode_tokens
+
     def __init__(self, per_step: float, k: int = 3):
         self.per_step, self.k = per_step, k
 

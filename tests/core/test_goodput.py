@@ -187,12 +187,17 @@ def test_a_batch_with_room_waits_far_less_than_a_single_server_queue():
 
 
 def test_a_recompute_gives_the_same_answer_warm_or_cold():
-    """Workloads, step models, the saturated schedule and the queueing grid are kept between recomputes
-    (goodput._kept); what is kept is a pure function of its key, so the order of earlier recomputes
-    cannot change a result, bit for bit (the cases change the rate, seed, GPU and lengths)."""
+    """Workloads, step models, the saturated schedule, the queueing grid and the goodput search are kept
+    between recomputes (goodput._kept); what is kept is a pure function of its key, so the order of earlier
+    recomputes cannot change a result, bit for bit (the cases change the rate, seed, GPU, lengths and
+    objectives, and type the goodput back in as the rate, where the search probed that very rate)."""
     from calculators.calcs import goodput
 
+    best = run("goodput", PART3)["max_rate_meeting_slo_requests_per_s"]
     cases = [
+        dict(PART3, request_rate_per_s=best),
+        dict(PART3, slo_target_percent=50),
+        dict(PART3, tpot_slo_s=0.03),
         dict(PART3, request_rate_per_s=20),
         dict(PART3, seed=1),
         dict(PART3, hardware="h200"),

@@ -19,7 +19,7 @@ from harness import ROOT, SITE, sitemap_paths
 OLD_KEY = "reader-settings:v1"
 KEY = "/." + OLD_KEY
 DEFAULTS = {"appearance": "system", "text": 100, "width": 70, "leading": 1.6,
-            "density": "comfortable", "motion": "system"}
+            "density": "comfortable", "motion": "system", "units": "binary"}
 WIDE = {"text": 200, "leading": 2.2, "density": "spacious", "width": 90}
 
 

@@ -19,11 +19,7 @@ const STATUS = {
 // One calculator block. Others use it through inputs(), setInput(key, value) and recompute().
 class Calculator {
   constructor(root, runtime, urls) {
-    this.root = root;
-    this.id = root.id;
-    this.name = dom.get(root, "calc");
-    this.runtime = runtime;
-    this.plotlyUrl = urls.plotly;
+    Object.assign(this, { root, id: root.id, name: dom.get(root, "calc"), runtime, plotlyUrl: urls.plotly });
     this.form = root.querySelector("form");
     this.fields = new Map([...this.form.querySelectorAll(dom.sel("field"))].map((f) => [dom.get(f, "field"), f]));
     this.status = root.querySelector(dom.sel("calc-status"));
@@ -183,8 +179,10 @@ function init() {
   setupSelects(config.presets);
   const runtime = new Runtime(config.runtime);
   const calcs = roots.map((root) => new Calculator(root, runtime, config.runtime));
-  // No Python: search has nothing to wait for.
   runtime.addEventListener("state", ({ detail }) => detail.state === "failed" && window.llmsi.releaseSearch?.());
+  let units = document.documentElement.dataset.rsUnits;   // a new memory unit rewrites what Python has shown
+  document.addEventListener("reader-settings", ({ detail: d }) => units !== (units = d.units) && calcs.forEach(
+    (c) => c.shown && c.recompute()));
   for (const calc of calcs) {
     const notice = applyLink(calc);   // null: the page's link is not for this calculator
     if (notice !== null) calc.start(notice);

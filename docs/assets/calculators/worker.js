@@ -59,7 +59,8 @@ export class Runtime extends EventTarget {
 
   // A calculator's present() result for these inputs (an {error} when an input is wrong).
   async present(name, inputs) {
-    return JSON.parse(await this.call({ op: "present", name, inputs }));
+    const units = document.documentElement.dataset.rsUnits;   // memory sizes in GiB or GB: the reader's setting
+    return JSON.parse(await this.call({ op: "present", name, inputs, units }));
   }
 
   // A model or accelerator definition, checked by Python; throws naming the field when it is wrong.
@@ -169,7 +170,7 @@ async function handle(data) {
   }
   if (!booted) throw new Error("not booted");
   await booted;
-  if (data.op === "present") return py.present(data.name, JSON.stringify(data.inputs));
+  if (data.op === "present") return py.present(data.name, JSON.stringify(data.inputs), data.units || "binary");
   if (data.op === "describe") return py.describe(data.kind, JSON.stringify(data.value));
   throw new Error(`unknown op ${data.op}`);
 }
