@@ -58,9 +58,10 @@ SHAPE_FIELDS = [
     boolean(
         "keep_thinking",
         "Later turns re-read the thinking",
-        False,
-        "Most reasoning chat templates drop earlier turns' reasoning (DeepSeek-R1, Qwen3); then the "
-        "cached prefix ends where the previous prompt did.",
+        True,
+        "On in an agent loop: Qwen3's template keeps the reasoning of assistant turns after the last user "
+        "message. Off for chat turns: DeepSeek-R1's template drops every earlier turn's reasoning, and "
+        "the cached prefix then ends where the previous prompt did.",
     ),
     integer("images_per_turn", "Images per turn", 0, 0, 100, "images"),
     choice(

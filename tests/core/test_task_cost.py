@@ -18,11 +18,12 @@ def _v(**kw):
 
 def test_defaults_are_the_worked_agent():
     out = run("task_cost", {})
-    # 20 turns over a 30K shared context, 1,500 new + 300 visible + 1,000 thinking (dropped) per turn
+    # 20 turns over a 30K shared context, 1,500 new + 300 visible + 1,000 thinking (kept) per turn
     assert out["tokens_decoded"] == 20 * 1300
     assert out["thinking_tokens_total"] == 20_000
-    assert out["final_context_tokens"] == 30_000 + 19 * 1800 + 1500 + 1300
-    assert out["tokens_read"] == sum(30_000 + t * 1800 + 1500 for t in range(20))
+    assert out["final_context_tokens"] == 30_000 + 19 * 2800 + 1500 + 1300
+    assert out["tokens_read"] == sum(30_000 + t * 2800 + 1500 for t in range(20))
+    assert out["tokens_prefilled"] == 20 * 1500  # every re-read hits: only the new input is prefilled
     assert out["waiting_s"] == 19 * 5.0
 
 
@@ -47,9 +48,12 @@ def test_reuse_lowers_cost_and_the_last_ttft():
 
 
 def test_thinking_is_decode_cost():
-    lo, hi = run("task_cost", {"thinking_tokens": 0}), run("task_cost", {"thinking_tokens": 4000})
+    drop = {"keep_thinking": False}
+    lo, hi = run("task_cost", {"thinking_tokens": 0, **drop}), run("task_cost", {"thinking_tokens": 4000, **drop})
     assert hi["decode_gpu_s"] > 3 * lo["decode_gpu_s"]
     assert hi["tokens_read"] == lo["tokens_read"]  # dropped from later prompts
+    kept = run("task_cost", {"thinking_tokens": 4000})
+    assert kept["tokens_read"] > hi["tokens_read"]
 
 
 def test_a_bigger_batch_shares_each_step():
