@@ -225,7 +225,14 @@ def _derivation(v: dict, c: Wait, out: dict) -> list[dict]:
 def _keep_offload_steps(v: dict, c: Wait, per_hour: float, host_hour: float, keep: float, off: float) -> list[dict]:
     w = v["wait_s"]
     return [
-        step("Share of the pool held", "L ÷ P", "{} ÷ {}", [(c.tokens, "tokens"), (int(c.pool), "tokens")], c.share),
+        step(
+            "Share of the pool held",
+            "L ÷ P",
+            "{} ÷ {}",
+            [(c.tokens, "tokens"), (int(c.pool), "tokens")],
+            c.share,
+            "share",
+        ),
         step(
             "Keep: price per hour held",
             "K = (L ÷ P) × N × $/GPU-h",

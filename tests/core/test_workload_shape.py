@@ -117,6 +117,8 @@ def test_more_reuse_prefills_less(reuse):
 class Stub:
     """Decode steps 10 ms, any step with a prefill 50 ms, one token per decode step."""
 
+    speculation = None
+
     def tokens_per_step(self, batch):
         return 1.0
 
