@@ -217,14 +217,6 @@ def _derivation(v: dict, c: Wait, out: dict) -> list[dict]:
     even_kr, even_ko = out["break_even_keep_recompute_s"], out["break_even_keep_offload_s"]
     per_hour, host_hour = c.k * 3600, c.h * 3600  # $ per hour of HBM held, of host DRAM held
     return [
-        *_keep_offload_steps(v, c, per_hour, host_hour, keep, off),
-        *_recompute_steps(v, c, per_hour, host_hour, rec, even_kr, even_ko),
-    ]
-
-
-def _keep_offload_steps(v: dict, c: Wait, per_hour: float, host_hour: float, keep: float, off: float) -> list[dict]:
-    w = v["wait_s"]
-    return [
         step(
             "Share of the pool held",
             "L ÷ P",
@@ -233,6 +225,14 @@ def _keep_offload_steps(v: dict, c: Wait, per_hour: float, host_hour: float, kee
             c.share,
             "share",
         ),
+        *_keep_offload_steps(v, c, per_hour, host_hour, keep, off),
+        *_recompute_steps(v, c, per_hour, host_hour, rec, even_kr, even_ko),
+    ]
+
+
+def _keep_offload_steps(v: dict, c: Wait, per_hour: float, host_hour: float, keep: float, off: float) -> list[dict]:
+    w = v["wait_s"]
+    return [
         step(
             "Keep: price per hour held",
             "K = (L ÷ P) × N × $/GPU-h",
