@@ -13,14 +13,17 @@ from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
 
 import calculators
-from sitegen import assets, markup, pages
+from sitegen import assets, markup, pages, workbench
 
 
 def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     def runtime() -> dict:
         return assets.runtime_urls(page.url, get_relative_url)
 
+    def homes() -> dict:
+        return {name: f"{get_relative_url(path, page.url)}#{id_}" for name, (path, id_) in workbench.homes().items()}
+
     try:
-        return pages.render_page(markdown, runtime, page.meta)
+        return pages.render_page(markdown, runtime, page.meta, homes)
     except (markup.MarkupError, calculators.InputError, assets.AssetError) as exc:
         raise PluginError(f"{page.file.src_uri}: {exc}") from None

@@ -154,18 +154,88 @@ def actions_html(has_plot: bool) -> str:
     )
 
 
-def page_config_html(runtime: dict, presets: dict) -> str:
-    """Once per page, before its first calculator: what every calculator's script shares."""
-    data = json.dumps({"runtime": runtime, "presets": presets, "dom": DOM}, separators=(",", ":"))
+def page_config_html(runtime: dict, presets: dict, homes: dict | None = None) -> str:
+    """Once per page, before its first calculator: what every calculator's script shares. `homes`: each
+    calculator's workbench block as a URL from this page, where a chained result for it opens (tables.js)."""
+    data = json.dumps({"runtime": runtime, "presets": presets, "dom": DOM, "homes": homes or {}}, separators=(",", ":"))
     data = data.replace("</", "<\\/")
     return f'<script type="application/json" id="calc-page-config">{data}</script>'
+
+
+# Inputs a first reading leaves at their defaults (issue #18: "efficiencies, seeds and reserves sit under
+# Advanced"): after the others in a <details>, open when the block sets one of them away from its default.
+ADVANCED = frozenset(
+    {
+        "bandwidth_efficiency",
+        "compute_efficiency",
+        "link_efficiency",
+        "tier_efficiency",
+        "seed",
+        "num_requests",
+        "activation_reserve_gib",
+        "gpu_memory_utilization",
+        "mem_fraction_static",
+        "engine_rule",
+        "step_overhead",
+        "step_overhead_ms",
+        "expert_weight_dtype",
+        "state_dtype",
+        "decode_context_parallel",
+        "burstiness",
+        "input_tokens_cv",
+        "output_tokens_cv",
+    }
+)
+# ...but not in the calculators that are about them.
+PRIMARY = {
+    "memory": {
+        "gpu_memory_utilization",
+        "mem_fraction_static",
+        "engine_rule",
+        "activation_reserve_gib",
+        "decode_context_parallel",
+    },
+    "kv_tiers": {"tier_efficiency"},
+    "allreduce": {"link_efficiency"},
+    "calibration": {"step_overhead"},
+}
+
+
+def advanced(schema: dict) -> list[str]:
+    """The keys of the block's Advanced group, in the schema's order."""
+    keep = PRIMARY.get(schema["name"], set())
+    return [s["key"] for s in schema["inputs"] if s["key"] in ADVANCED and s["key"] not in keep]
+
+
+def _same(a, b) -> bool:
+    """A block's value and a default are the same input (0.9 and "0.9", 1 and 1.0; a definition by equality)."""
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return a == b
+
+
+def _fields_html(schema: dict, values: dict, root: str, presets: dict) -> str:
+    later = set(advanced(schema))
+    html = {s["key"]: _field(s, values[s["key"]], root, presets) for s in schema["inputs"]}
+    first = "".join(h for k, h in html.items() if k not in later)
+    if not later:
+        return first
+    moved = any(not _same(values[s["key"]], s["default"]) for s in schema["inputs"] if s["key"] in later)
+    labels = ", ".join(s["label"].split(" (")[0].lower() for s in schema["inputs"] if s["key"] in later)
+    return (
+        f'{first}<details class="calc__advanced"{" open" if moved else ""}>'
+        f"<summary>Advanced: {len(later)} input{'s' if len(later) > 1 else ''} most readers leave as they are"
+        f'</summary><p class="calc__help">{escape(labels[:1].upper() + labels[1:])}.</p>'
+        f'<div class="calc__advanced-fields">{"".join(html[k] for k in html if k in later)}</div></details>'
+    )
 
 
 def calculator_html(
     *, root: str, schema: dict, title: str, values: dict, shown: dict, presets: dict, plot: str | None, svg: str = ""
 ) -> str:
     """The whole calculator block. `values` are the block's inputs merged over defaults."""
-    fields = "".join(_field(s, values[s["key"]], root, presets) for s in schema["inputs"])
+    fields = _fields_html(schema, values, root, presets)
     return (
         f'<div class="calc" id="{root}" {DOM["calc"]}="{_attr(schema["name"])}" '
         f"{DOM['inputs']}='{_attr(json.dumps(values))}'>"

@@ -128,11 +128,14 @@ def scenarios(front_matter: dict) -> dict:
     return {} if data is None else markup.parse_scenarios(data, frozenset(calculators.calculator_names()))
 
 
-def render_page(markdown: str, runtime: Callable[[], dict], front_matter: dict | None = None) -> str:
+def render_page(
+    markdown: str, runtime: Callable[[], dict], front_matter: dict | None = None, homes: Callable[[], dict] = dict
+) -> str:
     """Markdown with every inline number and calculator block written in.
 
-    `runtime()` gives this page's runtime URLs; it is called once, for the page config that goes
-    before the page's first calculator. `front_matter` may name scenarios for the inline syntax.
+    `runtime()` gives this page's runtime URLs and `homes()` each calculator's workbench block as a URL from
+    it; they are called once, for the page config that goes before the page's first calculator.
+    `front_matter` may name scenarios for the inline syntax.
     """
     counter = itertools.count(1)
     markdown = expand_workbench(markdown)
@@ -140,7 +143,7 @@ def render_page(markdown: str, runtime: Callable[[], dict], front_matter: dict |
     def on_block(block: markup.CalculatorBlock, indent: str) -> str:
         n = next(counter)
         root = block.id or f"calc-{block.name.replace('_', '-')}-{n}"
-        shared = blocks.page_config_html(runtime(), preset_choices()) if n == 1 else ""
+        shared = blocks.page_config_html(runtime(), preset_choices(), homes()) if n == 1 else ""
         return f"\n{indent}{shared}{block_html(block, root)}\n"
 
     return markup.transform(markdown, inline_text, on_block, scenarios(front_matter or {}))

@@ -43,6 +43,15 @@ def anchor(name: str) -> str:
     return name.replace("_", "-")
 
 
+def homes() -> dict[str, tuple[str, str]]:
+    """Each calculator's (page path, block id) on the first workbench family page that holds it."""
+    out: dict[str, tuple[str, str]] = {}
+    for family in families():
+        for name in family.calculators:
+            out.setdefault(name, (f"workbench/{family.slug}/", f"workbench-{anchor(name)}"))
+    return out
+
+
 def family_markdown(family: Family, schema: Callable[[str], dict], plots: Callable[[str], list]) -> str:
     """A heading and a calculator block for each calculator of the family, at its defaults."""
     out = []

@@ -1,7 +1,6 @@
-// The build-time tables that scripts fill in or enhance. Progressive: without JavaScript the plain
-// HTML the build wrote stays as it is. A live calculator's results, notes, worked steps, plot data and
-// a pinned result to compare with, rewritten from a present() result; the same as a CSV file, a file
-// download, a link offered to copy. The glossary's tables: sort buttons and a labelled filter.
+// The build-time tables that scripts fill in or enhance (without JavaScript the HTML the build wrote stays): a
+// live calculator's results, notes, worked steps, plot data, a pinned A and chained results, rewritten from a
+// present() result; the same as a CSV file, a download, a link to copy. The glossary's tables: sort and filter.
 export const element = (tag, props = {}, ...children) => {
   const el = Object.assign(document.createElement(tag), props);
   el.append(...children);
@@ -50,6 +49,13 @@ function feed({ to, inputs }) {
   target.root.scrollIntoView({ block: "start" });
 }
 
+// A chained result for a calculator on another page: a link to it there (its home: page#block id), inputs in it.
+function away(home, inputs) {
+  const url = new URL(home, window.location.href), text = (v) => (typeof v === "object" ? JSON.stringify(v) : `${v}`);
+  url.search = new URLSearchParams([["calc", url.hash.slice(1)], ...Object.entries(inputs).map(([k, v]) => [k, text(v)])]);
+  return url.href;
+}
+
 // Writes a present() result into a calculator's block, as the build wrote the first one. `dom`: the
 // block's data-* names (calculators/figures.js); `pinned`: a result to compare with, and the inputs.
 export function showResult(root, shown, dom, pinned = null, inputs = {}) {
@@ -60,11 +66,12 @@ export function showResult(root, shown, dom, pinned = null, inputs = {}) {
   }
   const headline = root.querySelector(".calc__headline");   // a verdict in words, above the form
   if (headline) Object.assign(headline, { textContent: shown.headline || "", hidden: !shown.headline });
-  const chain = root.querySelector(".calc__chain");   // a button for each result that feeds a calculator here
-  const targets = (shown.chain || []).filter((c) => document.querySelector(`.calc${dom.sel("calc", c.to)}`));
-  chain?.replaceChildren(...targets.map((c) => element("button", { type: "button", className: "md-button",
-    textContent: c.label, onclick: () => feed(c) })));
-  if (chain) chain.hidden = !targets.length;
+  const chain = root.querySelector(".calc__chain");   // each result that feeds a calculator: here, or on its page
+  const homes = window.llmsi.homes || {}, here = (c) => document.querySelector(`.calc${dom.sel("calc", c.to)}`);
+  chain?.replaceChildren(...(shown.chain || []).filter((c) => here(c) || homes[c.to]).map((c) => (here(c)
+    ? element("button", { type: "button", className: "md-button", textContent: c.label, onclick: () => feed(c) })
+    : element("a", { className: "md-button", href: away(homes[c.to], c.inputs), textContent: `${c.label} →` }))));
+  if (chain) chain.hidden = !chain.children.length;
   const notes = root.querySelector(dom.sel("calc-notes"));
   notes.replaceChildren(...shown.notes.map((n) => element("li", { textContent: n })));
   notes.hidden = shown.notes.length === 0;
@@ -110,20 +117,16 @@ export function toCsv(base, inputs, shown) {
 // A file for the reader: text of a type, or (no type) a data: URL as it is.
 export function download(filename, data, type) {
   const url = type ? URL.createObjectURL(new Blob([data], { type })) : data;
-  const link = Object.assign(document.createElement("a"), { href: url, download: filename });
-  document.body.append(link);
-  link.click();
-  link.remove();
+  const link = document.body.appendChild(element("a", { href: url, download: filename }));
+  [link.click(), link.remove()];
   if (type) setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
 // The link goes to the clipboard; where there is none (outside secure contexts), into a box to copy it
 // from. Returns what to tell the reader, and the box.
 export async function offerLink(link) {
-  try {
-    await navigator.clipboard.writeText(link);
-    return { text: "Link copied. Opening it restores these inputs.", box: null };
-  } catch { /* shown instead */ }
+  const copied = await navigator.clipboard?.writeText(link).then(() => true, () => false);   // none: the box instead
+  if (copied) return { text: "Link copied. Opening it restores these inputs.", box: null };
   const box = element("input", { type: "text", value: link, readOnly: true, className: "calc__link",
     ariaLabel: "Link to these inputs" });
   return { text: "Copy this link to share these inputs: ", box };
@@ -141,8 +144,7 @@ function compare(x, y, allNumeric, sign) {
 }
 
 function sortBy(table, index, direction) {
-  const body = table.tBodies[0];
-  const rows = Array.from(body.rows);
+  const body = table.tBodies[0], rows = Array.from(body.rows);
   const key = (row) => (row.cells[index] ? row.cells[index].textContent.trim() : "");
   const allNumeric = rows.every((r) => key(r) === "" || key(r) === "—" || numeric(key(r)) !== null);
   rows.sort((a, b) => compare(key(a), key(b), allNumeric, direction === "ascending" ? 1 : -1));
@@ -153,8 +155,8 @@ function sortButtons(table) {
   const headers = Array.from(table.tHead.rows[0].cells);
   headers.forEach((th, index) => {
     th.setAttribute("scope", "col");
-    const button = element("button", { type: "button", textContent: th.textContent.trim() });
-    button.setAttribute("aria-label", `${button.textContent}: sort`);
+    const name = th.textContent.trim();
+    const button = element("button", { type: "button", textContent: name, ariaLabel: `${name}: sort` });
     th.replaceChildren(button);
     button.addEventListener("click", () => {
       const next = th.getAttribute("aria-sort") === "ascending" ? "descending" : "ascending";
@@ -168,14 +170,12 @@ function sortButtons(table) {
 }
 
 let counter = 0;
-
 function filterBar(wrapper, rows) {
   const id = `data-table-${++counter}`;
   const caption = wrapper.dataset.caption || "table";
   const label = element("label", { htmlFor: `${id}-filter`, textContent: `Filter ${caption.toLowerCase()}` });
   const input = element("input", { type: "search", id: `${id}-filter`, autocomplete: "off" });
-  const count = element("span", { className: "data-table__count", id: `${id}-count` });
-  count.setAttribute("aria-live", "polite");
+  const count = element("span", { className: "data-table__count", id: `${id}-count`, ariaLive: "polite" });
   input.setAttribute("aria-describedby", count.id);
   input.addEventListener("input", () => {
     const q = input.value.trim().toLowerCase();

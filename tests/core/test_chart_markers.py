@@ -30,6 +30,11 @@ INPUT_AXES = {
     ("shedding", "ttft_shedding_vs_threshold"): "max_predicted_ttft_s",
     ("speculative_decoding", "speedup_vs_batch"): "batch_size",
     ("step_overhead", "overhead_share_vs_batch"): "batch_size",
+    ("long_context", "prefill_vs_context"): "context_tokens",
+    ("long_context", "kv_vs_context"): "context_tokens",
+    ("long_context", "cost_vs_context"): "context_tokens",
+    ("sparse_attention", "kv_kept_vs_context"): "context_tokens",
+    ("sparse_attention", "decode_read_vs_context"): "context_tokens",
     ("tool_wait", "by_wait"): "wait_s",
 }
 OTHER_AXES = {

@@ -75,3 +75,51 @@ def test_an_invalid_field_shows_its_red_border(open_page, scheme):
     assert colour != field.evaluate("e => getComputedStyle(e.closest('.calc')).color")  # not the grey default
     assert error
     assert log.errors == []
+
+
+RING = "e => [getComputedStyle(e).outlineStyle, getComputedStyle(e).outlineWidth]"
+MINE = {
+    "/.llmsi-custom:v1": '{"v": 1, "model": {"mine": {"name": "Mine", "definition": {"name": "Mine"}}}, '
+    '"accelerator": {}}'
+}
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_define_dialogs_fields_and_buttons_show_focus_and_stay_readable(open_page, scheme):
+    """Issue #18: a visible focus ring on every dialog field, hover and focus states of its buttons (the
+    manager's included) at AA contrast, in both themes."""
+    page, log = open_page(WORKBENCH, scheme, storage=MINE)
+    page.click(f"#{ROOT} [data-define='model']")
+    page.wait_for_selector("dialog.calc-define[open] #calc-define-yours li")
+    for field in ("#calc-define-name", "#calc-define-json"):
+        page.focus(field)
+        style = page.eval_on_selector(field, RING)
+        assert style[0] != "none" and float(style[1].rstrip("px")) >= 2, (field, style)
+    buttons = page.locator("dialog.calc-define button.md-button")
+    assert buttons.count() >= 6  # prefill, save, cancel, the manager's three, export all
+    for i in range(buttons.count()):
+        button = buttons.nth(i)
+        button.hover()
+        assert button.evaluate(CONTRAST) >= 4.5, button.text_content()
+        button.focus()
+        page.keyboard.press("Shift+Tab")  # arrive by keyboard: focus-visible, as a keyboard reader sees it
+        page.keyboard.press("Tab")
+        assert button.evaluate("e => e === document.activeElement")
+        assert button.evaluate(CONTRAST) >= 4.5 and button.evaluate("e => getComputedStyle(e).outlineStyle") != "none"
+    assert log.errors == []
+
+
+def test_an_advanced_input_in_error_opens_its_group(open_page):
+    """A link that sets an Advanced input out of range: the group opens and the field says why."""
+    path = "/workbench/slos-and-cost/?calc=workbench-goodput&bandwidth_efficiency=7#workbench-goodput"
+    page, log = open_page(path)
+    group = page.locator("#workbench-goodput details.calc__advanced")
+    assert group.get_attribute("open") is None or group.get_attribute("open") == ""
+    page.wait_for_function(
+        "id => document.getElementById(id).getAttribute('aria-invalid') === 'true'",
+        arg="workbench-goodput-bandwidth_efficiency",
+        timeout=120_000,
+    )
+    assert group.get_attribute("open") == ""
+    assert group.locator("[data-field='bandwidth_efficiency']").is_visible()
+    assert log.errors == []

@@ -322,19 +322,48 @@ def test_a_one_line_title_is_one_line_tall(open_page, path, width):
     assert lines["scroll"] <= 0, lines
 
 
-# ---- row 26: one of yours can be deleted -------------------------------------------------------
-def test_the_chosen_one_of_yours_can_be_deleted(open_page):
+# ---- row 26: a manager lists yours, to rename, delete or export each ---------------------------------
+YOURS = "() => [...document.querySelectorAll('#calc-define-yours li > span')].map(s => s.textContent)"
+
+
+def test_the_manager_renames_exports_and_deletes_one_of_yours(open_page, tmp_path):
     page, log = ready(open_page)
     open_define(page)
-    save_definition(page, "To delete", LLAMA_8B)
+    assert page.is_visible("#calc-define-none") and page.evaluate(YOURS) == []
+    save_definition(page, "To rename", LLAMA_8B)
     saved(page)
-    assert page.input_value(f"#{KV}-model") == "custom:to-delete"
-    page.once("dialog", lambda d: d.accept())
     open_define(page)
-    page.click("dialog [data-do='remove']")
-    assert message(page) == 'Deleted "To delete".'
-    assert page.evaluate(STORED)["model"] == {}
-    assert not page.input_value(f"#{KV}-model").startswith("custom:")
+    save_definition(page, "Kept", dict(LLAMA_8B, num_hidden_layers=16))
+    saved(page)
+    assert page.input_value(f"#{KV}-model") == "custom:kept"
+    page.select_option(f"#{KV}-model", "custom:to-rename")
+    open_define(page)
+    assert page.evaluate(YOURS) == ["To rename", "Kept"] and page.is_hidden("#calc-define-none")
+    # Rename: the list, every select and the selection follow the new name; the old id is gone.
+    page.once("dialog", lambda d: d.accept("Renamed 8B"))
+    page.click("#calc-define-yours [aria-label='Rename your model \"To rename\"']")
+    assert message(page) == 'Renamed "To rename" to "Renamed 8B".'
+    assert page.evaluate(YOURS) == ["Kept", "Renamed 8B"]
+    assert set(page.evaluate(STORED)["model"]) == {"kept", "renamed-8b"}
+    assert page.input_value(f"#{KV}-model") == "custom:renamed-8b"
+    names = page.eval_on_selector_all("#workbench-memory-model optgroup[label='Yours'] option", "os => os.map(o => o.text)")
+    assert names == ["Kept", "Renamed 8B"]
+    # Export one: a file the import takes back, holding that one only.
+    with page.expect_download() as got:
+        page.click("#calc-define-yours [aria-label='Export your model \"Kept\"']")
+    exported = json.loads(open(got.value.path()).read())
+    assert exported["v"] == 1 and list(exported["model"]) == ["kept"] and exported["model"]["kept"]["name"] == "Kept"
+    # Delete, after asking: gone from the list, the storage and the selects.
+    page.once("dialog", lambda d: d.accept())
+    page.click("#calc-define-yours [aria-label='Delete your model \"Kept\"']")
+    assert message(page) == 'Deleted "Kept".'
+    assert page.evaluate(YOURS) == ["Renamed 8B"] and list(page.evaluate(STORED)["model"]) == ["renamed-8b"]
+    # The exported file comes back through the import, checked by Python.
+    path = tmp_path / "kept.json"
+    path.write_text(json.dumps(exported))
+    page.set_input_files("#calc-define-yours ~ .calc__actions input[type=file]", str(path))
+    assert message(page) == "Imported 1 definition."
+    assert page.evaluate(YOURS) == ["Renamed 8B", "Kept"]
     assert log.errors == []
 
 

@@ -106,3 +106,31 @@ def test_memorys_kv_budget_feeds_paging(open_page):
     )
     assert page.input_value("#workbench-paging-model") == chain["inputs"]["model"]
     assert log.errors == []
+
+
+def test_a_chain_to_a_calculator_on_another_page_is_a_link_that_carries_the_inputs(open_page):
+    """Part 4 has the memory calculator but not paging: its KV budget goes to paging's workbench page by a
+    link whose parameters are the chained inputs, and that page opens with them applied (issue #18)."""
+    page, log = open_page("/parts/04-kv-cache/")
+    page.wait_for_function("() => window.llmsi && window.llmsi.calcs")
+    root = page.evaluate("() => window.llmsi.calcs.find(c => c.name === 'memory').id")
+    page.locator(f"#{root}").scroll_into_view_if_needed()
+    page.wait_for_function(f"() => window.llmsi.calcs.find(c => c.id === '{root}')?.shown", timeout=120_000)
+    inputs = page.evaluate(f"() => window.llmsi.calcs.find(c => c.id === '{root}').shownInputs")
+    chain = calc_page.present("memory", inputs)["chain"][0]
+    link = page.locator(f"#{root} .calc__chain a")
+    assert page.locator(f"#{root} .calc__chain button").count() == 0   # paging is not on this page
+    assert link.text_content() == chain["label"] + " →"
+    href = link.get_attribute("href")
+    assert "/workbench/" in href and "calc=workbench-paging" in href and href.endswith("#workbench-paging")
+    link.click()
+    page.wait_for_function(
+        "v => window.llmsi.calcs?.find(c => c.id === 'workbench-paging')?.shownInputs?.kv_budget_gib === v",
+        arg=str(chain["inputs"]["kv_budget_gib"]),
+        timeout=120_000,
+    )
+    model = page.input_value("#workbench-paging-model")
+    assert model == chain["inputs"]["model"] or model.startswith("shared:")
+    assert page.input_value("#workbench-paging-max_context_tokens") == str(chain["inputs"]["max_context_tokens"])
+    assert "Ignored" not in page.text_content("#workbench-paging [data-calc-status]")
+    assert log.errors == []

@@ -54,3 +54,14 @@ def test_the_nav_lists_the_index_then_each_family():
     entry = next(e["Workbench"] for e in nav if "Workbench" in e)
     assert entry[0] == {"All calculators": workbench.INDEX}
     assert [list(e.values())[0] for e in entry[1:]] == [f.src for f in workbench.families()]
+
+
+def test_every_calculator_has_one_home_where_chained_results_open():
+    """A chained result for a calculator not on the page opens its block on its first family page (tables.js)."""
+    from calculators.api import calculator_names
+
+    homes = workbench.homes()
+    assert set(homes) == set(calculator_names())
+    for name, (path, block) in homes.items():
+        family = next(f for f in workbench.families() if name in f.calculators)
+        assert path == f"workbench/{family.slug}/" and block == f"workbench-{workbench.anchor(name)}"

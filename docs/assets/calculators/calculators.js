@@ -138,6 +138,7 @@ class Calculator {
     const key = (field || "").split(".")[0];
     const target = this.fields.get(key);
     if (!target) return this.say(`${STATUS.invalid} ${field ? field + ": " : ""}${message}`);
+    target.closest("details")?.setAttribute("open", "");   // an Advanced input in error is shown
     showFieldError(target, field === key ? message : `${field.slice(key.length + 1)}: ${message}`);
     this.say(STATUS.invalid);
   }
@@ -192,7 +193,7 @@ function init() {
     window.llmsi.pythonStarting = true;   // search waits for Python (overrides/partials/search-later.html)
     runtime.start().catch(() => {});
   }
-  Object.assign(window.llmsi, { runtime, calcs });   // for tests and the curious
+  Object.assign(window.llmsi, { runtime, calcs, homes: config.homes });   // homes: where chained results open
 }
 
 init();

@@ -1,14 +1,10 @@
-// What the reader brings: their own models and accelerators (links to a calculator's inputs: figures.js).
-// Definitions come from the "Define your own…" dialog (a pasted Hugging Face config.json, or the
-// project's JSON shape), are checked by Python before they are stored, kept in this browser and
-// offered in every calculator on every page. A calculator is used only through inputs(),
-// setInput(key, value) and recompute().
+// What the reader brings: their own models and accelerators, from the "Define your own…" dialog (a Hugging Face
+// config.json, or the project's JSON shape), checked by Python, kept in this browser, offered in every calculator
+// and listed in the dialog to rename, delete or export. A calculator is used through inputs(), setInput(), recompute().
 import { dom } from "./figures.js";
-import { download } from "../tables.js";
+import { download, element } from "../tables.js";
 
-const KEY = "llmsi-custom:v1";
-const KINDS = ["model", "accelerator"];
-const NAME_MAX = 48;
+const [KEY, KINDS, NAME_MAX] = ["llmsi-custom:v1", ["model", "accelerator"], 48];
 
 // ---- the reader's definitions, in this browser ---------------------------------------------
 const empty = () => ({ v: 1, model: {}, accelerator: {} });
@@ -20,13 +16,10 @@ const slug = (name) => name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^
 
 // Copies the well-formed entries of `from` into `into`; returns how many.
 function merge(into, from, idFor = (id) => id) {
-  let count = 0;
-  for (const kind of KINDS) {
-    for (const [id, entry] of Object.entries(from[kind] || {})) {
-      if (valid(entry)) { into[kind][idFor(id)] = entry; count += 1; }
-    }
-  }
-  return count;
+  const found = KINDS.flatMap((kind) => Object.entries(from[kind] || {}).map(([id, entry]) => [kind, id, entry]));
+  const good = found.filter(([, , entry]) => valid(entry));
+  good.forEach(([kind, id, entry]) => { into[kind][idFor(id)] = entry; });
+  return good.length;
 }
 
 // Through the site's scoped storage (window.llmsi.store, set up by the page's head script). Storage may
@@ -34,16 +27,10 @@ function merge(into, from, idFor = (id) => id) {
 const storage = () => window.llmsi.store;
 function load() {
   const data = empty();
-  try {
-    const stored = JSON.parse(storage().read(KEY));
-    if (stored?.v === 1) merge(data, stored);
-  } catch { /* none yet */ }
+  try { const stored = JSON.parse(storage().read(KEY)); if (stored?.v === 1) merge(data, stored); } catch { /* none */ }
   return data;
 }
-
-function save(data) {
-  try { storage().write(KEY, JSON.stringify(data)); return true; } catch { return false; }
-}
+const save = (data) => { try { storage().write(KEY, JSON.stringify(data)); return true; } catch { return false; } };
 
 // What a model or accelerator select's value stands for when it is not a preset: the reader's own
 // definition, or one that came with a link (`shared`: the calculator's, by input key); else null.
@@ -57,8 +44,7 @@ async function importAll(text, runtime) {
   let incoming;
   try { incoming = JSON.parse(text); } catch { throw new Error("Import failed: the file is not JSON."); }
   if (incoming?.v !== 1) throw new Error("Import failed: not an export of this site (expected \"v\": 1).");
-  const checked = empty();
-  const count = merge(checked, incoming);
+  const [checked, data] = [empty(), load()], count = merge(checked, incoming);
   for (const kind of KINDS) {
     for (const [id, entry] of Object.entries(checked[kind])) {
       try { await runtime.describe(kind, entry.definition); } catch (err) {
@@ -67,66 +53,55 @@ async function importAll(text, runtime) {
       checked[kind][id] = { name: entry.name, definition: { ...entry.definition, name: entry.name } };
     }
   }
-  const data = load();
   merge(data, checked, slug);
   if (!save(data)) throw new Error("Import failed: this browser refused to store them.");
   return count;
 }
 
 // ---- the model and accelerator selects -------------------------------------------------------
-// The page's preset lists, {model: [[id, name], …], accelerator: […]}: the build writes only the
-// chosen preset into each <select>, and one list per page (see calc_html.page_config_html).
+// The page's preset lists ({model: [[id, name], …], accelerator: […]}, one per page): a <select> holds its choice.
 let presets = { model: [], accelerator: [] };
 
-// Fills the "Presets" group and rebuilds the "Yours" group of one select, keeping the selection.
-function populate(select, mine) {
+// Fills the "Presets" group and rebuilds the "Yours" group of a select, keeping (or renaming) the selection.
+function populate(select, mine, renamed) {
   const kind = dom.get(select, "kind");
-  const keep = select.value;
+  const keep = renamed[select.value] ?? select.value;
   const group = select.querySelector("optgroup:not([data-custom])");
   if (group && group.children.length < presets[kind].length) {
     group.replaceChildren(...presets[kind].map(([id, name]) => new Option(name, id)));
   }
   select.querySelectorAll("optgroup[data-custom]").forEach((g) => g.remove());
   const entries = Object.entries(mine[kind]);
-  if (entries.length) {
-    const yours = Object.assign(document.createElement("optgroup"), { label: "Yours" });
-    yours.dataset.custom = "";
-    yours.append(...entries.map(([id, entry]) => new Option(entry.name, `custom:${id}`)));
-    select.append(yours);
-  }
+  const yours = element("optgroup", { label: "Yours" }, ...entries.map(([id, e]) => new Option(e.name, `custom:${id}`)));
+  yours.dataset.custom = "";
+  if (entries.length) select.append(yours);
   if ([...select.options].some((o) => o.value === keep)) select.value = keep;
 }
 
-function refreshSelects() {
-  const mine = load();
-  document.querySelectorAll(`.calc select${dom.sel("kind")}`).forEach((select) => populate(select, mine));
+function refreshSelects(renamed = {}, mine = load()) {
+  document.querySelectorAll(`.calc select${dom.sel("kind")}`).forEach((select) => populate(select, mine, renamed));
 }
 
 // Once per page: every select offers every preset and the reader's own, also after another tab adds one.
 export function setupSelects(lists) {
   presets = lists;
   refreshSelects();
-  window.addEventListener("storage", (event) => {
-    if (event.key === storage().key(KEY) || event.key === null) refreshSelects();
-  });
+  window.addEventListener("storage", ({ key }) => (key === storage().key(KEY) || key === null) && refreshSelects());
 }
 
 // ---- the "Define your own…" dialog -----------------------------------------------------------
-let dialog = null;
+let dialog = null;  // built on first use
 const $ = (selector) => dialog.querySelector(selector);
 
 // The dialog's markup is in the page (overrides/partials/calc-define.html): one dialog for every calculator.
 function build() {
   const d = document.getElementById("calc-define-template").content.firstElementChild.cloneNode(true);
   d.addEventListener("keydown", (e) => { if (e.key !== "Escape") e.stopPropagation(); });
-  document.body.append(d);
-  return d;
+  return document.body.appendChild(d);
 }
 
-function tell(message, ok = false) {
-  Object.assign($("#calc-define-error"), { textContent: message, hidden: !message });
-  $("#calc-define-error").classList.toggle("calc__ok", ok);
-}
+const tell = (message, ok = false) =>
+  Object.assign($("#calc-define-error"), { textContent: message, hidden: !message }).classList.toggle("calc__ok", ok);
 
 // The selected one's definition as a start, without what only the preset can claim (its id, source, notes).
 // On opening (`asked` false) it fills only fields still empty when Python answers: nothing typed is lost.
@@ -146,8 +121,7 @@ async function store({ calc, runtime, kind, key }) {
     return tell(`Definition: not valid JSON (${err.message}).`);
   }
   const checked = await runtime.describe(kind, value);
-  const [data, id] = [load(), slug(name)];
-  const old = data[kind][id];
+  const data = load(), id = slug(name), old = data[kind][id];
   if (old && !window.confirm(`Replace your ${kind} "${old.name}" with this one?`)) {
     return tell(`Not saved: your "${old.name}" is kept. Give this one another name.`);
   }
@@ -160,41 +134,67 @@ async function store({ calc, runtime, kind, key }) {
   return checked.reads || checked.notes ? tell(said + (checked.notes ?? ""), true) : dialog.close();  // units; assumed
 }
 
-// Deletes the one of yours the calculator's select has chosen, after asking (rename: save anew, delete this).
-function remove({ calc, kind, key }) {
-  const [data, value] = [load(), document.getElementById(`${calc.id}-${key}`).value];
-  const entry = value.startsWith("custom:") && data[kind][value.slice(7)];
-  if (!entry) return tell(`Choose one of yours in the ${kind} list first; this deletes the chosen one.`);
-  if (!window.confirm(`Delete your ${kind} "${entry.name}" from this browser?`)) return undefined;
-  delete data[kind][value.slice(7)];
-  if (!save(data)) return tell("This browser refused to store the change.");
-  refreshSelects();
-  return [calc.recompute(), tell(`Deleted "${entry.name}".`, true)];
+// ---- the manager: every one of yours of this kind, each to rename, delete or export (reader walk #26) ----
+function list(job) {
+  const entries = Object.entries(load()[job.kind]);
+  const verbs = { Rename: rename, Delete: remove, Export: exportOne };
+  $("#calc-define-yours").replaceChildren(...entries.map(([id, { name }]) => element("li", {},
+    element("span", { textContent: name }), ...Object.entries(verbs).map(([verb, act]) => element("button", {
+      type: "button", className: "md-button", textContent: verb, ariaLabel: `${verb} your ${job.kind} "${name}"`,
+      onclick: () => { act(job, id); list(job); } })))));
+  $("#calc-define-none").hidden = entries.length > 0;
 }
 
-async function importFile(input, runtime) {
+// Renamed under the id its new name gives, selections following it; replacing another of yours asks first.
+function rename({ calc, kind }, id) {
+  const data = load(), entry = data[kind][id];
+  const name = window.prompt(`A new name for your ${kind} "${entry.name}":`, entry.name)?.trim().slice(0, NAME_MAX);
+  const to = name && slug(name), taken = to !== id && data[kind][to];
+  if (!name || name === entry.name) return;
+  if (taken && !window.confirm(`Replace your ${kind} "${taken.name}" with "${entry.name}", renamed?`)) return;
+  delete data[kind][id];
+  data[kind][to] = { name, definition: { ...entry.definition, name } };
+  changed(calc, data, `Renamed "${entry.name}" to "${name}".`, { [`custom:${id}`]: `custom:${to}` });
+}
+
+function remove({ calc, kind }, id) {
+  const data = load(), { name } = data[kind][id];
+  if (!window.confirm(`Delete your ${kind} "${name}" from this browser?`)) return;
+  delete data[kind][id];
+  changed(calc, data, `Deleted "${name}".`);
+}
+// Stores the changed definitions, updates every select (renamed: old value to new) and says so.
+function changed(calc, data, said, renamed) {
+  if (!save(data)) return tell("This browser refused to store the change.");
+  refreshSelects(renamed);
+  calc.recompute();
+  tell(said, true);
+}
+// One of yours as a file the import takes back.
+const exportOne = ({ kind }, id) => download(`${id}.json`,
+  JSON.stringify({ v: 1, [kind]: { [id]: load()[kind][id] } }, null, 2), "application/json");
+
+async function importFile(input, job) {
   if (!input.files[0]) return;
-  const count = await importAll(await input.files[0].text(), runtime);
-  refreshSelects();
-  tell(`Imported ${count} definition${count === 1 ? "" : "s"}.`, true);
+  const count = await importAll(await input.files[0].text(), job.runtime);
+  [refreshSelects(), list(job), tell(`Imported ${count} definition${count === 1 ? "" : "s"}.`, true)];
 }
 
 export function openDefine(calc, runtime, button) {
   dialog = dialog || build();
-  const kind = dom.get(button, "define");
-  const job = { calc, runtime, kind, key: dom.get(button.closest(dom.sel("field")), "field") };
-  for (const part of ["#calc-define-title", "#calc-define-hint"]) $(part).textContent = $(part).dataset[kind];
+  const job = { calc, runtime, kind: dom.get(button, "define"), key: dom.get(button.closest(dom.sel("field")), "field") };
+  for (const part of ["#calc-define-title", "#calc-define-hint"]) $(part).textContent = $(part).dataset[job.kind];
   tell("");
   const run = (fn) => fn().catch((err) => tell(err.message));
   const actions = {
     prefill: () => run(() => prefill(job, true)), save: () => run(() => store(job)), cancel: () => dialog.close(),
-    remove: () => remove(job),
-    export: () => download("llm-serving-definitions.json", JSON.stringify(load(), null, 2), "application/json"),
+    "export-all": () => download("llm-serving-definitions.json", JSON.stringify(load(), null, 2), "application/json"),
   };
   dialog.onclick = (e) => actions[e.target.dataset.do]?.();
-  dialog.onchange = (e) => { if (e.target.dataset.do === "import") run(() => importFile(e.target, runtime)); };
+  dialog.onchange = (e) => e.target.dataset.do === "import" && run(() => importFile(e.target, job));
   dialog.onclose = () => button.focus();
   for (const sel of ["#calc-define-json", "#calc-define-name"]) $(sel).value = "";
+  list(job);
   dialog.showModal();
   run(() => prefill(job, false));
 }
