@@ -75,10 +75,15 @@ def _cut(prefix: tuple, prompt: int) -> tuple:
     return tuple(out)
 
 
-def conversations(draws, rate_per_s: float, turns: int, think_s: float, system_tokens: int = 0) -> list[Request]:
+def conversations(
+    draws, rate_per_s: float, turns: int, think_s: float, system_tokens: int = 0, dropped_tokens: int = 0
+) -> list[Request]:
     """Multi-turn chats: each draw starts a conversation of `turns` turns at the open-loop rate; turn t
     re-reads the system prompt, every earlier message and answer, then its own message (the draw's
-    prompt length is the message), and arrives think_s after turn t − 1 ends."""
+    prompt length is the message), and arrives think_s after turn t − 1 ends. dropped_tokens > 0: that
+    many of each answer's tokens are reasoning the chat template leaves out of later turns, so the next
+    prompt holds only the rest of the answer, and its cached prefix ends where the previous prompt did
+    (the answer is generated after the reasoning, at other positions, and must be prefilled again)."""
     out, t = [], 0.0
     for c, (gap, message, answer) in enumerate(draws):
         t += gap / rate_per_s
@@ -93,12 +98,12 @@ def conversations(draws, rate_per_s: float, turns: int, think_s: float, system_t
                     system_tokens + history + message,
                     answer,
                     prefix=prefix,
-                    output_stream=(("chat", c), history + message),
+                    output_stream=None if dropped_tokens else (("chat", c), history + message),
                     after=after,
                     think_s=think_s,
                 )
             )
-            history += message + answer
+            history += message + answer - min(dropped_tokens, answer)
     return out
 
 

@@ -44,6 +44,7 @@ INPUT_AXES = {
     ("expert_load", "touched_vs_batch"): "tokens_per_gpu",
     ("moe_alltoall", "share_vs_ep"): "num_gpus",
     ("lora_capacity", "kv_vs_slots"): "max_loras",
+    ("tool_wait", "by_wait"): "wait_s",
 }
 OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)
@@ -68,6 +69,8 @@ OTHER_AXES = {
     ("disagg_goodput", "tpot"),
     ("sharding_search", "options"),  # the shardings the search ranked, a category
     ("expert_load", "gpu_load"),  # GPU index, a category
+    ("task_cost", "per_turn"),  # turn number, 1 to the turns input: every turn, no reader's point
+    ("task_cost", "gpu_time"),
 }
 # Charts whose x axis is derived from the inputs, marked at the reader's value of it (issue #18: "a marker at
 # the current inputs on every chart"): the x the reader's inputs give, from the calculator's own outputs.
