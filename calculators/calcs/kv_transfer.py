@@ -38,7 +38,7 @@ def link_fields(default: str = "ib-ndr-400") -> list[dict]:
                "Per direction, in gigabits per second (100 GbE: 100; a 400G NIC: 400)."),
         integer("nics", "Links used in parallel", 1, 1, 64, "links",
                 "In a server with one NIC per GPU, a replica on 8 GPUs whose ranks each send their own KV shard "
-                "uses 8."),
+                "uses 8. Not for MLA under tensor parallelism: every rank holds the whole latent, so use 1."),
     ]
 
 
