@@ -60,11 +60,13 @@ OWN_FIELDS = [
     number(
         "sync_s",
         "Autoscaler polling interval",
-        30.0,
+        15.0,
         1.0,
         3600.0,
         "s",
-        "KEDA's pollingInterval (default 30 s); the Kubernetes HPA's own sync period is 15 s.",
+        "How often the HPA reads the signal: its sync period, 15 s by default, also when KEDA feeds it (KEDA's "
+        "30 s pollingInterval governs 0 ↔ 1, and 1 → N only with useCachedMetrics). Add the metric's own age "
+        "(the Prometheus scrape interval): the model reads the signal fresh.",
     ),
     number(
         "lag_s",

@@ -262,6 +262,7 @@ def compute(v: dict) -> dict:
         "accelerator (cudagraph_capture_sizes), captured in FULL_AND_PIECEWISE mode; the capture time is "
         "the reader's figure, not computed from the count.",
     ]
+    notes += _fit_note(v, b)
     return {
         "total_s": total,
         "ready_s": total - s["first_request"],
@@ -286,6 +287,17 @@ def compute(v: dict) -> dict:
         "series": _plots(s),
         "notes": notes,
     }
+
+
+def _fit_note(v: dict, b: dict) -> list[str]:
+    """A note when the weights alone exceed one GPU's memory: the times are computed, the replica never loads."""
+    per_gpu, memory = b["checkpoint"] / v["num_gpus"], deployment(v).accelerator.memory_bytes
+    if per_gpu <= memory:
+        return []
+    return [
+        f"The weights alone, {per_gpu / 1e9:.1f} GB per GPU, exceed one GPU's {memory / 1e9:.1f} GB: this replica "
+        "cannot load at all, whatever its cold start; give it more GPUs (num_gpus) or a smaller weight format."
+    ]
 
 
 def _derivation(v: dict, b: dict, s: dict, total: float) -> list[dict]:

@@ -101,7 +101,7 @@ class Ramp:
 class Scaler:
     signal: str
     headroom: float  # 0 … 0.95: the target is the signal at utilisation 1 − headroom
-    sync_s: float  # how often the signal is read (KEDA pollingInterval)
+    sync_s: float  # how often the signal is read (the HPA's sync period, also under KEDA for 1 → N)
     lag_s: float  # from asking for a replica to its serving (the cold start)
     max_replicas: int
     min_replicas: int = 1

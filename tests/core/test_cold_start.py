@@ -81,3 +81,11 @@ def test_weight_load_is_a_small_part_of_the_default_cold_start():
     r = _run()
     assert r["weights_share"] < 0.1
     assert r["engine_start_s"] + r["compile_s"] + r["graphs_s"] + r["init_s"] > 5 * r["weights_s"]
+
+
+def test_a_replica_whose_weights_do_not_fit_is_told_so():
+    # Llama 3.1 70B in BF16 is about 141 GB; one H100 holds 85.5 GB: the times are computed, and a note says the
+    # replica could never load. Four GPUs (35 GB each) fit, and at the defaults there is no such note.
+    assert "cannot load" in _run(model="llama-3.1-70b", num_gpus=1)["notes"][-1]
+    assert not any("cannot load" in n for n in _run(model="llama-3.1-70b", num_gpus=4)["notes"])
+    assert not any("cannot load" in n for n in _run()["notes"])
