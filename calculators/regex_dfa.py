@@ -334,6 +334,30 @@ class DFA:
     def fullmatch(self, text: str) -> bool:
         return self.run(text) in self.accepting
 
+    def forced_char(self, state: int) -> str | None:
+        """The one character the DFA allows in `state`, if it allows exactly one and cannot stop there."""
+        row = self.delta[state]
+        if state in self.accepting or len(row) != 1:
+            return None
+        (c,) = row
+        spans = [k for k, cls in enumerate(self.interval_class) if cls == c]
+        if len(spans) != 1:
+            return None
+        k = spans[0]
+        hi = self.bounds[k + 1] if k + 1 < len(self.bounds) else MAX_CODEPOINT + 1
+        return chr(self.bounds[k]) if hi - self.bounds[k] == 1 else None
+
+    def jump_forward(self, state: int) -> tuple[str, int]:
+        """The characters forced from `state` on (a compressed FSM's jump-forward string) and the state after."""
+        out, seen = [], {state}
+        while (ch := self.forced_char(state)) is not None:
+            out.append(ch)
+            state = self.delta[state][self.char_class(ch)]
+            if state in seen:
+                break
+            seen.add(state)
+        return "".join(out), state
+
 
 def _classes(nfa: _NFA):
     cuts = {0}

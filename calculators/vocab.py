@@ -213,7 +213,7 @@ class Masker:
         return [(child, row[cls[ch]]) for ch, child in kids.items() if cls[ch] in row]
 
     def allowed(self, state: int, limit: int | None = None) -> list[int]:
-        """Allowed token ids in breadth-first order (shortest first), at most `limit` of them."""
+        """Allowed token ids, end-of-text first, then shortest first and by id; at most `limit` of them."""
         t = self.trie
         out = [t.eos_id] if (t.eos_id is not None and state in self.dfa.accepting) else []
         queue = deque([(state, 0)])
@@ -224,6 +224,9 @@ class Masker:
                     out.append(t.token[child])
                 if t.below[child]:
                     queue.append((nxt, child))
+        eos = out[:1] if out and out[0] == t.eos_id else []
+        rest = sorted(out[len(eos) :], key=lambda i: (len(t.strings[i]), i))  # shortest first, then by id
+        out = eos + rest
         return out if limit is None else out[:limit]
 
 

@@ -17,6 +17,7 @@ ASCII meanings of \\d \\w \\s; whole-string matching (re.fullmatch).
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 
 from ..errors import InputError
@@ -56,6 +57,9 @@ SCHEMA = {
         output("allowed_tokens", "Tokens the mask allows in this state", "tokens", "integer"),
         output("allowed_share", "Share of the vocabulary allowed", "", "percent"),
         output("sample", "Some allowed tokens (shortest first)", "", "number"),
+        output("jump_forward", "Forced text from here (jump-forward string)", "", "number"),
+        output("jump_forward_chars", "Characters the engine could append without the model", "characters", "integer"),
+        output("forced_states", "DFA states that allow exactly one character", "states", "integer"),
         output("dfa_states", "DFA states (minimised; dead state not counted)", "states", "integer"),
         output("subset_states", "DFA states before minimisation", "states", "integer"),
         output("nfa_states", "Thompson NFA states", "states", "integer"),
@@ -63,6 +67,7 @@ SCHEMA = {
         output("vocab_tokens", "Vocabulary size (GPT-2 encoder.json)", "tokens", "integer"),
         output("partial_tokens", "Tokens left out: pieces of a UTF-8 character", "tokens", "integer"),
         output("trie_nodes", "Nodes in the vocabulary's character trie", "nodes", "integer"),
+        output("trie_nodes_per_token", "Trie nodes per vocabulary token", "nodes", "number"),
         output("mean_allowed", "Mean allowed tokens over the DFA's states", "tokens", "number"),
         output("single_token_states", "States where exactly one token is allowed", "states", "integer"),
     ],
@@ -85,12 +90,16 @@ def compute(v: dict) -> dict:
         kind="bar",
     )
     mean_allowed = sum(counts) / len(counts)
+    forced, _ = dfa.jump_forward(state)
     return {
         "state": state,
         "accepting": state in dfa.accepting,
         "allowed_tokens": counts[state],
         "allowed_share": counts[state] / vocab,
         "sample": json_escape_tokens(trie, sample_ids),
+        "jump_forward": json.dumps(forced, ensure_ascii=False) if forced else "none: the model chooses",
+        "jump_forward_chars": len(forced),
+        "forced_states": sum(dfa.forced_char(s) is not None for s in range(dfa.num_states)),
         "dfa_states": dfa.num_states,
         "subset_states": dfa.subset_states,
         "nfa_states": dfa.nfa_states,
@@ -98,6 +107,7 @@ def compute(v: dict) -> dict:
         "vocab_tokens": vocab,
         "partial_tokens": trie.partial_tokens,
         "trie_nodes": len(trie.children),
+        "trie_nodes_per_token": len(trie.children) / vocab,
         "mean_allowed": mean_allowed,
         "single_token_states": sum(c == 1 for c in counts),
         "counts": list(counts),
