@@ -160,6 +160,6 @@ def warm_up() -> list[str]:
     for name in calculator_names():
         try:
             present(name, {})
-        except AssetNeeded:  # a static file of the site (a vocabulary): the worker fetches it on first use
+        except AssetNeeded:  # a static file of the site (a vocabulary), fetched when that calculator first runs
             pass
     return names

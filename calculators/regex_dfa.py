@@ -165,23 +165,26 @@ class _Parser:
             else:
                 lo = ord(c)
                 self.i += 1
-            if self.peek() == "-" and self.i + 1 < len(self.p) and self.p[self.i + 1] != "]":
-                self.i += 1
-                if self.peek() == "\\":
-                    got = self.escape(in_class=True)
-                    if len(got) != 1 or got[0][0] != got[0][1]:
-                        self.fail("a class range must end in one character")
-                    hi = got[0][0]
-                else:
-                    hi = ord(self.peek())
-                    self.i += 1
-                if hi < lo:
-                    self.fail("class range out of order")
-                ranges.append((lo, hi))
-            else:
-                ranges.append((lo, lo))
+            ranges.append((lo, self.range_end(lo)))
         ranges = _merge(ranges)
         return _negate(ranges) if negated else ranges
+
+    def range_end(self, lo: int) -> int:
+        """The end of a class range a-z after its start, or the start itself when no range follows."""
+        if not (self.peek() == "-" and self.i + 1 < len(self.p) and self.p[self.i + 1] != "]"):
+            return lo
+        self.i += 1
+        if self.peek() == "\\":
+            got = self.escape(in_class=True)
+            if len(got) != 1 or got[0][0] != got[0][1]:
+                self.fail("a class range must end in one character")
+            hi = got[0][0]
+        else:
+            hi = ord(self.peek())
+            self.i += 1
+        if hi < lo:
+            self.fail("class range out of order")
+        return hi
 
     def repeat(self, node):
         while True:
@@ -273,7 +276,10 @@ class _NFA:
                 self.eps[s].append(a)
                 self.eps[b].append(t)
             return s, t
-        _, child, lo, hi = node
+        return self.repeat(*node[1:])
+
+    def repeat(self, child, lo: int, hi: int | None) -> tuple[int, int]:
+        """{lo,hi} as lo mandatory copies, then a starred copy (hi = None) or hi − lo optional ones."""
         s = self.state()
         end = s
         for _ in range(lo):  # the mandatory copies
@@ -386,37 +392,28 @@ def _classes(nfa: _NFA):
     return bounds, interval_class, len(classes), rep
 
 
-def compile_regex(pattern: str) -> DFA:
-    """Pattern → NFA → DFA → minimised DFA (raises InputError for unsupported syntax or a blow-up)."""
-    if len(pattern) > 300:
-        raise InputError("regex", "at most 300 characters")
-    nfa = _NFA()
-    start, accept = nfa.build(parse(pattern))
-    bounds, interval_class, num_classes, rep = _classes(nfa)
+def _closure(nfa: _NFA, states) -> frozenset:
+    seen, stack = set(states), list(states)
+    while stack:
+        for t in nfa.eps[stack.pop()]:
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    return frozenset(seen)
 
-    def closure(states):
-        seen, stack = set(states), list(states)
-        while stack:
-            for t in nfa.eps[stack.pop()]:
-                if t not in seen:
-                    seen.add(t)
-                    stack.append(t)
-        return frozenset(seen)
 
-    def inside(cp, ranges):
-        return any(lo <= cp <= hi for lo, hi in ranges)
-
-    first = closure([start])
+def _subsets(nfa: _NFA, start: int, num_classes: int, rep: dict) -> tuple[list[dict], list[frozenset]]:
+    """The subset construction: DFA rows (class → state) and the NFA states each DFA state stands for."""
+    first = _closure(nfa, [start])
     index, subsets, raw = {first: 0}, [first], []
     while len(raw) < len(subsets):
-        cur = subsets[len(raw)]
-        row = {}
+        cur, row = subsets[len(raw)], {}
         for c in range(num_classes):
             cp = rep[c]
-            targets = [t for s in cur for ranges, t in nfa.moves[s] if inside(cp, ranges)]
+            targets = [t for s in cur for ranges, t in nfa.moves[s] if any(lo <= cp <= hi for lo, hi in ranges)]
             if not targets:
                 continue
-            nxt = closure(targets)
+            nxt = _closure(nfa, targets)
             if nxt not in index:
                 if len(subsets) >= MAX_DFA_STATES:
                     raise InputError("regex", f"the DFA would have more than {MAX_DFA_STATES} states; simplify it")
@@ -424,6 +421,17 @@ def compile_regex(pattern: str) -> DFA:
                 subsets.append(nxt)
             row[c] = index[nxt]
         raw.append(row)
+    return raw, subsets
+
+
+def compile_regex(pattern: str) -> DFA:
+    """Pattern → NFA → DFA → minimised DFA (raises InputError for unsupported syntax or a blow-up)."""
+    if len(pattern) > 300:
+        raise InputError("regex", "at most 300 characters")
+    nfa = _NFA()
+    start, accept = nfa.build(parse(pattern))
+    bounds, interval_class, num_classes, rep = _classes(nfa)
+    raw, subsets = _subsets(nfa, start, num_classes, rep)
     acc = {i for i, s in enumerate(subsets) if accept in s}
     delta, accepting = _minimise(raw, acc, num_classes)
     return DFA(pattern, tuple(bounds), tuple(interval_class), num_classes, delta, accepting, len(nfa.eps), len(raw))

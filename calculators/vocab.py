@@ -2,9 +2,10 @@
 
 The vocabulary is GPT-2's byte-level BPE `encoder.json` (50,257 tokens; OpenAI's GPT-2 release, MIT
 licence), shipped as the site's static file `docs/assets/vocab/gpt2/encoder.json` (its README.txt says
-where it comes from). It is read only when a calculator asks for it: under CPython from the docs folder;
-in the browser's worker from the Pyodide file system, where worker.js writes it after fetching it from the
-site itself the first time a calculator raises `AssetNeeded` for it.
+where it comes from). It is read only when a calculator asks for it: under CPython from the docs folder; in
+the browser's worker by a synchronous request to the site itself (same origin, beside the worker's script)
+the first time the calculator runs, never with a page. Where neither is possible (Node, making the start-up
+snapshot) it raises `AssetNeeded`, which warm_up() skips.
 
 A token is allowed in DFA state s when running its characters from s never reaches the dead state (it is a
 prefix of some string the DFA accepts from s): the precomputed per-state mask of Outlines (Willard & Louf,
@@ -22,6 +23,7 @@ The end-of-text token is allowed exactly in accepting states.
 from __future__ import annotations
 
 import json
+import sys
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,28 +31,45 @@ from pathlib import Path
 from .errors import InputError
 
 GPT2_ASSET = "vocab/gpt2/encoder.json"
-BROWSER_ROOT = Path("/llmsi-assets")  # where worker.js writes fetched assets in Pyodide's file system
 DOCS_ROOT = Path(__file__).resolve().parent.parent / "docs" / "assets"
 EOS = "<|endoftext|>"
 
 
 class AssetNeeded(InputError):
-    """A static file of the site that this Python has not got yet. The worker fetches it and asks again."""
+    """A static file of the site that this Python cannot reach (no docs folder, no site to fetch from)."""
 
     def __init__(self, asset: str):
-        super().__init__("asset", f"needs the site's file assets/{asset} (loading it)")
+        super().__init__("asset", f"needs the site's file assets/{asset}, which this Python cannot reach")
         self.asset = asset
 
     def to_json(self) -> dict:
         return super().to_json() | {"asset": self.asset}
 
 
-def asset_path(asset: str) -> Path:
-    for root in (BROWSER_ROOT, DOCS_ROOT):
-        path = root / asset
-        if path.is_file():
-            return path
+def asset_text(asset: str) -> str:
+    """A static file of the site, as text: from the docs folder under CPython; in the browser's worker,
+    fetched from the site itself (next to assets/calculators/worker.js) the first time it is needed."""
+    path = DOCS_ROOT / asset
+    if path.is_file():
+        return path.read_text(encoding="utf-8")
+    if sys.platform == "emscripten":
+        return _fetch_from_site(asset)
     raise AssetNeeded(asset)
+
+
+def _fetch_from_site(asset: str) -> str:
+    import js  # Pyodide's bridge to the worker's JavaScript globals
+
+    if not hasattr(js, "XMLHttpRequest"):  # Node, making the start-up snapshot: no site to fetch from
+        raise AssetNeeded(asset)
+    url = js.URL.new(f"../{asset}", js.location.href).href
+    request = js.XMLHttpRequest.new()
+    request.open("GET", url, False)  # synchronous: allowed in a worker, and Python waits for it anyway
+    request.overrideMimeType("application/json; charset=utf-8")
+    request.send(None)
+    if request.status != 200:
+        raise InputError("asset", f"could not load the site's file assets/{asset} (HTTP {request.status})")
+    return request.responseText
 
 
 def _byte_decoder() -> dict[str, int]:
@@ -121,7 +140,7 @@ _CACHE: dict[str, Trie] = {}
 def gpt2_trie() -> Trie:
     """The shipped GPT-2 vocabulary's trie, built once per process (per browser worker)."""
     if GPT2_ASSET not in _CACHE:
-        encoder = json.loads(asset_path(GPT2_ASSET).read_text(encoding="utf-8"))
+        encoder = json.loads(asset_text(GPT2_ASSET))
         as_latin1 = str.maketrans({c: chr(b) for c, b in _byte_decoder().items()})
         strings: list[str | None] = [None] * len(encoder)
         for text, tid in encoder.items():

@@ -172,9 +172,9 @@ def compute(v: dict) -> dict:
     }
 
 
-def _derivation(v, t_m, cpu, apply, exposed, tpot, hbm_bw) -> list[dict]:
-    V, B, threads = v["vocab_size"], v["batch_size"], v["cpu_threads"]
-    how = {
+def _mask_step(v, t_m) -> dict:
+    V = v["vocab_size"]
+    formula, template, terms = {
         "precomputed": (
             "bitmask bytes ÷ copy bandwidth",
             "{} ÷ {}",
@@ -183,10 +183,19 @@ def _derivation(v, t_m, cpu, apply, exposed, tpot, hbm_bw) -> list[dict]:
         "trie_walk": ("2V nodes × 13 cycles ÷ 2 GHz", "2 × {} × 13 ÷ 2 GHz", [(V, "tokens")]),
         "measured": ("50 µs × V ÷ 128,000", "50 µs × {} ÷ 128,000", [(V, "tokens")]),
     }[v["method"]]
+    return step("CPU time per mask", formula, template, terms, t_m, "s")
+
+
+def _derivation(v, t_m, cpu, apply, exposed, tpot, hbm_bw) -> list[dict]:
+    V, B, threads = v["vocab_size"], v["batch_size"], v["cpu_threads"]
     step_s = v["step_ms"] / 1000
+    if v["overlap"]:
+        added = ("max(0, CPU − step) + apply", "max(0, {} − {}) + {}", [(cpu, "s"), (step_s, "s"), (apply, "s")])
+    else:
+        added = ("CPU + apply", "{} + {}", [(cpu, "s"), (apply, "s")])
     return [
         step("Bitmask per sequence", "⌈V ÷ 32⌉ × 4 B", "⌈{} ÷ 32⌉ × 4 B", [(V, "tokens")], bitmask_bytes(V), "B"),
-        step("CPU time per mask", how[0], how[1], how[2], t_m, "s"),
+        _mask_step(v, t_m),
         step(
             "CPU time per step",
             "⌈B ÷ threads⌉ × t_m",
@@ -203,14 +212,7 @@ def _derivation(v, t_m, cpu, apply, exposed, tpot, hbm_bw) -> list[dict]:
             apply,
             "s",
         ),
-        step(
-            "Added to the step",
-            "max(0, CPU − step) + apply" if v["overlap"] else "CPU + apply",
-            "max(0, {} − {}) + {}" if v["overlap"] else "{} + {}",
-            [(cpu, "s"), (step_s, "s"), (apply, "s")] if v["overlap"] else [(cpu, "s"), (apply, "s")],
-            exposed,
-            "s",
-        ),
+        step("Added to the step", *added, exposed, "s"),
         step(
             "Constraint tax",
             "added ÷ (step + added)",

@@ -80,16 +80,8 @@ def compute(v: dict) -> dict:
     state = check_prefix(dfa, v["prefix"])
     vocab = len(trie.strings)
     sample_ids = masker.allowed(state, v["samples"])
-    notes = _state_notes(dfa, masker, trie, counts, state)
-    plot = series(
-        "Allowed tokens in each DFA state",
-        "DFA state",
-        "",
-        list(range(dfa.num_states)),
-        [("allowed tokens", "tokens", counts)],
-        kind="bar",
-    )
-    mean_allowed = sum(counts) / len(counts)
+    plot = series("Allowed tokens in each DFA state", "DFA state", "", list(range(dfa.num_states)),
+                  [("allowed tokens", "tokens", counts)], kind="bar")  # fmt: skip
     forced, _ = dfa.jump_forward(state)
     return {
         "state": state,
@@ -108,45 +100,49 @@ def compute(v: dict) -> dict:
         "partial_tokens": trie.partial_tokens,
         "trie_nodes": len(trie.children),
         "trie_nodes_per_token": len(trie.children) / vocab,
-        "mean_allowed": mean_allowed,
+        "mean_allowed": sum(counts) / len(counts),
         "single_token_states": sum(c == 1 for c in counts),
         "counts": list(counts),
-        "derivation": [
-            step(
-                "Automaton",
-                "pattern → Thompson NFA → subset construction → Moore minimisation",
-                "{} → {} → {}",
-                [(dfa.nfa_states, "NFA states"), (dfa.subset_states, "states"), (dfa.num_states, "states")],
-                dfa.num_states,
-                "states",
-            ),
-            step(
-                "State after the prefix",
-                "δ*(start, prefix)",
-                "δ*(0, {} characters)",
-                [len(v["prefix"])],
-                state,
-            ),
-            step(
-                "Allowed in this state",
-                "tokens whose characters never reach the dead state from s",
-                "of {}",
-                [(vocab, "tokens")],
-                counts[state],
-                "tokens",
-            ),
-            step(
-                "Share of the vocabulary",
-                "allowed ÷ V",
-                "{} ÷ {}",
-                [(counts[state], "tokens"), (vocab, "tokens")],
-                counts[state] / vocab,
-                "share",
-            ),
-        ],
+        "derivation": _derivation(v, dfa, state, counts[state], vocab),
         "series": {"allowed_per_state": plot},
-        "notes": notes,
+        "notes": _state_notes(dfa, masker, trie, counts, state),
     }
+
+
+def _derivation(v: dict, dfa, state: int, allowed: int, vocab: int) -> list[dict]:
+    return [
+        step(
+            "Automaton",
+            "pattern → Thompson NFA → subset construction → Moore minimisation",
+            "{} → {} → {}",
+            [(dfa.nfa_states, "NFA states"), (dfa.subset_states, "states"), (dfa.num_states, "states")],
+            dfa.num_states,
+            "states",
+        ),
+        step(
+            "State after the prefix",
+            "δ*(start, prefix)",
+            "δ*(0, {} characters)",
+            [len(v["prefix"])],
+            state,
+        ),
+        step(
+            "Allowed in this state",
+            "tokens whose characters never reach the dead state from s",
+            "of {}",
+            [(vocab, "tokens")],
+            allowed,
+            "tokens",
+        ),
+        step(
+            "Share of the vocabulary",
+            "allowed ÷ V",
+            "{} ÷ {}",
+            [(allowed, "tokens"), (vocab, "tokens")],
+            allowed / vocab,
+            "share",
+        ),
+    ]
 
 
 @lru_cache(maxsize=8)

@@ -139,3 +139,12 @@ def test_dfa_accepts_strings_generated_from_the_pattern(pattern, data):
         ch = data.draw(st.sampled_from(ALPHABET))
         edited = text[:i] + ch + text[i + 1 :]
         assert dfa.fullmatch(edited) == bool(compiled.fullmatch(edited))
+
+
+def test_jump_forward_string_is_the_forced_characters():
+    # SGLang's compressed FSM: a run of states with one outgoing character and no way to stop is one edge
+    dfa = compile_regex(r'\{"name": "[A-Z][a-z]+", "age": \d{1,3}\}')
+    assert dfa.jump_forward(0) == ('{"name": "', dfa.run('{"name": "'))
+    assert dfa.jump_forward(dfa.run('{"name": "Ada"'))[0] == ', "age": '
+    assert dfa.jump_forward(dfa.run('{"name": "A'))[0] == ""  # a choice: more letters or the quote
+    assert compile_regex(r"ab*").jump_forward(0)[0] == "a"  # then b* or stop: no longer forced

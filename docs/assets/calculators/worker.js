@@ -156,55 +156,9 @@ async function boot(pyodideDir, wheel, snapshotUrl) {
   const options = { indexURL: pyodideDir, createPyodideModule, stdout: () => {}, stderr: () => {} };
   const { present, describe, pyodide } = await start(loadPyodide, options, wheel, snapshot);
   mark("ready");
-  Object.assign(py, { present, describe, pyodide });
+  Object.assign(py, { present, describe });
   // For `make bench` and tests: the WebAssembly heap, where Python's objects live, and the marks.
   self.llmsi = { wasmHeapBytes: () => pyodide._module.HEAP8.buffer.byteLength, bootMarks: () => marks };
-}
-
-// A static file of the site that a calculator needs (a tokenizer vocabulary, too large to ship with every
-// page): Python answers {"error": {"asset": "vocab/…"}} without it; the worker then fetches it once from
-// the site itself (next to assets/calculators/), writes it into Pyodide's file system, and asks again.
-const ASSET_ROOT = "/llmsi-assets/";
-const ASSET_NAME = /^[a-z0-9_-]+(\/[a-z0-9_.-]+)+$/;
-const fetchedAssets = new Map();   // asset → promise of its write, so two calculators fetch it once
-
-function assetNeeded(reply) {
-  if (!reply.includes('"asset"')) return null;
-  try { return JSON.parse(reply).error?.asset || null; } catch { return null; }
-}
-
-function fetchAsset(asset) {
-  if (!fetchedAssets.has(asset)) {
-    fetchedAssets.set(asset, (async () => {
-      if (!ASSET_NAME.test(asset) || asset.includes("..")) throw new Error(`not a site asset: ${asset}`);
-      const url = new URL(`../${asset}`, self.location.href);
-      const response = await fetch(url);
-      if (!response.ok) throw new Error(`${response.status} ${url.pathname}`);
-      const bytes = new Uint8Array(await response.arrayBuffer());
-      const path = ASSET_ROOT + asset;
-      py.pyodide.FS.mkdirTree(path.slice(0, path.lastIndexOf("/")));
-      py.pyodide.FS.writeFile(path, bytes);
-      marks[`asset:${asset}`] = Math.round(performance.now());
-    })());
-    fetchedAssets.get(asset).catch(() => fetchedAssets.delete(asset));   // a later use tries again
-  }
-  return fetchedAssets.get(asset);
-}
-
-async function presentWithAssets(name, inputsJson) {
-  let reply = py.present(name, inputsJson);
-  for (let tries = 0; tries < 3; tries++) {
-    const asset = assetNeeded(reply);
-    if (!asset) return reply;
-    try {
-      await fetchAsset(asset);
-    } catch (err) {
-      const message = `Could not load the site's file assets/${asset} (${messageOf(err)})`;
-      return JSON.stringify({ error: { field: null, message } });
-    }
-    reply = py.present(name, inputsJson);
-  }
-  return reply;
 }
 
 async function handle(data) {
@@ -215,7 +169,7 @@ async function handle(data) {
   }
   if (!booted) throw new Error("not booted");
   await booted;
-  if (data.op === "present") return presentWithAssets(data.name, JSON.stringify(data.inputs));
+  if (data.op === "present") return py.present(data.name, JSON.stringify(data.inputs));
   if (data.op === "describe") return py.describe(data.kind, JSON.stringify(data.value));
   throw new Error(`unknown op ${data.op}`);
 }
