@@ -28,6 +28,7 @@ from ..vocab import BudgetExceeded, Masker, check_prefix, gpt2_trie, json_escape
 DEFAULT_REGEX = r'\{"name": "[A-Z][a-z]+", "age": \d{1,3}\}'
 DEFAULT_PREFIX = '{"name": "Ada", "age": '
 MAX_LISTED_STATES = 40
+SHORT = 18  # characters of a text result (a results cell does not wrap; 200% text must fit a phone)
 # Trie edges the per-state masks may check in all: keeps a recompute in the page under its budget (a
 # bounded repeat over a broad class, [a-z ]{1,40}, walks the same large subtree from each of its states).
 VISIT_BUDGET = 300_000
@@ -49,14 +50,14 @@ SCHEMA = {
             help="Literals, \\d \\w \\s, [a-z0-9] and [^…] classes, ., |, ( ), (?: ), * + ? {m} {m,} {m,n}.",
         ),
         text("prefix", "Output so far (prefix)", DEFAULT_PREFIX, 300, help="Text already generated; may be empty."),
-        integer("samples", "Allowed tokens to list", 16, 1, 64, "tokens"),
+        integer("samples", "Allowed tokens to list in the notes", 16, 1, 64, "tokens"),
     ],
     "outputs": [
         output("state", "DFA state after the prefix", "", "integer"),
         output("accepting", "Could the output stop here (accepting state)?", "", "number"),
         output("allowed_tokens", "Tokens the mask allows in this state", "tokens", "integer"),
         output("allowed_share", "Share of the vocabulary allowed", "", "percent"),
-        output("sample", "Some allowed tokens (shortest first)", "", "number"),
+        output("sample", "First allowed tokens (all listed below)", "", "number"),
         output("jump_forward", "Forced text from here (jump-forward string)", "", "number"),
         output("jump_forward_chars", "Characters the engine could append without the model", "characters", "integer"),
         output("forced_states", "DFA states that allow exactly one character", "states", "integer"),
@@ -88,8 +89,8 @@ def compute(v: dict) -> dict:
         "accepting": state in dfa.accepting,
         "allowed_tokens": counts[state],
         "allowed_share": counts[state] / vocab,
-        "sample": json_escape_tokens(trie, sample_ids),
-        "jump_forward": json.dumps(forced, ensure_ascii=False) if forced else "none: the model chooses",
+        "sample": _short(json_escape_tokens(trie, sample_ids[:4])),
+        "jump_forward": _short(json.dumps(forced, ensure_ascii=False)) if forced else "none",
         "jump_forward_chars": len(forced),
         "forced_states": sum(dfa.forced_char(s) is not None for s in range(dfa.num_states)),
         "dfa_states": dfa.num_states,
@@ -105,7 +106,9 @@ def compute(v: dict) -> dict:
         "counts": list(counts),
         "derivation": _derivation(v, dfa, state, counts[state], vocab),
         "series": {"allowed_per_state": plot},
-        "notes": _state_notes(dfa, masker, trie, counts, state),
+        "notes": [f"allowed after the prefix, shortest first: {json_escape_tokens(trie, sample_ids)}"]
+        + ([f"forced text from here (jump-forward): {json.dumps(forced, ensure_ascii=False)}"] if forced else [])
+        + _state_notes(dfa, masker, trie, counts, state),
     }
 
 
@@ -143,6 +146,11 @@ def _derivation(v: dict, dfa, state: int, allowed: int, vocab: int) -> list[dict
             "share",
         ),
     ]
+
+
+def _short(text: str, limit: int = SHORT) -> str:
+    """A result cell's text: results do not wrap, so a long one is cut (the notes carry it whole)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @lru_cache(maxsize=8)
