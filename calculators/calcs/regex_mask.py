@@ -175,12 +175,19 @@ def _masks(pattern: str):
     return dfa, masker, tuple(counts)
 
 
+@lru_cache(maxsize=512)
+def _examples(pattern: str, state: int) -> str:
+    """A few of a state's allowed tokens, kept per pattern: typing a prefix then walks no trie at all."""
+    _, masker, _ = _masks(pattern)
+    return json_escape_tokens(masker.trie, masker.allowed(state, 4))
+
+
 def _state_notes(dfa, masker, trie, counts, current) -> list[str]:
     notes = []
     for s in range(min(dfa.num_states, MAX_LISTED_STATES)):
         tag = " (accepting)" if s in dfa.accepting else ""
         here = " ← after the prefix" if s == current else ""
-        eg = json_escape_tokens(trie, masker.allowed(s, 4))
+        eg = _examples(dfa.pattern, s)
         notes.append(f"state {s}{tag}: {counts[s]:,} allowed, e.g. {eg}{here}")
     if dfa.num_states > MAX_LISTED_STATES:
         notes.append(f"… and {dfa.num_states - MAX_LISTED_STATES} more states (see the chart).")
