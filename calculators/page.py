@@ -41,6 +41,8 @@ HEADLINE = {
     "radix_tree": ("hit_rate",),
     "scheduling": ("capacity_requests_per_s",),
     "shedding": ("goodput_shed_requests_per_s",),
+    "regex_mask": ("allowed_tokens", "state"),
+    "mask_cost": ("tax_share", "exposed_s"),
 }
 
 
