@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-from ..schema import accelerator_field, boolean, choice, integer, number, output, series, step
+from ..schema import accelerator_field, boolean, choice, integer, mark, number, output, series, step
 
 METHODS = [
     ("precomputed", "Precomputed per-state masks (regex DFA, Outlines-style index)"),
@@ -148,7 +148,7 @@ def compute(v: dict) -> dict:
     t_m, cpu, apply, exposed = _step(method, V, B, threads, step_s, overlap, copy_bw, hbm_bw)
     tpot = step_s + exposed
     hidden = threads * math.floor(step_s / t_m + 1e-9)
-    batches = [1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+    batches = sorted({1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, B})
     curves = []
     for m, label in METHODS:
         shares = []
@@ -156,7 +156,8 @@ def compute(v: dict) -> dict:
             *_, ex = _step(m, V, b, threads, step_s, overlap, copy_bw, hbm_bw)
             shares.append(ex / (step_s + ex) * 100)
         curves.append((label.split(" (")[0], "%", shares))
-    plot = series("Constraint tax against batch size", "batch size B", "sequences", batches, curves, log_axes=False)
+    plot = series("Constraint tax against batch size", "batch size B", "sequences", batches, curves)
+    mark(plot, "batch_size", B, on=dict(METHODS)[method].split(" (")[0])
     return {
         "bitmask_bytes": bitmask_bytes(V),
         "mask_s": t_m,

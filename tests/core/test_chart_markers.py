@@ -30,6 +30,7 @@ INPUT_AXES = {
     ("shedding", "ttft_shedding_vs_threshold"): "max_predicted_ttft_s",
     ("speculative_decoding", "speedup_vs_batch"): "batch_size",
     ("step_overhead", "overhead_share_vs_batch"): "batch_size",
+    ("mask_cost", "tax_vs_batch"): "batch_size",
 }
 OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)
@@ -53,6 +54,7 @@ OTHER_AXES = {
     ("scheduling", "attainment_vs_load"),
     ("scheduling", "ttft_p99_vs_load"),
     ("sizing", "by_tensor_parallel"),  # TP degrees the verdict tried, an output
+    ("regex_mask", "allowed_per_state"),  # DFA states, a category
 }
 
 
