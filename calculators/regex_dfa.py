@@ -456,7 +456,8 @@ def _blocks(rows: list, live: set, acc: set, num_classes: int) -> dict:
     """Moore's refinement: split blocks by (block, each class's target block) until nothing splits."""
     block = {s: (s in acc) for s in live}
     while True:
-        sig = {s: (block[s], tuple(block.get(rows[s].get(c), None) for c in range(num_classes))) for s in live}
+        # a row's transitions as (class, target block) pairs: a missing class is the dead state
+        sig = {s: (block[s], tuple(sorted((c, block[t]) for c, t in rows[s].items()))) for s in live}
         names: dict = {}
         new = {s: names.setdefault(sig[s], len(names)) for s in sorted(live)}
         if len(names) == len(set(block.values())):
