@@ -27,6 +27,7 @@ MAX_CODEPOINT = 0x10FFFF
 MAX_REPEAT = 50  # {m,n} bounds
 MAX_NFA_STATES = 4000
 MAX_DFA_STATES = 400
+MAX_WORK = 2_000_000  # steps of the class split and the subset construction: a recompute stays interactive
 SUPPORTED = (
     "supported: literals, \\d \\w \\s \\D \\W \\S, escaped metacharacters, . , classes like [a-z0-9] and [^…], "
     "| , groups ( ) and (?: ), and * + ? {m} {m,} {m,n} (m, n ≤ 50)"
@@ -377,10 +378,14 @@ def _classes(nfa: _NFA):
     # every interval's signature: which moves it enables (intervals alike form one class)
     move_ids = [(s, j) for s, moves in enumerate(nfa.moves) for j in range(len(moves))]
     sig_of = [set() for _ in bounds]
+    work = 0
     for mid, (s, j) in enumerate(move_ids):
         for lo, hi in nfa.moves[s][j][0]:
             a = bisect_right(bounds, lo) - 1
             b = bisect_right(bounds, hi) - 1
+            work += b - a + 1
+            if work > MAX_WORK:
+                raise InputError("regex", "the pattern is too complex to compile in the page; simplify it")
             for k in range(a, b + 1):
                 sig_of[k].add(mid)
     classes: dict[frozenset, int] = {}
@@ -406,8 +411,12 @@ def _subsets(nfa: _NFA, start: int, num_classes: int, rep: dict) -> tuple[list[d
     """The subset construction: DFA rows (class → state) and the NFA states each DFA state stands for."""
     first = _closure(nfa, [start])
     index, subsets, raw = {first: 0}, [first], []
+    work = 0
     while len(raw) < len(subsets):
         cur, row = subsets[len(raw)], {}
+        work += len(cur) * num_classes
+        if work > MAX_WORK:
+            raise InputError("regex", "the pattern is too complex to compile in the page; simplify it")
         for c in range(num_classes):
             cp = rep[c]
             targets = [t for s in cur for ranges, t in nfa.moves[s] if any(lo <= cp <= hi for lo, hi in ranges)]
@@ -455,7 +464,11 @@ def _live(raw: list[dict], acc: set) -> set:
 def _blocks(rows: list, live: set, acc: set, num_classes: int) -> dict:
     """Moore's refinement: split blocks by (block, each class's target block) until nothing splits."""
     block = {s: (s in acc) for s in live}
+    per_round, work = sum(len(rows[s]) + 1 for s in live), 0
     while True:
+        work += per_round
+        if work > MAX_WORK:
+            raise InputError("regex", "the pattern is too complex to compile in the page; simplify it")
         # a row's transitions as (class, target block) pairs: a missing class is the dead state
         sig = {s: (block[s], tuple(sorted((c, block[t]) for c, t in rows[s].items()))) for s in live}
         names: dict = {}
