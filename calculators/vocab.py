@@ -22,16 +22,15 @@ The end-of-text token is allowed exactly in accepting states.
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
-
+from .catalog import site_asset_text
 from .errors import InputError
 
 GPT2_ASSET = "vocab/gpt2/encoder.json"
-DOCS_ROOT = Path(__file__).resolve().parent.parent / "docs" / "assets"
 EOS = "<|endoftext|>"
 
 
@@ -49,17 +48,16 @@ class AssetNeeded(InputError):
 def asset_text(asset: str) -> str:
     """A static file of the site, as text: from the docs folder under CPython; in the browser's worker,
     fetched from the site itself (next to assets/calculators/worker.js) the first time it is needed."""
-    path = DOCS_ROOT / asset
-    if path.is_file():
-        return path.read_text(encoding="utf-8")
+    text = site_asset_text(asset)
+    if text is not None:
+        return text
     if sys.platform == "emscripten":
         return _fetch_from_site(asset)
     raise AssetNeeded(asset)
 
 
 def _fetch_from_site(asset: str) -> str:
-    import js  # Pyodide's bridge to the worker's JavaScript globals
-
+    js = sys.modules.get("js") or importlib.import_module("js")  # Pyodide's bridge to the worker's globals
     if not hasattr(js, "XMLHttpRequest"):  # Node, making the start-up snapshot: no site to fetch from
         raise AssetNeeded(asset)
     url = js.URL.new(f"../{asset}", js.location.href).href

