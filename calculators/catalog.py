@@ -153,3 +153,10 @@ def step_overheads() -> dict:
 def prices() -> list[dict]:
     """Dated, sourced prices, in the file's order (prices.toml; rows have no id)."""
     return entries("prices.toml", "price")
+
+
+def site_asset_text(asset: str) -> str | None:
+    """A static file of the site, docs/assets/<asset>, beside the package as in a checkout (build, tests); None
+    where it is absent (an installed wheel, the browser's worker, which fetches it from the site instead)."""
+    path = resources.files(__package__).joinpath("..", "docs", "assets", *asset.split("/"))
+    return path.read_text(encoding="utf-8") if path.is_file() else None

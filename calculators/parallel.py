@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from .calcs.allreduce import one_allreduce
+from .display import auto_bytes
 from .calcs.overhead import step_overhead
 from .calcs.kv_cache import (
     check_decode_context_parallel,
@@ -642,7 +643,7 @@ def _option(dm: DeploymentModel, p: Parallelism, context: float, tpot_s: float, 
     mem = dm.memory(p, context)
     replicas = dm.cluster.gpus // p.gpus
     if not mem.fits_weights:
-        why = f"does not fit: weights {mem.weights / 2**30:.0f} GiB per GPU"
+        why = f"does not fit: weights {auto_bytes(mem.weights)} per GPU"
         return Option(p, replicas, False, 0, 0, None, False, why)
     held = max_sequences(dm.model, p, mem)
     if held < 1:

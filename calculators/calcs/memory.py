@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..display import auto_bytes
 from ..formats import bytes_per_element
 from ..model import Model
 from ..params import total_params, weight_bytes
@@ -351,7 +352,7 @@ def compute(v: dict) -> dict:
         []
         if fits
         else [
-            f"does not fit: {b.weights / GIB:.1f} GiB of weights per GPU leave room for "
+            f"does not fit: {auto_bytes(b.weights)} of weights per GPU leave room for "
             f"{b.sequences} sequences of {v['context_tokens']:,} tokens"
         ]
     )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ..display import auto_bytes
 from ..errors import InputError
 from ..parallel import Parallelism, check_parallelism, max_sequences
 from ..schema import integer, mark, output, series, step
@@ -180,17 +181,17 @@ def compute(v: dict) -> dict:
     held = max_sequences(v["model"], p, mem) if mem.fits_weights else 0
     pre = dm.prefill_s(p, v["prompt_tokens"])
     out = _outputs(p, mem, d, pre, held)
-    gib = mem.weights / GIB
+    weights = auto_bytes(mem.weights)  # in the reader's memory units (display.memory_units)
     notes = (
         []
         if out["fits"]
         else [
-            f"does not fit: {gib:.1f} GiB of weights per GPU leave room for {held:,} sequences of {ctx:,} tokens, "
+            f"does not fit: {weights} of weights per GPU leave room for {held:,} sequences of {ctx:,} tokens, "
             f"not {batch:,}"
         ]
     )
     head = (
-        f"{p.label()} on {p.gpus} GPUs: {gib:.0f} GiB of weights per GPU, TPOT {d.tpot_s * 1e3:.1f} ms, "
+        f"{p.label()} on {p.gpus} GPUs: {weights} of weights per GPU, TPOT {d.tpot_s * 1e3:.1f} ms, "
         f"communication {out['comm_share']:.0%} of the step"
     )
     return {**out, "headline": head, "notes": notes, "derivation": _steps(p, mem, d, pre), "series": _plots(v, dm, p)}

@@ -13,6 +13,7 @@ from pathlib import Path
 from calculators import calculator_names
 
 HF = Path(__file__).parent / "fixtures" / "hf"
+NEEDS_THE_SITE = {"regex_mask"}
 CUSTOM_CHIP = {
     "id": "my-chip",
     "name": "My chip",
@@ -210,7 +211,10 @@ def _text(value) -> str:
 
 def cases() -> list[tuple[str, str, str]]:
     """(entry, name or kind, JSON text) for every case; entry is "present" or "describe"."""
-    defaults = [(name, {}) for name in calculator_names()]
+    # regex_mask reads the site's GPT-2 vocabulary, which Pyodide fetches from the site in the browser and Node
+    # has no site to fetch from: its byte-for-byte parity is checked in the real browser instead
+    # (tests/site/test_calculators.py::test_browser_equals_cpython_exactly, which runs every calculator).
+    defaults = [(name, {}) for name in calculator_names() if name not in NEEDS_THE_SITE]
     return [("present", name, _text(inputs)) for name, inputs in defaults + SPECIFIC] + [
         ("describe", kind, _text(value)) for kind, value in DESCRIBE
     ]

@@ -45,6 +45,7 @@ INPUT_AXES = {
     ("moe_alltoall", "share_vs_ep"): "num_gpus",
     ("lora_capacity", "kv_vs_slots"): "max_loras",
     ("tool_wait", "by_wait"): "wait_s",
+    ("mask_cost", "tax_vs_batch"): "batch_size",
 }
 OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)
@@ -71,6 +72,7 @@ OTHER_AXES = {
     ("expert_load", "gpu_load"),  # GPU index, a category
     ("task_cost", "per_turn"),  # turn number, 1 to the turns input: every turn, no reader's point
     ("task_cost", "gpu_time"),
+    ("regex_mask", "allowed_per_state"),  # DFA states, a category
 }
 # Charts whose x axis is derived from the inputs, marked at the reader's value of it (issue #18: "a marker at
 # the current inputs on every chart"): the x the reader's inputs give, from the calculator's own outputs.

@@ -11,10 +11,13 @@ from calculators.api import calculator_names
 from calculators.page import present, present_json
 
 BINARY = re.compile(r"\b[KMGT]iB\b")
+# Notes that quote an engine's log or name a value to type into an input in GiB keep that unit.
+NOTES_IN_THEIR_OWN_UNITS = {"startup_log", "engine_capacity"}
 
 
 def _texts(shown: dict) -> list[str]:
     texts = [o["text"] for o in shown["outputs"]] + [shown["headline"]]
+    texts += [] if shown["name"] in NOTES_IN_THEIR_OWN_UNITS else shown["notes"]
     texts += [w["text"] for w in shown["work"]] + [w["substituted"] for w in shown["work"]]
     texts += [h for t in shown["tables"].values() for h in t["head"]]
     return texts
