@@ -189,7 +189,8 @@ def compute(v: dict) -> dict:
     dm = deployment_model(v)
     r = search(dm, v["context_tokens"], v["tpot_limit_ms"] * 1e-3, v["max_batch"], v["search_dcp"])
     good = [o for o in r.options if o.rank]
-    bad = [o for o in r.options if not o.rank]
+    # losers that fit but miss TPOT first, then the largest that do not fit: the cut (SHOWN) drops the least telling
+    bad = sorted((o for o in r.options if not o.rank), key=lambda o: (not o.fits, -o.parallelism.gpus))
     out = {
         "options_feasible": len(good),
         "options_tried": len(r.options),
