@@ -246,7 +246,8 @@ def _notes(p: Pricer, tot, pool: float, fit: int) -> list[str]:
     if p.batch > fit:
         notes.append(
             f"B = {p.batch} sequences at the task's final context need more KV than the pool's "
-            f"{int(pool):,} tokens: fewer fit, and steps are slower than priced"
+            f"{int(pool):,} tokens: fewer fit, so the late turns run a smaller batch (or are preempted) "
+            "and cost more than priced"
         )
     limit = p.dep.model.max_context_tokens
     if limit and tot.final_context > limit:
