@@ -264,7 +264,7 @@ def _token_steps(shape: Shape, tot, out: dict) -> list[dict]:
         step(
             "Input read over the task",
             "Σ_t (context_t + new_t)",
-            "{} turns, {} + {} new each",
+            "{}, {} + {} new each",
             [(shape.turns, "turns"), (shape.shared_tokens, "tokens"), (shape.new_tokens, "tokens")],
             tot.prompt,
             "tokens",
@@ -317,7 +317,7 @@ def _time_steps(v: dict, shape: Shape, p: Pricer, run: dict, out: dict) -> list[
         step(
             "GPU-seconds in prefill",
             "N × Σ prefill_t",
-            "{} × Σ over {} turns",
+            "{} × Σ over {}",
             [(n, "GPUs"), (shape.turns, "turns")],
             run["prefill_gpu_s"],
             "s",
