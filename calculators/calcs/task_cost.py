@@ -246,7 +246,8 @@ def _notes(p: Pricer, tot, pool: float, fit: int) -> list[str]:
     if p.batch > fit:
         notes.append(
             f"B = {p.batch} sequences at the task's final context need more KV than the pool's "
-            f"{int(pool):,} tokens: fewer fit, and steps are slower than priced"
+            f"{int(pool):,} tokens: fewer fit, so the late turns run a smaller batch (or are preempted) "
+            "and cost more than priced"
         )
     limit = p.dep.model.max_context_tokens
     if limit and tot.final_context > limit:
@@ -263,7 +264,7 @@ def _token_steps(shape: Shape, tot, out: dict) -> list[dict]:
         step(
             "Input read over the task",
             "Σ_t (context_t + new_t)",
-            "{} turns, {} + {} new each",
+            "{}, {} + {} new each",
             [(shape.turns, "turns"), (shape.shared_tokens, "tokens"), (shape.new_tokens, "tokens")],
             tot.prompt,
             "tokens",
@@ -316,7 +317,7 @@ def _time_steps(v: dict, shape: Shape, p: Pricer, run: dict, out: dict) -> list[
         step(
             "GPU-seconds in prefill",
             "N × Σ prefill_t",
-            "{} × Σ over {} turns",
+            "{} × Σ over {}",
             [(n, "GPUs"), (shape.turns, "turns")],
             run["prefill_gpu_s"],
             "s",
