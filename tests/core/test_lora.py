@@ -49,6 +49,8 @@ def test_slots_come_out_of_the_kv_pool():
     r = api.run("lora_capacity", {})
     per_token = 32 * 2 * 8 * 128 * 2  # Llama 3.1 8B, BF16 KV: layers × (K, V) × heads × dim × bytes
     slot = 64 * (4096 * 2 + 4096 + 1024) * 2 * 32 * 2 + 64 * 3 * (4096 + 14336) * 32 * 2  # all 7 modules, rank 64
+    # vLLM v0.33.0 also wraps embed_tokens (A vocab × r, B d × r) and lm_head (A r × d, B vocab × r), unsharded
+    slot += 2 * 64 * (128256 + 4096) * 2
     assert r["slot_bytes_per_gpu"] == slot
     assert r["kv_tokens_per_slot"] == slot // per_token
     lost = base["kv_tokens_with_lora"] - r["kv_tokens_with_lora"]
