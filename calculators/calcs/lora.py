@@ -103,6 +103,16 @@ def slot_bytes_per_gpu(model: Model, max_rank: int, modules, elem_bytes: float, 
     return adapter_bytes_per_gpu(model, max_rank, modules, elem_bytes, tensor_parallel)
 
 
+# Presets whose vLLM v0.33.0 class lists embed_tokens and lm_head in embedding_modules (llama.py
+# LlamaForCausalLM: Llama 2 and 3.x; qwen3.py Qwen3ForCausalLM). Qwen2, Mistral (mistral.py: {}), Gemma,
+# OPT, Falcon and others declare none (interfaces.py default {}), so their slots hold the linear layers only.
+VLLM_VOCAB_LORA_PREFIXES = ("llama-2-", "llama-3.", "qwen3-8b", "qwen3-32b")
+
+
+def vllm_wraps_vocab(model: Model) -> bool:
+    return model.id.startswith(VLLM_VOCAB_LORA_PREFIXES)
+
+
 def vocab_slot_bytes_per_gpu(model: Model, max_rank: int, elem_bytes: float) -> float:
     """What one slot adds for the embedding and the LM head, which vLLM v0.33.0 also wraps when
     target_modules is unset (the model's embedding_modules, e.g. Llama's embed_tokens and lm_head, are

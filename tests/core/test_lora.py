@@ -59,6 +59,16 @@ def test_slots_come_out_of_the_kv_pool():
     assert xs == sorted(xs, reverse=True)
 
 
+def test_vocab_slots_only_for_models_whose_vllm_class_lists_them():
+    # Qwen2 (vllm/model_executor/models/qwen2.py) declares no embedding_modules: linear layers only
+    qwen2 = api.run("lora_capacity", {"model": "qwen2.5-7b", "max_lora_rank": "16"})
+    m = MODELS["qwen2.5-7b"]
+    assert qwen2["slot_bytes_per_gpu"] == lora.slot_bytes_per_gpu(m, 16, lora.MODULES, 2.0, 1)
+    llama = api.run("lora_capacity", {"max_lora_rank": "16"})
+    linear = lora.slot_bytes_per_gpu(MODELS["llama-3.1-8b"], 16, lora.MODULES, 2.0, 1)
+    assert llama["slot_bytes_per_gpu"] == linear + 2 * 16 * (128256 + 4096) * 2
+
+
 def test_slot_rank_and_modules_set_the_reservation_not_the_adapter():
     small = api.run("lora_capacity", {"adapter_rank": 8})
     big = api.run("lora_capacity", {"adapter_rank": 64})
