@@ -17,11 +17,13 @@ activation dtype when "auto", vllm/config/lora.py), allocated when the model loa
 pool is sized: their bytes come out of the KV budget. With target_modules unset every supported module
 is wrapped. Under tensor parallelism a column-parallel layer keeps A whole (r × d_in) and its B
 sharded (d_out ÷ N × r); a row-parallel layer the other way round (fully_sharded_loras off, the
-default). Adapters beyond the slots wait in host memory (max_cpu_loras, an LRU cache,
+default). With target_modules unset vLLM also wraps the embedding and the LM head, unsharded
+(vocab_slot_bytes_per_gpu). Adapters beyond the slots wait in host memory (max_cpu_loras, an LRU cache,
 vllm/lora/model_manager.py) and are copied in when a request needs one: bytes ÷ host-link bandwidth.
 
-Left out: LoRA on embeddings and the LM head, on MoE experts and on MLA's low-rank projections
-(InputError), DoRA and other variants, and the per-step kernel launch (counted by the step overhead).
+Left out: an adapter's own weights on embeddings and the LM head (PEFT's modules_to_save), on MoE
+experts and on MLA's low-rank projections (InputError), DoRA and other variants, and the per-step
+kernel launch (counted by the step overhead).
 """
 
 from __future__ import annotations
@@ -99,6 +101,25 @@ def adapter_bytes_per_gpu(model: Model, rank: int, modules, elem_bytes: float, t
 def slot_bytes_per_gpu(model: Model, max_rank: int, modules, elem_bytes: float, tensor_parallel: int) -> float:
     """One GPU slot (vLLM's max_loras counts them): every wrapped module's A and B at max_lora_rank."""
     return adapter_bytes_per_gpu(model, max_rank, modules, elem_bytes, tensor_parallel)
+
+
+# Presets whose vLLM v0.33.0 class lists embed_tokens and lm_head in embedding_modules (llama.py
+# LlamaForCausalLM: Llama 2 and 3.x; qwen3.py Qwen3ForCausalLM). Qwen2, Mistral (mistral.py: {}), Gemma,
+# OPT, Falcon and others declare none (interfaces.py default {}), so their slots hold the linear layers only.
+VLLM_VOCAB_LORA_PREFIXES = ("llama-2-", "llama-3.", "qwen3-8b", "qwen3-32b")
+
+
+def vllm_wraps_vocab(model: Model) -> bool:
+    return model.id.startswith(VLLM_VOCAB_LORA_PREFIXES)
+
+
+def vocab_slot_bytes_per_gpu(model: Model, max_rank: int, elem_bytes: float) -> float:
+    """What one slot adds for the embedding and the LM head, which vLLM v0.33.0 also wraps when
+    target_modules is unset (the model's embedding_modules, e.g. Llama's embed_tokens and lm_head, are
+    supported LoRA modules: vllm/lora/utils.py get_supported_lora_modules). Per slot and per GPU, unsharded:
+    VocabParallelEmbeddingWithLoRA holds A (vocab × r) and B (d × r), LogitsProcessorWithLoRA A (r × d)
+    and B (vocab × r) (vllm/lora/layers/vocab_parallel_embedding.py, logits_processor.py create_lora_weights)."""
+    return 2.0 * max_rank * (model.vocab_size + model.hidden_size) * elem_bytes
 
 
 def flops_per_token(model: Model, rank: int, modules) -> float:

@@ -2,7 +2,9 @@
 cost the KV pool, what a batch of mixed adapters adds to a step, and what a swap from host costs.
 
   adapter     = Σ_modules r × (d_in + d_out) × layers × bytes          (lora.adapter_bytes)
-  slot        = the same at max_lora_rank over the wrapped modules, per GPU (lora.slot_bytes_per_gpu)
+  slot        = the same at max_lora_rank over the wrapped modules, per GPU (lora.slot_bytes_per_gpu),
+                + 2 r (vocab + d) for the embedding and LM head when every module is wrapped and the
+                model's vLLM class lists them (lora.vllm_wraps_vocab)
   KV lost     = max_loras × slot ÷ KV bytes per token                   (tokens of the pool)
   step extra  = max(a × adapter per GPU ÷ (BW × η), T × 2 r (d_in + d_out) ÷ (N × peak × η))
   swap        = adapter per GPU ÷ (host link × η_link)
@@ -43,7 +45,8 @@ LORA_FIELDS = [
             ("all", "Every supported module (vLLM, target_modules unset)"),
             ("adapter", "Only the adapter's modules (target_modules set)"),
         ],
-        "vLLM v0.33.0 wraps every supported linear layer unless LoRAConfig.target_modules restricts it "
+        "vLLM v0.33.0 wraps every supported linear layer unless LoRAConfig.target_modules (--lora-target-modules) "
+        "restricts it, and the embedding and LM head too for models that list them (Llama, Qwen3) "
         "(vllm/lora/model_manager.py _create_lora_modules).",
     ),
     integer(
@@ -150,6 +153,8 @@ class Capacity:
         self.model = self.dep.model
         self.targets = lora.TARGETS[v["target_modules"]]
         self.slot_targets = lora.MODULES if v["slot_modules"] == "all" else self.targets
+        # vLLM then wraps embed_tokens and lm_head too, for the model classes that list them
+        self.slot_vocab = v["slot_modules"] == "all" and lora.vllm_wraps_vocab(self.model)
         self.rank, self.slot_rank = v["adapter_rank"], int(v["max_lora_rank"])
         self.budget = budget(footprint(v), usable_bytes_per_gpu(v), self.tp)
         self.link = HOST_LINKS[v["host_link"]]["bandwidth_bytes_per_s"] * v["link_efficiency"]
@@ -158,7 +163,10 @@ class Capacity:
         return lora.adapter_bytes_per_gpu(self.model, self.rank, self.targets, LORA_ELEM_BYTES, self.tp)
 
     def slot(self) -> float:
-        return lora.slot_bytes_per_gpu(self.model, self.slot_rank, self.slot_targets, LORA_ELEM_BYTES, self.tp)
+        linear = lora.slot_bytes_per_gpu(self.model, self.slot_rank, self.slot_targets, LORA_ELEM_BYTES, self.tp)
+        if not self.slot_vocab:
+            return linear
+        return linear + lora.vocab_slot_bytes_per_gpu(self.model, self.slot_rank, LORA_ELEM_BYTES)
 
     def kv_tokens(self, slots: int) -> int:
         left = max(0.0, self.budget.kv_budget - slots * self.slot())
@@ -269,7 +277,7 @@ def _memory_steps(c: Capacity, v: dict, out: dict) -> list[dict]:
             "One GPU slot",
             "the same at max_lora_rank over the wrapped modules",
             "rank {} over {}",
-            [c.slot_rank, ", ".join(c.slot_targets)],
+            [c.slot_rank, ", ".join(c.slot_targets) + (", embedding, LM head" if c.slot_vocab else "")],
             slot,
             "B",
         ),

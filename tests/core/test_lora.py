@@ -49,12 +49,24 @@ def test_slots_come_out_of_the_kv_pool():
     r = api.run("lora_capacity", {})
     per_token = 32 * 2 * 8 * 128 * 2  # Llama 3.1 8B, BF16 KV: layers × (K, V) × heads × dim × bytes
     slot = 64 * (4096 * 2 + 4096 + 1024) * 2 * 32 * 2 + 64 * 3 * (4096 + 14336) * 32 * 2  # all 7 modules, rank 64
+    # vLLM v0.33.0 also wraps embed_tokens (A vocab × r, B d × r) and lm_head (A r × d, B vocab × r), unsharded
+    slot += 2 * 64 * (128256 + 4096) * 2
     assert r["slot_bytes_per_gpu"] == slot
     assert r["kv_tokens_per_slot"] == slot // per_token
     lost = base["kv_tokens_with_lora"] - r["kv_tokens_with_lora"]
     assert abs(lost - 15 * slot / per_token) <= 1
     xs = r["series"]["kv_vs_slots"]["y"][0]["values"]
     assert xs == sorted(xs, reverse=True)
+
+
+def test_vocab_slots_only_for_models_whose_vllm_class_lists_them():
+    # Qwen2 (vllm/model_executor/models/qwen2.py) declares no embedding_modules: linear layers only
+    qwen2 = api.run("lora_capacity", {"model": "qwen2.5-7b", "max_lora_rank": "16"})
+    m = MODELS["qwen2.5-7b"]
+    assert qwen2["slot_bytes_per_gpu"] == lora.slot_bytes_per_gpu(m, 16, lora.MODULES, 2.0, 1)
+    llama = api.run("lora_capacity", {"max_lora_rank": "16"})
+    linear = lora.slot_bytes_per_gpu(MODELS["llama-3.1-8b"], 16, lora.MODULES, 2.0, 1)
+    assert llama["slot_bytes_per_gpu"] == linear + 2 * 16 * (128256 + 4096) * 2
 
 
 def test_slot_rank_and_modules_set_the_reservation_not_the_adapter():
