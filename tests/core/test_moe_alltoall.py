@@ -55,7 +55,9 @@ def test_domain_larger_than_the_chip_allows_is_refused():
 def test_deepep_low_latency_kernels(ep, dispatch_us, combine_us):
     """DeepEP docs/legacy.md (commit dd758ca), 'Low-latency kernels with pure RDMA': H800, CX7 400 Gb/s
     (~50 GB/s), 128 tokens, hidden 7168, top-8, FP8 dispatch, BF16 combine: dispatch 155/173/192/194 µs and
-    combine 273/314/369/360 µs at EP 32/64/128/256. The model (8 GPUs per server, NVLink ~160 GB/s, NIC 50 GB/s,
+    combine 273/314/369/360 µs at EP 32/64/128/256 (the EP 32/64 rows re-measured on 2025-06-05, commit de8cfca,
+    after the low-latency kernels began to use NVLink inside a node, PR #173; EP 128/256 from the initial pure-RDMA
+    table, commit ebfe47e). The model (8 GPUs per server, NVLink ~160 GB/s, NIC 50 GB/s,
     no fixed latency) is a bound: it must stay below each measurement and within 30% of it. Below EP32 the
     fixed latency dominates and the bound is far under (not tested)."""
     r = _run(num_gpus=ep, tokens_per_gpu=128, scale_up_gb_per_s=160.0, hardware="h100-sxm")
