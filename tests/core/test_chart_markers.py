@@ -35,6 +35,8 @@ INPUT_AXES = {
     ("long_context", "cost_vs_context"): "context_tokens",
     ("sparse_attention", "kv_kept_vs_context"): "context_tokens",
     ("sparse_attention", "decode_read_vs_context"): "context_tokens",
+    ("capacity_plan", "cost_vs_peak"): "peak_requests_per_s",
+    ("price_decoder", "margin_vs_batch"): "batch_size",
 }
 OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)
@@ -50,6 +52,7 @@ OTHER_AXES = {
     ("quantization", "tokens_by_format"),
     ("quantization", "kv_formats"),
     ("radix_tree", "hits_by_prompt"),  # prompts, a category
+    ("benchmark_loops", "ttft_by_percentile"),  # fixed percentiles
 }
 # Charts whose x axis is derived from the inputs, marked at the reader's value of it (issue #18: "a marker at
 # the current inputs on every chart"): the x the reader's inputs give, from the calculator's own outputs.
