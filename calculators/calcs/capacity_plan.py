@@ -41,20 +41,37 @@ SCHEMA = {
         "by the server time each takes. No queueing model (a rate below capacity is taken to meet TTFT), no "
         "network, tokenisation or scheduler overhead, no preemption: a plan to check with the goodput simulator."
     ),
-    "inputs": deployment_fields(0.8, 0.6) + [
+    "inputs": deployment_fields(0.8, 0.6)
+    + [
         number("peak_requests_per_s", "Peak traffic", 20.0, 0.001, 1e7, "requests/s"),
-        number("average_to_peak", "Average traffic ÷ peak", 0.5, 0.01, 1.0, "",
-               "The month's mean rate over the peak you provision for. DeepSeek's Day-6 report: 226.75 nodes "
-               "on average against a peak of 278 (0.82).", 0.01),
+        number(
+            "average_to_peak",
+            "Average traffic ÷ peak",
+            0.5,
+            0.01,
+            1.0,
+            "",
+            "The month's mean rate over the peak you provision for. DeepSeek's Day-6 report: 226.75 nodes "
+            "on average against a peak of 278 (0.82).",
+            0.01,
+        ),
         integer("input_tokens", "Prompt tokens per task", 2000, 1, 1_000_000, "tokens"),
-        number("cached_share", "Share of prompt tokens cached", 0.5, 0.0, 0.99, "",
-               "Prompt tokens found in the prefix cache (DeepSeek Day 6: 56.3% hit the on-disk cache).", 0.01),
+        number(
+            "cached_share",
+            "Share of prompt tokens cached",
+            0.5,
+            0.0,
+            0.99,
+            "",
+            "Prompt tokens found in the prefix cache (DeepSeek Day 6: 56.3% hit the on-disk cache).",
+            0.01,
+        ),
         integer("output_tokens", "Output tokens per task", 400, 2, 1_000_000, "tokens"),
         number("tpot_slo_s", "TPOT target", 0.05, 0.0001, 60.0, "s", "0.05 s is 20 tokens/s per user."),
-        number("headroom", "Headroom", 0.3, 0.0, 10.0, "", "Spare capacity above the peak, as a share of it.",
-               0.05),
+        number("headroom", "Headroom", 0.3, 0.0, 10.0, "", "Spare capacity above the peak, as a share of it.", 0.05),
         number("usd_per_gpu_hour", "Price per GPU-hour", 2.0, 0.0, 1000.0, "USD"),
-    ] + engine_fields(),
+    ]
+    + engine_fields(),
     "outputs": [
         output("batch", "Batch one replica runs at the target", "sequences", "integer", words={0: "none"}),
         output("tpot_s", "TPOT at that batch, prefill stalls included", "s", "seconds"),
@@ -100,8 +117,16 @@ def replica(v: dict, steps: StepModel, uncached: int) -> dict:
     b = slo_batch(steps, most, context, prefill_s, out, v["tpot_slo_s"])
     tpot = tpot_at(steps, max(b, 1), context, prefill_s, out)
     service = tpot * (out - 1) / b if b else math.inf
-    return {"batch": b, "tpot": tpot, "prefill_s": prefill_s, "service_s": service, "fits": fits, "pool": pool,
-            "capacity": 1 / service if b else 0.0, "context": context}
+    return {
+        "batch": b,
+        "tpot": tpot,
+        "prefill_s": prefill_s,
+        "service_s": service,
+        "fits": fits,
+        "pool": pool,
+        "capacity": 1 / service if b else 0.0,
+        "context": context,
+    }
 
 
 def replicas_for(rate: float, headroom: float, capacity: float) -> int:
@@ -118,11 +143,17 @@ def compute(v: dict) -> dict:
     uncached = _uncached(v)
     rep = replica(v, steps, uncached)
     if rep["fits"] < 1:
-        raise InputError("num_gpus", f"one request of {v['input_tokens'] + v['output_tokens']:,} tokens must fit the "
-                                     f"KV pool of one replica ({rep['pool']:,.0f} tokens): add GPUs")
+        raise InputError(
+            "num_gpus",
+            f"one request of {v['input_tokens'] + v['output_tokens']:,} tokens must fit the "
+            f"KV pool of one replica ({rep['pool']:,.0f} tokens): add GPUs",
+        )
     if not rep["batch"]:
-        why = ("no request of prompt + output fits the KV pool" if rep["fits"] < 1 else
-               f"one sequence's TPOT ({rep['tpot']:.3g} s) already exceeds the target")
+        why = (
+            "no request of prompt + output fits the KV pool"
+            if rep["fits"] < 1
+            else f"one sequence's TPOT ({rep['tpot']:.3g} s) already exceeds the target"
+        )
         raise InputError("tpot_slo_s", f"no batch meets it on one replica of {v['num_gpus']} GPUs: {why}")
     n = replicas_for(v["peak_requests_per_s"], v["headroom"], rep["capacity"])
     gpus = n * v["num_gpus"]
@@ -134,10 +165,15 @@ def compute(v: dict) -> dict:
     whole = replica(v, steps, v["input_tokens"])
     whole_util = average * whole["service_s"] / n if whole["batch"] else math.inf
     out = {
-        "batch": rep["batch"], "tpot_s": rep["tpot"], "capacity_requests_per_s": rep["capacity"],
-        "replicas": n, "gpus": gpus, "usd_per_month": month,
+        "batch": rep["batch"],
+        "tpot_s": rep["tpot"],
+        "capacity_requests_per_s": rep["capacity"],
+        "replicas": n,
+        "gpus": gpus,
+        "usd_per_month": month,
         "average_utilisation": average / (n * rep["capacity"]),
-        "usd_per_task": task, "input_share_of_cost": share,
+        "usd_per_task": task,
+        "input_share_of_cost": share,
         "usd_per_million_input_tokens": task * share / uncached * 1e6,
         "usd_per_million_output_tokens": task * (1 - share) / v["output_tokens"] * 1e6,
         "usd_per_task_uncached": task * whole["service_s"] / rep["service_s"] if whole["batch"] else 0.0,
@@ -145,19 +181,32 @@ def compute(v: dict) -> dict:
     }
     notes = []
     if whole_util >= 1:
-        notes.append("with nothing cached the same replicas could not carry the average load: "
-                     "the uncached cost per task assumes they could")
-    return dict(out, notes=notes, derivation=efficiency_steps(dep) + _steps(v, rep, out, uncached, average),
-                series={"cost_vs_peak": _sweep(v, rep)})
+        notes.append(
+            "with nothing cached the same replicas could not carry the average load: "
+            "the uncached cost per task assumes they could"
+        )
+    return dict(
+        out,
+        notes=notes,
+        derivation=efficiency_steps(dep) + _steps(v, rep, out, uncached, average),
+        series={"cost_vs_peak": _sweep(v, rep)},
+    )
 
 
 def _sweep(v: dict, rep: dict) -> dict:
     peak = v["peak_requests_per_s"]
     rates = [peak * k for k in SWEEP]
     gpus = [replicas_for(r, v["headroom"], rep["capacity"]) * v["num_gpus"] for r in rates]
-    plot = series("GPUs and monthly cost vs peak traffic", "Peak traffic", "requests/s", rates,
-                  [("GPUs", "GPUs", gpus),
-                   ("cost per month", "USD", [g * v["usd_per_gpu_hour"] * HOURS_PER_MONTH for g in gpus])])
+    plot = series(
+        "GPUs and monthly cost vs peak traffic",
+        "Peak traffic",
+        "requests/s",
+        rates,
+        [
+            ("GPUs", "GPUs", gpus),
+            ("cost per month", "USD", [g * v["usd_per_gpu_hour"] * HOURS_PER_MONTH for g in gpus]),
+        ],
+    )
     return mark(plot, "peak_requests_per_s", peak, name=f"yours ({peak:,g} requests/s)")
 
 
@@ -165,24 +214,77 @@ def _steps(v: dict, rep: dict, out: dict, uncached: int, average: float) -> list
     o, b = v["output_tokens"], rep["batch"]
     price = (v["usd_per_gpu_hour"], "USD/GPU-h")
     return [
-        step("Prompt tokens to prefill", "prompt × (1 − cached share)", "{} × (1 − {})",
-             [v["input_tokens"], v["cached_share"]], uncached, "tokens"),
-        step("Prefill of one request", "prefill step of the uncached tokens", "prefill({})", [uncached],
-             rep["prefill_s"], "s"),
-        step("Batch within the TPOT target", "largest B ≤ min(KV pool ÷ (prompt + output), max_num_seqs) with "
-             "step(B) + B × prefill ÷ (output − 1) ≤ target", "B ≤ {}, target {}",
-             [min(rep["fits"], vllm_max_num_seqs(v["hardware"])), (v["tpot_slo_s"], "s")], b, "sequences"),
-        step("TPOT at that batch", "step(B, context) + B × prefill ÷ (output − 1)", "step({}, {}) + {} × {} ÷ {}",
-             [b, rep["context"], b, (rep["prefill_s"], "s"), o - 1], rep["tpot"], "s"),
-        step("Capacity of one replica", "B ÷ (TPOT × (output − 1))", "{} ÷ ({} × {})",
-             [b, (rep["tpot"], "s"), o - 1], rep["capacity"], "requests/s"),
-        step("Replicas", "⌈peak × (1 + headroom) ÷ capacity⌉", "⌈{} × (1 + {}) ÷ {}⌉",
-             [(v["peak_requests_per_s"], "requests/s"), v["headroom"], (rep["capacity"], "requests/s")],
-             out["replicas"], "replicas"),
-        step("Cost per month", "replicas × GPUs per replica × USD/GPU-h × 730 h", "{} × {} × {} × 730",
-             [out["replicas"], v["num_gpus"], price], out["usd_per_month"], "USD"),
-        step("Cost per task", "cost per month ÷ (average rate × 730 h × 3600 s)", "{} ÷ ({} × 730 × 3600)",
-             [(out["usd_per_month"], "USD"), (average, "requests/s")], out["usd_per_task"], "USD"),
-        step("Prefill's share of a task", "prefill ÷ server time per request", "{} ÷ {}",
-             [(rep["prefill_s"], "s"), (rep["service_s"], "s")], out["input_share_of_cost"], "share"),
+        step(
+            "Prompt tokens to prefill",
+            "prompt × (1 − cached share)",
+            "{} × (1 − {})",
+            [v["input_tokens"], v["cached_share"]],
+            uncached,
+            "tokens",
+        ),
+        step(
+            "Prefill of one request",
+            "prefill step of the uncached tokens",
+            "prefill({})",
+            [uncached],
+            rep["prefill_s"],
+            "s",
+        ),
+        step(
+            "Batch within the TPOT target",
+            "largest B ≤ min(KV pool ÷ (prompt + output), max_num_seqs) with "
+            "step(B) + B × prefill ÷ (output − 1) ≤ target",
+            "B ≤ {}, target {}",
+            [min(rep["fits"], vllm_max_num_seqs(v["hardware"])), (v["tpot_slo_s"], "s")],
+            b,
+            "sequences",
+        ),
+        step(
+            "TPOT at that batch",
+            "step(B, context) + B × prefill ÷ (output − 1)",
+            "step({}, {}) + {} × {} ÷ {}",
+            [b, rep["context"], b, (rep["prefill_s"], "s"), o - 1],
+            rep["tpot"],
+            "s",
+        ),
+        step(
+            "Capacity of one replica",
+            "B ÷ (TPOT × (output − 1))",
+            "{} ÷ ({} × {})",
+            [b, (rep["tpot"], "s"), o - 1],
+            rep["capacity"],
+            "requests/s",
+        ),
+        step(
+            "Replicas",
+            "⌈peak × (1 + headroom) ÷ capacity⌉",
+            "⌈{} × (1 + {}) ÷ {}⌉",
+            [(v["peak_requests_per_s"], "requests/s"), v["headroom"], (rep["capacity"], "requests/s")],
+            out["replicas"],
+            "replicas",
+        ),
+        step(
+            "Cost per month",
+            "replicas × GPUs per replica × USD/GPU-h × 730 h",
+            "{} × {} × {} × 730",
+            [out["replicas"], v["num_gpus"], price],
+            out["usd_per_month"],
+            "USD",
+        ),
+        step(
+            "Cost per task",
+            "cost per month ÷ (average rate × 730 h × 3600 s)",
+            "{} ÷ ({} × 730 × 3600)",
+            [(out["usd_per_month"], "USD"), (average, "requests/s")],
+            out["usd_per_task"],
+            "USD",
+        ),
+        step(
+            "Prefill's share of a task",
+            "prefill ÷ server time per request",
+            "{} ÷ {}",
+            [(rep["prefill_s"], "s"), (rep["service_s"], "s")],
+            out["input_share_of_cost"],
+            "share",
+        ),
     ]

@@ -35,35 +35,69 @@ SCHEMA = {
         "idle hours, no network, tokenisation or scheduler overhead, no staff or datacentre cost, so the margin "
         "is an upper bound at that batch."
     ),
-    "inputs": deployment_fields(0.8, 0.6) + [
-        number("usd_per_million_input", "Price per million input tokens (cache miss)", 0.55, 0.0, 10_000.0, "USD",
-               "DeepSeek-R1's price as quoted in DeepSeek's Day-6 report (2025-02-28): $0.55."),
-        number("usd_per_million_cached_input", "Price per million cached input tokens (cache hit)", 0.14, 0.0,
-               10_000.0, "USD", "DeepSeek-R1, same report: $0.14."),
-        number("usd_per_million_output", "Price per million output tokens", 2.19, 0.0, 10_000.0, "USD",
-               "DeepSeek-R1, same report: $2.19."),
+    "inputs": deployment_fields(0.8, 0.6)
+    + [
+        number(
+            "usd_per_million_input",
+            "Price per million input tokens (cache miss)",
+            0.55,
+            0.0,
+            10_000.0,
+            "USD",
+            "DeepSeek-R1's price as quoted in DeepSeek's Day-6 report (2025-02-28): $0.55.",
+        ),
+        number(
+            "usd_per_million_cached_input",
+            "Price per million cached input tokens (cache hit)",
+            0.14,
+            0.0,
+            10_000.0,
+            "USD",
+            "DeepSeek-R1, same report: $0.14.",
+        ),
+        number(
+            "usd_per_million_output",
+            "Price per million output tokens",
+            2.19,
+            0.0,
+            10_000.0,
+            "USD",
+            "DeepSeek-R1, same report: $2.19.",
+        ),
         integer("input_tokens", "Prompt tokens per task", 2000, 1, 1_000_000, "tokens"),
         number("cached_share", "Share of prompt tokens cached", 0.5, 0.0, 0.99, "", "", 0.01),
         integer("output_tokens", "Output tokens per task", 400, 2, 1_000_000, "tokens"),
-        number("usd_per_gpu_hour", "Price per GPU-hour", 2.0, 0.01, 1000.0, "USD",
-               "DeepSeek's Day-6 costing assumes $2 per H800-hour."),
+        number(
+            "usd_per_gpu_hour",
+            "Price per GPU-hour",
+            2.0,
+            0.01,
+            1000.0,
+            "USD",
+            "DeepSeek's Day-6 costing assumes $2 per H800-hour.",
+        ),
         integer("batch_size", "Your estimate of the batch the provider runs", 64, 1, 100_000, "sequences"),
-    ] + engine_fields(),
+    ]
+    + engine_fields(),
     "outputs": [
         output("revenue_per_task", "Revenue per task", "USD", "usd"),
         output("break_even_tasks_per_s_per_gpu", "Tasks/s each GPU must serve to break even", "requests/s", "rate"),
-        output("break_even_output_tokens_per_s_per_gpu", "Output tokens/s per GPU to break even", "tokens/s",
-               "rate"),
-        output("break_even_batch", "Smallest batch that breaks even", "sequences", "integer",
-               words={0: "none that fits"}),
+        output("break_even_output_tokens_per_s_per_gpu", "Output tokens/s per GPU to break even", "tokens/s", "rate"),
+        output(
+            "break_even_batch", "Smallest batch that breaks even", "sequences", "integer", words={0: "none that fits"}
+        ),
         output("break_even_tpot_s", "TPOT at the break-even batch", "s", "seconds", words={0: "n/a"}),
         output("tasks_per_s_per_gpu", "At your batch: tasks/s per GPU", "requests/s", "rate"),
         output("output_tokens_per_s_per_gpu", "At your batch: output tokens/s per GPU", "tokens/s", "rate"),
         output("tpot_s", "At your batch: TPOT, prefill stalls included", "s", "seconds"),
         output("cost_per_task", "At your batch: cost per task", "USD", "usd"),
         output("margin", "At your batch: margin (1 − cost ÷ revenue)", "", "percent"),
-        output("cost_profit_margin", "At your batch: cost profit margin (revenue ÷ cost − 1), as DeepSeek states it",
-               "", "percent"),
+        output(
+            "cost_profit_margin",
+            "At your batch: cost profit margin (revenue ÷ cost − 1), as DeepSeek states it",
+            "",
+            "percent",
+        ),
         output("max_batch", "Largest batch whose KV fits (and vLLM's max_num_seqs allows)", "sequences", "integer"),
     ],
 }
@@ -110,8 +144,10 @@ def compute(v: dict) -> dict:
     if most < 1:
         raise InputError("input_tokens", "prompt + output must fit the KV pool of one replica: none does")
     if v["batch_size"] > most:
-        raise InputError("batch_size", f"must be from 1 to {most:,} sequences: the most whose KV fits one replica "
-                                       "and vLLM's max_num_seqs allows")
+        raise InputError(
+            "batch_size",
+            f"must be from 1 to {most:,} sequences: the most whose KV fits one replica and vLLM's max_num_seqs allows",
+        )
     sheet = (v["usd_per_million_input"], v["usd_per_million_cached_input"], v["usd_per_million_output"])
     earn = revenue(uncached, cached, v["output_tokens"], sheet)
     if earn <= 0:
@@ -124,42 +160,90 @@ def compute(v: dict) -> dict:
     rate = rep.tasks_per_s_per_gpu(b)
     cost = per_gpu_s / rate
     out = {
-        "revenue_per_task": earn, "break_even_tasks_per_s_per_gpu": need,
+        "revenue_per_task": earn,
+        "break_even_tasks_per_s_per_gpu": need,
         "break_even_output_tokens_per_s_per_gpu": need * v["output_tokens"],
-        "break_even_batch": be, "break_even_tpot_s": rep.tpot(be) if be else 0.0,
-        "tasks_per_s_per_gpu": rate, "output_tokens_per_s_per_gpu": rate * v["output_tokens"],
-        "tpot_s": rep.tpot(b), "cost_per_task": cost, "margin": 1 - cost / earn,
-        "cost_profit_margin": earn / cost - 1, "max_batch": most,
+        "break_even_batch": be,
+        "break_even_tpot_s": rep.tpot(be) if be else 0.0,
+        "tasks_per_s_per_gpu": rate,
+        "output_tokens_per_s_per_gpu": rate * v["output_tokens"],
+        "tpot_s": rep.tpot(b),
+        "cost_per_task": cost,
+        "margin": 1 - cost / earn,
+        "cost_profit_margin": earn / cost - 1,
+        "max_batch": most,
     }
     notes = [] if be else [f"no batch up to {most:,} breaks even at this price sheet on this hardware"]
-    return dict(out, notes=notes, derivation=efficiency_steps(dep) + _steps(v, rep, out, uncached, cached, sheet),
-                series={"margin_vs_batch": _sweep(rep, earn, per_gpu_s, most, b)})
+    return dict(
+        out,
+        notes=notes,
+        derivation=efficiency_steps(dep) + _steps(v, rep, out, uncached, cached, sheet),
+        series={"margin_vs_batch": _sweep(rep, earn, per_gpu_s, most, b)},
+    )
 
 
 def _sweep(rep: Replica, earn: float, per_gpu_s: float, most: int, b: int) -> dict:
-    batches = sorted({2 ** k for k in range(int(math.log2(most)) + 1)} | {most, b})
+    batches = sorted({2**k for k in range(int(math.log2(most)) + 1)} | {most, b})
     margins = [100 * (1 - per_gpu_s / rep.tasks_per_s_per_gpu(x) / earn) for x in batches]
-    plot = series("Margin vs batch at this price sheet", "Batch", "sequences", batches,
-                  [("margin", "%", margins), ("TPOT", "s", [rep.tpot(x) for x in batches])])
+    plot = series(
+        "Margin vs batch at this price sheet",
+        "Batch",
+        "sequences",
+        batches,
+        [("margin", "%", margins), ("TPOT", "s", [rep.tpot(x) for x in batches])],
+    )
     return mark(plot, "batch_size", b, name=f"yours (batch {b:,})")
 
 
 def _steps(v: dict, rep: Replica, out: dict, uncached: int, cached: int, sheet: tuple) -> list[dict]:
     b = v["batch_size"]
     return [
-        step("Revenue per task", "(uncached × $in + cached × $cached + output × $out) ÷ 10^6",
-             "({} × {} + {} × {} + {} × {}) ÷ 10^6",
-             [uncached, (sheet[0], "USD"), cached, (sheet[1], "USD"), v["output_tokens"], (sheet[2], "USD")],
-             out["revenue_per_task"], "USD"),
-        step("Break-even tasks/s per GPU", "(USD/GPU-h ÷ 3600) ÷ revenue per task", "({} ÷ 3600) ÷ {}",
-             [(v["usd_per_gpu_hour"], "USD/GPU-h"), (out["revenue_per_task"], "USD")],
-             out["break_even_tasks_per_s_per_gpu"], "requests/s"),
-        step("Break-even batch", "smallest B with B ÷ (TPOT(B) × (output − 1)) ÷ GPUs ≥ break-even rate",
-             "B ≤ {}", [out["max_batch"]], out["break_even_batch"], "sequences"),
-        step("Tasks/s per GPU at your batch", "B ÷ ((step(B) + B × prefill ÷ (output − 1)) × (output − 1)) ÷ GPUs",
-             "{} ÷ (({} + {} × {} ÷ {}) × {}) ÷ {}",
-             [b, (rep.steps.decode_time(b, rep.context), "s"), b, (rep.prefill_s, "s"), v["output_tokens"] - 1,
-              v["output_tokens"] - 1, v["num_gpus"]], out["tasks_per_s_per_gpu"], "requests/s"),
-        step("Margin at your batch", "1 − (USD/GPU-h ÷ 3600 ÷ tasks/s per GPU) ÷ revenue", "1 − {} ÷ {}",
-             [(out["cost_per_task"], "USD"), (out["revenue_per_task"], "USD")], out["margin"], "share"),
+        step(
+            "Revenue per task",
+            "(uncached × $in + cached × $cached + output × $out) ÷ 10^6",
+            "({} × {} + {} × {} + {} × {}) ÷ 10^6",
+            [uncached, (sheet[0], "USD"), cached, (sheet[1], "USD"), v["output_tokens"], (sheet[2], "USD")],
+            out["revenue_per_task"],
+            "USD",
+        ),
+        step(
+            "Break-even tasks/s per GPU",
+            "(USD/GPU-h ÷ 3600) ÷ revenue per task",
+            "({} ÷ 3600) ÷ {}",
+            [(v["usd_per_gpu_hour"], "USD/GPU-h"), (out["revenue_per_task"], "USD")],
+            out["break_even_tasks_per_s_per_gpu"],
+            "requests/s",
+        ),
+        step(
+            "Break-even batch",
+            "smallest B with B ÷ (TPOT(B) × (output − 1)) ÷ GPUs ≥ break-even rate",
+            "B ≤ {}",
+            [out["max_batch"]],
+            out["break_even_batch"],
+            "sequences",
+        ),
+        step(
+            "Tasks/s per GPU at your batch",
+            "B ÷ ((step(B) + B × prefill ÷ (output − 1)) × (output − 1)) ÷ GPUs",
+            "{} ÷ (({} + {} × {} ÷ {}) × {}) ÷ {}",
+            [
+                b,
+                (rep.steps.decode_time(b, rep.context), "s"),
+                b,
+                (rep.prefill_s, "s"),
+                v["output_tokens"] - 1,
+                v["output_tokens"] - 1,
+                v["num_gpus"],
+            ],
+            out["tasks_per_s_per_gpu"],
+            "requests/s",
+        ),
+        step(
+            "Margin at your batch",
+            "1 − (USD/GPU-h ÷ 3600 ÷ tasks/s per GPU) ÷ revenue",
+            "1 − {} ÷ {}",
+            [(out["cost_per_task"], "USD"), (out["revenue_per_task"], "USD")],
+            out["margin"],
+            "share",
+        ),
     ]

@@ -42,8 +42,10 @@ def test_more_users_more_throughput_until_the_server_fills():
 
 
 def test_think_time_lowers_the_rate():
-    assert (run("benchmark_loops", {"think_s": 2.0})["closed_rate_requests_per_s"]
-            < run("benchmark_loops", {})["closed_rate_requests_per_s"])
+    assert (
+        run("benchmark_loops", {"think_s": 2.0})["closed_rate_requests_per_s"]
+        < run("benchmark_loops", {})["closed_rate_requests_per_s"]
+    )
 
 
 def test_vllm_bench_serve_semantics_at_0_33_0():
@@ -54,9 +56,17 @@ def test_vllm_bench_serve_semantics_at_0_33_0():
     squared coefficient of variation 1 ÷ burstiness)."""
     from calculators.engine.workload import Workload
 
-    v = {"seed": 3, "burstiness": 0.5, "input_distribution": "fixed", "input_tokens_mean": 10, "input_tokens_cv": 0,
-         "output_distribution": "fixed", "output_tokens_mean": 5, "output_tokens_cv": 0}
+    v = {
+        "seed": 3,
+        "burstiness": 0.5,
+        "input_distribution": "fixed",
+        "input_tokens_mean": 10,
+        "input_tokens_cv": 0,
+        "output_distribution": "fixed",
+        "output_tokens_mean": 5,
+        "output_tokens_cv": 0,
+    }
     gaps = [g for g, _, _ in Workload(v).first(20_000)]
     mean = sum(gaps) / len(gaps)
-    cv2 = sum((g - mean) ** 2 for g in gaps) / len(gaps) / mean ** 2
+    cv2 = sum((g - mean) ** 2 for g in gaps) / len(gaps) / mean**2
     assert mean == pytest.approx(1.0, rel=0.03) and cv2 == pytest.approx(1 / 0.5, rel=0.06)

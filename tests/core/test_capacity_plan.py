@@ -60,7 +60,7 @@ def test_a_target_no_batch_meets_names_the_field():
 
 def test_deepseek_day6_daily_cost():
     """DeepSeek, open-infra-index, 202502OpenSourceWeek/day_6_one_more_thing_deepseekV3R1_inference_system_overview.md
-    (2025-02-28): average 226.75 nodes of 8 H800 at $2/GPU-h → $87,072 a day. The plan's bill is GPUs × price × hours:
-    the same sum over 24 h (exact)."""
+    (2025-02-28): average 226.75 nodes of 8 H800 at $2/GPU-h → $87,072 a day. The plan's bill is
+    GPUs × price × hours: the same sum over 24 h (exact)."""
     assert 226.75 * 8 * 2.0 * 24 == pytest.approx(87_072, abs=0.5)
     assert HOURS_PER_MONTH == 730.0

@@ -44,9 +44,13 @@ def test_break_even_batch_is_the_smallest_that_breaks_even():
 
 
 def test_cheaper_prices_need_a_bigger_batch():
-    batches = [run("price_decoder", {"usd_per_million_output": p, "usd_per_million_input": p / 4,
-                                     "usd_per_million_cached_input": p / 16})["break_even_batch"]
-               for p in (4.0, 1.0, 0.5)]
+    batches = [
+        run(
+            "price_decoder",
+            {"usd_per_million_output": p, "usd_per_million_input": p / 4, "usd_per_million_cached_input": p / 16},
+        )["break_even_batch"]
+        for p in (4.0, 1.0, 0.5)
+    ]
     assert batches == sorted(batches) and batches[0] < batches[-1]
 
 
@@ -58,5 +62,7 @@ def test_a_batch_that_does_not_fit_names_the_field():
 
 def test_a_free_sheet_is_refused():
     with pytest.raises(InputError):
-        run("price_decoder", {"usd_per_million_input": 0, "usd_per_million_cached_input": 0,
-                              "usd_per_million_output": 0})
+        run(
+            "price_decoder",
+            {"usd_per_million_input": 0, "usd_per_million_cached_input": 0, "usd_per_million_output": 0},
+        )
