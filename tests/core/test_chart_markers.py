@@ -35,6 +35,7 @@ INPUT_AXES = {
     ("long_context", "cost_vs_context"): "context_tokens",
     ("sparse_attention", "kv_kept_vs_context"): "context_tokens",
     ("sparse_attention", "decode_read_vs_context"): "context_tokens",
+    ("autoscale_ramp", "attainment_vs_headroom"): "headroom",
     ("capacity_plan", "cost_vs_peak"): "peak_requests_per_s",
     ("price_decoder", "margin_vs_batch"): "batch_size",
 }
@@ -52,6 +53,11 @@ OTHER_AXES = {
     ("quantization", "tokens_by_format"),
     ("quantization", "kv_formats"),
     ("radix_tree", "hits_by_prompt"),  # prompts, a category
+    ("cold_start", "stages"),  # stages, a category
+    ("cold_start", "timeline"),
+    ("autoscale_ramp", "rate_vs_time"),  # time
+    ("autoscale_ramp", "replicas_vs_time"),
+    ("autoscale_ramp", "ttft_vs_time"),
     ("benchmark_loops", "ttft_by_percentile"),  # fixed percentiles
 }
 # Charts whose x axis is derived from the inputs, marked at the reader's value of it (issue #18: "a marker at
