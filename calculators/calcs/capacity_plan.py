@@ -137,11 +137,7 @@ def _uncached(v: dict) -> int:
     return max(1, round(v["input_tokens"] * (1 - v["cached_share"])))
 
 
-def compute(v: dict) -> dict:
-    dep = deployment(v)
-    steps = StepModel(dep)
-    uncached = _uncached(v)
-    rep = replica(v, steps, uncached)
+def _check(v: dict, rep: dict) -> None:
     if rep["fits"] < 1:
         raise InputError(
             "num_gpus",
@@ -149,27 +145,26 @@ def compute(v: dict) -> dict:
             f"KV pool of one replica ({rep['pool']:,.0f} tokens): add GPUs",
         )
     if not rep["batch"]:
-        why = (
-            "no request of prompt + output fits the KV pool"
-            if rep["fits"] < 1
-            else f"one sequence's TPOT ({rep['tpot']:.3g} s) already exceeds the target"
+        raise InputError(
+            "tpot_slo_s",
+            f"no batch meets it on one replica of {v['num_gpus']} GPUs: one sequence's TPOT "
+            f"({rep['tpot']:.3g} s) already exceeds the target",
         )
-        raise InputError("tpot_slo_s", f"no batch meets it on one replica of {v['num_gpus']} GPUs: {why}")
+
+
+def _plan(v: dict, rep: dict, whole: dict, uncached: int) -> dict:
+    """The outputs: replicas, GPUs, the bill, and the cost per task split by server time."""
     n = replicas_for(v["peak_requests_per_s"], v["headroom"], rep["capacity"])
-    gpus = n * v["num_gpus"]
-    month = gpus * v["usd_per_gpu_hour"] * HOURS_PER_MONTH
+    month = n * v["num_gpus"] * v["usd_per_gpu_hour"] * HOURS_PER_MONTH
     average = v["peak_requests_per_s"] * v["average_to_peak"]
     task = month / (average * HOURS_PER_MONTH * 3600)
     share = rep["prefill_s"] / rep["service_s"]
-    # the same replicas with nothing cached: each request's prefill covers its whole prompt
-    whole = replica(v, steps, v["input_tokens"])
-    whole_util = average * whole["service_s"] / n if whole["batch"] else math.inf
-    out = {
+    return {
         "batch": rep["batch"],
         "tpot_s": rep["tpot"],
         "capacity_requests_per_s": rep["capacity"],
         "replicas": n,
-        "gpus": gpus,
+        "gpus": n * v["num_gpus"],
         "usd_per_month": month,
         "average_utilisation": average / (n * rep["capacity"]),
         "usd_per_task": task,
@@ -179,16 +174,34 @@ def compute(v: dict) -> dict:
         "usd_per_task_uncached": task * whole["service_s"] / rep["service_s"] if whole["batch"] else 0.0,
         "kv_pool_tokens": rep["pool"],
     }
-    notes = []
-    if whole_util >= 1:
-        notes.append(
+
+
+def compute(v: dict) -> dict:
+    dep = deployment(v)
+    steps = StepModel(dep)
+    uncached = _uncached(v)
+    rep = replica(v, steps, uncached)
+    _check(v, rep)
+    # the same replicas with nothing cached: each request's prefill covers its whole prompt
+    whole = replica(v, steps, v["input_tokens"])
+    out = _plan(v, rep, whole, uncached)
+    average = v["peak_requests_per_s"] * v["average_to_peak"]
+    carried = whole["batch"] and average * whole["service_s"] < out["replicas"]
+    notes = (
+        []
+        if carried
+        else [
             "with nothing cached the same replicas could not carry the average load: "
             "the uncached cost per task assumes they could"
-        )
+        ]
+    )
     return dict(
         out,
         notes=notes,
-        derivation=efficiency_steps(dep) + _steps(v, rep, out, uncached, average),
+        derivation=efficiency_steps(dep)
+        + _prefill_steps(v, rep, uncached)
+        + _replica_steps(v, rep)
+        + _cost_steps(v, rep, out, average),
         series={"cost_vs_peak": _sweep(v, rep)},
     )
 
@@ -210,9 +223,7 @@ def _sweep(v: dict, rep: dict) -> dict:
     return mark(plot, "peak_requests_per_s", peak, name=f"yours ({peak:,g} requests/s)")
 
 
-def _steps(v: dict, rep: dict, out: dict, uncached: int, average: float) -> list[dict]:
-    o, b = v["output_tokens"], rep["batch"]
-    price = (v["usd_per_gpu_hour"], "USD/GPU-h")
+def _prefill_steps(v: dict, rep: dict, uncached: int) -> list[dict]:
     return [
         step(
             "Prompt tokens to prefill",
@@ -230,6 +241,12 @@ def _steps(v: dict, rep: dict, out: dict, uncached: int, average: float) -> list
             rep["prefill_s"],
             "s",
         ),
+    ]
+
+
+def _replica_steps(v: dict, rep: dict) -> list[dict]:
+    o, b = v["output_tokens"], rep["batch"]
+    return [
         step(
             "Batch within the TPOT target",
             "largest B ≤ min(KV pool ÷ (prompt + output), max_num_seqs) with "
@@ -255,6 +272,12 @@ def _steps(v: dict, rep: dict, out: dict, uncached: int, average: float) -> list
             rep["capacity"],
             "requests/s",
         ),
+    ]
+
+
+def _cost_steps(v: dict, rep: dict, out: dict, average: float) -> list[dict]:
+    price = (v["usd_per_gpu_hour"], "USD/GPU-h")
+    return [
         step(
             "Replicas",
             "⌈peak × (1 + headroom) ÷ capacity⌉",

@@ -135,11 +135,8 @@ def break_even_batch(rep: Replica, need: float, most: int) -> int:
     return lo
 
 
-def compute(v: dict) -> dict:
-    dep = deployment(v)
-    steps = StepModel(dep)
-    cached = round(v["input_tokens"] * v["cached_share"])
-    uncached = max(1, v["input_tokens"] - cached)
+def _most(v: dict) -> int:
+    """The largest batch whose KV fits one replica and vLLM's max_num_seqs allows; the batch entered checked."""
     most = min(int(kv_pool_tokens(v) // (v["input_tokens"] + v["output_tokens"])), vllm_max_num_seqs(v["hardware"]))
     if most < 1:
         raise InputError("input_tokens", "prompt + output must fit the KV pool of one replica: none does")
@@ -148,18 +145,16 @@ def compute(v: dict) -> dict:
             "batch_size",
             f"must be from 1 to {most:,} sequences: the most whose KV fits one replica and vLLM's max_num_seqs allows",
         )
-    sheet = (v["usd_per_million_input"], v["usd_per_million_cached_input"], v["usd_per_million_output"])
-    earn = revenue(uncached, cached, v["output_tokens"], sheet)
-    if earn <= 0:
-        raise InputError("usd_per_million_output", "some price must be above 0: a free sheet has no break-even")
+    return most
+
+
+def _outputs(v: dict, rep: Replica, earn: float, most: int) -> dict:
     per_gpu_s = v["usd_per_gpu_hour"] / 3600
     need = per_gpu_s / earn
-    rep = Replica(v, steps, uncached)
     be = break_even_batch(rep, need, most)
-    b = v["batch_size"]
-    rate = rep.tasks_per_s_per_gpu(b)
+    rate = rep.tasks_per_s_per_gpu(v["batch_size"])
     cost = per_gpu_s / rate
-    out = {
+    return {
         "revenue_per_task": earn,
         "break_even_tasks_per_s_per_gpu": need,
         "break_even_output_tokens_per_s_per_gpu": need * v["output_tokens"],
@@ -167,18 +162,33 @@ def compute(v: dict) -> dict:
         "break_even_tpot_s": rep.tpot(be) if be else 0.0,
         "tasks_per_s_per_gpu": rate,
         "output_tokens_per_s_per_gpu": rate * v["output_tokens"],
-        "tpot_s": rep.tpot(b),
+        "tpot_s": rep.tpot(v["batch_size"]),
         "cost_per_task": cost,
         "margin": 1 - cost / earn,
         "cost_profit_margin": earn / cost - 1,
         "max_batch": most,
     }
-    notes = [] if be else [f"no batch up to {most:,} breaks even at this price sheet on this hardware"]
+
+
+def compute(v: dict) -> dict:
+    dep = deployment(v)
+    cached = round(v["input_tokens"] * v["cached_share"])
+    uncached = max(1, v["input_tokens"] - cached)
+    most = _most(v)
+    sheet = (v["usd_per_million_input"], v["usd_per_million_cached_input"], v["usd_per_million_output"])
+    earn = revenue(uncached, cached, v["output_tokens"], sheet)
+    if earn <= 0:
+        raise InputError("usd_per_million_output", "some price must be above 0: a free sheet has no break-even")
+    rep = Replica(v, StepModel(dep), uncached)
+    out = _outputs(v, rep, earn, most)
+    notes = (
+        [] if out["break_even_batch"] else [f"no batch up to {most:,} breaks even at this price sheet on this hardware"]
+    )
     return dict(
         out,
         notes=notes,
-        derivation=efficiency_steps(dep) + _steps(v, rep, out, uncached, cached, sheet),
-        series={"margin_vs_batch": _sweep(rep, earn, per_gpu_s, most, b)},
+        derivation=efficiency_steps(dep) + _sheet_steps(v, out, uncached, cached, sheet) + _batch_steps(v, rep, out),
+        series={"margin_vs_batch": _sweep(rep, earn, v["usd_per_gpu_hour"] / 3600, most, v["batch_size"])},
     )
 
 
@@ -195,8 +205,7 @@ def _sweep(rep: Replica, earn: float, per_gpu_s: float, most: int, b: int) -> di
     return mark(plot, "batch_size", b, name=f"yours (batch {b:,})")
 
 
-def _steps(v: dict, rep: Replica, out: dict, uncached: int, cached: int, sheet: tuple) -> list[dict]:
-    b = v["batch_size"]
+def _sheet_steps(v: dict, out: dict, uncached: int, cached: int, sheet: tuple) -> list[dict]:
     return [
         step(
             "Revenue per task",
@@ -214,6 +223,12 @@ def _steps(v: dict, rep: Replica, out: dict, uncached: int, cached: int, sheet: 
             out["break_even_tasks_per_s_per_gpu"],
             "requests/s",
         ),
+    ]
+
+
+def _batch_steps(v: dict, rep: Replica, out: dict) -> list[dict]:
+    b = v["batch_size"]
+    return [
         step(
             "Break-even batch",
             "smallest B with B ÷ (TPOT(B) × (output − 1)) ÷ GPUs ≥ break-even rate",
