@@ -1,7 +1,8 @@
 """A static SVG chart of a calculator's series, for readers without JavaScript.
 
 It draws what the live Plotly chart draws (docs/assets/calculators/plots.js): a series of kind
-"line" as a line, "bar" as grouped bars, "scatter" as markers, and, as plots.js does, a line
+"line" as a line, "bar" as grouped bars, "stack" as bars piled up per x value, "scatter" as markers, and,
+as plots.js does, a line
 series with three values or fewer (an operating point) as markers. Colours come from CSS classes
 and the theme's series variables; each series also has its own dash pattern or marker shape and a
 label, so nothing is told by colour alone. The live page swaps in Plotly.
@@ -188,13 +189,46 @@ def _bar_chart(plot: dict) -> list[str]:
     return parts
 
 
+def _stack_chart(plot: dict) -> list[str]:
+    """Stacked bars: one bar per x value, the series piled from zero in legend order (values ≥ 0)."""
+    xs = plot["x"]["values"]
+    piles = [sum(y["values"][k] or 0.0 for y in plot["y"] if not y.get("marker")) for k in range(len(xs))]
+    marks = [v for y in plot["y"] if y.get("marker") for v in y["values"] if v is not None]
+    ylo, yhi = _scale(piles + marks, False)
+    band = (W - RIGHT - LEFT) / max(len(xs), 1)
+    fy = _mapper(ylo, yhi, False, H - BOTTOM, TOP)
+
+    def centre(k: int) -> float:
+        return LEFT + band * (k + 0.5)
+
+    parts = _axes(plot, centre, fy, [(k, sig(x, 3)) for k, x in enumerate(xs)], _ticks(ylo, yhi, False))
+    base = [0.0] * len(xs)
+    for i, y in enumerate(plot["y"]):
+        for k, v in enumerate(y["values"]):
+            if v is not None and y.get("marker"):
+                parts.append(_marker(i, centre(k), fy(v)))
+            elif v:
+                top, bottom = fy(base[k] + v), fy(base[k])
+                parts.append(
+                    f'<rect class="s{i % 6} bar" {_fill(i)} x="{centre(k) - band * 0.3:.1f}" y="{top:.1f}" '
+                    f'width="{band * 0.6:.1f}" height="{abs(bottom - top):.1f}"/>'
+                )
+                base[k] += v
+        row = legend_rows(plot)[i]
+        swatch = f'<rect class="s{i % 6} bar" {_fill(i)} x="{W - RIGHT + 5}" y="{row - 5:.1f}" width="10" height="10"/>'
+        swatch = _marker(i, W - RIGHT + 10, row) if y.get("marker") else swatch
+        parts.append(_legend(plot, i, row, swatch))
+    return parts
+
+
 def _all_y(plot: dict) -> list[float]:
     return [v for y in plot["y"] for v in y["values"] if v is not None]
 
 
 def svg_chart(plot: dict) -> str:
     """The chart for one series dict of a calculator result (`calculators.schema.series`)."""
-    body = _bar_chart(plot) if plot.get("kind") == "bar" else _xy_chart(plot)
+    kind = plot.get("kind")
+    body = _bar_chart(plot) if kind == "bar" else _stack_chart(plot) if kind == "stack" else _xy_chart(plot)
     return (
         f'<svg viewBox="0 0 {W} {H}" class="calc__svg" aria-hidden="true" focusable="false">' + "".join(body) + "</svg>"
     )

@@ -77,7 +77,7 @@ def test_derivation_and_series_shape(name):
         assert set(st) == {"label", "formula", "template", "terms", "value", "unit"}
         assert math.isfinite(st["value"])
     for sid, ser in result.get("series", {}).items():
-        assert {"title", "x", "y", "kind"} <= set(ser) and ser["kind"] in ("line", "scatter", "bar")
+        assert {"title", "x", "y", "kind"} <= set(ser) and ser["kind"] in ("line", "scatter", "bar", "stack")
         n = len(ser["x"]["values"])
         assert n and all(len(y["values"]) == n for y in ser["y"]), sid
 

@@ -36,6 +36,10 @@ INPUT_AXES = {
     ("sparse_attention", "kv_kept_vs_context"): "context_tokens",
     ("sparse_attention", "decode_read_vs_context"): "context_tokens",
     ("autoscale_ramp", "attainment_vs_headroom"): "headroom",
+    ("kv_transfer", "transfer_vs_prompt"): "prompt_tokens",
+    ("pd_pool_sizing", "replicas_vs_rate"): "request_rate_per_s",
+    ("sharding_breakdown", "memory_by_tp"): "tp",
+    ("sharding_breakdown", "step_by_tp"): "tp",
     ("capacity_plan", "cost_vs_peak"): "peak_requests_per_s",
     ("price_decoder", "margin_vs_batch"): "batch_size",
 }
@@ -58,6 +62,9 @@ OTHER_AXES = {
     ("autoscale_ramp", "rate_vs_time"),  # time
     ("autoscale_ramp", "replicas_vs_time"),
     ("autoscale_ramp", "ttft_vs_time"),
+    ("disagg_goodput", "ttft"),  # fixed percentiles
+    ("disagg_goodput", "tpot"),
+    ("sharding_search", "options"),  # the shardings the search ranked, a category
     ("benchmark_loops", "ttft_by_percentile"),  # fixed percentiles
 }
 # Charts whose x axis is derived from the inputs, marked at the reader's value of it (issue #18: "a marker at

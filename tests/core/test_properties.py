@@ -127,6 +127,9 @@ def _inputs(name):
             "turns": 8,
         }
         specs = [dict(s, max=min(s["max"], small[s["key"]])) if s["key"] in small else s for s in specs]
+    if name == "sharding_breakdown":  # random degrees and cluster sizes are nearly all invalid together: keep
+        fixed = {"tp", "pp", "dp", "ep", "cp", "dcp", "nodes", "gpus_per_node"}  # the defaults (TP 8 × PP 2)
+        specs = [s for s in specs if s["key"] not in fixed]
     return st.fixed_dictionaries({}, optional={s["key"]: _value_strategy(s) for s in specs})
 
 

@@ -92,14 +92,14 @@ function axis(spec, log, c, values = [], category = false) {
 const units = (plot) => [...new Set(plot.y.map((y) => y.unit))];
 
 function traces(plot, c) {
-  const [, right, more] = units(plot);
+  const [, right, more] = units(plot), stack = plot.kind === "stack"; // stacked bars share one offset group
   return plot.y.map((y, i) => {
     // A series that is mostly gaps marks operating points: draw it as large markers.
     const points = y.values.filter((v) => v !== null).length <= 3 || plot.kind === "scatter";
     return {
-      type: plot.kind === "bar" && !y.marker ? "bar" : "scatter", mode: points ? "markers" : "lines",
+      type: ["bar", "stack"].includes(plot.kind) && !y.marker ? "bar" : "scatter", mode: points ? "markers" : "lines",
       x: plot.x.values, y: y.values, name: right !== undefined && y.unit ? `${y.name} (${y.unit})` : y.name,
-      yaxis: !more && right !== undefined && y.unit === right ? "y2" : "y", offsetgroup: String(i),
+      yaxis: !more && right !== undefined && y.unit === right ? "y2" : "y", offsetgroup: stack ? "" : String(i),
       line: { color: c.series[i % 6], dash: DASHES[i % 6], width: 2 },
       marker: { color: c.series[i % 6], symbol: SYMBOLS[i % 6], size: points ? 12 : 6 },
     };
@@ -112,9 +112,9 @@ function layout(plot, c) {
   const y = (unit) => axis({ label: "", unit }, plot.log_axes, c, on(unit));
   return {
     paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: c.fg, size: 12 },
-    margin: { t: 10, r: 10, b: 50, l: 60 }, showlegend: plot.y.length > 1, barmode: "group",
-    legend: { orientation: "h", y: -0.25 }, transition: { duration: 0 },
-    xaxis: axis(plot.x, plot.log_axes, c, [], plot.kind === "bar"), yaxis: y(more ? "" : left),
+    margin: { t: 10, r: 10, b: 50, l: 60 }, showlegend: plot.y.length > 1, legend: { orientation: "h", y: -0.25 },
+    barmode: plot.kind === "stack" ? "stack" : "group", transition: { duration: 0 },
+    xaxis: axis(plot.x, plot.log_axes, c, [], ["bar", "stack"].includes(plot.kind)), yaxis: y(more ? "" : left),
     ...(right !== undefined && !more ? { yaxis2: { ...y(right), overlaying: "y", side: "right" } } : {}),
   };
 }

@@ -1,0 +1,673 @@
+"""A multi-GPU deployment: how a model is sharded over a cluster, what each GPU holds, what crosses which
+link per step, and the step time, TPOT and tokens/s per GPU that follow. Pure functions, frozen dataclasses.
+
+Degrees (vLLM v0.33.0 vllm/config/parallel.py names; SGLang v0.5.23 in brackets):
+  tp   attention/dense tensor parallel (--tensor-parallel-size) [--tp-size ÷ --dp-size with DP attention]
+  dp   attention data parallel: each rank runs attention for its own sequences (--data-parallel-size
+       with an MoE model; a dense model's DP ranks are independent replicas) [--dp-size, --enable-dp-attention]
+  pp   pipeline stages, consecutive layers each (--pipeline-parallel-size) [--pp-size]
+  cp   prefill context parallel: splits a prompt's tokens; PCP "expands the process world size but does
+       not increase the KV-cache shard count" and PCP alone replicates each sequence's KV, so in decode
+       each request has one PCP owner (parallel.py ParallelConfig, pcp_shard_decode_requests)
+  ep   expert parallel: 1 (experts tensor-sharded) or the whole MoE group G = tp × cp × dp, since vLLM's
+       --enable-expert-parallel shards MoE layers over "the product of the tensor, prefill-context, and
+       data parallel sizes" (parallel.py data_parallel_size docstring)
+  dcp  decode context parallel: stripes each sequence's KV by token over dcp of the TP ranks (no extra
+       GPUs; kv_cache.kv_fraction_per_gpu has the rule)
+GPUs per deployment = tp × dp × cp × pp. Placement: TP innermost (consecutive GPUs), then CP and DP (the
+MoE group), then PP; a group that fits in one server uses the scale-up link, else the network (ring.py).
+
+Per GPU (worst pipeline stage: ceil(L ÷ pp) of the L layers' share of the weights and KV; embedding
+and LM head both counted, which is exact at pp = 1):
+  non-expert weights ÷ tp (replicated over the dp × cp attention ranks); routed experts ÷ G
+  (with EP: ceil(E ÷ G) whole experts); KV: each attention rank (dp × cp of them) holds its own
+  sequences, KV(T) × kv_fraction_per_gpu(tp, dcp) per sequence. KV budget: memory.py's engine rule.
+Decode step of one stage for a micro-batch of b sequences (s = b ÷ (dp × cp) per attention rank), at
+steptime.StepModel's rates and overhead, bit-compatible with it at tp only:
+  bytes = (W_dense − unread embedding rows) ÷ tp + W_experts ÷ G × touched(b) + s × KV per GPU
+  FLOPs = s × (2 P_dense + attention) ÷ tp + b × 2 P_experts,active ÷ G
+  kernel = max(bytes ÷ (BW η_bw), FLOPs ÷ (peak η_c)); + overhead(s tokens)
+Communication per stage step (on the critical path; overlap "full" hides it under the kernels,
+as two-micro-batch overlap does):
+  TP: 2 all-reduces per layer (attention, FFN) + one after the embedding + the logits gather
+      (allreduce.py's 2L + 1 rule), over tp at s tokens; an MoE layer without EP all-reduces over G at b
+      tokens; with EP it does an all-to-all dispatch and combine over G instead, each GPU sending its
+      b ÷ G tokens × top_k × hidden × bytes, and an all-gather over tp when tp > 1
+  PP: each boundary sends s × hidden × b_act, 1/tp per rank then all-gathered (vLLM
+      parallel_state.py send_tensor_dict all_gather_group)
+  DCP: per attention layer an all-gather of the queries and a reduce-scatter of the partial outputs
+      over dcp (vLLM's default "ag_rs" DCP backend)
+Pipeline in decode: a sequence's next token needs its last, so m micro-batches cycle through pp stages;
+  TPOT = max(m, pp) × stage slot, and each stage idles 1 − m ÷ max(m, pp) of the time (m < pp: bubble).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+from .calcs.allreduce import one_allreduce
+from .calcs.overhead import step_overhead
+from .calcs.kv_cache import (
+    check_decode_context_parallel,
+    kv_bytes_per_sequence,
+    kv_fraction_per_gpu,
+    state_bytes_per_sequence,
+    state_fraction_per_gpu,
+)
+from .calcs.ring import LINKS, NCCL, Ring, ring_time, scale_up_ring
+from .calcs.steptime import STATE_ELEM_BYTES, Deployment, StepModel, experts_touched, embedding_lookup_saving
+from .errors import InputError
+from .model import Accelerator, Model
+from .params import active_params, embedding_params, expert_params, is_moe_layer, lm_head_params, total_params
+
+NETWORK_LINKS = tuple(k for k, e in LINKS.items() if e.get("kind") == "network")
+OVERLAPS = ("none", "full")
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1  # attention data parallel
+    ep: int = 1  # 1, or tp × cp × dp (expert parallel over the whole MoE group)
+    cp: int = 1  # prefill context parallel
+    dcp: int = 1  # decode context parallel, inside the TP group
+    micro_batches: int = 0  # decode micro-batches in flight with PP; 0 = pp (one per stage)
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.dp * self.cp * self.pp
+
+    @property
+    def moe_group(self) -> int:
+        """GPUs one stage's MoE layers are sharded over: tp × cp × dp."""
+        return self.tp * self.cp * self.dp
+
+    @property
+    def attention_ranks(self) -> int:
+        """Ranks that each run attention for their own sequences in decode: dp × cp."""
+        return self.dp * self.cp
+
+    @property
+    def m(self) -> int:
+        return self.micro_batches or self.pp
+
+    def label(self) -> str:
+        parts = [f"TP{self.tp}"] + [
+            f"{k}{n}" for k, n in (("DP", self.dp), ("PP", self.pp), ("CP", self.cp), ("DCP", self.dcp)) if n > 1
+        ]
+        return " ".join(parts) + (" EP" if self.ep > 1 else "")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Servers of gpus_per_node accelerators on their scale-up link, joined by a network link."""
+
+    accelerator: Accelerator
+    nodes: int = 1
+    gpus_per_node: int = 8
+    network: str = "ib-ndr-400"  # interconnects.toml network link id
+    nics_per_node: int = 0  # 0 = one per GPU
+    link_efficiency: float = 1.0
+    algorithm: str = "ring"  # all-reduce algorithm (allreduce.py / direct.py)
+    protocol: str = "auto"
+    _memo: dict = field(default_factory=dict, compare=False, hash=False, repr=False)  # rings by size
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    def settings(self, link: str) -> dict:
+        """The inputs ring.py and allreduce.py read, for a ring on `link`."""
+        return {
+            "hardware": self.accelerator,
+            "link": link,
+            "gpus_per_node": self.gpus_per_node,
+            "nics_per_node": self.nics_per_node,
+            "link_bandwidth_gb_per_s": 0.0,
+            "link_efficiency": self.link_efficiency,
+            "algorithm": self.algorithm,
+            "protocol": self.protocol,
+            "latency_source": "nccl",
+        }
+
+    @property
+    def nic_bandwidth_per_gpu(self) -> float:
+        """B/s per direction one GPU has to other servers: NICs × one NIC ÷ GPUs per server."""
+        return (
+            (self.nics_per_node or self.gpus_per_node)
+            * LINKS[self.network]["bandwidth_bytes_per_s"]
+            / self.gpus_per_node
+        )
+
+
+def check_cluster(c: Cluster) -> None:
+    acc = c.accelerator
+    if c.network not in NETWORK_LINKS:
+        raise InputError("network", f"must be one of the network links {', '.join(NETWORK_LINKS)}")
+    if c.gpus_per_node > 1 and not acc.scale_up_bandwidth_bytes_per_s:
+        raise InputError("gpus_per_node", f"{acc.name} lists no scale-up link; set GPUs per server to 1")
+    if acc.scale_up_domain and c.gpus_per_node > acc.scale_up_domain:
+        raise InputError(
+            "gpus_per_node", f"must be at most {acc.scale_up_domain}: the GPUs {acc.name}'s scale-up link joins"
+        )
+
+
+def ring(c: Cluster, n: int) -> Ring:
+    """The ring over n consecutive GPUs: the scale-up link inside a server, the network across servers."""
+    found = c._memo.get(n)
+    if found is None:
+        found = c._memo[n] = scale_up_ring(c.settings("accelerator" if n <= c.gpus_per_node else c.network), n)
+    return found
+
+
+def _allreduce_settings(c: Cluster, n: int) -> dict:
+    key = ("settings", n <= c.gpus_per_node)
+    found = c._memo.get(key)
+    if found is None:
+        found = c._memo[key] = c.settings("accelerator" if n <= c.gpus_per_node else c.network)
+        if n > c.gpus_per_node:
+            found["algorithm"] = "ring"  # one-shot, two-shot and NVLS run inside one scale-up domain only
+    return found
+
+
+def allreduce_s(c: Cluster, msg: float, n: int) -> float:
+    if n <= 1 or msg <= 0:
+        return 0.0
+    return one_allreduce(msg, n, ring(c, n), _allreduce_settings(c, n)).time
+
+
+def allgather_s(c: Cluster, msg: float, n: int) -> float:
+    """Ring all-gather of msg bytes in all over n GPUs (each receives (n − 1)/n × msg)."""
+    if n <= 1 or msg <= 0:
+        return 0.0
+    return ring_time(msg, n, ring(c, n), c.link_efficiency, {"base": None, "hop": None}, c.protocol, 1).time
+
+
+def alltoall_s(c: Cluster, bytes_out: float, n: int) -> float:
+    """One all-to-all over n consecutive GPUs, each sending bytes_out spread evenly over all n (1/n stays):
+    the in-server part over the scale-up link and the rest over the GPU's NIC share, in parallel, plus one
+    step latency (NCCL's LL NVLink or network constant, a floor)."""
+    if n <= 1 or bytes_out <= 0:
+        return 0.0
+    local = min(n, c.gpus_per_node)
+    intra = bytes_out * (local - 1) / n
+    inter = bytes_out * (n - local) / n
+    up = ring(c, min(n, c.gpus_per_node)).intra_bw if local > 1 else None
+    t_intra = intra / (up * c.link_efficiency) if intra else 0.0
+    t_inter = inter / (c.nic_bandwidth_per_gpu * c.link_efficiency) if inter else 0.0
+    hop = NCCL["ring_latency_s"]["net" if inter else "nvlink"]["ll"]
+    return hop + max(t_intra, t_inter)
+
+
+def p2p_s(c: Cluster, msg: float, across: bool) -> float:
+    """One point-to-point send of msg bytes: over the scale-up link, or over one GPU's NIC share."""
+    if msg <= 0:
+        return 0.0
+    if across:
+        return NCCL["ring_latency_s"]["net"]["ll"] + msg / (c.nic_bandwidth_per_gpu * c.link_efficiency)
+    return NCCL["ring_latency_s"]["nvlink"]["ll"] + msg / (ring(c, 2).intra_bw * c.link_efficiency)
+
+
+def check_parallelism(model: Model, p: Parallelism, cluster: Cluster | None = None) -> None:
+    """InputError, naming the field, for a combination no engine runs (vLLM v0.33.0's rules)."""
+    for key in ("tp", "pp", "dp", "ep", "cp", "dcp"):
+        if getattr(p, key) < 1:
+            raise InputError(key, "must be at least 1")
+    a = model.attention
+    if a.num_heads % p.tp:
+        raise InputError("tp", f"must divide the {a.num_heads} attention heads (vLLM config/model.py)")
+    if a.kind != "mla" and p.tp > a.num_kv_heads and p.tp % a.num_kv_heads:
+        raise InputError(
+            "tp",
+            f"above the {a.num_kv_heads} KV heads it must be a multiple of them: each KV head "
+            "is then replicated tp ÷ KV heads times (vLLM QKVParallelLinear)",
+        )
+    if p.pp > model.num_layers:
+        raise InputError("pp", f"must be at most the {model.num_layers} layers")
+    if p.ep > 1:
+        _check_ep(model, p)
+    check_decode_context_parallel(model, p.tp, p.dcp, "dcp")
+    if p.micro_batches < 0:
+        raise InputError("micro_batches", "must be 0 (one per stage) or more")
+    if cluster is not None and p.gpus > cluster.gpus:
+        raise InputError("tp", f"tp × dp × cp × pp = {p.gpus} GPUs is more than the cluster's {cluster.gpus}")
+
+
+def _check_ep(model: Model, p: Parallelism) -> None:
+    if model.moe is None:
+        raise InputError("ep", f"{model.name} has no experts; expert parallelism needs an MoE model")
+    if p.ep != p.moe_group:
+        raise InputError(
+            "ep",
+            f"must be 1 or tp × cp × dp = {p.moe_group}: vLLM's --enable-expert-parallel "
+            "shards the experts over that whole group",
+        )
+    if p.ep > model.moe.num_experts:
+        raise InputError("ep", f"must be at most the {model.moe.num_experts} experts")
+
+
+@lru_cache(maxsize=64)
+def _split(model: Model) -> tuple[int, int, int, int]:
+    """(non-expert params, routed-expert params, active routed-expert params, active params w/o embedding)."""
+    total, experts = total_params(model), expert_params(model)
+    k_share = model.moe.experts_per_token / model.moe.num_experts if model.moe else 0.0
+    return total - experts, experts, experts * k_share, active_params(model, include_embedding=False)
+
+
+def stage_layers(model: Model, pp: int) -> int:
+    return -(-model.num_layers // pp)
+
+
+def stage_fraction(model: Model, pp: int) -> float:
+    """Share of the body's weights and KV on the worst stage: ceil(L ÷ pp) ÷ L (1 at pp = 1)."""
+    return 1.0 if pp == 1 else stage_layers(model, pp) / model.num_layers
+
+
+@dataclass(frozen=True)
+class Formats:
+    weight: float  # bytes per element
+    kv: float
+    expert: float | None = None  # None = weight
+    activation: float = 2.0
+    dispatch: float = 2.0  # EP dispatch payload (FP8 in DeepSeek's and DeepEP's recipe)
+
+
+@dataclass(frozen=True)
+class GpuMemory:
+    dense_weights: float
+    expert_weights: float
+    kv_per_sequence: float  # on one GPU, worst stage
+    usable: float
+
+    @property
+    def weights(self) -> float:
+        return self.dense_weights + self.expert_weights
+
+    @property
+    def kv_budget(self) -> float:
+        return max(0.0, self.usable - self.weights)
+
+    @property
+    def fits_weights(self) -> bool:
+        return self.weights < self.usable
+
+
+def expert_share(model: Model, p: Parallelism) -> float:
+    """Share of the routed experts one GPU stores: 1/G tensor-sharded, ceil(E ÷ G)/E whole with EP."""
+    if model.moe is None:
+        return 0.0
+    if p.ep > 1:
+        return -(-model.moe.num_experts // p.ep) / model.moe.num_experts
+    return 1.0 / p.moe_group
+
+
+def kv_per_sequence_per_gpu(model: Model, p: Parallelism, context: float, kv_b: float) -> float:
+    """One sequence's KV on each GPU that holds it: attention KV × kv_fraction_per_gpu(tp, dcp) + state ÷ its
+    split, × the stage's share of layers."""
+    state = state_bytes_per_sequence(model, STATE_ELEM_BYTES)
+    attention = kv_bytes_per_sequence(model, context, kv_b, STATE_ELEM_BYTES) - state
+    per = attention * kv_fraction_per_gpu(model, p.tp, p.dcp) + state * state_fraction_per_gpu(model, p.tp)
+    return per * stage_fraction(model, p.pp)
+
+
+def gpu_memory(model: Model, p: Parallelism, f: Formats, usable: float, context: float) -> GpuMemory:
+    dense, experts, _, _ = _split(model)
+    frac = stage_fraction(model, p.pp)
+    if p.pp > 1:  # the body splits by layers; embedding (first stage) or LM head (last), whichever is larger
+        ends = embedding_params(model) + lm_head_params(model)
+        body = dense - ends
+        dense_on_stage = body * frac + max(embedding_params(model), lm_head_params(model) or 0)
+    else:
+        dense_on_stage = dense
+    eb = f.weight if f.expert is None else f.expert
+    return GpuMemory(
+        dense_on_stage * f.weight / p.tp,
+        experts * eb * expert_share(model, p) * frac,
+        kv_per_sequence_per_gpu(model, p, context, f.kv),
+        usable,
+    )
+
+
+def max_sequences(model: Model, p: Parallelism, mem: GpuMemory) -> int:
+    """Sequences of the context the deployment holds: each attention rank's floor(budget ÷ KV per sequence)."""
+    if mem.kv_per_sequence <= 0:
+        return 0
+    return math.floor(mem.kv_budget / mem.kv_per_sequence) * p.attention_ranks
+
+
+@dataclass(frozen=True)
+class StageStep:
+    """One pipeline stage's decode step for one micro-batch, per GPU."""
+
+    bytes: float
+    flops: float  # matmul-rate equivalent
+    memory_s: float
+    compute_s: float
+    overhead_s: float
+    tp_comm_s: float
+    moe_comm_s: float
+    dcp_comm_s: float
+    pp_comm_s: float
+    overlap: str = "none"
+
+    @property
+    def kernel_s(self) -> float:
+        return max(self.memory_s, self.compute_s)
+
+    @property
+    def comm_s(self) -> float:
+        return self.tp_comm_s + self.moe_comm_s + self.dcp_comm_s + self.pp_comm_s
+
+    @property
+    def time_s(self) -> float:
+        if self.overlap == "full":
+            return max(self.kernel_s, self.comm_s) + self.overhead_s
+        return self.kernel_s + self.comm_s + self.overhead_s
+
+
+@dataclass(frozen=True)
+class Decode:
+    parallelism: Parallelism
+    batch: int  # sequences in flight on the whole deployment
+    stage: StageStep
+    micro_batch: float
+
+    @property
+    def tpot_s(self) -> float:
+        p = self.parallelism
+        return max(p.m, p.pp) * self.stage.time_s if p.pp > 1 else self.stage.time_s
+
+    @property
+    def bubble(self) -> float:
+        """Share of time each stage waits: 1 − m ÷ max(m, pp)."""
+        p = self.parallelism
+        return 1.0 - p.m / max(p.m, p.pp) if p.pp > 1 else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.batch / self.tpot_s
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return self.tokens_per_s / self.parallelism.gpus
+
+    @property
+    def comm_share(self) -> float:
+        return self.stage.comm_s / self.stage.time_s if self.stage.overlap == "none" else 0.0
+
+
+class DeploymentModel:
+    """Memory, step time and communication for one model on one cluster, any Parallelism; memoised per
+    degree so that the sharding search stays fast."""
+
+    def __init__(self, base: Deployment, cluster: Cluster, formats: Formats, usable: float, overlap: str = "none"):
+        check_cluster(cluster)
+        if overlap not in OVERLAPS:
+            raise InputError("overlap", f"must be one of {', '.join(OVERLAPS)}")
+        self.base, self.cluster, self.f, self.usable, self.overlap = base, cluster, formats, usable, overlap
+        self.model = base.model
+        self._steps: dict[int, StepModel] = {}
+        self._bw = base.accelerator.memory_bandwidth_bytes_per_s * base.bandwidth_efficiency
+        self._peak = base.peak_flops_per_s * base.compute_efficiency
+        self._comm: dict = {}
+
+    def step_model(self, tp: int) -> StepModel:
+        """steptime.StepModel of one TP group of tp GPUs (its per-sequence sums, overhead and rates)."""
+        if tp not in self._steps:
+            self._steps[tp] = StepModel(replace(self.base, num_gpus=tp, overhead=_overhead(self.base, tp)))
+        return self._steps[tp]
+
+    def memory(self, p: Parallelism, context: float) -> GpuMemory:
+        return gpu_memory(self.model, p, self.f, self.usable, context)
+
+    def _cached(self, key, fn):
+        found = self._comm.get(key)
+        if found is None:
+            found = self._comm[key] = fn()
+        return found
+
+    def _tp_comm(self, p: Parallelism, s: float, b: float) -> tuple[float, float]:
+        """(TP all-reduces + gather, MoE-layer communication) for one stage step."""
+        m, c, act = self.model, self.cluster, self.f.activation
+        layers = stage_layers(m, p.pp)
+        moe_layers = _moe_layers_on_stage(m, p.pp)
+        dense_ffn = layers - moe_layers
+        ar = self._cached(("ar", p.tp, s), lambda: allreduce_s(c, s * m.hidden_size * act, p.tp))
+        gather = self._cached(("g", p.tp, s), lambda: allgather_s(c, math.ceil(s) * m.vocab_size * act, p.tp))
+        tp_part = (layers + dense_ffn + 1) * ar + gather
+        if not moe_layers:
+            return tp_part, 0.0
+        g = p.moe_group
+        if p.ep == 1:
+            if g == p.tp:
+                return tp_part + moe_layers * ar, 0.0
+            moe = self._cached(("arg", g, b), lambda: allreduce_s(c, b * m.hidden_size * act, g))
+            return tp_part, moe_layers * moe
+        k = m.moe.experts_per_token
+        out = b / g * k * m.hidden_size
+        a2a = self._cached(("a2a", g, b), lambda: alltoall_s(c, out * self.f.dispatch, g) + alltoall_s(c, out * act, g))
+        regather = self._cached(("ag", p.tp, s), lambda: allgather_s(c, s * m.hidden_size * act, p.tp))
+        return tp_part, moe_layers * (a2a + regather)
+
+    def _dcp_comm(self, p: Parallelism, s: float) -> float:
+        if p.dcp <= 1:
+            return 0.0
+        a, act = self.model.attention, self.f.activation
+        heads = a.num_heads / p.tp
+        if a.kind == "mla":
+            qk, vd = a.kv_lora_rank + a.qk_rope_head_dim, a.kv_lora_rank
+        else:
+            qk, vd = a.head_dim, a.v_head_dim or a.head_dim
+        n, c = p.dcp, self.cluster
+        one = allgather_s(c, s * heads * qk * act, n) + allgather_s(c, s * heads * (vd + 1) * act, n)
+        return stage_layers(self.model, p.pp) * one
+
+    def _pp_comm(self, p: Parallelism, s: float) -> float:
+        if p.pp <= 1:
+            return 0.0
+        stage = p.tp * p.cp * p.dp
+        across = stage >= self.cluster.gpus_per_node or stage * p.pp > self.cluster.gpus_per_node
+        msg = s * self.model.hidden_size * self.f.activation
+        return p2p_s(self.cluster, msg / p.tp, across) + allgather_s(self.cluster, msg, p.tp)
+
+    def stage_step(self, p: Parallelism, batch: float, context: float) -> StageStep:
+        """One stage's decode step for a micro-batch of batch ÷ m sequences (per GPU)."""
+        m = self.model
+        b = batch / p.m if p.pp > 1 else batch
+        s = b / p.attention_ranks
+        sm = self.step_model(p.tp)
+        frac = stage_fraction(m, p.pp)
+        dense, experts, active_experts, active = _split(m)
+        flops_seq, _ = sm.per_sequence(context)
+        attention_flops = flops_seq - 2 * active
+        eb = self.f.weight if self.f.expert is None else self.f.expert
+        dense_bytes = (dense - embedding_lookup_saving(m, s)) * self.f.weight / p.tp
+        expert_bytes = 0.0
+        if m.moe is not None:
+            e, k = m.moe.num_experts, m.moe.experts_per_token
+            touched = 1.0 if e <= k else experts_touched(e, k, b) / e
+            expert_bytes = experts * eb * expert_share(m, p) * touched
+        key = ("kv", p.tp, p.dcp, p.pp, context)
+        per_seq = self._comm.get(key)
+        if per_seq is None:
+            per_seq = self._comm[key] = kv_per_sequence_per_gpu(m, p, context, self.f.kv)
+        kv = s * per_seq / frac
+        byts = (dense_bytes + expert_bytes + kv) * frac
+        flops = (
+            s * (2 * (active - active_experts) + attention_flops) / p.tp + b * 2 * active_experts / p.moe_group
+        ) * frac
+        tp_c, moe_c = self._tp_comm(p, s, b)
+        return StageStep(
+            byts,
+            flops,
+            byts / self._bw,
+            flops / self._peak,
+            sm.decode_overhead(s),
+            tp_c,
+            moe_c,
+            self._dcp_comm(p, s),
+            self._pp_comm(p, s),
+            self.overlap,
+        )
+
+    def decode(self, p: Parallelism, batch: int, context: float) -> Decode:
+        b = batch / p.m if p.pp > 1 else batch
+        return Decode(p, batch, self.stage_step(p, batch, context), b)
+
+    def prefill_s(self, p: Parallelism, prompt: int) -> dict:
+        """One prompt's prefill (every attention rank prefilling one at once, the MoE load balanced): FLOPs
+        ÷ (tp × cp); PP stages run one after another; TP all-reduces at prompt ÷ cp tokens; the CP ranks
+        all-gather the prompt's KV (PCP replicates it)."""
+        m, c, act = self.model, self.cluster, self.f.activation
+        sm = self.step_model(p.tp)
+        flops, kv = sm.per_prompt(prompt)
+        dense, experts, _, _ = _split(m)
+        eb = self.f.weight if self.f.expert is None else self.f.expert
+        weights = dense * self.f.weight / p.tp + experts * eb * expert_share(m, p)
+        kv_gpu = kv * sm.kv_share
+        compute = flops / (p.tp * p.cp) / self._peak
+        memory = (weights + kv_gpu / p.cp) / self._bw
+        tokens = prompt / p.cp
+        ar = allreduce_s(c, tokens * m.hidden_size * act, p.tp)
+        tp_comm = (2 * m.num_layers + 1) * ar + allgather_s(c, m.vocab_size * act, p.tp)
+        cp_comm = _cp_ring(c, kv_gpu, p) if p.cp > 1 else 0.0
+        kernel = max(compute, memory) + sm.mixed_overhead(tokens)
+        return {"kernel_s": kernel, "tp_comm_s": tp_comm, "cp_comm_s": cp_comm, "time_s": kernel + tp_comm + cp_comm}
+
+
+def _cp_ring(c: Cluster, kv_gpu: float, p: Parallelism) -> float:
+    """The prompt's KV all-gathered over the cp ranks (each receives (cp − 1)/cp of it), over the link the CP
+    group spans (its ranks sit tp apart)."""
+    span = p.tp * p.cp
+    if span <= c.gpus_per_node:
+        return allgather_s(c, kv_gpu, p.cp)
+    return p2p_s(c, kv_gpu * (p.cp - 1) / p.cp, True)
+
+
+def _overhead(dep: Deployment, tp: int):
+    if dep.overhead is None:
+        return None
+    return step_overhead(dep.model, dep.accelerator, tp, dep.overhead.mode)
+
+
+@lru_cache(maxsize=256)
+def _moe_layers_on_stage(model: Model, pp: int) -> int:
+    """MoE layers on the stage with the most of them (stages take consecutive layers, ceil(L ÷ pp) each)."""
+    if model.moe is None:
+        return 0
+    size = stage_layers(model, pp)
+    flags = [is_moe_layer(model, i) for i in range(model.num_layers)]
+    return max(sum(flags[i : i + size]) for i in range(0, model.num_layers, size))
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+@dataclass(frozen=True)
+class Option:
+    parallelism: Parallelism
+    replicas: int
+    fits: bool
+    max_batch_memory: int  # sequences the KV holds
+    batch: int  # the batch chosen: the largest that fits and meets the TPOT limit (≤ the cap)
+    decode: Decode | None
+    meets_tpot: bool
+    why: str = ""
+    rank: int = 0
+    limit: str = ""  # what set the batch: "KV memory", "TPOT" or "the batch cap"
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return self.decode.tokens_per_s_per_gpu if self.decode and self.meets_tpot and self.fits else 0.0
+
+
+@dataclass(frozen=True)
+class Search:
+    options: list = field(default_factory=list)  # feasible first, best first; then the infeasible
+
+    @property
+    def best(self) -> Option | None:
+        return self.options[0] if self.options and self.options[0].tokens_per_s_per_gpu > 0 else None
+
+
+def candidates(model: Model, cluster: Cluster, dcp: bool = True) -> list[Parallelism]:
+    """Every valid (tp, dp, pp, ep, dcp) whose GPUs divide the cluster's (replicas fill it); cp = 1 (a
+    decode search). dp > 1 only for MoE models (a dense model's DP ranks are replicas); EP on or off."""
+    out = []
+    for g in divisors(cluster.gpus):
+        for tp in divisors(g):
+            for dp in divisors(g // tp):
+                pp = g // tp // dp
+                if dp > 1 and model.moe is None:
+                    continue
+                eps = (1, tp * dp) if model.moe is not None and tp * dp > 1 else (1,)
+                dcps = [d for d in divisors(tp) if dcp or d == 1]
+                for ep in eps:
+                    for d in dcps:
+                        p = Parallelism(tp, pp, dp, ep, 1, d)
+                        try:
+                            check_parallelism(model, p)
+                        except InputError:
+                            continue
+                        out.append(p)
+    return out
+
+
+def best_batch(dm: DeploymentModel, p: Parallelism, context: float, cap: int, tpot_s: float) -> tuple[int, Decode]:
+    """The largest batch ≤ cap whose TPOT is within the limit (TPOT grows with the batch): bisection."""
+    lo, hi = 1, cap
+    first = dm.decode(p, lo, context)
+    if first.tpot_s > tpot_s:
+        return 0, first
+    top = dm.decode(p, hi, context)
+    if top.tpot_s <= tpot_s:
+        return hi, top
+    best = first
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        d = dm.decode(p, mid, context)
+        if d.tpot_s <= tpot_s:
+            lo, best = mid, d
+        else:
+            hi = mid
+    return lo, best
+
+
+def _option(dm: DeploymentModel, p: Parallelism, context: float, tpot_s: float, max_batch: int) -> Option:
+    """One candidate at the largest batch that fits its KV and meets the TPOT limit, or why it cannot run."""
+    mem = dm.memory(p, context)
+    replicas = dm.cluster.gpus // p.gpus
+    if not mem.fits_weights:
+        why = f"does not fit: weights {mem.weights / 2**30:.0f} GiB per GPU"
+        return Option(p, replicas, False, 0, 0, None, False, why)
+    held = max_sequences(dm.model, p, mem)
+    if held < 1:
+        return Option(p, replicas, False, 0, 0, None, False, "does not fit: no room for one sequence")
+    cap = min(max_batch * p.attention_ranks, held)  # each attention rank schedules up to max_batch
+    batch, d = best_batch(dm, p, context, cap, tpot_s)
+    if batch == 0:
+        return Option(p, replicas, True, held, 0, d, False, f"misses TPOT: {d.tpot_s * 1e3:.1f} ms at batch 1")
+    limit = "TPOT" if batch < cap else "KV memory" if cap == held else "the batch cap"
+    return Option(p, replicas, True, held, batch, d, True, limit=limit)
+
+
+def search(dm: DeploymentModel, context: float, tpot_s: float, max_batch: int, dcp: bool = True) -> Search:
+    """Every candidate sharding, each at the largest batch that fits its KV and meets the TPOT limit (at most
+    max_batch sequences per attention rank, as each DP rank's scheduler has its own max_num_seqs), ranked by
+    tokens/s per GPU; each loser says why."""
+    rows = [_option(dm, p, context, tpot_s, max_batch) for p in candidates(dm.model, dm.cluster, dcp)]
+    good = sorted(
+        (o for o in rows if o.tokens_per_s_per_gpu > 0), key=lambda o: (-o.tokens_per_s_per_gpu, o.parallelism.gpus)
+    )
+    bad = [o for o in rows if o.tokens_per_s_per_gpu <= 0]
+    ranked = [replace(o, why="best" if i == 0 else _why_lower(o, good[0]), rank=i + 1) for i, o in enumerate(good)]
+    return Search(ranked + bad)
+
+
+def _why_lower(o: Option, best: Option) -> str:
+    x = 1 - o.tokens_per_s_per_gpu / best.tokens_per_s_per_gpu
+    return f"lower throughput by {x:.0%} (batch {o.batch}, set by {o.limit})"

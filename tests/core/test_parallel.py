@@ -1,0 +1,278 @@
+"""The multi-GPU deployment model (calculators/parallel.py): hand-computable memory and communication,
+agreement with the one-GPU-group models it builds on, properties, validation, published deployments."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from calculators.calcs import sharding as S
+from calculators.calcs.allreduce import comm_per_step
+from calculators.calcs.deployment import deployment_fields
+from calculators.calcs.memory import budget, engine_fields, footprint, usable_bytes_per_gpu
+from calculators.calcs.steptime import StepModel, deployment
+from calculators.errors import InputError
+from calculators.parallel import (
+    Parallelism,
+    alltoall_s,
+    check_parallelism,
+    expert_share,
+    gpu_memory,
+    max_sequences,
+    search,
+    stage_fraction,
+)
+from calculators.params import expert_params, total_params
+from calculators.schema import validate
+
+FIELDS = deployment_fields(0.8, 0.6) + engine_fields() + S.cluster_fields() + S.parallelism_fields() + S.comm_fields()
+GIB = 2**30
+
+
+def inputs(**kw):
+    return validate(FIELDS, {"hardware": "h100-sxm", **kw})
+
+
+def dm_for(**kw):
+    v = inputs(**kw)
+    return v, S.deployment_model(v)
+
+
+# ---- memory ------------------------------------------------------------------------------------------------
+
+
+def test_plain_tp_memory_is_memory_py():
+    """At TP only, weights per GPU and KV per sequence per GPU are memory.py's budget() figures."""
+    v, dm = dm_for(model="llama-3.1-70b", tp=4)
+    mine = dm.memory(Parallelism(tp=4), 8192)
+    theirs = budget(footprint({**v, "decode_context_parallel": 1}), usable_bytes_per_gpu(v), 4, 8192)
+    assert mine.weights == pytest.approx(theirs.weights, rel=1e-12)
+    assert mine.kv_per_sequence == pytest.approx(theirs.per_seq, rel=1e-12)
+    assert mine.kv_budget == pytest.approx(theirs.kv_budget, rel=1e-12)
+
+
+def test_llama_70b_hand_computed():
+    """Llama 3.1 70B BF16, TP 4: weights = params × 2 ÷ 4; KV/token = 80 layers × 2 × 8 heads × 128 × 2 B
+    = 327,680 B, ÷ 4 ranks (8 KV heads split 2 each); at PP 2 each stage holds 40 layers: half of both."""
+    v, dm = dm_for(model="llama-3.1-70b")
+    m = v["model"]
+    mem = dm.memory(Parallelism(tp=4), 1000)
+    assert mem.weights == pytest.approx(total_params(m) * 2 / 4)
+    assert mem.kv_per_sequence == pytest.approx(1000 * 327_680 / 4)
+    pp2 = dm.memory(Parallelism(tp=4, pp=2), 1000)
+    assert stage_fraction(m, 2) == 0.5
+    assert pp2.kv_per_sequence == pytest.approx(1000 * 327_680 / 8)
+    # body halves; the larger of the embedding and the LM head (equal here) stays whole on its stage
+    ends = 2 * m.vocab_size * m.hidden_size
+    assert pp2.weights == pytest.approx(((total_params(m) - ends) / 2 + ends / 2) * 2 / 4)
+
+
+def test_mla_latent_is_replicated_by_tp_and_split_by_dp_attention():
+    """DeepSeek-V3: TP keeps the whole latent on every rank (576 × 61 × 1 B per token in FP8), so KV per
+    sequence per GPU does not fall with TP; DP attention holds each sequence on one rank, so the
+    deployment holds dp times the sequences."""
+    v, dm = dm_for(model="deepseek-v3", hardware="h200", weight_dtype="fp8", kv_dtype="fp8")
+    per_token = 61 * (512 + 64) * 1
+    tp8 = dm.memory(Parallelism(tp=8), 1000)
+    tp16 = dm.memory(Parallelism(tp=16), 1000)
+    assert tp8.kv_per_sequence == pytest.approx(1000 * per_token)
+    assert tp16.kv_per_sequence == tp8.kv_per_sequence
+    dp = Parallelism(tp=1, dp=16, ep=16)
+    m = dm.memory(dp, 1000)
+    assert m.kv_per_sequence == tp8.kv_per_sequence
+    assert max_sequences(v["model"], dp, m) == math.floor(m.kv_budget / m.kv_per_sequence) * 16
+
+
+def test_experts_split_over_the_moe_group():
+    """Routed experts ÷ (tp × cp × dp) with or without EP; with EP whole experts: ceil(256 ÷ 48) = 6 of 256."""
+    v, dm = dm_for(model="deepseek-v3", hardware="h200", weight_dtype="fp8")
+    model = v["model"]
+    e = expert_params(model) * 1.0
+    assert expert_share(model, Parallelism(tp=2, dp=8)) == 1 / 16
+    assert dm.memory(Parallelism(tp=2, dp=8), 10).expert_weights == pytest.approx(e / 16)
+    assert dm.memory(Parallelism(tp=2, dp=8, ep=16), 10).expert_weights == pytest.approx(e / 16)
+    assert expert_share(model, Parallelism(tp=1, dp=48, ep=48)) == 6 / 256
+
+
+def test_more_tp_never_raises_weight_bytes_per_gpu():
+    for model in ("llama-3.1-405b", "deepseek-v3", "qwen3-30b-a3b"):
+        v, dm = dm_for(model=model)
+        prev = None
+        for tp in (1, 2, 4, 8, 16, 32):
+            try:
+                check_parallelism(v["model"], Parallelism(tp=tp))
+            except InputError:
+                continue
+            w = dm.memory(Parallelism(tp=tp), 1).weights
+            assert prev is None or w <= prev
+            prev = w
+
+
+# ---- step time and communication ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "model,tp,batch",
+    [("llama-3.1-70b", 4, 32), ("deepseek-v3", 8, 64), ("qwen3-30b-a3b", 2, 16), ("llama-3.1-8b", 1, 1)],
+)
+def test_plain_tp_step_is_steptime_plus_allreduce_py(model, tp, batch):
+    """At TP only the stage step is StepModel's decode step (kernels and overhead) plus allreduce.py's
+    2L + 1 all-reduces and logits gather: the deployment model adds nothing of its own there."""
+    v, dm = dm_for(model=model, tp=tp, hardware="h200", weight_dtype="fp8")
+    step = dm.stage_step(Parallelism(tp=tp), batch, 4096)
+    ref = StepModel(deployment({**v, "num_gpus": tp})).decode(batch, 4096)
+    assert step.memory_s == pytest.approx(ref.memory_time_s, rel=1e-12)
+    assert step.compute_s == pytest.approx(ref.compute_time_s, rel=1e-12)
+    assert step.overhead_s == ref.overhead_s
+    ar = {**S.cluster(v).settings("accelerator"), "model": v["model"], "activation_dtype": "bf16", "phase": "decode"}
+    assert step.tp_comm_s + step.moe_comm_s == pytest.approx(comm_per_step(ar, tp, batch), rel=1e-12)
+    assert step.time_s == pytest.approx(ref.time_s + comm_per_step(ar, tp, batch), rel=1e-12)
+
+
+def test_tp_across_servers_is_priced_on_the_network():
+    """TP 16 over two 8-GPU servers: each all-reduce crosses InfiniBand and costs more than TP 8's."""
+    v, dm = dm_for(model="llama-3.1-405b", weight_dtype="fp8")
+    tp8 = dm.stage_step(Parallelism(tp=8), 32, 4096)
+    tp16 = dm.stage_step(Parallelism(tp=16), 32, 4096)
+    assert tp16.tp_comm_s > tp8.tp_comm_s
+    assert tp16.kernel_s < tp8.kernel_s
+
+
+def test_pipeline_bubble_and_tpot():
+    """PP 4 with 4 micro-batches: no bubble, TPOT = 4 stage slots; with 1 micro-batch the stage idles 3/4."""
+    v, dm = dm_for(model="llama-3.1-70b")
+    full = dm.decode(Parallelism(tp=2, pp=4), 64, 2048)
+    assert full.bubble == 0.0
+    assert full.tpot_s == pytest.approx(4 * full.stage.time_s)
+    assert full.micro_batch == 16
+    one = dm.decode(Parallelism(tp=2, pp=4, micro_batches=1), 64, 2048)
+    assert one.bubble == 0.75
+    assert one.tpot_s == pytest.approx(4 * one.stage.time_s)
+
+
+def test_alltoall_hand_computed():
+    """16 GPUs in two servers of 8, one NDR NIC each (50 GB/s): of 16 MB sent, 7/16 goes over NVLink
+    (450 GB/s) and 8/16 over the NIC; the NIC part sets the time: 8 MB ÷ 50 GB/s + 2.7 µs."""
+    _, dm = dm_for(model="deepseek-v3")
+    t = alltoall_s(dm.cluster, 16e6, 16)
+    assert t == pytest.approx(2.7e-6 + 8e6 / 50e9)
+    inside = alltoall_s(dm.cluster, 16e6, 8)
+    assert inside == pytest.approx(0.6e-6 + 16e6 * 7 / 8 / 450e9)
+
+
+def test_ep_replaces_moe_allreduce_with_alltoall():
+    v, dm = dm_for(model="deepseek-v3", hardware="h200", weight_dtype="fp8", nodes=2)
+    no_ep = dm.stage_step(Parallelism(tp=1, dp=16), 256, 2048)
+    ep = dm.stage_step(Parallelism(tp=1, dp=16, ep=16), 256, 2048)
+    assert no_ep.moe_comm_s > 0 and ep.moe_comm_s > 0
+    assert ep.tp_comm_s == 0  # TP 1: no attention all-reduce
+
+
+# ---- validation ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "model,p,field",
+    [
+        ("llama-3.1-70b", Parallelism(tp=3), "tp"),
+        ("llama-3.1-70b", Parallelism(tp=2, ep=2), "ep"),
+        ("deepseek-v3", Parallelism(tp=8, dp=2, ep=8), "ep"),
+        ("llama-3.1-70b", Parallelism(tp=8, dcp=4), "dcp"),
+        ("llama-3.1-70b", Parallelism(pp=81), "pp"),
+    ],
+)
+def test_bad_combinations_name_their_field(model, p, field):
+    v, _ = dm_for(model=model)
+    with pytest.raises(InputError) as e:
+        check_parallelism(v["model"], p)
+    assert e.value.field == field
+
+
+def test_more_gpus_than_the_cluster():
+    v, dm = dm_for(model="llama-3.1-70b", nodes=1)
+    with pytest.raises(InputError):
+        check_parallelism(v["model"], Parallelism(tp=8, pp=2), dm.cluster)
+
+
+# ---- search -------------------------------------------------------------------------------------------------
+
+
+def test_search_ranks_and_explains():
+    v, dm = dm_for(model="llama-3.1-405b", weight_dtype="fp8", kv_dtype="fp8")
+    r = search(dm, 8192, 0.05, 256)
+    good = [o for o in r.options if o.tokens_per_s_per_gpu > 0]
+    assert good and r.best is good[0]
+    rates = [o.tokens_per_s_per_gpu for o in good]
+    assert rates == sorted(rates, reverse=True)
+    assert all(o.decode.tpot_s <= 0.05 for o in good)
+    assert all(o.why.startswith("lower throughput by") for o in good[1:])
+    bad = [o for o in r.options if o.tokens_per_s_per_gpu == 0]
+    assert bad and all(o.why.startswith(("does not fit", "misses TPOT")) for o in bad)
+
+
+def test_search_best_is_never_beaten_by_any_candidate():
+    """Property: no candidate at any batch up to the cap that fits and meets TPOT beats the winner."""
+    v, dm = dm_for(model="llama-3.1-70b", nodes=1)
+    r = search(dm, 4096, 0.04, 128)
+    best = r.best.tokens_per_s_per_gpu
+    for o in r.options:
+        if not o.fits:
+            continue
+        for b in (1, 8, 32, 64, 128):
+            if b > o.max_batch_memory:
+                continue
+            d = dm.decode(o.parallelism, b, 4096)
+            if d.tpot_s <= 0.04:
+                assert d.tokens_per_s_per_gpu <= best * (1 + 1e-9)
+
+
+# ---- published deployments ----------------------------------------------------------------------------------
+
+
+def test_llama_405b_fp8_fits_one_hgx_bf16_needs_two():
+    """Neural Magic's Meta-Llama-3.1-405B-Instruct-FP8 model card (huggingface.co/neuralmagic/
+    Meta-Llama-3.1-405B-Instruct-FP8, README v1.1, 2024-07-24): the FP8 checkpoint "can now be loaded and
+    evaluated with a single node of 8xH100 GPUs, as opposed to multiple nodes" for BF16 (2 B × 405B = 810 GB,
+    over one server's 8 × 80 GB). Here: FP8 on TP 8 leaves KV room, BF16 on TP 8 does not fit, BF16 on
+    TP 8 × PP 2 (two servers) does."""
+    v, dm = dm_for(model="llama-3.1-405b", weight_dtype="fp8")
+    fp8 = dm.memory(Parallelism(tp=8), 8192)
+    assert fp8.fits_weights and max_sequences(v["model"], Parallelism(tp=8), fp8) >= 1
+    v, dm = dm_for(model="llama-3.1-405b", weight_dtype="bf16")
+    assert not dm.memory(Parallelism(tp=8), 8192).fits_weights
+    two = dm.memory(Parallelism(tp=8, pp=2), 8192)
+    assert two.fits_weights and max_sequences(v["model"], Parallelism(tp=8, pp=2), two) >= 1
+    assert gpu_memory  # the function the calculators use
+
+
+def test_ring_allreduce_outweighs_compute_at_low_concurrency():
+    """NVIDIA, '3x Faster AllReduce with NVSwitch and TensorRT-LLM MultiShot' (developer.nvidia.com blog,
+    2024-11, HGX H200): 'at low concurrency, the time GPUs spend exchanging data can outweigh the time spent
+    on compute' with ring all-reduce. Llama 3.1 70B FP8 on 8 H200 at batch 1: the ring's 161 all-reduces take
+    more than half the step (tolerance: share in (0.5, 0.7)); a two-shot all-reduce (the MultiShot family)
+    takes under a fifth of it, and the share falls at TP 4."""
+    shares = {}
+    for alg in ("ring", "two-shot"):
+        _, dm = dm_for(model="llama-3.1-70b", hardware="h200", weight_dtype="fp8", algorithm=alg)
+        shares[alg] = dm.decode(Parallelism(tp=8), 1, 2048).comm_share
+        if alg == "ring":
+            shares["tp4"] = dm.decode(Parallelism(tp=4), 1, 2048).comm_share
+    assert 0.5 < shares["ring"] < 0.7
+    assert shares["two-shot"] < 0.2
+    assert shares["tp4"] < shares["ring"]
+
+
+def test_dp_attention_beats_tp_for_deepseek_v3_decode():
+    """LMSYS (SGLang team), 'Deploying DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96
+    H100 GPUs' (lmsys.org/blog/2025-05-05-large-scale-ep): DP attention with expert parallelism 'improves the
+    output throughput by up to 5x' over vanilla tensor parallelism on the same GPUs. Here, DeepSeek-V3 FP8 on
+    two HGX H100 servers at 2,500 tokens of context and a 100 ms TPOT: attention DP 16 against TP 16 gives
+    several times the decode tokens/s per GPU (tolerance: 3× to 8×, at 2,048 sequences per scheduler; the
+    model errs high against LMSYS's "up to 5x" because it has no expert load imbalance), because TP 16 keeps
+    the whole latent on every GPU and so holds far fewer sequences."""
+    _, dm = dm_for(model="deepseek-v3", weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
+    r = search(dm, 2500, 0.1, 2048, dcp=False)
+    rate = {o.parallelism.label(): o.tokens_per_s_per_gpu for o in r.options}
+    assert 3 < rate["TP1 DP16"] / rate["TP16"] < 8
+    assert rate["TP1 DP16 EP"] / rate["TP16"] > 3
