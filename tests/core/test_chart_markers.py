@@ -46,6 +46,8 @@ INPUT_AXES = {
     ("lora_capacity", "kv_vs_slots"): "max_loras",
     ("tool_wait", "by_wait"): "wait_s",
     ("mask_cost", "tax_vs_batch"): "batch_size",
+    ("capacity_plan", "cost_vs_peak"): "peak_requests_per_s",
+    ("price_decoder", "margin_vs_batch"): "batch_size",
 }
 OTHER_AXES = {
     ("roofline", "roofline"),  # arithmetic intensity, an output (it marks both points anyway)
@@ -73,6 +75,7 @@ OTHER_AXES = {
     ("task_cost", "per_turn"),  # turn number, 1 to the turns input: every turn, no reader's point
     ("task_cost", "gpu_time"),
     ("regex_mask", "allowed_per_state"),  # DFA states, a category
+    ("benchmark_loops", "ttft_by_percentile"),  # fixed percentiles
 }
 # Charts whose x axis is derived from the inputs, marked at the reader's value of it (issue #18: "a marker at
 # the current inputs on every chart"): the x the reader's inputs give, from the calculator's own outputs.
