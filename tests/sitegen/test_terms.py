@@ -123,6 +123,16 @@ def test_every_part_terms_name_is_a_part_of_the_series(terms):
         G.parse_terms(data, frozenset(numbers))
 
 
+def test_the_glossary_covers_every_written_part(terms):
+    """Issue #17: the glossary covers all twenty parts: each written part defines terms of its own (at least
+    five) and lists the headings the glossary links to."""
+    parts = written(terms)
+    assert len(parts) == len(S.load_series().parts) == 20
+    for n in parts:
+        assert sum(t.part == n for t in terms.terms) >= 5, f"part {n}"
+        assert terms.headings.get(n), f"part {n} has no headings block"
+
+
 def test_every_term_anchor_exists_in_its_written_part(terms):
     for n, markdown in written(terms).items():
         assert missing_anchors(terms, n, markdown) == [], f"part {n}"
