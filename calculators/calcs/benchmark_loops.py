@@ -116,7 +116,7 @@ def compute(v: dict) -> dict:
     if config.kv_blocks * BLOCK < v["input_tokens_mean"] + v["output_tokens_mean"]:
         raise InputError(
             "num_gpus",
-            f"the KV pool of one replica ({config.kv_blocks * BLOCK:,} tokens) must hold "
+            f"the KV pool of one replica ({max(0, int(kv_pool_tokens(v))):,} tokens) must hold "
             "one mean request: add GPUs or shorten the requests",
         )
     here = _pair(v, times, config, v["users"])
