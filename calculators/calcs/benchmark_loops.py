@@ -5,7 +5,7 @@ A closed-loop user sends, waits for the answer, thinks, sends again: when the se
 less, so the queue a real (open) population would build never forms and the latency percentiles the
 benchmark reports leave it out (Gil Tene's "coordinated omission"). The open-loop run at the same mean rate
 shows what that rate costs when arrivals do not wait for the server. Both runs are the engine simulator with
-vLLM V1's scheduler settings (chunked prefill, 8,192-token budget, max_num_seqs for the accelerator, paged KV
+vLLM V1's scheduler settings (chunked prefill, token budget and max_num_seqs for the accelerator, paged KV
 with recompute preemption), on the same drawn requests.
 
 The closed loop's rate is its throughput while every user is active, by the interactive response-time law
@@ -22,7 +22,7 @@ from ..engine.metrics import percentile
 from ..engine.steps import StepTimes
 from ..engine.workload import Workload
 from .deployment import deployment_fields, efficiency_steps
-from .engine_defaults import vllm_max_num_seqs
+from .engine_defaults import vllm_max_num_batched_tokens, vllm_max_num_seqs
 from .memory import engine_fields, kv_pool_tokens
 from .steptime import StepModel, deployment
 
@@ -38,8 +38,8 @@ SCHEMA = {
         "next request a think time after its last answer ends (vllm bench serve --max-concurrency N "
         "--request-rate inf is N users with no think time). Open loop: Poisson arrivals at the rate the closed "
         "loop achieved, which do not wait for the server. Both measured after each user's first request. "
-        "Engine: vLLM V1's scheduler settings (chunked prefill, 8,192-token budget, max_num_seqs for the "
-        "accelerator, paged KV in 16-token blocks, recompute preemption); step times from the roofline model "
+        "Engine: vLLM V1's scheduler settings (chunked prefill, the API server's token budget and max_num_seqs "
+        "for the accelerator (8,192 and 1,024 on an H100), paged KV in 16-token blocks, recompute preemption); step times from the roofline model "
         "scaled by the efficiencies plus launch overhead; no network or tokenisation time."
     ),
     "inputs": deployment_fields(0.8, 0.6)
@@ -87,11 +87,13 @@ SCHEMA = {
 
 
 def _config(v: dict) -> EngineConfig:
-    """vLLM V1's defaults on this replica: the KV pool in 16-token blocks, max_num_seqs for the accelerator."""
+    """vLLM V1's defaults on this replica: the KV pool in 16-token blocks, the API server's max_num_seqs and
+    token budget for the accelerator (v0.33.0 vllm/engine/arg_utils.py: 8,192 on H100/H200, 16,384 on B200, 2,048 on A100)."""
     return EngineConfig(
         kv_blocks=max(1, int(kv_pool_tokens(v) // BLOCK)),
         block_size_tokens=BLOCK,
         max_num_seqs=vllm_max_num_seqs(v["hardware"]),
+        max_num_batched_tokens=vllm_max_num_batched_tokens(v["hardware"]),
     )
 
 
@@ -116,7 +118,7 @@ def compute(v: dict) -> dict:
     if config.kv_blocks * BLOCK < v["input_tokens_mean"] + v["output_tokens_mean"]:
         raise InputError(
             "num_gpus",
-            f"the KV pool of one replica ({config.kv_blocks * BLOCK:,} tokens) must hold "
+            f"the KV pool of one replica ({max(0, int(kv_pool_tokens(v))):,} tokens) must hold "
             "one mean request: add GPUs or shorten the requests",
         )
     here = _pair(v, times, config, v["users"])

@@ -84,7 +84,13 @@ SCHEMA = {
         output("input_share_of_cost", "Share of a task's cost that is prefill", "", "percent"),
         output("usd_per_million_input_tokens", "Cost per million uncached prompt tokens", "USD", "usd"),
         output("usd_per_million_output_tokens", "Cost per million output tokens", "USD", "usd"),
-        output("usd_per_task_uncached", "Cost per task with no prompt cached (same replicas)", "USD", "usd"),
+        output(
+            "usd_per_task_uncached",
+            "Cost per task with no prompt cached (same replicas)",
+            "USD",
+            "usd",
+            words={0: "no batch meets the target"},
+        ),
         output("kv_pool_tokens", "KV pool of one replica", "tokens", "integer"),
     ],
 }

@@ -125,7 +125,7 @@ class Replica:
 
 def break_even_batch(rep: Replica, need: float, most: int) -> int:
     """The smallest batch up to `most` whose tasks/s per GPU reach `need` (0: none does). Throughput rises
-    with the batch while the decode step is memory-bound and flattens once compute binds: bisect on it."""
+    with the batch (step(B) ÷ B falls) towards the prefill-bound limit 1 ÷ prefill: bisect on it."""
     if most < 1 or rep.tasks_per_s_per_gpu(most) < need:
         return 0
     lo, hi = 1, most
