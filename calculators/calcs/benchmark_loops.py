@@ -39,8 +39,9 @@ SCHEMA = {
         "--request-rate inf is N users with no think time). Open loop: Poisson arrivals at the rate the closed "
         "loop achieved, which do not wait for the server. Both measured after each user's first request. "
         "Engine: vLLM V1's scheduler settings (chunked prefill, the API server's token budget and max_num_seqs "
-        "for the accelerator (8,192 and 1,024 on an H100), paged KV in 16-token blocks, recompute preemption); step times from the roofline model "
-        "scaled by the efficiencies plus launch overhead; no network or tokenisation time."
+        "for the accelerator (8,192 and 1,024 on an H100), paged KV in 16-token blocks, recompute preemption); "
+        "step times from the roofline model scaled by the efficiencies plus launch overhead; no network or "
+        "tokenisation time."
     ),
     "inputs": deployment_fields(0.8, 0.6)
     + [
@@ -88,7 +89,8 @@ SCHEMA = {
 
 def _config(v: dict) -> EngineConfig:
     """vLLM V1's defaults on this replica: the KV pool in 16-token blocks, the API server's max_num_seqs and
-    token budget for the accelerator (v0.33.0 vllm/engine/arg_utils.py: 8,192 on H100/H200, 16,384 on B200, 2,048 on A100)."""
+    token budget for the accelerator (v0.33.0 vllm/engine/arg_utils.py: 8,192 on H100/H200, 16,384 on B200,
+    2,048 on A100)."""
     return EngineConfig(
         kv_blocks=max(1, int(kv_pool_tokens(v) // BLOCK)),
         block_size_tokens=BLOCK,
