@@ -97,6 +97,11 @@ def _table(plot: dict) -> dict:
     return {"head": head, "rows": rows}
 
 
+# The calculators a result is chained to (memory → paging, sizing → cost): the pages link to these when they are
+# elsewhere (tables.js); a test checks every chain names one of them.
+CHAIN_TARGETS = frozenset({"paging", "cost"})
+
+
 def present(name: str, inputs: dict | None = None, units: str = "binary") -> dict:
     """Everything a calculator block displays for these inputs (raises InputError), memory sizes in `units`
     (display.MEMORY_UNITS: the reader's setting)."""

@@ -13,6 +13,7 @@ from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
 
 import calculators
+from calculators.page import CHAIN_TARGETS
 from sitegen import assets, markup, pages, workbench
 
 
@@ -21,7 +22,8 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
         return assets.runtime_urls(page.url, get_relative_url)
 
     def homes() -> dict:
-        return {name: f"{get_relative_url(path, page.url)}#{id_}" for name, (path, id_) in workbench.homes().items()}
+        homes = workbench.homes()
+        return {name: f"{get_relative_url(homes[name][0], page.url)}#{homes[name][1]}" for name in CHAIN_TARGETS}
 
     try:
         return pages.render_page(markdown, runtime, page.meta, homes)

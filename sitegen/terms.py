@@ -7,6 +7,8 @@ by its number; its file comes from the series (sitegen/data/series.toml), so a s
 
 from __future__ import annotations
 
+import re
+
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -94,6 +96,23 @@ def parse_terms(data: dict, known_parts: frozenset[int]) -> Terms:
 def load_terms(path: Path = TERMS) -> Terms:
     known = frozenset(p.number for p in load_series().parts)
     return parse_terms(tomllib.loads(Path(path).read_text(encoding="utf-8")), known)
+
+
+_ABBR = re.compile(r'<abbr title="[^"]*">([^<]*)</abbr>')
+
+
+def first_tooltips(html: str) -> str:
+    """Each abbreviation's tooltip on its first use in a page only; later uses stay <abbr> without the title. The
+    expansion is given once, as style guides ask, and the page does not carry it 75 times (KV in Part 5)."""
+    seen: set[str] = set()
+
+    def one(m: re.Match) -> str:
+        if m.group(1) in seen:
+            return f"<abbr>{m.group(1)}</abbr>"
+        seen.add(m.group(1))
+        return m.group(0)
+
+    return _ABBR.sub(one, html)
 
 
 def abbreviations(terms: Terms) -> str:

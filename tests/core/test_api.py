@@ -204,3 +204,12 @@ def test_cost_rejects_a_vanishing_input_rate_by_name():
     with pytest.raises(InputError, match="input_tokens_per_s: must be 0"):
         run("cost", {"input_tokens_per_s": 5e-324})
     assert run("cost", {"input_tokens_per_s": 0.001})["usd_per_million_input_tokens"] > 0
+
+
+def test_every_chain_hands_its_result_to_a_declared_target():
+    """A chained result opens its calculator on another page through the page config's homes, which list only
+    page.CHAIN_TARGETS: a chain to any other calculator would have nowhere to go off its page."""
+    from calculators.page import CHAIN_TARGETS, present
+
+    found = {c["to"] for n in calculator_names() for c in present(n)["chain"]}
+    assert found == CHAIN_TARGETS

@@ -179,3 +179,10 @@ def test_term_wording_follows_the_review(terms):
     assert "several steps" in d["Prefill"] and "all prompt tokens pass through the model together" not in d["Prefill"]
     assert "Alpaca" in d["Block size"] and "ShareGPT" in d["Block size"]  # Kwon et al. §7.2
     assert "(V0)" in d["Swap"] and "V1" in d["Swap"] and "(V0)" in d["Preemption"]
+
+
+def test_a_tooltip_is_on_an_abbreviations_first_use_only():
+    html = '<p><abbr title="Key-value">KV</abbr> and <abbr title="Key-value">KV</abbr>, <abbr title="G">GPU</abbr></p>'
+    assert G.first_tooltips(html) == (
+        '<p><abbr title="Key-value">KV</abbr> and <abbr>KV</abbr>, <abbr title="G">GPU</abbr></p>'
+    )
