@@ -180,6 +180,14 @@ SINGULAR = {
     "steps": "step",
     "chips": "chip",
     "users": "user",
+    "stages": "stage",
+    "ranks": "rank",
+    "nodes": "node",
+    "servers": "server",
+    "adapters": "adapter",
+    "turns": "turn",
+    "tenants": "tenant",
+    "states": "state",
 }
 
 
