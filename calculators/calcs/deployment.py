@@ -24,6 +24,17 @@ def deployment_fields(bandwidth_efficiency: float, compute_efficiency: float,
     return [dict(f, **changes.get(f["key"], {})) for f in fields]
 
 
+def ep_deployment_fields(group_help: str) -> list[dict]:
+    """The deployment of one expert-parallel group (Part 14's calculators): DeepSeek-V3 in FP8 on N = 32 GPUs,
+    priced at the bound (efficiencies 1.0, no overhead field); `group_help` says what N means to the calculator."""
+    return deployment_fields(1.0, 1.0, overhead_field=False, overrides={
+        "model": {"default": "deepseek-v3"},
+        "num_gpus": {"label": "Expert-parallel degree N", "default": 32, "help": group_help},
+        "weight_dtype": {"default": "fp8"},
+        "compute_dtype": {"default": "fp8"},
+    })
+
+
 def _fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict]:
     return [
         model_field(default="llama-3.1-8b"),

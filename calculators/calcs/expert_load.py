@@ -34,7 +34,7 @@ from ..errors import InputError
 from ..params import _expert_params, active_params, expert_params, moe_layer_count, total_params, weight_bytes
 from ..schema import expert_dtype
 from ..schema import boolean, choice, integer, mark, number, output, series, step, text
-from .deployment import deployment_fields
+from .deployment import ep_deployment_fields
 from .steptime import deployment, experts_touched
 
 SKEWS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.5)
@@ -311,21 +311,9 @@ _INPUTS = [
 
 
 def _fields() -> list[dict]:
-    fields = deployment_fields(
-        1.0,
-        1.0,
-        overhead_field=False,
-        overrides={
-            "model": {"default": "deepseek-v3"},
-            "num_gpus": {
-                "label": "Expert-parallel degree N",
-                "default": 32,
-                "help": "GPUs the routed experts are spread over (one EP group); each GPU brings its own batch "
-                "(attention data-parallel).",
-            },
-            "weight_dtype": {"default": "fp8"},
-            "compute_dtype": {"default": "fp8"},
-        },
+    fields = ep_deployment_fields(
+        "GPUs the routed experts are spread over (one EP group); each GPU brings its own batch (attention "
+        "data-parallel)."
     )
     return [f for f in fields if f["key"] != "kv_dtype"] + _INPUTS
 

@@ -33,7 +33,7 @@ from ..formats import bytes_per_element
 from ..params import _expert_params, active_params, expert_params, moe_layer_count, total_params
 from ..parallel import Cluster, alltoall_s, check_cluster
 from ..schema import choice, integer, mark, number, output, series, step
-from .deployment import deployment_fields
+from .deployment import ep_deployment_fields
 from .kv_cache import kv_bytes_per_sequence
 from .ring import LINKS
 from .steptime import deployment, experts_touched
@@ -111,22 +111,7 @@ _INPUTS = [
 
 
 def _fields() -> list[dict]:
-    fields = deployment_fields(
-        1.0,
-        1.0,
-        overhead_field=False,
-        overrides={
-            "model": {"default": "deepseek-v3"},
-            "num_gpus": {
-                "label": "Expert-parallel degree N",
-                "default": 32,
-                "help": "GPUs in one EP group; each brings its own batch (attention data-parallel).",
-            },
-            "weight_dtype": {"default": "fp8"},
-            "compute_dtype": {"default": "fp8"},
-        },
-    )
-    return fields + _INPUTS
+    return ep_deployment_fields("GPUs in one EP group; each brings its own batch (attention data-parallel).") + _INPUTS
 
 
 SCHEMA = {
