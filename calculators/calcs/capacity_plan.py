@@ -21,7 +21,7 @@ import math
 
 from ..errors import InputError
 from ..schema import integer, mark, number, output, series, step
-from .cost import HOURS_PER_MONTH
+from .cost import HOURS_PER_MONTH, gpu_hour_field
 from .deployment import deployment_fields, efficiency_steps
 from .engine_defaults import vllm_max_num_seqs
 from .memory import engine_fields, kv_pool_tokens
@@ -69,7 +69,7 @@ SCHEMA = {
         integer("output_tokens", "Output tokens per task", 400, 2, 1_000_000, "tokens"),
         number("tpot_slo_s", "TPOT target", 0.05, 0.0001, 60.0, "s", "0.05 s is 20 tokens/s per user."),
         number("headroom", "Headroom", 0.3, 0.0, 10.0, "", "Spare capacity above the peak, as a share of it.", 0.05),
-        number("usd_per_gpu_hour", "Price per GPU-hour", 2.0, 0.0, 1000.0, "USD"),
+        gpu_hour_field(),
     ]
     + engine_fields(),
     "outputs": [

@@ -13,6 +13,11 @@ from ..schema import choice, integer, number, output, step
 HOURS_PER_MONTH = 730.0   # 8,760 h per year ÷ 12
 
 
+def gpu_hour_field(help_text: str = "") -> dict:
+    """The price-per-GPU-hour input every costing calculator takes ($2 by default, DeepSeek's Day-6 figure)."""
+    return number("usd_per_gpu_hour", "Price per GPU-hour", 2.0, 0.0, 1000.0, "USD", help_text)
+
+
 def usd_per_million(usd_per_gpu_hour: float, num_gpus: int, tokens_per_s: float) -> float:
     return usd_per_gpu_hour * num_gpus / (tokens_per_s * 3600) * 1e6
 
@@ -40,8 +45,7 @@ SCHEMA = {
                     "length mix it was measured on; the tokens per task here only count tokens, they do not "
                     "re-measure it. Energy is an estimate: the power you enter × GPUs ÷ rate, accelerators only."),
     "inputs": [
-        number("usd_per_gpu_hour", "Price per GPU-hour", 2.0, 0.0, 1000.0, "USD",
-                 "DeepSeek's Day-6 costing uses $2/GPU-h for H800."),
+        gpu_hour_field("DeepSeek's Day-6 costing uses $2/GPU-h for H800."),
         integer("num_gpus", "GPUs in the deployment", 8, 1, 100_000, "GPUs"),
         number("output_tokens_per_s", "Output throughput (whole deployment)", 14_800.0, MIN_RATE, 1e9, "tokens/s"),
         number("input_tokens_per_s", "Input (prefill) throughput, optional", 0.0, 0.0, 1e10, "tokens/s",

@@ -29,7 +29,7 @@ from ..catalog import links
 from ..errors import InputError
 from ..formats import bytes_per_element
 from ..schema import choice, integer, mark, number, output, series, step
-from .cost import usd_per_million
+from .cost import gpu_hour_field, usd_per_million
 from .deployment import deployment_fields, efficiency_steps
 from .kv_cache import kv_bytes_per_sequence, kv_bytes_per_token_per_layer, layer_groups
 from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
@@ -89,7 +89,7 @@ SCHEMA = {
             "sequences",
             "Capped at the sequences of this context that fit in the KV budget.",
         ),
-        number("usd_per_gpu_hour", "Price per GPU-hour", 2.0, 0.0, 1000.0, "USD"),
+        gpu_hour_field(),
         integer(
             "context_parallel",
             "Context-parallel degree CP (prefill)",

@@ -25,7 +25,7 @@ from ..engine.run import simulate
 from ..engine.steps import StepTimes
 from ..errors import InputError
 from ..schema import choice, integer, number, output, series, step
-from .cost import usd_per_million
+from .cost import gpu_hour_field, usd_per_million
 from .deployment import deployment_fields
 from .engine_defaults import vllm_max_num_batched_tokens, vllm_max_num_seqs
 from ..engine.workload import Workload
@@ -101,15 +101,7 @@ SCHEMA = {
         choice(
             "host_link", "Host link (for host-tier hits)", "pcie5-x16", [(k, e["name"]) for k, e in HOST_LINKS.items()]
         ),
-        number(
-            "usd_per_gpu_hour",
-            "Price per GPU-hour",
-            2.0,
-            0.0,
-            1000.0,
-            "USD",
-            "DeepSeek's Day-6 costing uses $2/GPU-h for H800 (the cost calculator's default).",
-        ),
+        gpu_hour_field("DeepSeek's Day-6 costing uses $2/GPU-h for H800 (the cost calculator's default)."),
     ],
     "outputs": [
         output("hit_rate", "Prompt tokens found in the cache (all tiers)", "", "percent"),

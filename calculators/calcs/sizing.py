@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ..display import auto_seconds, usd
 from ..schema import choice, integer, mark, number, output, series, step
-from .cost import usd_per_million
+from .cost import gpu_hour_field, usd_per_million
 from .deployment import deployment_fields
 from .engine_defaults import vllm_max_num_seqs
 from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
@@ -63,7 +63,7 @@ SCHEMA = {
         ),
         number("tpot_slo_s", "TPOT target", 0.05, 0.0, 60.0, "s", "0 = no TPOT target. 0.05 s is 20 tokens/s a user."),
         number("ttft_slo_s", "TTFT target", 10.0, 0.0, 3600.0, "s", "0 = no TTFT target."),
-        number("usd_per_gpu_hour", "Price per GPU-hour", 2.0, 0.0, 1000.0, "USD"),
+        gpu_hour_field(),
     ]
     + engine_fields(),
     "outputs": [

@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..params import active_params, lm_head_params
 from ..schema import choice, integer, model_field, number, output, series, step
 from . import speculative as spec
-from .cost import usd_per_million
+from .cost import gpu_hour_field, usd_per_million
 from .deployment import deployment_fields, efficiency_steps
 from .memory import budget, draft_budget, engine_fields, footprint, usable_bytes_per_gpu
 from .steptime import StepModel, deployment
@@ -163,7 +163,7 @@ SCHEMA = {
         ),
         dict(spec.BATCH_SIZE, default=16),
         integer("context_tokens", "Context per sequence", 2048, 1, 10_000_000, "tokens"),
-        number("usd_per_gpu_hour", "Price per GPU-hour", 2.0, 0.0, 1000.0, "USD", "As in the cost calculator."),
+        gpu_hour_field("As in the cost calculator."),
     ]
     + engine_fields(),
     "outputs": [

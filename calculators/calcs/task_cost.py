@@ -20,6 +20,7 @@ from .deployment import deployment_fields
 from .memory import engine_fields, kv_pool_tokens
 from .steptime import StepModel, deployment
 from .workload_shape import AUDIO_RULES, IMAGE_RULES, Shape, audio_tokens, image_tokens, totals, turns
+from .cost import gpu_hour_field
 
 WORKED = {"turns": 20, "shared": 30_000, "input": 1_500, "output": 300, "thinking": 1_000, "wait": 5.0}
 
@@ -131,15 +132,7 @@ SCHEMA = {
             "Concurrent sequences decoding with this task's, at its context; each decode step's time is "
             "shared by them. More than fit in the KV pool at the task's context is flagged.",
         ),
-        number(
-            "usd_per_gpu_hour",
-            "Price per GPU-hour",
-            2.0,
-            0.0,
-            1000.0,
-            "USD",
-            "DeepSeek's Day-6 costing uses $2/GPU-h for H800 (deepseek-ai/open-infra-index).",
-        ),
+        gpu_hour_field("DeepSeek's Day-6 costing uses $2/GPU-h for H800 (deepseek-ai/open-infra-index)."),
     ],
     "outputs": [
         output("usd_per_task", "Cost per task", "USD", "usd"),

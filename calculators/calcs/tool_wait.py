@@ -25,6 +25,7 @@ from .deployment import deployment_fields
 from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu
 from .memory import engine_fields, kv_pool_tokens
 from .steptime import StepModel, deployment
+from .cost import gpu_hour_field
 
 HOST_LINKS = host_links()
 WAITS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 3600.0)
@@ -48,15 +49,7 @@ SCHEMA = {
         integer("context_tokens", "Session context at the wait (L)", 48_000, 1, 10_000_000, "tokens"),
         number("wait_s", "Tool wait (w)", 5.0, 0.0, 86_400.0, "s"),
         integer("waits_per_task", "Waits per task", 19, 0, 10_000, "waits"),
-        number(
-            "usd_per_gpu_hour",
-            "Price per GPU-hour",
-            2.0,
-            0.0,
-            1000.0,
-            "USD",
-            "DeepSeek's Day-6 costing uses $2/GPU-h for H800 (deepseek-ai/open-infra-index).",
-        ),
+        gpu_hour_field("DeepSeek's Day-6 costing uses $2/GPU-h for H800 (deepseek-ai/open-infra-index)."),
         choice(
             "host_link",
             "Host link (GPU ↔ CPU memory)",
