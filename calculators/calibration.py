@@ -27,9 +27,11 @@ from functools import cache, lru_cache
 from . import catalog
 from .calcs.latency import SCHEMA as LATENCY
 from .calcs.latency import batch_latency
-from .calcs.steptime import bound_deployment, compute_ceiling_tokens_per_s_per_gpu, decode_step, deployment
+from .calcs.sharding import steps_for
+from .sharded_steps import ShardedSteps
+from .calcs.steptime import bound_deployment, compute_ceiling_tokens_per_s_per_gpu, deployment
 from .calcs.overhead import DEFAULT_MODE, MODE_CHOICES
-from .calcs.steptime import prefill_step
+from .calcs.steptime import StepModel
 from .errors import InputError
 from .model import Model
 from .params import active_params
@@ -114,9 +116,10 @@ def rows() -> list[dict]:
 # ---- a row's conditions as the core's inputs ---------------------------------------------------
 
 
-def core_inputs(row: dict, bound: bool = False, overhead: str = DEFAULT_MODE) -> dict:
+def core_inputs(row: dict, bound: bool = False, overhead: str = DEFAULT_MODE, comm: bool = True) -> dict:
     """The latency calculator's inputs for this row (efficiencies 1.0 for the bound; `overhead` is the
-    latency calculator's step_overhead choice, its default unless asked)."""
+    latency calculator's step_overhead choice, its default unless asked). An estimate of a DP-attention row
+    with communication is its deployment: TP 1, DP = EP = its GPUs; without, and for the bound, TP over them."""
     inputs = {
         "model": _model_cached(row["model"]),
         "hardware": row["hardware"],
@@ -131,22 +134,42 @@ def core_inputs(row: dict, bound: bool = False, overhead: str = DEFAULT_MODE) ->
         "step_overhead": overhead,
     }
     inputs.update({k: 1.0 for k in EFFICIENCY} if bound else EFFICIENCY)
+    if row.get("attention") == "dp" and comm and not bound:  # the deployment: DP attention, EP over every GPU
+        n = row["core_tp"]
+        inputs.update(
+            num_gpus=1, dp=n, ep=n, gpus_per_node=row.get("gpus_per_node", 8), batch_size=inputs["batch_size"] * n
+        )
     return inputs
 
 
-DEPLOYMENT_KEYS = ("model", "hardware", "core_tp", "weight_dtype", "expert_weight_dtype", "kv_dtype", "compute_dtype")
+DEPLOYMENT_KEYS = (
+    "model",
+    "hardware",
+    "core_tp",
+    "weight_dtype",
+    "expert_weight_dtype",
+    "kv_dtype",
+    "compute_dtype",
+    "attention",
+    "gpus_per_node",
+)
 
 
-def _deployment(row: dict, bound: bool, overhead: str = DEFAULT_MODE):
-    return _deployment_for(tuple(row.get(k, "same") for k in DEPLOYMENT_KEYS), bound, overhead)
+def _deployment(row: dict, bound: bool, overhead: str = DEFAULT_MODE, comm: bool = True):
+    return _deployment_for(tuple(row.get(k, "same") for k in DEPLOYMENT_KEYS), bound, overhead, comm)
 
 
 @cache
-def _deployment_for(key: tuple, bound: bool, overhead: str):
-    """One Deployment per distinct configuration (the ledger has a few dozen, its rows a few hundred)."""
+def _deployment_for(key: tuple, bound: bool, overhead: str, comm: bool = True):
+    """The step model of one distinct configuration (the ledger has a few dozen, its rows a few hundred): the
+    latency calculator's for an estimate (sharding.steps_for: the deployment's communication on more than one
+    GPU; comm False leaves it out, as the core did before issue #16); for a bound StepModel at efficiencies 1.0
+    without overhead or communication."""
     row = dict(zip(DEPLOYMENT_KEYS, key))
-    dep = deployment(validate(LATENCY["inputs"], core_inputs(row | {"num_gpus": row["core_tp"]}, bound, overhead)))
-    return bound_deployment(dep) if bound else dep
+    v = validate(LATENCY["inputs"], core_inputs(row, bound, overhead, comm))
+    if bound:
+        return StepModel(bound_deployment(deployment(v)))
+    return steps_for(v) if comm else StepModel(deployment(v))
 
 
 def _context(row: dict, bound: bool) -> float:
@@ -162,45 +185,52 @@ def _batch(row: dict, bound: bool) -> int:
     return 1 if bound and row["batch_is"] == "max" else max(1, round(row.get("batch", 1)))
 
 
-def _tpot(row, dep, bound):
-    return decode_step(dep, _batch(row, bound), _context(row, bound)).time_s
+def _tpot(row, steps, bound):
+    return steps.decode(_batch(row, bound) * _ranks(steps), _context(row, bound)).time_s
 
 
-def _static(row, dep, bound):
+def _ranks(steps) -> int:
+    """Attention ranks the steps spread a DP row's per-device batch over: its deployment's; 1 for TP (a bound
+    prices a DP row as TP over its GPUs, which reads fewer bytes per GPU than the DP deployment)."""
+    return steps.p.attention_ranks if isinstance(steps, ShardedSteps) else 1
+
+
+def _static(row, steps, bound):
     prompt = row.get("input_tokens", 1)
-    return batch_latency(dep, _batch(row, bound), prompt, max(1, round(row.get("output_tokens", 1))), 0.0)
+    return batch_latency(steps, _batch(row, bound), prompt, max(1, round(row.get("output_tokens", 1))), 0.0)
 
 
-def _e2e(row, dep, bound):
-    return _static(row, dep, bound)["e2e_s"]
+def _e2e(row, steps, bound):
+    return _static(row, steps, bound)["e2e_s"]
 
 
-def _ttft(row, dep, bound):
-    return prefill_step(dep, [row.get("input_tokens", 1)]).time_s
+def _ttft(row, steps, bound):
+    return steps.prefill([row.get("input_tokens", 1)]).time_s
 
 
 def _per_gpu(row, sequences_per_s: float) -> float:
+    """Per GPU: a DP row's batch is each GPU's own."""
     return sequences_per_s if row["attention"] == "dp" else sequences_per_s / row["core_tp"]
 
 
-def _output_rate(row, dep, bound):
+def _output_rate(row, steps, bound):
     if bound:
-        return compute_ceiling_tokens_per_s_per_gpu(dep)
+        return compute_ceiling_tokens_per_s_per_gpu(steps.dep)
     if row.get("phase") == "decode":
-        return _per_gpu(row, _batch(row, bound) / _tpot(row, dep, bound))
-    r = _static(row, dep, bound)
+        return _per_gpu(row, _batch(row, bound) / _tpot(row, steps, bound))
+    r = _static(row, steps, bound)
     return _batch(row, bound) * max(1, round(row.get("output_tokens", 1))) / r["e2e_s"] / row["core_tp"]
 
 
-def _input_rate(row, dep, bound):
+def _input_rate(row, steps, bound):
     prompts = [row.get("input_tokens", 1)] * _batch(row, False)
-    step = prefill_step(dep, prompts)
+    step = steps.prefill(prompts)
     seconds = step.compute_time_s if bound else step.time_s  # the bound: compute alone, at peak
     return sum(prompts) / seconds / row["core_tp"]
 
 
-def _user_rate(row, dep, bound):
-    return 1.0 / _tpot(row, dep, bound)
+def _user_rate(row, steps, bound):
+    return 1.0 / _tpot(row, steps, bound)
 
 
 _PREDICT = {
@@ -218,9 +248,9 @@ def speed_error(metric: str, predicted: float, measured: float) -> float:
     return predicted / measured - 1 if KINDS[metric][2] == "rate" else measured / predicted - 1
 
 
-def predict(row: dict, overhead: str = DEFAULT_MODE) -> dict:
+def predict(row: dict, overhead: str = DEFAULT_MODE, comm: bool = True) -> dict:
     """The row with the core's estimate (when the row allows one), its error and the bound (the bound has
-    no overhead whatever `overhead` says: bound_deployment drops it)."""
+    no overhead or communication whatever `overhead` and `comm` say: bound_deployment drops them)."""
     fn = _PREDICT[row["metric"]]
     out = dict(row)
     out["bound"] = fn(row, _deployment(row, True), True)
@@ -229,20 +259,20 @@ def predict(row: dict, overhead: str = DEFAULT_MODE) -> dict:
         out["bound"] <= row["value"] * (1 + 1e-9) if kind == "time" else (out["bound"] >= row["value"] * (1 - 1e-9))
     )
     if row["estimate"]:
-        out["predicted"] = fn(row, _deployment(row, False, overhead), False)
+        out["predicted"] = fn(row, _deployment(row, False, overhead, comm), False)
         out["error"] = speed_error(row["metric"], out["predicted"], row["value"])
     return out
 
 
-@lru_cache(maxsize=len(MODE_CHOICES))
-def _predictions(overhead: str = DEFAULT_MODE) -> tuple[dict, ...]:
-    return tuple(predict(r, overhead) for r in _rows())
+@lru_cache(maxsize=2 * len(MODE_CHOICES))
+def _predictions(overhead: str = DEFAULT_MODE, comm: bool = True) -> tuple[dict, ...]:
+    return tuple(predict(r, overhead, comm) for r in _rows())
 
 
-def predictions(overhead: str = DEFAULT_MODE) -> list[dict]:
-    """Every row predicted at this step-overhead mode (computed once per process and mode; the browser's
-    snapshot keeps the default's)."""
-    return [dict(p) for p in _predictions(overhead)]
+def predictions(overhead: str = DEFAULT_MODE, comm: bool = True) -> list[dict]:
+    """Every row predicted at this step-overhead mode, with or without communication (computed once per process
+    and mode; the browser's snapshot keeps the default's)."""
+    return [dict(p) for p in _predictions(overhead, comm)]
 
 
 # ---- error statistics ---------------------------------------------------------------------------

@@ -237,6 +237,15 @@ def check_parallelism(model: Model, p: Parallelism, cluster: Cluster | None = No
         raise InputError("tp", f"tp × dp × cp × pp = {p.gpus} GPUs is more than the cluster's {cluster.gpus}")
 
 
+def allowed(model: Model, p: Parallelism) -> bool:
+    """check_parallelism passes: an engine runs the model this way."""
+    try:
+        check_parallelism(model, p)
+    except InputError:
+        return False
+    return True
+
+
 def _check_ep(model: Model, p: Parallelism) -> None:
     if model.moe is None:
         raise InputError("ep", f"{model.name} has no experts; expert parallelism needs an MoE model")
@@ -415,11 +424,14 @@ class DeploymentModel:
         self._peak = base.peak_flops_per_s * base.compute_efficiency
         self._comm: dict = {}
 
-    def step_model(self, tp: int) -> StepModel:
-        """steptime.StepModel of one TP group of tp GPUs (its per-sequence sums, overhead and rates)."""
-        if tp not in self._steps:
-            self._steps[tp] = StepModel(replace(self.base, num_gpus=tp, overhead=_overhead(self.base, tp)))
-        return self._steps[tp]
+    def step_model(self, tp: int, dcp: int = 1) -> StepModel:
+        """steptime.StepModel of one TP group of tp GPUs, dcp of them striping each sequence's KV (its
+        per-sequence sums, overhead and rates; its kv_share is one GPU's part of a sequence's KV)."""
+        key = (tp, dcp)
+        if key not in self._steps:
+            dep = replace(self.base, num_gpus=tp, overhead=_overhead(self.base, tp), decode_context_parallel=dcp)
+            self._steps[key] = StepModel(dep)
+        return self._steps[key]
 
     def memory(self, p: Parallelism, context: float) -> GpuMemory:
         return gpu_memory(self.model, p, self.f, self.usable, context)
@@ -430,14 +442,16 @@ class DeploymentModel:
             found = self._comm[key] = fn()
         return found
 
-    def _tp_comm(self, p: Parallelism, s: float, b: float) -> tuple[float, float]:
-        """(TP all-reduces + gather, MoE-layer communication) for one stage step."""
+    def _tp_comm(self, p: Parallelism, s: float, b: float, rows: float | None = None) -> tuple[float, float]:
+        """(TP all-reduces + gather, MoE-layer communication) for one stage step of s tokens per attention rank
+        and b on the stage; `rows` the logits rows gathered per rank (s when every token samples, as in decode)."""
         m, c, act = self.model, self.cluster, self.f.activation
         layers = stage_layers(m, p.pp)
         moe_layers = _moe_layers_on_stage(m, p.pp)
         dense_ffn = layers - moe_layers
         ar = self._cached(("ar", p.tp, s), lambda: allreduce_s(c, s * m.hidden_size * act, p.tp))
-        gather = self._cached(("g", p.tp, s), lambda: allgather_s(c, math.ceil(s) * m.vocab_size * act, p.tp))
+        rows = s if rows is None else rows
+        gather = self._cached(("g", p.tp, rows), lambda: allgather_s(c, math.ceil(rows) * m.vocab_size * act, p.tp))
         tp_part = (layers + dense_ffn + 1) * ar + gather
         if not moe_layers:
             return tp_part, 0.0
@@ -476,40 +490,44 @@ class DeploymentModel:
 
     def stage_step(self, p: Parallelism, batch: float, context: float) -> StageStep:
         """One stage's decode step for a micro-batch of batch ÷ m sequences (per GPU)."""
-        m = self.model
         b = batch / p.m if p.pp > 1 else batch
-        s = b / p.attention_ranks
-        sm = self.step_model(p.tp)
+        flops, kv = self.step_model(p.tp, p.dcp).per_sequence(context)
+        return self.slot(p, b, b * flops, b * kv)
+
+    def slot(
+        self, p: Parallelism, tokens: float, flops: float, kv: float, rows: float | None = None, prefill: bool = False
+    ) -> StageStep:
+        """One stage's step for one micro-batch of `tokens` tokens doing `flops` (matmul-rate equivalent, the
+        whole model) and reading `kv` bytes of KV (every sequence's logical total, steptime.StepModel's units),
+        per GPU: the micro-batch spreads over the dp × cp attention ranks; each GPU reads its TP share of the
+        dense weights, its experts that some token picks and its ranks' KV × kv_share; FLOPs split over the
+        stage's tp × cp × dp GPUs; `rows` tokens sample (None: all). prefill prices the overhead of a step with
+        prefill in it and leaves DCP's per-query exchange to the decode tokens (rows)."""
+        m, sm = self.model, self.step_model(p.tp, p.dcp)
+        s = tokens / p.attention_ranks
         frac = stage_fraction(m, p.pp)
-        dense, experts, active_experts, active = _split(m)
-        flops_seq, _ = sm.per_sequence(context)
-        attention_flops = flops_seq - 2 * active
-        eb = self.f.weight if self.f.expert is None else self.f.expert
-        dense_bytes = (dense - embedding_lookup_saving(m, s)) * self.f.weight / p.tp
-        expert_bytes = 0.0
+        dense, experts, _, _ = _split(m)
+        weight_bytes = (dense - embedding_lookup_saving(m, s)) * self.f.weight / p.tp
         if m.moe is not None:
             e, k = m.moe.num_experts, m.moe.experts_per_token
-            touched = 1.0 if e <= k else experts_touched(e, k, b) / e
-            expert_bytes = experts * eb * expert_share(m, p) * touched
-        key = ("kv", p.tp, p.dcp, p.pp, context)
-        per_seq = self._comm.get(key)
-        if per_seq is None:
-            per_seq = self._comm[key] = kv_per_sequence_per_gpu(m, p, context, self.f.kv)
-        kv = s * per_seq / frac
-        byts = (dense_bytes + expert_bytes + kv) * frac
-        flops = (
-            s * (2 * (active - active_experts) + attention_flops) / p.tp + b * 2 * active_experts / p.moe_group
-        ) * frac
-        tp_c, moe_c = self._tp_comm(p, s, b)
+            touched = 1.0 if e <= k else experts_touched(e, k, tokens) / e
+            eb = self.f.weight if self.f.expert is None else self.f.expert
+            weight_bytes += experts * eb * expert_share(m, p) * touched
+        byts = (weight_bytes + kv / p.attention_ranks * sm.kv_share) * frac
+        flops_gpu = flops / p.moe_group * frac
+        rank_rows = None if rows is None else rows / p.attention_ranks
+        tp_c, moe_c = self._tp_comm(p, s, tokens, rank_rows)
+        overhead = sm.mixed_overhead(s) if prefill else sm.decode_overhead(s)
+        dcp_tokens = s if rank_rows is None else rank_rows
         return StageStep(
             byts,
-            flops,
+            flops_gpu,
             byts / self._bw,
-            flops / self._peak,
-            sm.decode_overhead(s),
+            flops_gpu / self._peak,
+            overhead,
             tp_c,
             moe_c,
-            self._dcp_comm(p, s),
+            self._dcp_comm(p, dcp_tokens),
             self._pp_comm(p, s),
             self.overlap,
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from html import escape
 
+from calculators.calcs.parallel_fields import DEGREE_KEYS, SCALE_OUT_KEYS
 from calculators.display import plain
 
 from .dom import DOM
@@ -201,10 +202,15 @@ PRIMARY = {
 }
 
 
+# ...and the multi-GPU degrees where a calculator is about one replica's serving, not its sharding (Part 12's are).
+ALSO_ADVANCED = {name: frozenset(SCALE_OUT_KEYS) for name in ("latency", "goodput", "autoscale_ramp")}
+ALSO_ADVANCED["memory"] = frozenset(DEGREE_KEYS)  # memory has no links
+
+
 def advanced(schema: dict) -> list[str]:
     """The keys of the block's Advanced group, in the schema's order."""
-    keep = PRIMARY.get(schema["name"], set())
-    return [s["key"] for s in schema["inputs"] if s["key"] in ADVANCED and s["key"] not in keep]
+    keep, also = PRIMARY.get(schema["name"], set()), ALSO_ADVANCED.get(schema["name"], frozenset())
+    return [s["key"] for s in schema["inputs"] if (s["key"] in ADVANCED or s["key"] in also) and s["key"] not in keep]
 
 
 def _same(a, b) -> bool:

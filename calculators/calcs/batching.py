@@ -26,6 +26,7 @@ from .deployment import deployment_fields, efficiency_steps
 from .memory import engine_fields, kv_pool_tokens
 from .overhead import EXTRA_OVERHEAD_HELP
 from .steptime import StepModel, deployment
+from .sharding import steps_for
 
 DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
 ON_OFF = [("on", "On"), ("off", "Off")]
@@ -333,7 +334,7 @@ def _derivation(dep, capacity: float, context: int, c64, out: dict) -> list[dict
 
 def compute(v: dict) -> dict:
     dep = deployment(v)
-    steps = StepModel(dep)
+    steps = steps_for(v, dep)
     capacity = kv_pool_tokens(v)
     requests = _requests(v)
     results, out = _runs(v, StepTimes(steps, v["step_overhead_ms"] / 1e3), requests, max(1, int(capacity // 16)))

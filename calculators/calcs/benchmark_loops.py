@@ -24,7 +24,8 @@ from ..engine.workload import Workload
 from .deployment import deployment_fields, efficiency_steps
 from .engine_defaults import vllm_max_num_batched_tokens, vllm_max_num_seqs
 from .memory import engine_fields, kv_pool_tokens
-from .steptime import StepModel, deployment
+from .steptime import deployment
+from .sharding import steps_for
 
 DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
 PERCENTILES = (50, 75, 90, 95, 99)  # plotted
@@ -116,7 +117,7 @@ def _pair(v: dict, times: StepTimes, config: EngineConfig, users: int) -> dict:
 
 def compute(v: dict) -> dict:
     dep = deployment(v)
-    times, config = StepTimes(StepModel(dep)), _config(v)
+    times, config = StepTimes(steps_for(v, dep)), _config(v)
     if config.kv_blocks * BLOCK < v["input_tokens_mean"] + v["output_tokens_mean"]:
         raise InputError(
             "num_gpus",

@@ -16,6 +16,7 @@ METRICS = [(k, label) for k, (label, _, _) in calibration.KINDS.items()]
 GPUS = [("any", "Any"), ("single", "One GPU"), ("multi", "More than one GPU")]
 MODEL_KINDS = [("any", "Any"), ("dense", "Dense"), ("moe", "Mixture of experts")]
 VENDORS = [("any", "Any"), ("nvidia", "NVIDIA"), ("amd", "AMD")]
+COMM_CHOICES = [("priced", "Priced (the site's estimates)"), ("none", "Left out (kernels only)")]
 
 
 def _keep(v: dict, p: dict) -> bool:
@@ -48,6 +49,14 @@ SCHEMA = {
             DEFAULT_MODE,
             MODE_CHOICES,
             "The latency calculator's per-step overhead model the rows are predicted with; bounds never include it.",
+        ),
+        choice(
+            "communication",
+            "Communication in the estimates",
+            "priced",
+            COMM_CHOICES,
+            "Priced: each multi-GPU row's all-reduces and all-to-alls on the critical path, and a DP-attention row "
+            "as its deployment (Part 12's model). Left out: the kernels alone, as the core priced them before.",
         ),
     ],
     "outputs": [
@@ -86,7 +95,7 @@ def _steps(stats: dict, n_rows: int) -> list[dict]:
 def compute(v: dict) -> dict:
     metric = v["metric"]
     label, unit, _ = calibration.KINDS[metric]
-    chosen = [p for p in calibration.predictions(v["step_overhead"]) if _keep(v, p)]
+    chosen = [p for p in calibration.predictions(v["step_overhead"], v["communication"] == "priced") if _keep(v, p)]
     estimates = [p for p in chosen if "error" in p]
     stats = calibration.summarize([p["error"] for p in estimates])
     empty = stats["count"] == 0

@@ -26,6 +26,7 @@ from .deployment import deployment_fields, efficiency_steps
 from .engine_defaults import vllm_max_num_seqs
 from .memory import engine_fields, kv_pool_tokens
 from .steptime import StepModel, deployment
+from .sharding import steps_for
 
 SWEEP = (0.25, 0.5, 1.0, 2.0, 4.0)  # peak rates plotted, × the reader's
 
@@ -184,7 +185,7 @@ def _plan(v: dict, rep: dict, whole: dict, uncached: int) -> dict:
 
 def compute(v: dict) -> dict:
     dep = deployment(v)
-    steps = StepModel(dep)
+    steps = steps_for(v, dep)
     uncached = _uncached(v)
     rep = replica(v, steps, uncached)
     _check(v, rep)

@@ -31,7 +31,8 @@ from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import deployment_fields, efficiency_steps
 from .memory import engine_fields, kv_pool_tokens
 from .overhead import EXTRA_OVERHEAD_HELP
-from .steptime import StepModel, deployment
+from .steptime import deployment
+from .sharding import steps_for
 
 METRICS = [("max", "Longest gap"), ("p99", "p99 of the gaps")]
 MODES = ("chunked", "unchunked", "prefill_first")
@@ -118,7 +119,7 @@ class Scene:
     def __init__(self, v: dict):
         self.v = v
         dep = self.dep = deployment(v)
-        self.model = StepModel(dep)
+        self.model = steps_for(v, dep)
         self.times = StepTimes(self.model, v["step_overhead_ms"] / 1e3)
         capacity = kv_pool_tokens(v)
         self.blocks = max(1, int(capacity // 16))

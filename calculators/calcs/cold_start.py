@@ -29,7 +29,8 @@ from ..params import weight_bytes
 from ..schema import boolean, choice, expert_dtype, integer, number, output, series, step
 from .deployment import deployment_fields
 from .overhead import capture_sizes, max_capture_tokens
-from .steptime import StepModel, deployment
+from .steptime import deployment
+from .sharding import steps_for
 
 GIB = 2**30
 HOST_LINKS = host_links()
@@ -216,7 +217,7 @@ def breakdown(v: dict) -> dict:
     weights_s = max(read_s, copy_s) if v["streamed"] else read_s + copy_s
     gb = v["image_gb"] * 1e9
     image_s = gb / (v["registry_gbps"] * 1e9) + gb / (v["decompress_gbps"] * 1e9)
-    first = StepModel(dep).prefill([v["first_prompt_tokens"]]).time_s
+    first = steps_for(v, dep).prefill([v["first_prompt_tokens"]]).time_s
     stages = dict(
         zip(
             STAGES,

@@ -40,7 +40,8 @@ def _fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict
         model_field(default="llama-3.1-8b"),
         accelerator_field(),
         integer("num_gpus", "GPUs (tensor parallel)", 1, 1, 1024, "GPUs",
-                  "FLOPs and bytes split evenly across them; communication is not counted."),
+                  "FLOPs and bytes split evenly across them. Estimates add each step's all-reduces over the GPUs' "
+                  "link (NCCL's ring, Part 12's deployment model); bounds leave communication out."),
         dtype_field("weight_dtype", "Weight format", "bf16"),
         expert_dtype_field(),
         dtype_field("kv_dtype", "KV-cache format", "bf16"),

@@ -21,8 +21,9 @@ from .deployment import deployment_fields
 from .goodput import DISTRIBUTIONS
 from .kv_transfer import link_bytes_per_s, link_fields, prompt_kv_bytes
 from .memory import engine_fields, kv_pool_tokens
-from .steptime import StepModel, deployment
+from .steptime import deployment
 from ..engine.steps import StepTimes
+from .sharding import steps_for
 
 NO_BUDGET = 10 ** 9  # a decode replica admits a landed request's whole prompt in one step (its KV is there)
 PCTS = list(range(0, 101, 5))
@@ -97,7 +98,7 @@ SCHEMA = {
 
 def _replica(v: dict, gpus: int):
     w = dict(v, num_gpus=gpus)
-    return StepModel(deployment(w)), int(kv_pool_tokens(w))
+    return steps_for(w), int(kv_pool_tokens(w))
 
 
 def _config(kv_tokens: int, max_seqs: int, budget: int) -> EngineConfig:

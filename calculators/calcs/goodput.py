@@ -31,6 +31,9 @@ from .offered_load import ANALYSIS_REQUESTS, SIZE_CAP, Load, offered_load, warm_
 from .engine_defaults import vllm_max_num_seqs
 from .memory import engine_fields, kv_pool_tokens
 from .deployment import deployment_fields, efficiency_steps
+from .latency import TP_HELP
+from .parallel_fields import SCALE_OUT_KEYS, scale_out_fields
+from .sharding import comm_notes, sharded_steps
 from .steptime import StepModel, deployment
 
 DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
@@ -46,15 +49,18 @@ SCHEMA = {
     "name": "goodput",
     "title": "Goodput and SLO attainment (simulated)",
     "description": ("A seeded discrete-event simulation of one serving replica (the GPUs form one "
-                    "tensor-parallel group). Assumptions: arrivals with gamma-distributed gaps (shape = "
+                    "tensor-parallel group, or under Advanced any pipeline, attention-data and expert-parallel "
+                    "deployment, priced by Part 12's deployment model with its communication). Assumptions: "
+                    "arrivals with gamma-distributed gaps (shape = "
                     "burstiness; 1 is Poisson), as vLLM's benchmark draws them; prompt and output lengths "
                     "drawn independently (fixed, uniform, or log-normal with the given mean and "
                     "coefficient of variation); first-come first-served; continuous batching that runs "
                     "a prefill of all newly admitted requests before the next decode step (decodes stall "
                     "meanwhile, no chunked prefill, no token budget); KV for prompt plus output reserved "
                     "on admission, no preemption; step times from the roofline model scaled by the "
-                    "efficiency factors plus each step's kernel-launch overhead (CUDA graphs by default); "
-                    "no network, tokenisation or scheduler overhead. A request meets "
+                    "efficiency factors plus each step's kernel-launch overhead (CUDA graphs by default) and, on "
+                    "more than one GPU, the communication on the critical path; no tokenisation or scheduler "
+                    "overhead. A request meets "
                     "the SLO when its TTFT and its mean TPOT are both within target; a rate meets the "
                     "objectives when the target share of requests does and the pooled inter-token "
                     "latency p99 is within its target. Goodput follows DistServe (arXiv 2401.09670): the "
@@ -63,7 +69,7 @@ SCHEMA = {
                     "the run starts with the batch the load implies, and the requests measured arrive "
                     "after a settling stretch; from 98% of capacity up no steady state is claimed and "
                     "attainment is reported as 0."),
-    "inputs": deployment_fields(0.8, 0.6) + engine_fields() + [
+    "inputs": deployment_fields(0.8, 0.6, {"num_gpus": {"help": TP_HELP}}) + scale_out_fields() + engine_fields() + [
         number("request_rate_per_s", "Request rate", 10.0, 0.001, 1e6, "requests/s",
                "The rate the per-run figures describe; the goodput search does not depend on it."),
         number("burstiness", "Arrival burstiness (gamma shape)", 1.0, 0.05, 100.0, "",
@@ -120,8 +126,10 @@ SCHEMA = {
 
 
 def max_num_seqs(v: dict, accelerator) -> int:
-    """The running-sequence cap: vLLM V1's default for the accelerator, or the reader's value."""
-    return v["max_batch_size"] if v["max_seqs_rule"] == "set" else vllm_max_num_seqs(accelerator)
+    """The running-sequence cap: vLLM V1's default for the accelerator, or the reader's value; per attention DP
+    rank, each of which schedules its own (vLLM v0.33.0 runs an engine core per DP rank)."""
+    per_rank = v["max_batch_size"] if v["max_seqs_rule"] == "set" else vllm_max_num_seqs(accelerator)
+    return per_rank * v.get("dp", 1)
 
 
 def summarise(result, ttft_slo: float, tpot_slo: float, gaps: Gaps | None = None) -> dict:
@@ -289,12 +297,13 @@ def _workload(v: dict) -> Workload:
     return _kept(_workloads, tuple(v[k] for k in WORKLOAD_KEYS), lambda: Workload(v))
 
 
-def _step_model(dep, key: str) -> tuple[StepModel, StepTimes]:
-    """(StepModel, the engine's StepTimes on it) for this deployment. The key is the deployment's repr:
-    every field, exactly (floats repr round-trip); Accelerator holds a dict."""
+def _step_model(v: dict, dep, key: str) -> tuple[StepModel, StepTimes]:
+    """(the step model, the engine's StepTimes on it) for this deployment: StepModel on one GPU, the sharded
+    deployment's with its communication on more (sharding.sharded_steps). The key is the deployment's repr
+    (every field, exactly: floats repr round-trip; Accelerator holds a dict) and the degrees beyond TP."""
 
     def make():
-        model = StepModel(dep)
+        model = sharded_steps(v, dep) or StepModel(dep)
         return model, StepTimes(model)
 
     return _kept(_step_models, key, make)
@@ -333,8 +342,8 @@ def run_server(times: StepTimes, capacity: int, max_seqs: int, work, rate: float
 
 def simulation(v: dict, dep) -> Simulation:
     """The setup every rate's run shares; the kept parts come from the stores above."""
-    workload, key = _workload(v), repr(dep)
-    (steps, times), cap = _step_model(dep, key), max_num_seqs(v, dep.accelerator)
+    workload, key = _workload(v), (repr(dep), *(v[k] for k in SCALE_OUT_KEYS))
+    (steps, times), cap = _step_model(v, dep, key), max_num_seqs(v, dep.accelerator)
     capacity = kv_pool_tokens(v)
     load = offered_load(steps, workload.first(ANALYSIS_REQUESTS), cap, capacity)
     # Everything the saturated schedule and the queueing grid depend on (load, warm starts and batches
@@ -403,13 +412,13 @@ def compute(v: dict) -> dict:
     cap_rate = sim.load.capacity()
     return {
         "max_rate_meeting_slo_requests_per_s": best,
-        "max_rate_meeting_slo_requests_per_s_per_gpu": best / v["num_gpus"],
+        "max_rate_meeting_slo_requests_per_s_per_gpu": best / sim.steps.num_gpus,
         "goodput_utilisation": best / cap_rate if cap_rate else 0.0,
         **_rate_outputs(v, sim, here),
         "capacity_requests_per_s": cap_rate,
         "max_running_sequences": sim.max_seqs,
         "kv_capacity_tokens": sim.capacity,
-        "notes": _notes(v, here, best, sim.capacity),
+        "notes": comm_notes(v, sim.steps) + _notes(v, here, best, sim.capacity),
         "derivation": efficiency_steps(dep) + _steps(v, sim, here, best, edge),
         "service_cv2": sim.cs2,
         "series": _marked(v, here, dict(_sweep_series(plotted, sweep),

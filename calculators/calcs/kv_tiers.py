@@ -19,7 +19,8 @@ from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import deployment_fields
 from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu
 from .preemption import MAX_SEARCH_TOKENS, break_even
-from .steptime import StepModel, deployment
+from .steptime import deployment
+from .sharding import steps_for
 
 TIERS = kv_tiers()
 PLOTTED = ("host-pcie5", "remote-3fs", "ssd-gen4-x4")  # the fastest, a remote and the slowest listed: a table that fits
@@ -129,7 +130,7 @@ class Tiers:
 
     def __init__(self, v: dict):
         self.dep = deployment(v)
-        self.steps = StepModel(self.dep)
+        self.steps = steps_for(v, self.dep)
         self.share = kv_fraction_per_gpu(self.dep.model, self.dep.num_gpus)
         self.eff, self.setup = v["tier_efficiency"], v["setup_ms"] / 1e3
         self.standalone = v["recompute_cost"] == "standalone"

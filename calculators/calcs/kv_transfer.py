@@ -20,7 +20,8 @@ from ..schema import boolean, choice, integer, mark, number, output, series, ste
 from .deployment import deployment_fields
 from .kv_cache import kv_bytes_per_sequence
 from ..engine.steps import StepTimes
-from .steptime import StepModel, deployment
+from .steptime import deployment
+from .sharding import steps_for
 
 GRID = [256 * 2 ** k for k in range(10)]  # 256 … 131,072 tokens
 
@@ -107,7 +108,7 @@ def compute(v: dict) -> dict:
     dep = deployment(v)
     if dep.model.max_context_tokens and v["prompt_tokens"] > dep.model.max_context_tokens:
         raise InputError("prompt_tokens", f"at most the model's context, {dep.model.max_context_tokens:,} tokens")
-    model, n, bw = StepTimes(StepModel(dep)), v["prompt_tokens"], link_bytes_per_s(v)
+    model, n, bw = StepTimes(steps_for(v, dep)), v["prompt_tokens"], link_bytes_per_s(v)
     layers = dep.model.num_layers
     kv = prompt_kv_bytes(dep, n)
     whole, busy = transfer_s(kv, bw), prefill_alone_s(model, n)

@@ -16,9 +16,13 @@ from ..schema import choice, integer, number, output, series, step
 from .engine_defaults import vllm_max_num_batched_tokens
 from .deployment import deployment_fields, efficiency_steps, time_step
 from .speculative_decoding import speculation_fields, speculative_decode
-from .steptime import StepModel, decode_step, deployment, prefill_step
+from .parallel_fields import scale_out_fields
+from .sharding import comm_notes, sharded_steps
+from .steptime import StepModel, deployment
 
 BATCHES = tuple(2 ** k for k in range(11))
+TP_HELP = ("The tensor-parallel group. FLOPs and bytes split evenly; with more than one GPU each step also pays "
+           "its all-reduces. Advanced: pipeline, attention-data and expert parallelism, and the links.")
 BUDGET_RULES = [("none", "None: every prompt in one pass"),
                 ("vllm", "vLLM V1 API-server default for this accelerator"), ("set", "The value below")]
 
@@ -33,16 +37,16 @@ def stream_pieces(batch: int, input_tokens: int, start: int, count: int) -> list
     return pieces
 
 
-def prefill_schedule(dep, batch: int, input_tokens: int, budget: int | None) -> dict:
+def prefill_schedule(steps, batch: int, input_tokens: int, budget: int | None) -> dict:
     """Prefill steps of at most `budget` tokens over the prompts in order (None: one step). Every full
     step is timed as the first one (exact when the budget holds whole prompts or whole chunks of one)."""
     total = batch * input_tokens
     if budget is None or budget >= total:
-        t = prefill_step(dep, [input_tokens] * batch).time_s
+        t = steps.prefill([input_tokens] * batch).time_s
         return {"steps": 1, "first_s": t, "total_s": t}
     full, rem = divmod(total, budget)
-    t_full = prefill_step(dep, stream_pieces(batch, input_tokens, 0, budget)).time_s
-    t_rem = prefill_step(dep, stream_pieces(batch, input_tokens, full * budget, rem)).time_s if rem else 0.0
+    t_full = steps.prefill(stream_pieces(batch, input_tokens, 0, budget)).time_s
+    t_rem = steps.prefill(stream_pieces(batch, input_tokens, full * budget, rem)).time_s if rem else 0.0
     first = -(-input_tokens // budget)            # steps until the first prompt is in
     first_s = first * t_full if first <= full else full * t_full + t_rem
     return {"steps": full + (rem > 0), "first_s": first_s, "total_s": full * t_full + t_rem}
@@ -54,24 +58,25 @@ def token_budget(v: dict, accelerator) -> int | None:
         else v["max_num_batched_tokens"]
 
 
-def batch_latency(dep, batch: int, input_tokens: int, output_tokens: int, queueing_s: float,
+def batch_latency(steps, batch: int, input_tokens: int, output_tokens: int, queueing_s: float,
                   budget: int | None = None, v: dict | None = None) -> dict:
     """Times for `batch` requests that arrive together, are prefilled in order (within the token budget)
-    and decode together once every prompt is in. With speculation on in `v` (speculation_fields), TPOT is
-    a speculative step ÷ the tokens it keeps (Part 11)."""
-    plan = prefill_schedule(dep, batch, input_tokens, budget)
-    prefill = prefill_step(dep, [input_tokens] * batch)
+    and decode together once every prompt is in, on `steps` (a StepModel, or sharded_steps.ShardedSteps for
+    a multi-GPU deployment). With speculation on in `v` (speculation_fields), TPOT is a speculative step ÷
+    the tokens it keeps (Part 11)."""
+    plan = prefill_schedule(steps, batch, input_tokens, budget)
+    prefill = steps.prefill([input_tokens] * batch)
     context = input_tokens + output_tokens / 2
-    decode = decode_step(dep, batch, context)
-    spec = speculative_decode(StepModel(dep), v, batch, context) if v else None
+    decode = steps.decode(batch, context)
+    spec = speculative_decode(steps, v, batch, context) if v else None
     tpot = decode.time_s if spec is None else spec.time_s / spec.tokens_per_step
     ttft = queueing_s + plan["total_s"]
     e2e = ttft + tpot * (output_tokens - 1)
     return {"prefill": prefill, "decode": decode, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "spec": spec,
             "ttft_first_s": queueing_s + plan["first_s"], "prefill_steps": plan["steps"],
             "prefill_total_s": plan["total_s"],
-            "tokens_per_s_per_gpu": batch * output_tokens / e2e / dep.num_gpus,
-            "decode_tokens_per_s_per_gpu": batch / tpot / dep.num_gpus}
+            "tokens_per_s_per_gpu": batch * output_tokens / e2e / steps.num_gpus,
+            "decode_tokens_per_s_per_gpu": batch / tpot / steps.num_gpus}
 
 
 SCHEMA = {
@@ -80,9 +85,11 @@ SCHEMA = {
     "description": ("A batch of requests with equal prompt and output lengths arrives together, is "
                     "prefilled in one pass and decodes together. Step times come from the roofline "
                     "model scaled by the efficiency factors plus each step's kernel-launch overhead (CUDA "
-                    "graphs by default); communication and CPU scheduling are not counted. Queueing delay is "
+                    "graphs by default); on more than one GPU, plus the deployment's communication on the "
+                    "critical path (tensor-parallel all-reduces, expert all-to-alls, pipeline sends: Part 12's "
+                    "deployment model, NCCL's ring by default). CPU scheduling is not counted. Queueing delay is "
                     "an input."),
-    "inputs": deployment_fields(0.8, 0.6) + [
+    "inputs": deployment_fields(0.8, 0.6, {"num_gpus": {"help": TP_HELP}}) + scale_out_fields() + [
         integer("batch_size", "Batch size", 16, 1, 100_000, "requests"),
         integer("input_tokens", "Prompt length", 1024, 1, 10_000_000, "tokens"),
         integer("output_tokens", "Output length", 256, 1, 1_000_000, "tokens"),
@@ -106,9 +113,9 @@ SCHEMA = {
 }
 
 
-def _curve(dep, v, budget) -> dict:
+def _curve(steps, v, budget) -> dict:
     batches = sorted(set(BATCHES) | {v["batch_size"]})
-    rows = [batch_latency(dep, b, v["input_tokens"], v["output_tokens"], v["queueing_s"], budget, v) for b in batches]
+    rows = [batch_latency(steps, b, v["input_tokens"], v["output_tokens"], v["queueing_s"], budget, v) for b in batches]
     out = series("Throughput vs latency across batch sizes", "Output tokens/s per GPU", "tokens/s",
                  [r["tokens_per_s_per_gpu"] for r in rows],
                  [("end-to-end latency", "s", [r["e2e_s"] for r in rows]),
@@ -140,14 +147,16 @@ def _steps(v: dict, r: dict, budget: int | None) -> list[dict]:
 
 def compute(v: dict) -> dict:
     dep = deployment(v)
+    steps = sharded_steps(v, dep) or StepModel(dep)
     budget = token_budget(v, dep.accelerator)
-    r = batch_latency(dep, v["batch_size"], v["input_tokens"], v["output_tokens"], v["queueing_s"], budget, v)
+    r = batch_latency(steps, v["batch_size"], v["input_tokens"], v["output_tokens"], v["queueing_s"], budget, v)
     return {
         "ttft_s": r["ttft_s"], "ttft_first_s": r["ttft_first_s"], "prefill_steps": r["prefill_steps"],
         "prefill_time_s": r["prefill"].time_s, "tpot_s": r["tpot_s"], "e2e_latency_s": r["e2e_s"],
         "tokens_per_s_per_user": 1 / r["tpot_s"],
         "tokens_per_s_per_gpu": r["tokens_per_s_per_gpu"],
         "decode_tokens_per_s_per_gpu": r["decode_tokens_per_s_per_gpu"],
+        "notes": comm_notes(v, steps),
         "derivation": efficiency_steps(dep) + _steps(v, r, budget),
-        "series": {"throughput_latency": _curve(dep, v, budget)},
+        "series": {"throughput_latency": _curve(steps, v, budget)},
     }

@@ -25,7 +25,8 @@ from ..schema import choice, integer, mark, number, output, series, step
 from . import lora
 from .deployment import deployment_fields
 from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
-from .steptime import StepModel, deployment
+from .steptime import deployment
+from .sharding import steps_for
 
 HOST_LINKS = host_links()
 LORA_ELEM_BYTES = 2.0  # BF16/FP16: vLLM's lora_dtype "auto" is the model's activation dtype
@@ -217,7 +218,7 @@ def _time(c: Capacity, v: dict) -> tuple[dict, float, float]:
     peak = c.dep.peak_flops_per_s * c.dep.compute_efficiency
     memory_s, compute_s = a * c.adapter_per_gpu() / bw, v["batch_tokens"] * flops_tok / c.tp / peak
     lora_s = max(memory_s, compute_s)
-    base_s = StepModel(c.dep).decode(v["batch_tokens"], v["context_tokens"]).time_s
+    base_s = steps_for(v, c.dep).decode(v["batch_tokens"], v["context_tokens"]).time_s
     swap_s = lora.swap_time_s(c.adapter_per_gpu(), c.link)
     out = {
         "swap_time_s": swap_s,

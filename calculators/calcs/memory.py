@@ -7,7 +7,9 @@ Engine rules (the reader picks one; reserves are explicit inputs):
           v0.20.0 through v0.33.0, 0.9 up to v0.19: vllm/config/cache.py at those tags)
   SGLang: budget = mem_fraction_static × memory − weights   (default mem_fraction_static 0.88 here;
           SGLang picks it from GPU size and TP when unset)
-Weights split evenly over TP ranks (replicated norms and embeddings ignored). KV heads split
+Weights split evenly over TP ranks (replicated norms and embeddings ignored). With pipeline, attention-data
+or expert parallelism (Advanced), a GPU holds what parallel.gpu_memory gives the worst stage (its layers'
+share, the larger of embedding and LM head, its routed experts), and the KV of its stage's layers. KV heads split
 over ranks, but a rank holds at least one head, so TP beyond H_kv replicates KV; MLA's latent
 is not split by head, so every rank holds all of it. Decode context parallelism (vLLM
 --decode-context-parallel-size, SGLang --dcp-size) stripes each sequence's KV by token over
@@ -25,7 +27,9 @@ from dataclasses import dataclass
 from ..display import auto_bytes
 from ..formats import bytes_per_element
 from ..model import Model
-from ..params import total_params, weight_bytes
+from ..params import expert_params, total_params, weight_bytes
+from ..parallel import Formats, Parallelism, gpu_memory, stage_fraction
+from .parallel_fields import DEGREE_KEYS, beyond_tp, check_scale_out, scale_out, scale_out_fields
 from ..resolve import as_input
 from ..schema import (
     accelerator_field,
@@ -112,15 +116,17 @@ class Budget:
     weights: float
     kv_budget: float
     per_token: float  # KV bytes per token, all layers
-    per_seq: float | None = None  # KV bytes per sequence at the context; None when no context was asked for
+    per_seq: float | None = None  # KV bytes per sequence per GPU at the context; None when no context was asked for
+    ranks: int = 1  # attention ranks (DP attention), each holding its own sequences in its own budget
 
     @property
     def sequences(self) -> int:
-        return math.floor(self.kv_budget / self.per_seq)
+        """Sequences of the context the deployment holds: each rank's, times the ranks."""
+        return math.floor(self.kv_budget / self.per_seq) * self.ranks
 
     @property
     def tokens(self) -> int:
-        return math.floor(self.kv_budget / self.per_token)
+        return math.floor(self.kv_budget / self.per_token) * self.ranks
 
 
 def _per_sequence(f: Footprint, tensor_parallel: int, context_tokens: int, share: float) -> float:
@@ -131,18 +137,54 @@ def _per_sequence(f: Footprint, tensor_parallel: int, context_tokens: int, share
     return attention_kv * share + state * state_fraction_per_gpu(f.model, tensor_parallel)
 
 
-def budget(f: Footprint, usable: float, tensor_parallel: int, context_tokens: int | None = None) -> Budget:
-    """Weights, KV budget and capacity per GPU at one TP degree, with `usable` bytes per GPU."""
-    weights = weight_bytes(f.model, f.weight_dtype, "weight_dtype", f.expert_dtype) / tensor_parallel
+def budget(
+    f: Footprint, usable: float, tensor_parallel: int, context_tokens: int | None = None, p: Parallelism | None = None
+) -> Budget:
+    """Weights, KV budget and capacity per GPU at one TP degree, with `usable` bytes per GPU. With `p` (pipeline,
+    attention-data or expert parallelism too) the GPU is one of the worst stage's (parallel.gpu_memory): its
+    share of the weights, and KV × the stage's share of the layers; its rank holds its own sequences."""
     share = kv_fraction_per_gpu(f.model, tensor_parallel, f.decode_context_parallel)
     per_token = kv_bytes_per_token_all_layers(f.model, bytes_per_element(f.kv_dtype, "kv_dtype")) * share
     per_seq = None if context_tokens is None else _per_sequence(f, tensor_parallel, context_tokens, share)
-    return Budget(weights, max(0.0, usable - weights), per_token, per_seq)
+    if p is None:
+        weights = weight_bytes(f.model, f.weight_dtype, "weight_dtype", f.expert_dtype) / tensor_parallel
+        return Budget(weights, max(0.0, usable - weights), per_token, per_seq)
+    weights = gpu_memory(f.model, p, _formats(f), usable, context_tokens or 1).weights
+    frac = stage_fraction(f.model, p.pp)
+    per_seq = None if per_seq is None else per_seq * frac
+    return Budget(weights, max(0.0, usable - weights), per_token * frac, per_seq, p.attention_ranks)
+
+
+def _formats(f: Footprint) -> Formats:
+    experts = None if f.expert_dtype is None else bytes_per_element(f.expert_dtype, "expert_weight_dtype")
+    return Formats(
+        bytes_per_element(f.weight_dtype, "weight_dtype"), bytes_per_element(f.kv_dtype, "kv_dtype"), experts
+    )
+
+
+def deployment_of(v: dict, tensor_parallel: int) -> Parallelism | None:
+    """v's degrees beyond TP at this TP degree (EP following TP), or None for a TP group alone."""
+    p = scale_out(v, tensor_parallel, ep_follows=True)
+    return p if beyond_tp(p) else None
+
+
+def total_weight_bytes(v: dict, b: Budget, tensor_parallel: int) -> float:
+    """Weights over every GPU of the deployment: TP alone splits one copy; attention DP keeps a copy of the
+    non-expert weights per rank, while the experts are stored once over the MoE group."""
+    p = deployment_of(v, tensor_parallel)
+    if p is None:
+        return b.weights * tensor_parallel
+    f = footprint(v)
+    dense = (total_params(f.model) - expert_params(f.model)) * bytes_per_element(f.weight_dtype, "weight_dtype")
+    return weight_bytes(f.model, f.weight_dtype, "weight_dtype", f.expert_dtype) + (p.attention_ranks - 1) * dense
 
 
 def engine_budget(v: dict, tensor_parallel: int) -> Budget:
-    """budget() for validated inputs: their footprint, the engine rule's usable memory, their context."""
-    return budget(footprint(v), usable_bytes_per_gpu(v), tensor_parallel, v["context_tokens"])
+    """budget() for validated inputs: their footprint, the engine rule's usable memory, their context and
+    their degrees beyond TP (scale_out)."""
+    return budget(
+        footprint(v), usable_bytes_per_gpu(v), tensor_parallel, v["context_tokens"], deployment_of(v, tensor_parallel)
+    )
 
 
 def draft_budget(v: dict, tensor_parallel: int, context_tokens: int | None = None) -> tuple[float, Budget]:
@@ -165,7 +207,7 @@ def draft_budget(v: dict, tensor_parallel: int, context_tokens: int | None = Non
 def kv_pool_tokens(v: dict) -> float:
     """The KV pool, in tokens, of one replica of v's deployment under its engine rule (what a simulated
     replica holds; no context length)."""
-    return budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"]).tokens
+    return budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"], None, deployment_of(v, v["num_gpus"])).tokens
 
 
 def engine_fields() -> list[dict]:
@@ -208,9 +250,10 @@ SCHEMA = {
     "name": "memory",
     "title": "GPU memory: weights, KV budget and concurrency",
     "description": (
-        "Weights per GPU under tensor parallelism, the KV-cache budget an engine leaves, "
-        "and the sequences of a given context that fit. When weights exceed memory the "
-        "result says so (fits = 0) instead of failing."
+        "Weights per GPU under tensor parallelism (under Advanced, with pipeline stages, attention data "
+        "parallelism and expert parallelism too: a GPU of the worst stage), the KV-cache budget an engine "
+        "leaves, and the sequences of a given context that fit (each attention DP rank holds its own). When "
+        "weights exceed memory the result says so (fits = 0) instead of failing."
     ),
     "inputs": [
         model_field(),
@@ -233,6 +276,7 @@ SCHEMA = {
         integer("context_tokens", "Context per sequence", 8192, 1, 10_000_000, "tokens"),
         state_dtype_field(),
     ]
+    + scale_out_fields(DEGREE_KEYS)
     + engine_fields()
     + [
         choice(
@@ -276,6 +320,17 @@ def _weights_step(v: dict, per_gpu: float, tp: int) -> dict:
     """Weights per GPU with the parameter count shown (reader walk #20): params × bytes each ÷ TP, or, with
     the experts in a format of their own, the two parts' bytes."""
     model, experts = v["model"], expert_dtype(v)
+    p = deployment_of(v, tp)
+    if p is not None:
+        m = gpu_memory(model, p, _formats(footprint(v)), 0.0, 1)
+        return step(
+            "Weights per GPU",
+            "non-expert on the worst stage ÷ TP + its experts (÷ TP × DP, or whole with EP)",
+            "{} + {}",
+            [(m.dense_weights, "B"), (m.expert_weights, "B")],
+            per_gpu,
+            "B",
+        )
     if experts is None:
         terms = [(total_params(model), "params"), (bytes_per_element(v["weight_dtype"], "weight_dtype"), "B"), tp]
         return step("Weights per GPU", "params × b_w ÷ TP", "{} × {} ÷ {}", terms, per_gpu, "B")
@@ -300,21 +355,29 @@ def _derivation(v: dict, b: Budget, usable: float) -> list[dict]:
         ),
         step(
             "KV per sequence per GPU",
-            "KV(T) × share of KV heads on one rank ÷ DCP (+ state ÷ TP)",
+            "KV(T) × share of KV heads on one rank ÷ DCP (+ state ÷ TP)"
+            + (" × the worst stage's share of the layers" if v.get("pp", 1) > 1 else ""),
             "KV({}) × {}",
             [(v["context_tokens"], "tokens"), share],
             b.per_seq,
             "B",
         ),
-        step(
-            "Sequences that fit",
-            "⌊KV budget ÷ KV per sequence⌋",
-            "⌊{} ÷ {}⌋",
-            [(b.kv_budget, "B"), (b.per_seq, "B")],
-            b.sequences,
-            "sequences",
-        ),
+        _sequences_step(b),
     ]
+
+
+def _sequences_step(b: Budget) -> dict:
+    terms = [(b.kv_budget, "B"), (b.per_seq, "B")]
+    if b.ranks == 1:
+        return step("Sequences that fit", "⌊KV budget ÷ KV per sequence⌋", "⌊{} ÷ {}⌋", terms, b.sequences, "sequences")
+    return step(
+        "Sequences that fit",
+        "⌊KV budget ÷ KV per sequence⌋ × attention DP ranks",
+        "⌊{} ÷ {}⌋ × {}",
+        terms + [b.ranks],
+        b.sequences,
+        "sequences",
+    )
 
 
 def _tp_series(v: dict) -> dict:
@@ -344,6 +407,8 @@ def _with_draft(v: dict, b: Budget) -> dict:
 
 def compute(v: dict) -> dict:
     tp = v["tensor_parallel"]
+    if beyond_tp(scale_out(v, tp)):  # TP alone is sized for any degree, as before (a what-if)
+        check_scale_out(v, scale_out(v, tp), "tensor_parallel")
     b = engine_budget(v, tp)
     usable = usable_bytes_per_gpu(v)
     fits = b.sequences >= 1
@@ -358,7 +423,7 @@ def compute(v: dict) -> dict:
     )
     return {
         "fits": int(fits),
-        "weight_bytes_total": b.weights * tp,
+        "weight_bytes_total": total_weight_bytes(v, b, tp),
         "weight_bytes_per_gpu": b.weights,
         "usable_bytes_per_gpu": usable,
         "kv_budget_bytes_per_gpu": b.kv_budget,

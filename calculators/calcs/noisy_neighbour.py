@@ -31,7 +31,7 @@ from ..schema import choice, integer, number, output, step
 from .deployment import deployment_fields
 from .memory import engine_fields, kv_pool_tokens
 from .scheduler_sim import BLOCK, DISTRIBUTIONS
-from .steptime import StepModel, deployment
+from .sharding import steps_for
 
 POLICIES = (("fcfs", "FCFS"), ("vtc", "VTC"), ("limit", "Rate limit"))
 MAX_OFFERED = 2000  # requests a run may expect (rates × duration): three simulations stay quick in a browser
@@ -200,7 +200,7 @@ def compute(v: dict) -> dict:
             f"the tenants' rates × the duration offer about {expected:,.0f} requests; at most {MAX_OFFERED:,} "
             "are simulated (shorten the duration or lower a rate)",
         )
-    times = StepTimes(StepModel(deployment(v)))
+    times = StepTimes(steps_for(v))
     kv_blocks = max(1, int(kv_pool_tokens(v)) // BLOCK)
     cfg = EngineConfig(kv_blocks, BLOCK, v["max_num_seqs"], v["max_num_batched_tokens"])
     reqs = requests_for(v)

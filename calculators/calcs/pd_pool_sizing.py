@@ -23,6 +23,7 @@ from ..errors import InputError
 from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import deployment_fields
 from .memory import engine_fields, kv_pool_tokens
+from .sharding import steps_for
 from .steptime import StepModel, deployment
 
 SOURCES = [("model", "The step model"), ("measured", "Measured figures (below)")]
@@ -31,9 +32,11 @@ MAX_BATCH = 4096
 
 
 def replica_times(v: dict, gpus: int) -> tuple[dict, StepTimes, float]:
-    """(inputs with num_gpus = gpus, the engine's step times, the replica's KV pool in tokens)."""
+    """(inputs with num_gpus = gpus, the engine's step times, the replica's KV pool in tokens). Measured figures
+    need no step model's communication: a pool of DeepSeek's 144 GPUs is no tensor-parallel group."""
     w = dict(v, num_gpus=gpus)
-    return w, StepTimes(StepModel(deployment(w))), kv_pool_tokens(w)
+    steps = steps_for(w) if v["throughput_source"] == "model" else StepModel(deployment(w))
+    return w, StepTimes(steps), kv_pool_tokens(w)
 
 
 def prefill_tokens_per_s_per_gpu(times: StepTimes, isl: int, hit: float, gpus: int) -> tuple[float, float]:

@@ -31,7 +31,8 @@ from ..catalog import host_links
 from ..schema import choice, integer, mark, number, output, series, step
 from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu
 from .deployment import deployment_fields, time_step
-from .steptime import StepModel, deployment
+from .steptime import deployment
+from .sharding import steps_for
 
 HOST_LINKS = host_links()
 MAX_SEARCH_TOKENS = 10_000_000
@@ -125,7 +126,7 @@ class Costs:
 
     def __init__(self, v: dict):
         self.dep = deployment(v)
-        self.steps = StepModel(self.dep)
+        self.steps = steps_for(v, self.dep)
         self.link, self.link_name = _link_bytes_per_s(v)
         self.share = kv_fraction_per_gpu(self.dep.model, self.dep.num_gpus)
         self.standalone = v["recompute_cost"] == "standalone"

@@ -30,7 +30,8 @@ from .deployment import deployment_fields
 from .engine_defaults import vllm_max_num_batched_tokens, vllm_max_num_seqs
 from ..engine.workload import Workload
 from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
-from .steptime import StepModel, deployment
+from .steptime import deployment
+from .sharding import steps_for
 
 GIB = 2**30
 HOST_LINKS = host_links()
@@ -161,7 +162,7 @@ class Setup:
 
     def __init__(self, v: dict):
         self.dep = deployment(v)
-        self.times = StepTimes(StepModel(self.dep))
+        self.times = StepTimes(steps_for(v, self.dep))
         b = budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"])
         cap = v["kv_pool_cap_tokens"]
         if 0 < cap < 16:

@@ -22,6 +22,7 @@ from .deployment import deployment_fields, efficiency_steps
 from .engine_defaults import vllm_max_num_seqs
 from .memory import engine_fields, kv_pool_tokens
 from .steptime import StepModel, deployment
+from .sharding import steps_for
 
 SCHEMA = {
     "name": "price_decoder",
@@ -179,7 +180,7 @@ def compute(v: dict) -> dict:
     earn = revenue(uncached, cached, v["output_tokens"], sheet)
     if earn <= 0:
         raise InputError("usd_per_million_output", "some price must be above 0: a free sheet has no break-even")
-    rep = Replica(v, StepModel(dep), uncached)
+    rep = Replica(v, steps_for(v, dep), uncached)
     out = _outputs(v, rep, earn, most)
     notes = (
         [] if out["break_even_batch"] else [f"no batch up to {most:,} breaks even at this price sheet on this hardware"]

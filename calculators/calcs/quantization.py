@@ -29,7 +29,8 @@ from ..schema import integer, output, series, step
 from .deployment import deployment_fields
 from .kv_cache import kv_bytes_per_token_all_layers, kv_fraction_per_gpu
 from .memory import engine_budget, engine_fields
-from .steptime import StepModel, attention_peak_flops, deployment, peak_flops
+from .steptime import attention_peak_flops, deployment, peak_flops
+from .sharding import steps_for
 
 GIB = 2**30
 ENGINE_DEFAULTS = {f["key"]: f["default"] for f in engine_fields()}
@@ -154,7 +155,7 @@ def _row(v: dict, base, weight: str, compute: str) -> dict:
         peak_flops_per_s=peak,
         attention_flops_per_s=attention_peak_flops(v["hardware"], v["kv_dtype"], compute),
     )
-    sm = StepModel(dep)
+    sm = steps_for(v, dep)
     decode = sm.decode(v["batch_size"], v["context_tokens"])
     prefill = sm.prefill([v["prompt_tokens"]])
     return {
@@ -189,7 +190,7 @@ def _kv_rows(v: dict, base) -> dict:
             kv_elem_bytes=bytes_per_element(kv, "kv_dtype"),
             attention_flops_per_s=attention_peak_flops(v["hardware"], kv, "bf16"),
         )
-        sm, fit = StepModel(dep), _fits(v, "bf16", kv)
+        sm, fit = steps_for(v, dep), _fits(v, "bf16", kv)
         t = sm.decode(v["batch_size"], v["context_tokens"]).time_s
         full = sm.decode(fit, v["context_tokens"]).time_s if fit >= 1 else None
         out[kv] = {

@@ -30,7 +30,8 @@ from ..schema import choice, integer, number
 from .deployment import deployment_fields
 from .memory import engine_fields, kv_pool_tokens
 from .overhead import EXTRA_OVERHEAD_HELP
-from .steptime import StepModel, deployment
+from .steptime import deployment
+from .sharding import steps_for
 
 BLOCK = 16  # vLLM's default block size on CUDA (tokens)
 DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
@@ -181,7 +182,7 @@ class Setup:
 
 def setup(v: dict) -> Setup:
     dep = deployment(v)
-    times = StepTimes(StepModel(dep), v["step_overhead_ms"] / 1000)
+    times = StepTimes(steps_for(v, dep), v["step_overhead_ms"] / 1000)
     kv_tokens = kv_pool_tokens(v)
     kv_blocks = max(1, kv_tokens // BLOCK)
     draws = Workload(v).first(v["num_requests"])

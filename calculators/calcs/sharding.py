@@ -1,121 +1,23 @@
 """The multi-GPU deployment's inputs and their reading (no calculator here): a cluster, the sharding degrees, the
 communication settings, and the DeploymentModel they build (calculators/parallel.py). Part 12's calculators
 use them; any calculator can add `cluster_fields() + parallelism_fields()` and call `deployment_model(v)` and
-`parallelism(v)`."""
+`parallelism(v)`. A calculator whose GPU count is the TP degree (latency, goodput, memory) adds
+`scale_out_fields()` and prices its steps with `sharded_steps(v)`: the same deployment model behind
+steptime.StepModel's interface (calculators/sharded_steps.py), communication included."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..formats import bytes_per_element
+from ..errors import InputError
 from ..parallel import NETWORK_LINKS, Cluster, DeploymentModel, Formats, Parallelism, check_parallelism
-from ..schema import choice, dtype_field, integer, number, step
-from .direct import ALGORITHMS
+from ..sharded_steps import ShardedSteps
+from ..schema import step
 from .memory import usable_bytes_per_gpu
-from .ring import LINKS
-from .steptime import deployment
-
-OVERLAP_CHOICES = [
-    ("none", "None: communication adds to the step (a plain forward pass)"),
-    ("full", "Full: hidden under the kernels (two-micro-batch overlap), max(kernels, comm)"),
-]
-
-
-def cluster_fields(nodes: int = 2, gpus_per_node: int = 8) -> list[dict]:
-    return [
-        integer("nodes", "Servers", nodes, 1, 1024, "servers"),
-        integer(
-            "gpus_per_node",
-            "GPUs per server (one scale-up domain)",
-            gpus_per_node,
-            1,
-            72,
-            "GPUs",
-            "The accelerator's own link joins these; at most its scale-up domain (8 on HGX, 72 on NVL72).",
-        ),
-        choice(
-            "network",
-            "Network between servers",
-            NETWORK_LINKS[0],
-            [(k, LINKS[k]["name"]) for k in NETWORK_LINKS],
-            "Groups larger than a server cross it; each GPU gets NICs × NIC bandwidth ÷ GPUs per server.",
-        ),
-        integer("nics_per_node", "NICs per server", 0, 0, 1024, "NICs", "0 means one per GPU (HGX H100: 8)."),
-        number("link_efficiency", "Link efficiency", 1.0, 0.01, 1.0, "", "Fraction of each link's peak reached.", 0.01),
-        choice(
-            "algorithm",
-            "TP all-reduce algorithm",
-            "ring",
-            [(a, a) for a in ALGORITHMS],
-            "Inside one server; a group across servers always uses NCCL's ring (allreduce.py).",
-        ),
-    ]
-
-
-# key, label, unit, minimum, help: the degrees (parallel.Parallelism), each an integer input up to 1,024
-DEGREES = (
-    (
-        "tp",
-        "Tensor parallel (attention and dense layers)",
-        "GPUs",
-        1,
-        "vLLM --tensor-parallel-size; must divide the attention heads.",
-    ),
-    ("pp", "Pipeline stages", "stages", 1, "vLLM --pipeline-parallel-size."),
-    (
-        "dp",
-        "Attention data parallel",
-        "ranks",
-        1,
-        "vLLM --data-parallel-size with an MoE model; SGLang --attn-dp-size. Each rank runs attention for its own "
-        "sequences; the MoE layers span tp × cp × dp GPUs.",
-    ),
-    (
-        "ep",
-        "Expert parallel",
-        "GPUs",
-        1,
-        "1 (experts split by tensor parallelism) or tp × cp × dp (vLLM --enable-expert-parallel).",
-    ),
-    (
-        "cp",
-        "Prefill context parallel",
-        "ranks",
-        1,
-        "vLLM --prefill-context-parallel-size: splits each prompt's tokens; adds GPUs.",
-    ),
-    (
-        "dcp",
-        "Decode context parallel",
-        "ranks",
-        1,
-        "vLLM --decode-context-parallel-size: stripes each sequence's KV over this many TP ranks.",
-    ),
-    (
-        "micro_batches",
-        "Decode micro-batches (PP)",
-        "",
-        0,
-        "Batches in flight through the pipeline; 0 = one per stage (as vLLM runs PP).",
-    ),
-)
-
-
-def parallelism_fields(tp: int = 8, pp: int = 1, dp: int = 1, ep: int = 1, cp: int = 1, dcp: int = 1) -> list[dict]:
-    defaults = {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "cp": cp, "dcp": dcp, "micro_batches": 0}
-    return [integer(key, label, defaults[key], low, 1024, unit, help) for key, label, unit, low, help in DEGREES]
-
-
-def comm_fields() -> list[dict]:
-    return [
-        dtype_field("activation_dtype", "Activation format (TP and PP payloads)", "bf16"),
-        dtype_field(
-            "dispatch_dtype",
-            "EP dispatch format",
-            "bf16",
-            "Bytes per element of the tokens an all-to-all sends to the experts (FP8 dispatch halves "
-            "them); the combine returns in the activation format.",
-        ),
-        choice("overlap", "Communication overlap", "none", OVERLAP_CHOICES),
-    ]
+from .parallel_fields import check_scale_out, scale_out
+from .parallel_fields import cluster_fields, comm_fields, parallelism_fields  # noqa: F401 (re-exported)
+from .steptime import StepModel, deployment
 
 
 def cluster(v: dict) -> Cluster:
@@ -183,3 +85,68 @@ def decode_steps(p: Parallelism, d) -> list[dict]:
         ),
     ]
     return [step(*row) for row in rows]
+
+
+def sharded_steps(v: dict, dep, tp_key: str = "num_gpus", overlap: str = "none") -> ShardedSteps | None:
+    """The steps of v's deployment with its communication, or None where steptime.StepModel(dep) prices it
+    exactly: one GPU, or TP alone on an accelerator that lists no scale-up link (its GPUs talk over PCIe, which
+    the deployment model does not price: the caller says so). `dep` is steptime.deployment(v); `overlap` one of
+    parallel.OVERLAPS ("none": communication adds to each step; "full": hidden under the kernels)."""
+    p = scale_out(v, v[tp_key])
+    check_scale_out(v, p, tp_key)
+    if p.gpus == 1:
+        return None
+    acc = v["hardware"]
+    if not acc.scale_up_bandwidth_bytes_per_s:
+        if p.gpus > p.tp:
+            raise InputError(
+                "pp",
+                f"{acc.name} lists no scale-up link: pipeline, data or expert parallelism "
+                "across its GPUs is not modelled; set them to 1",
+            )
+        return None
+    per_node = min(server_gpus(v), p.gpus)
+    c = Cluster(
+        acc,
+        -(-p.gpus // per_node),
+        per_node,
+        v.get("network", NETWORK_LINKS[0]),
+        0,
+        1.0,
+        v.get("algorithm", "ring"),
+        "auto",
+    )
+    f = Formats(dep.weight_elem_bytes, dep.kv_elem_bytes, dep.expert_elem_bytes)
+    base = replace(dep, num_gpus=1, decode_context_parallel=1)
+    usable = usable_bytes_per_gpu(v) if "engine_rule" in v else 0.0  # the steps need no memory budget
+    return ShardedSteps(DeploymentModel(base, c, f, usable, overlap), p)
+
+
+def steps_for(v: dict, dep=None, tp_key: str = "num_gpus"):
+    """The step model of v's deployment, for every calculator whose step times are estimates: sharded_steps'
+    (communication on the critical path) on more than one GPU, else steptime.StepModel. Bounds keep StepModel."""
+    dep = dep or deployment(v)
+    return sharded_steps(v, dep, tp_key) or StepModel(dep)
+
+
+def server_gpus(v: dict) -> int:
+    """GPUs per server: v's, at most the accelerator's scale-up domain (the GPUs its own link joins)."""
+    domain = v["hardware"].scale_up_domain
+    return min(v.get("gpus_per_node", 8), domain) if domain else v.get("gpus_per_node", 8)
+
+
+def comm_notes(v: dict, steps) -> list[str]:
+    """What the reader should know of the communication priced: none at all on an accelerator with no scale-up
+    link (sharded_steps returned None for more than one GPU); GPUs per server cut to the scale-up domain."""
+    acc = v["hardware"]
+    if steps.num_gpus > 1 and not isinstance(steps, ShardedSteps):
+        return [
+            f"{acc.name} lists no scale-up link: the all-reduces between its GPUs (over PCIe) are "
+            "not priced, so these times are optimistic"
+        ]
+    if steps.num_gpus > server_gpus(v) and server_gpus(v) < v.get("gpus_per_node", 8):
+        return [
+            f"GPUs per server taken as {server_gpus(v)}, the GPUs {acc.name}'s scale-up link joins; "
+            "the rest of the deployment talks over the network"
+        ]
+    return []

@@ -4,16 +4,17 @@ its own:
 
   memory  (memory.budget, the engine rule's usable memory): sequences of prompt + output that fit per
           replica at each power-of-two TP degree, KV reserved for the whole request;
-  latency (steptime.StepModel, the roofline step times scaled by the efficiencies): TPOT = the decode step
-          at the batch and the mean context over generation (prompt + output ÷ 2), as latency.py; TTFT =
-          the prefill of one prompt alone (no queueing: a lower bound);
+  latency (sharding.steps_for, the roofline step times scaled by the efficiencies, with the TP all-reduces
+          on more than one GPU): TPOT = the decode step at the batch and the mean context over generation
+          (prompt + output ÷ 2), as latency.py; TTFT = the prefill of one prompt alone (no queueing: a lower
+          bound); TP degrees that do not divide the attention heads are skipped (vLLM refuses them);
   goodput (offered_load, the capacity of goodput's prefill-first server): requests/s a saturated replica
           completes when its batch is held to what meets the TPOT target;
   cost    (cost.usd_per_million): the sized deployment's GPU-hours over the output tokens it delivers.
 
 Per replica, the users it serves = min(sequences that fit, the largest batch whose decode step meets the
 TPOT target, vLLM V1's max_num_seqs); a rate target divides by the replica's capacity instead. Prefill
-stalls of decode steps, communication and scheduling overheads are not counted.
+stalls of decode steps and scheduling overheads are not counted.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from .deployment import deployment_fields
 from .engine_defaults import vllm_max_num_seqs
 from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
 from .offered_load import offered_load
-from .steptime import StepModel, deployment
+from ..parallel import Parallelism, allowed
+from .sharding import steps_for
+from .steptime import StepModel
 
 TPS = tuple(2**k for k in range(11))  # TP degrees tried: 1 to 1,024
 TARGETS = [("users", "Concurrent users (sequences decoding at once)"), ("rate", "Requests per second")]
@@ -47,8 +50,9 @@ SCHEMA = {
         "smallest tensor-parallel degree that holds the model and one sequence, how many users (or "
         "requests/s) one replica serves within the TPOT and TTFT targets at each degree, and the fewest "
         "GPUs that serve the target, at what cost per million output tokens. Every request reserves KV for "
-        "its prompt and output; TTFT is the prefill of one prompt alone (no queueing); prefill stalls, "
-        "communication and scheduling overheads are not counted, so the GPU counts are lower bounds."
+        "its prompt and output; TTFT is the prefill of one prompt alone (no queueing); prefill stalls "
+        "and scheduling overheads are not counted, so the GPU counts are lower bounds. On more than one GPU "
+        "each step pays its tensor-parallel all-reduces (NCCL's ring over the GPUs' link)."
     ),
     "inputs": [
         f for f in deployment_fields(0.8, 0.6, {"model": {"default": "llama-3.1-70b"}}) if f["key"] != "num_gpus"
@@ -173,7 +177,7 @@ def _tpot_batch(v: dict, steps: StepModel, most: int) -> int:
 def _option(v: dict, tp: int, usable: float) -> Option:
     total = v["context_tokens"] + v["output_tokens"]
     b = budget(footprint(v), usable, tp, total)
-    steps = StepModel(deployment(dict(v, num_gpus=tp)))
+    steps = steps_for(dict(v, num_gpus=tp))
     cap = vllm_max_num_seqs(v["hardware"])
     tpot_batch = _tpot_batch(v, steps, cap)  # the TPOT bound on its own, memory aside
     ttft = steps.prefill_time([v["context_tokens"]])
@@ -185,9 +189,10 @@ def _option(v: dict, tp: int, usable: float) -> Option:
 
 
 def options(v: dict) -> list[Option]:
-    """Every power-of-two TP degree up to 1,024, each with what one replica holds and serves."""
+    """Every power-of-two TP degree up to 1,024 that vLLM runs the model at (it divides the heads), each with
+    what one replica holds and serves."""
     usable = usable_bytes_per_gpu(v)
-    return [_option(v, tp, usable) for tp in TPS]
+    return [_option(v, tp, usable) for tp in TPS if allowed(v["model"], Parallelism(tp))]
 
 
 def _delivered(v: dict, o: Option, replicas: int) -> tuple[float, float]:

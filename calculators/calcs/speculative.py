@@ -240,7 +240,7 @@ def _priced(
         draft_time(drafter, target, batch, context_tokens, steps),
         target.decode(batch, context_tokens, verified),
         target.decode(batch, context_tokens),
-        target.dep.num_gpus,
+        target.num_gpus,
     )
 
 

@@ -27,6 +27,7 @@ from .cost import gpu_hour_field, usd_per_million
 from .deployment import deployment_fields, efficiency_steps
 from .memory import budget, draft_budget, engine_fields, footprint, usable_bytes_per_gpu
 from .steptime import StepModel, deployment
+from .sharding import steps_for
 
 DRAFTERS = [
     ("eagle", "EAGLE-3-style head: one decoder layer + the LM head of the target"),
@@ -217,7 +218,7 @@ SCHEMA = {
 def _drafter(v: dict, target: StepModel) -> spec.Drafter:
     kind = v["drafter"]
     if kind == "draft_model":
-        return spec.draft_model(StepModel(deployment(dict(v, model=v["draft_model"]))))
+        return spec.draft_model(steps_for(dict(v, model=v["draft_model"])))
     if kind == "eagle":
         return spec.draft_heads(eagle_cost_ratio(target.dep.model))
     return spec.draft_heads(v["draft_cost_ratio"]) if kind == "heads" else spec.NGRAM
@@ -368,7 +369,7 @@ def compute(v: dict) -> dict:
             f"a tree of depth k = {v['draft_tokens']} holds at least {v['draft_tokens']} tokens (0 for a chain of k)",
         )
     dep = deployment(v)
-    target = StepModel(dep)
+    target = steps_for(v, dep)
     drafter, alpha = _drafter(v, target), _alpha(v)
     s = _step(target, drafter, v, v["batch_size"], alpha)
     out = _outputs(v, dep, target, drafter, s, alpha)

@@ -26,7 +26,8 @@ from .engine_defaults import vllm_max_num_batched_tokens, vllm_max_num_seqs
 from .memory import budget, draft_budget, footprint, usable_bytes_per_gpu
 from .speculative_decoding import SCHEMA as STEP_SCHEMA
 from .speculative_decoding import _alpha, _drafter
-from .steptime import StepModel, deployment
+from .steptime import deployment
+from .sharding import steps_for
 
 DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
 SHARED = ("tree_tokens", "batch_size", "context_tokens", "usd_per_gpu_hour")  # the step calculator's, not used here
@@ -135,7 +136,7 @@ def _derivation(v: dict, alpha: float, off: dict, on: dict, pool: int) -> list[d
 
 def compute(v: dict) -> dict:
     dep = deployment(v)
-    target = StepModel(dep)
+    target = steps_for(v, dep)
     alpha = _alpha(v)
     speculation = Speculation(_drafter(v, target), alpha, v["draft_tokens"])
     requests = engine_workload.open_loop(Workload(v).first(v["num_requests"]), v["request_rate_per_s"])

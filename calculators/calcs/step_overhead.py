@@ -22,6 +22,7 @@ from .overhead import (
     step_overhead,
 )
 from .steptime import StepModel, deployment, without_overhead
+from .sharding import steps_for
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 640, 768, 1024, 2048)
 
@@ -95,7 +96,7 @@ def _graph_outputs(graphs, b: int) -> dict:
 
 def compute(v: dict) -> dict:
     dep = without_overhead(deployment(v))
-    sm = StepModel(dep)
+    sm = steps_for(v, dep)
     model, b, ctx = dep.model, v["batch_size"], v["context_tokens"]
     graphs = step_overhead(model, dep.accelerator, dep.num_gpus, "graphs")
     kernels = kernels_per_step(model, dep.num_gpus)

@@ -61,6 +61,7 @@ class Deployment:
     expert_elem_bytes: float | None = None  # routed-expert weights; None = weight_elem_bytes
     attention_flops_per_s: float | None = None  # dense, per GPU, for QKᵀ and AV; None = peak_flops_per_s
     overhead: StepOverhead | None = None  # per-step launch overhead (overhead.py); None = kernel time only
+    decode_context_parallel: int = 1  # DCP ranks striping each sequence's KV inside the TP group (kv_cache.py)
 
 
 def bound_deployment(dep: Deployment) -> Deployment:
@@ -84,6 +85,7 @@ class StepCost:
     num_gpus: int = 1
     kv_share: float = 1.0  # kv_fraction_per_gpu: the part of each sequence's KV one GPU reads
     overhead_s: float = 0.0  # the step's fixed launch overhead (overhead.py), after the roofline max
+    comm_s: float = 0.0  # communication on the critical path (a multi-GPU deployment: sharded_steps.py)
 
     @property
     def kernel_time_s(self) -> float:
@@ -92,7 +94,7 @@ class StepCost:
 
     @property
     def time_s(self) -> float:
-        return max(self.memory_time_s, self.compute_time_s) + self.overhead_s
+        return max(self.memory_time_s, self.compute_time_s) + self.overhead_s + self.comm_s
 
     @property
     def kv_bytes_per_gpu(self) -> float:
@@ -244,8 +246,8 @@ class StepModel:
         self.dep = dep
         self._counts = _param_counts(dep.model)
         self.active = self._counts[1]
-        self._n = dep.num_gpus
-        self.kv_share = kv_fraction_per_gpu(dep.model, dep.num_gpus)
+        self._n = self.num_gpus = dep.num_gpus
+        self.kv_share = kv_fraction_per_gpu(dep.model, dep.num_gpus, dep.decode_context_parallel)
         self._bandwidth = dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency
         self._flops = dep.peak_flops_per_s * dep.compute_efficiency
         self.overhead = dep.overhead
@@ -303,10 +305,11 @@ class StepModel:
             found = self._mixed_overhead[tokens] = self.overhead.mixed_s(tokens) if self.overhead else 0.0
         return found
 
-    def step_time(self, flops: float, tokens: float, kv_bytes: float) -> float:
+    def step_time(self, flops: float, tokens: float, kv_bytes: float, sequences: int = 0) -> float:
         """A step of `tokens` tokens doing these FLOPs and moving these KV bytes (any mix of prefill and
         decode): max(memory time, compute time), the weights read once for all the tokens, plus the
-        overhead of a step with prefill in it (the engine prices decode-only steps with decode_time)."""
+        overhead of a step with prefill in it (the engine prices decode-only steps with decode_time).
+        `sequences` (those the step samples a token for) matters only to a sharded deployment's logits gather."""
         memory, compute = self._times(flops, self.weight_bytes(tokens), kv_bytes)
         return (compute if compute > memory else memory) + self.mixed_overhead(tokens)
 

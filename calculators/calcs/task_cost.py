@@ -18,9 +18,10 @@ from ..engine.steps import StepTimes
 from ..schema import boolean, choice, integer, number, output, series, step
 from .deployment import deployment_fields
 from .memory import engine_fields, kv_pool_tokens
-from .steptime import StepModel, deployment
+from .steptime import deployment
 from .workload_shape import AUDIO_RULES, IMAGE_RULES, Shape, audio_tokens, image_tokens, totals, turns
 from .cost import gpu_hour_field
+from .sharding import steps_for
 
 WORKED = {"turns": 20, "shared": 30_000, "input": 1_500, "output": 300, "thinking": 1_000, "wait": 5.0}
 
@@ -167,7 +168,7 @@ class Pricer:
 
     def __init__(self, v: dict):
         self.dep = deployment(v)
-        self.model = StepModel(self.dep)
+        self.model = steps_for(v, self.dep)
         self.times = StepTimes(self.model)
         self.batch = v["decode_batch"]
 

@@ -24,8 +24,9 @@ from ..schema import choice, integer, number, output, series, step, mark
 from .deployment import deployment_fields
 from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu
 from .memory import engine_fields, kv_pool_tokens
-from .steptime import StepModel, deployment
+from .steptime import deployment
 from .cost import gpu_hour_field
+from .sharding import steps_for
 
 HOST_LINKS = host_links()
 WAITS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 3600.0)
@@ -150,7 +151,7 @@ class Wait:
             self.link = HOST_LINKS[v["host_link"]]["bandwidth_bytes_per_s"] * v["link_efficiency"]
         self.copy = self.kv_gpu / self.link
         self.h = v["host_usd_per_gb_hour"] / 3600 * self.kv / 1e9  # $ per second of host DRAM held
-        self.prefill = StepModel(dep).prefill_time([self.tokens])
+        self.prefill = steps_for(v, dep).prefill_time([self.tokens])
         self.r = self.n * self.prefill * self.price_s
 
     def keep(self, w: float) -> float:

@@ -65,4 +65,4 @@ class StepTimes:
             flops += end_flops - (model.per_prompt(start)[0] if start else 0.0)
             kv += end_kv
             tokens += length
-        return model.step_time(flops, tokens, kv) + extra
+        return model.step_time(flops, tokens, kv, decodes + len(chunks)) + extra

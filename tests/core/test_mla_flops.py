@@ -9,6 +9,7 @@ import pytest
 
 from calculators import run
 from calculators.calcs.roofline import SCHEMA
+from calculators.calcs.latency import SCHEMA as LATENCY, batch_latency
 from calculators.calcs.steptime import StepModel, attention_terms, deployment
 from calculators.params import _attention_params
 from calculators.catalog import model_presets
@@ -82,8 +83,12 @@ def test_non_mla_outputs_unchanged():
     assert roof["prefill_time_s_lower_bound"] == 0.073323394752
     assert roof["prefill_arithmetic_intensity_flops_per_byte"] == 2077.03953096
     assert roof["decode_step_time_s_lower_bound"] == 0.0135788256669
-    lat = run("latency", {"model": "llama-3.1-70b", "hardware": "h100-sxm", "num_gpus": 4, "step_overhead": "none"})
-    assert (lat["ttft_s"], lat["tpot_s"]) == (0.968384502395, 0.0135304222567)
+    # latency now adds TP 4's all-reduces (sharding.steps_for); its kernel-time model, StepModel, is what these pin
+    v = validate(
+        LATENCY["inputs"], {"model": "llama-3.1-70b", "hardware": "h100-sxm", "num_gpus": 4, "step_overhead": "none"}
+    )
+    lat = batch_latency(StepModel(deployment(v)), 16, 1024, 256, 0.0)
+    assert (round(lat["ttft_s"], 12), round(lat["tpot_s"], 13)) == (0.968384502395, 0.0135304222567)
     pre = run("preemption", {"model": "llama-3.1-70b", "hardware": "h100-sxm", "num_gpus": 4, "context_tokens": T})
     assert pre["recompute_time_s"] == 0.619925897488
     oss = run("latency", {"model": "gpt-oss-120b", "hardware": "h100-sxm", "step_overhead": "none"})

@@ -1,0 +1,102 @@
+"""A multi-GPU deployment behind steptime.StepModel's interface, so that the engine simulator and the latency,
+goodput and memory calculators price any sharding (parallel.Parallelism on a parallel.Cluster), communication
+included, with the code Part 12's sharding search uses (parallel.DeploymentModel.slot).
+
+One engine instance serves the deployment, its batch spread evenly over the dp × cp attention ranks. vLLM
+v0.33.0 runs one scheduler per DP rank (vllm/v1/engine/core.py DPEngineCoreProc) and its ranks step in
+lockstep, idle ones on dummy batches (execute_dummy_batch), so a balanced load is this model exactly and an
+unbalanced one is slower than it says. A step of T tokens with pp stages runs as m micro-batches of T ÷ m
+(m = pp unless set) cycling through the stages, and every sequence advances once per cycle:
+
+  step = max(m, pp) × slot(T ÷ m)     slot = kernels + communication + overhead       (overlap "none")
+                                           = max(kernels, communication) + overhead   (overlap "full")
+
+so a decode step is parallel.Decode's TPOT and, on one GPU, StepModel's step. A step's work goes to at most
+as many attention ranks as it has sequences (a prompt is prefilled by one DP rank; CP splits it), so one
+prompt alone on a DP deployment is priced on one rank. FLOPs and the logical KV bytes a step moves are the
+TP group's StepModel sums, so the engine's accounting of chunks and decodes is unchanged.
+"""
+
+from __future__ import annotations
+
+from .calcs.steptime import StepCost
+from .parallel import DeploymentModel, Parallelism, StageStep, check_parallelism, stage_fraction
+
+
+class ShardedSteps:
+    """StepModel's interface (decode, prefill, their timers, per_sequence, per_prompt, step_time) for one
+    Parallelism on DeploymentModel's cluster; `num_gpus` is the deployment's GPUs (tp × dp × cp × pp)."""
+
+    def __init__(self, dm: DeploymentModel, p: Parallelism):
+        check_parallelism(dm.model, p, dm.cluster)
+        self.dm, self.p = dm, p
+        self.group = group = dm.step_model(p.tp, p.dcp)
+        self.dep, self.active, self.overhead = group.dep, group.active, group.overhead
+        self.attention_weight = group.attention_weight
+        self.per_sequence, self.per_prompt = group.per_sequence, group.per_prompt
+        self.num_gpus = p.gpus
+        self.cycles = max(p.m, p.pp) if p.pp > 1 else 1  # stage slots per step
+        self.micro = p.m if p.pp > 1 else 1
+        self._frac = stage_fraction(dm.model, p.pp)
+        # one GPU's share of a step's logical KV bytes: its ranks' part × its stage's layers
+        self.kv_share = group.kv_share * self._frac / p.attention_ranks
+        self._decode_times: dict = {}
+
+    def _ranks(self, sequences: float) -> float:
+        """Attention ranks a micro-batch of `sequences` sequences keeps busy: cp × min(dp, sequences)."""
+        p = self.p
+        return p.attention_ranks if sequences >= p.dp else p.cp * max(1.0, sequences)
+
+    def _slot(self, tokens: float, flops: float, kv: float, sequences: float, prefill: bool) -> StageStep:
+        m = self.micro
+        ranks = self._ranks(sequences / m)
+        # the busiest ranks' share: priced as if the micro-batch spread over `ranks` of the attention ranks
+        scale = self.p.attention_ranks / ranks
+        rows = sequences / m * scale if prefill else None
+        return self.dm.slot(self.p, tokens / m * scale, flops / m * scale, kv / m * scale, rows, prefill)
+
+    def _cost(self, tokens: float, flops: float, kv: float, sequences: float, prefill: bool) -> StepCost:
+        st, k = self._slot(tokens, flops, kv, sequences, prefill), self.cycles
+        kv_gpu = kv * self.kv_share  # per GPU over the whole step (every micro-batch passes every stage)
+        exposed = max(0.0, st.comm_s - st.kernel_s) if st.overlap == "full" else st.comm_s
+        w = self.attention_weight
+        matmul = 2 * self.active * tokens
+        true_flops = flops if w == 1.0 else matmul + (flops - matmul) / w
+        weights_gpu = max(0.0, st.bytes * self.micro - kv_gpu)  # each micro-batch reads the stage's weights
+        return StepCost(
+            true_flops,
+            weights_gpu * self.num_gpus,
+            kv,
+            st.memory_s * k,
+            st.compute_s * k,
+            self.num_gpus,
+            self.kv_share,
+            st.overhead_s * k,
+            exposed * k,
+        )
+
+    def decode(self, batch: int, context_tokens: float, tokens_per_sequence: float = 1) -> StepCost:
+        """A decode step of `batch` sequences at `context_tokens` each, `tokens_per_sequence` tokens each."""
+        flops, kv = self.per_sequence(context_tokens)
+        tokens = batch * tokens_per_sequence
+        return self._cost(tokens, tokens * flops, batch * kv, batch, False)
+
+    def decode_time(self, batch: int, context_tokens: float) -> float:
+        """decode(...).time_s, memoised: the simulator asks for the same (batch, context) many times."""
+        key = (batch, context_tokens)
+        found = self._decode_times.get(key)
+        if found is None:
+            found = self._decode_times[key] = self.decode(batch, context_tokens).time_s
+        return found
+
+    def prefill(self, prompt_lengths) -> StepCost:
+        """One prefill of the given prompts together, each on one attention rank (split over cp)."""
+        costs = [self.per_prompt(t) for t in prompt_lengths]
+        return self._cost(sum(prompt_lengths), sum(c[0] for c in costs), sum(c[1] for c in costs), len(costs), True)
+
+    def prefill_time(self, prompt_lengths) -> float:
+        return self.prefill(prompt_lengths).time_s
+
+    def step_time(self, flops: float, tokens: float, kv_bytes: float, sequences: int = 0) -> float:
+        """A step with prefill in it (the engine's mixed steps): `sequences` of them sample a token."""
+        return self._cost(tokens, flops, kv_bytes, max(1, sequences), True).time_s
