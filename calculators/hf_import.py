@@ -1,8 +1,8 @@
 """Read a Hugging Face ``config.json`` (as published) into a Model.
 
 Families: Llama 1-4, Mistral, Mixtral, Qwen2/2.5, Qwen3 (+MoE), Qwen3-Next, DeepSeek V2/V3/V3.2,
-Kimi K2, gpt-oss, Gemma 2/3, Falcon, GPT-2, OPT, Jamba, Nemotron-H (dense). Multimodal configs
-(Gemma 3, Llama 4) keep the text decoder in ``text_config``; the vision tower is not modelled.
+Kimi K2, gpt-oss, Gemma 2/3, Falcon, GPT-2, OPT, StarCoder2, GPT-NeoX, Cohere, Jamba, Nemotron-H (dense).
+Multimodal configs (Gemma 3, Llama 4) keep the text decoder in ``text_config``; the vision tower is not modelled.
 """
 
 from __future__ import annotations
@@ -44,6 +44,11 @@ FAMILIES = {
     "jamba": "jamba",
     "nemotron_h": "nemotron_h",
     "smollm3": "smollm3",  # Llama's layout with NoPE layers; ties embeddings by default (SmolLM3Config)
+    # Read from the standard decoder fields like any other model_type, but with their own FFN or embedding
+    # defaults: the generic reading (gated FFN, separate head) oversized each (StarCoder2-7B 10.1B, not 7.2B)
+    "starcoder2": "starcoder2",  # c_fc -> GELU -> c_proj, no gate; ties embeddings (7.17B published)
+    "gpt_neox": "gpt_neox",  # dense_h_to_4h -> GELU -> dense_4h_to_h, no gate
+    "cohere": "cohere",  # CohereConfig(tie_word_embeddings=True): Command-R and Aya tie their embeddings
 }
 _ARCH_PREFIX = {
     "Llama4": "llama4",
@@ -68,8 +73,8 @@ _ARCH_PREFIX = {
     "GPT2": "gpt2",
     "OPT": "opt",
 }
-_PLAIN_FFN = ("falcon", "gpt2", "opt", "nemotron_h")  # Nemotron-H: squared-ReLU up/down MLP
-_TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "falcon", "gpt2", "opt", "smollm3")  # their configs' defaults
+_PLAIN_FFN = ("falcon", "gpt2", "opt", "nemotron_h", "starcoder2", "gpt_neox")  # Nemotron-H: squared-ReLU MLP
+_TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "falcon", "gpt2", "opt", "smollm3", "starcoder2", "cohere")
 _LAYER_TYPES = {
     "full_attention": "full",
     "sliding_attention": "sliding",
