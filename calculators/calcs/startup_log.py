@@ -302,7 +302,7 @@ def _vllm(v: dict, f: dict, ver: dict) -> dict:
     r = _vllm_run(v, f, ver, notes)
     log_tokens = f.get("tokens") or (f["blocks"] * r.block if "blocks" in f else None)
     if log_tokens is None and "estimate" in f:
-        return _vllm_failed_start(v, f, ver, r, notes)
+        return _vllm_failed_start(f, ver, r, notes)
     log_conc = f.get("concurrency")
     notes += _vllm_context_notes(f, ver, r)
     if log_tokens is not None:
@@ -324,7 +324,7 @@ def _vllm(v: dict, f: dict, ver: dict) -> dict:
     }
 
 
-def _vllm_failed_start(v: dict, f: dict, ver: dict, r: VllmRun, notes: list) -> dict:
+def _vllm_failed_start(f: dict, ver: dict, r: VllmRun, notes: list) -> dict:
     """A start that failed its KV check: the log prints the budget checked, the bytes one max_model_len
     request needs and the longest request the budget holds; the core re-derives the last two."""
     estimate = vllm_max_len_estimate(ver, r.lay, r.available, r.L, r.batched)
@@ -341,6 +341,23 @@ def _vllm_failed_start(v: dict, f: dict, ver: dict, r: VllmRun, notes: list) -> 
             f"KV cache needed for one {r.L:,}-token request: log {f['needed']:.2f} GiB, core {needed / GIB:.2f} GiB "
             "(bytes per block × the request's blocks)"
         )
+    steps = _failed_start_steps(ver, r, f["estimate"], estimate, needed, rule)
+    return {
+        "log_kv_tokens": f["estimate"],
+        "core_kv_tokens": estimate,
+        "kv_tokens_error": _pct(estimate, f["estimate"]),
+        "log_concurrency": None,
+        "core_concurrency": None,
+        "kv_bytes_per_token": r.lay.bytes_per_token,
+        "log_kv_bytes_per_token": r.available / f["estimate"] if f["estimate"] else None,
+        "kv_budget_bytes": r.available,
+        "notes": notes + _log_constants(f),
+        "derivation": steps,
+    }
+
+
+def _failed_start_steps(ver: dict, r: VllmRun, log_estimate: float, estimate: int, needed: float, rule: str) -> list:
+    """A failed start's derivation: the budget it checked, one request's claim, the estimate."""
     steps = [
         step(
             "KV budget checked (from the log)",
@@ -359,21 +376,10 @@ def _vllm_failed_start(v: dict, f: dict, ver: dict, r: VllmRun, notes: list) -> 
             "B",
         ),
         step(
-            f"Estimated maximum model length (log: {int(f['estimate']):,})", rule, "{}", [estimate], estimate, "tokens"
+            f"Estimated maximum model length (log: {int(log_estimate):,})", rule, "{}", [estimate], estimate, "tokens"
         ),
     ]
-    return {
-        "log_kv_tokens": f["estimate"],
-        "core_kv_tokens": estimate,
-        "kv_tokens_error": _pct(estimate, f["estimate"]),
-        "log_concurrency": None,
-        "core_concurrency": None,
-        "kv_bytes_per_token": r.lay.bytes_per_token,
-        "log_kv_bytes_per_token": r.available / f["estimate"] if f["estimate"] else None,
-        "kv_budget_bytes": r.available,
-        "notes": notes + _log_constants(f),
-        "derivation": steps,
-    }
+    return steps
 
 
 def _other_versions(ver: dict, lay, available: float, L: int, batched: int, tokens: int) -> list[str]:
