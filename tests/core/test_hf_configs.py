@@ -99,8 +99,9 @@ def test_the_note_names_what_was_read(source):
     cfg, m = load(source), model_from_hf_config(load(source))
     read = keys_read(m.notes)
     inner = "text_config." if "text_config" in cfg else ""
-    # the layer count and width under whichever name the family uses (GPT-2: n_layer, n_embd)
-    assert {f"{inner}num_hidden_layers", "n_layer"} & set(read) and {f"{inner}hidden_size", "n_embd"} & set(read)
+    # the layer count and width under whichever name the family uses (GPT-2: n_layer, n_embd; ChatGLM: num_layers)
+    assert {f"{inner}num_hidden_layers", "n_layer", "num_layers"} & set(read)
+    assert {f"{inner}hidden_size", "n_embd"} & set(read)
     assert all(k.removeprefix("text_config.") in (cfg.get("text_config") or cfg) or k in cfg for k in read)
 
 
@@ -230,3 +231,17 @@ def test_presets_copied_from_a_python_literal_name_the_key():
     for s in SOURCES:
         if "extracted" in s:
             assert s["path"].endswith(".py") and s["extracted"].startswith("MODEL_PRESETS["), s["file"]
+
+
+def test_families_that_name_the_standard_fields_otherwise():
+    """ChatGLM's KV heads are multi_query_group_num and its head dim kv_channels; Qwen (1.0)'s intermediate_size
+    counts both gated branches (QWenMLP's w1 and w2 are half as wide each); SantaCoder is multi-query and ties its
+    embeddings. Read generically, ChatGLM3-6B was refused (no vocab_size) and Qwen-1.8B came out at 2.65B."""
+    glm, qwen, sc = (
+        model_from_hf_config(json.loads((FIXTURES / f).read_text()))
+        for f in ("chatglm3-6b.json", "qwen-1.8b.json", "santacoder.json")
+    )
+    assert (glm.attention.num_kv_heads, glm.attention.head_dim, glm.vocab_size) == (2, 128, 65024)
+    assert glm.intermediate_size == 13696 and glm.max_context_tokens == 8192
+    assert qwen.intermediate_size == 11008 // 2 and "counts both gated branches" in qwen.notes
+    assert (sc.attention.kind, sc.tie_embeddings, sc.ffn_kind) == ("mqa", True, "plain")
