@@ -97,6 +97,7 @@ _TIED_BY_DEFAULT = (
     "cohere",
     "gpt_bigcode",
 )
+_DEFAULT_CONTEXT = {"gemma3": 131072}  # Gemma3TextConfig's max_position_embeddings; published configs omit it
 _GPT2_WIDTH = ("gpt2", "gptj", "gpt_bigcode", "phi")  # n_inner (or intermediate_size), default 4 × hidden
 _LAYER_TYPES = {
     "full_attention": "full",
@@ -641,14 +642,7 @@ def _read(raw: _Reads, fam: str, id: str, name: str | None, field: str) -> Model
         ffn_in_mixer_layers=fam != "nemotron_h",
         ffn_kind="plain" if fam in _PLAIN_FFN else "gated",
         tie_embeddings=bool(cfg.get("tie_word_embeddings", fam in _TIED_BY_DEFAULT)),
-        max_context_tokens=_int(
-            cfg,
-            field,
-            "max_position_embeddings",
-            "n_positions",
-            "seq_length",
-            default=131072 if fam == "gemma3" else None,
-        ),
+        max_context_tokens=_int(cfg, field, *_HF_KEYS["max_context_tokens"], default=_DEFAULT_CONTEXT.get(fam)),
         source="Hugging Face config.json",
     )
     _assumptions(cfg, raw, fam, attention, out)
