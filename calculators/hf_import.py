@@ -1,8 +1,8 @@
 """Read a Hugging Face ``config.json`` (as published) into a Model.
 
 Families: Llama 1-4, Mistral, Mixtral, Qwen2/2.5, Qwen3 (+MoE), Qwen3-Next, DeepSeek V2/V3/V3.2,
-Kimi K2, gpt-oss, Gemma 2/3, Falcon, GPT-2, OPT, Jamba, Nemotron-H (dense). Multimodal configs
-(Gemma 3, Llama 4) keep the text decoder in ``text_config``; the vision tower is not modelled.
+Kimi K2, gpt-oss, Gemma 2/3, Falcon, GPT-2, OPT, StarCoder2, GPT-NeoX, Cohere, Jamba, Nemotron-H (dense).
+Multimodal configs (Gemma 3, Llama 4) keep the text decoder in ``text_config``; the vision tower is not modelled.
 """
 
 from __future__ import annotations
@@ -44,7 +44,23 @@ FAMILIES = {
     "jamba": "jamba",
     "nemotron_h": "nemotron_h",
     "smollm3": "smollm3",  # Llama's layout with NoPE layers; ties embeddings by default (SmolLM3Config)
+    # Read from the standard decoder fields like any other model_type, but with their own FFN or embedding
+    # defaults: the generic reading (gated FFN, separate head) oversized each (StarCoder2-7B 10.1B, not 7.2B)
+    "starcoder2": "starcoder2",  # c_fc -> GELU -> c_proj, no gate; ties embeddings (7.17B published)
+    "gpt_neox": "gpt_neox",  # dense_h_to_4h -> GELU -> dense_4h_to_h, no gate
+    "cohere": "cohere",  # CohereConfig(tie_word_embeddings=True): Command-R and Aya tie their embeddings
+    # Families whose configs name the standard quantities otherwise (the generic reading refused or missized them)
+    "chatglm": "chatglm",  # ChatGLM2/3, GLM-4-9B: multi_query_group_num KV heads, kv_channels, ffn_hidden_size
+    "qwen": "qwen_v1",  # Qwen (1.0): intermediate_size counts both gated branches; kv_channels is the head dim
+    "gptj": "gptj",  # GPT-J: fc_in -> GELU -> fc_out, n_inner default 4 × n_embd
+    "gpt_bigcode": "gpt_bigcode",  # SantaCoder / StarCoder 1: multi-query, n_inner, tied embeddings
+    "phi": "phi",  # Phi-1.5 / Phi-2: fc1 -> GELU -> fc2
+    "phi-msft": "phi",  # the same models under their earlier remote-code model_type
 }
+# model_types with nothing this site can size, refused naming model_type: encoder-only models (no causal decoding,
+# no KV cache) and RWKV (attention-free: a per-sequence time-mixing state, not modelled here).
+_ENCODERS = ("bert", "roberta", "xlm-roberta", "distilbert", "electra", "deberta", "deberta-v2", "modernbert")
+_RWKV = ("rwkv", "rwkv5", "rwkv6", "rwkv7")
 _ARCH_PREFIX = {
     "Llama4": "llama4",
     "Llama": "llama",
@@ -68,8 +84,21 @@ _ARCH_PREFIX = {
     "GPT2": "gpt2",
     "OPT": "opt",
 }
-_PLAIN_FFN = ("falcon", "gpt2", "opt", "nemotron_h")  # Nemotron-H: squared-ReLU up/down MLP
-_TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "falcon", "gpt2", "opt", "smollm3")  # their configs' defaults
+_PLAIN_FFN = ("falcon", "gpt2", "opt", "nemotron_h", "starcoder2", "gpt_neox", "gptj", "gpt_bigcode", "phi")
+_TIED_BY_DEFAULT = (
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "falcon",
+    "gpt2",
+    "opt",
+    "smollm3",
+    "starcoder2",
+    "cohere",
+    "gpt_bigcode",
+)
+_DEFAULT_CONTEXT = {"gemma3": 131072}  # Gemma3TextConfig's max_position_embeddings; published configs omit it
+_GPT2_WIDTH = ("gpt2", "gptj", "gpt_bigcode", "phi")  # n_inner (or intermediate_size), default 4 × hidden
 _LAYER_TYPES = {
     "full_attention": "full",
     "sliding_attention": "sliding",
@@ -152,6 +181,13 @@ def _refuse_unsizable(cfg: dict, field: str) -> None:
                 f"({cfg.get(key)}) differs from {main} ({cfg.get(main)}): some layers have another KV shape, "
                 f"and {_ONE_SHAPE}",
             )
+    mt = str(cfg.get("model_type", "")).lower()
+    if mt in _ENCODERS:
+        why = "is an encoder-only model: it does not decode token by token and keeps no KV cache"
+        raise _Unsizable(f"{field}.model_type", f"{mt!r} {why}, so there is nothing for this site to size")
+    if mt in _RWKV:
+        why = "has no attention layers: each RWKV block keeps a per-sequence time-mixing state, not modelled here"
+        raise _Unsizable(f"{field}.model_type", f"{mt!r} {why}, so this config cannot be sized correctly")
     if cfg.get("mlp_only_layers"):
         raise InputError(f"{field}.mlp_only_layers", "puts dense layers among MoE ones, which is not supported here")
 
@@ -203,6 +239,10 @@ def _kv_heads(cfg: dict, fam: str, heads: int, field: str) -> int:
         if cfg.get("new_decoder_architecture"):
             return _int(cfg, field, "num_kv_heads", "n_head_kv", "num_key_value_heads")
         return 1 if cfg.get("multi_query", True) else heads
+    if fam == "gpt_bigcode":
+        return 1 if cfg.get("multi_query", True) else heads
+    if fam == "chatglm":
+        return _int(cfg, field, "multi_query_group_num") if cfg.get("multi_query_attention") else heads
     kv = _int(cfg, field, "num_key_value_heads", "num_kv_heads", "n_head_kv", default=heads)
     if kv < 1 or heads % kv:
         raise InputError(f"{field}.num_key_value_heads", f"must divide num_attention_heads ({heads}), got {kv}")
@@ -230,22 +270,23 @@ def _attention(cfg: dict, fam: str, hidden: int, field: str) -> dict:
         )
     kv = _kv_heads(cfg, fam, heads, field)
     kind = "mha" if kv == heads else "mqa" if kv == 1 else "gqa"
-    bias = {"qwen2": True, "gpt2": True, "opt": cfg.get("enable_bias", True)}.get(
-        fam, bool(cfg.get("attention_bias", cfg.get("bias", False)))
-    )
+    qkv_only = ("qwen2", "qwen_v1", "chatglm")  # a bias on the QKV projection, none on the output
+    family_bias = {"qwen2": True, "qwen_v1": True, "gpt2": True, "chatglm": bool(cfg.get("add_qkv_bias"))}
+    family_bias["opt"] = cfg.get("enable_bias", True)
+    bias = family_bias.get(fam, bool(cfg.get("attention_bias", cfg.get("bias", False))))
     return dict(
         kind=kind,
         num_heads=heads,
         num_kv_heads=kv,
         head_dim=_head_dim(cfg, field, hidden, heads),
         qkv_bias=bias,
-        o_bias=bias and fam != "qwen2",
+        o_bias=bias and fam not in qkv_only,
         output_gate=bool(cfg.get("attn_output_gate", fam == "qwen3_next")),
     )
 
 
 def _head_dim(cfg: dict, field: str, hidden: int, heads: int) -> int:
-    d = _int(cfg, field, "head_dim", default=None)
+    d = _int(cfg, field, "head_dim", "kv_channels", default=None)
     if d is None:
         d = hidden // heads
         _assume(cfg, f"No head_dim: hidden_size / num_attention_heads = {d}.")
@@ -439,8 +480,13 @@ def _moe(cfg: dict, fam: str, field: str, n: int) -> dict | None:
 def _dense_width(cfg: dict, fam: str, hidden: int, field: str) -> int:
     if fam == "opt":
         return _int(cfg, field, "ffn_dim")
-    if fam == "gpt2":
-        return _int(cfg, field, "n_inner", default=4 * hidden)
+    if fam in _GPT2_WIDTH:
+        return _int(cfg, field, "n_inner", "intermediate_size", default=4 * hidden)
+    if fam == "chatglm":
+        return _int(cfg, field, "ffn_hidden_size")
+    if fam == "qwen_v1":  # QWenMLP: w1 and w2 are intermediate_size // 2 wide each (the gate and the up branch)
+        _assume(cfg, "Qwen (1.0)'s intermediate_size counts both gated branches: each is half as wide.")
+        return _int(cfg, field, "intermediate_size") // 2
     if fam == "falcon":
         return _int(cfg, field, "ffn_hidden_size", default=4 * hidden)
     if fam == "llama4":
@@ -452,14 +498,14 @@ def _dense_width(cfg: dict, fam: str, hidden: int, field: str) -> int:
 _HF_KEYS = {
     "num_layers": ("num_hidden_layers", "n_layer", "num_layers"),
     "hidden_size": ("hidden_size", "n_embd", "d_model"),
-    "vocab_size": ("vocab_size",),
+    "vocab_size": ("vocab_size", "padded_vocab_size"),
     "intermediate_size": ("intermediate_size_mlp", "ffn_dim", "n_inner", "ffn_hidden_size", "intermediate_size"),
     "sliding_window_tokens": ("sliding_window",),
     "attention_chunk_tokens": ("attention_chunk_size",),
-    "max_context_tokens": ("max_position_embeddings", "n_positions"),
+    "max_context_tokens": ("max_position_embeddings", "n_positions", "seq_length"),
     "attention.num_heads": ("num_attention_heads", "n_head"),
-    "attention.num_kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv"),
-    "attention.head_dim": ("head_dim",),
+    "attention.num_kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"),
+    "attention.head_dim": ("head_dim", "kv_channels"),
     "attention.v_head_dim": ("v_head_dim",),
     "moe.num_experts": ("n_routed_experts", "num_local_experts", "num_experts"),
     "moe.experts_per_token": ("num_experts_per_tok", "experts_per_token"),
@@ -585,7 +631,7 @@ def _read(raw: _Reads, fam: str, id: str, name: str | None, field: str) -> Model
         name=name or id,
         num_layers=n,
         hidden_size=hidden,
-        vocab_size=_int(cfg, field, "vocab_size", default=default_vocab),
+        vocab_size=_int(cfg, field, "vocab_size", "padded_vocab_size", default=default_vocab),
         intermediate_size=_dense_or_expert_width(cfg, fam, hidden, field, moe),
         attention=attention,
         layer_kinds=kinds,
@@ -596,9 +642,7 @@ def _read(raw: _Reads, fam: str, id: str, name: str | None, field: str) -> Model
         ffn_in_mixer_layers=fam != "nemotron_h",
         ffn_kind="plain" if fam in _PLAIN_FFN else "gated",
         tie_embeddings=bool(cfg.get("tie_word_embeddings", fam in _TIED_BY_DEFAULT)),
-        max_context_tokens=_int(
-            cfg, field, "max_position_embeddings", "n_positions", default=131072 if fam == "gemma3" else None
-        ),
+        max_context_tokens=_int(cfg, field, *_HF_KEYS["max_context_tokens"], default=_DEFAULT_CONTEXT.get(fam)),
         source="Hugging Face config.json",
     )
     _assumptions(cfg, raw, fam, attention, out)

@@ -173,6 +173,31 @@ def vllm_capacity(
     return Capacity(blocks, tokens, concurrency, per_request)
 
 
+def vllm_request_bytes(ver: dict, lay: Layout, max_model_len: int, max_num_batched_tokens: int) -> float:
+    """KV bytes one request of max_model_len claims at start-up: bytes per block × Σ groups' blocks, the
+    'X GiB KV cache is needed' of a failed start (the version's max_len_estimate source)."""
+    blocks = sum(blocks_per_request(ver, g, lay.block_size, max_model_len, max_num_batched_tokens) for g in lay.groups)
+    return lay.bytes_per_block * blocks
+
+
+def vllm_max_len_estimate(
+    ver: dict, lay: Layout, available: float, max_model_len: int, max_num_batched_tokens: int
+) -> int:
+    """'The estimated maximum model length is N': the longest request (1 … max_model_len) whose start-up
+    claim fits the budget the check was given, by the engine's binary search; 0 when one token does not fit."""
+
+    def fits(length: int) -> bool:
+        return vllm_request_bytes(ver, lay, length, max_num_batched_tokens) <= available
+
+    if not fits(1):
+        return 0
+    low, high = 1, max_model_len  # the claim grows with the length: the largest that fits
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid - 1)
+    return low
+
+
 def sglang_cell_bytes(model: Model, kv_dtype: str, tensor_parallel: int) -> float:
     """SGLang's cell_size: KV bytes of one token over every attention layer on one rank
     (pool_configurator.py:340-535); sliding-window layers counted as full (its SWA pool split is not modelled)."""

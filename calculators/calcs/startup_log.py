@@ -16,7 +16,18 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..schema import accelerator_field, choice, dtype_field, integer, model_field, output, step, text
-from .engine_capacity import GIB, TOKENS_RULE, cite, layout, sglang_capacity, sglang_cell_bytes, version, vllm_capacity
+from .engine_capacity import (
+    GIB,
+    TOKENS_RULE,
+    cite,
+    layout,
+    sglang_capacity,
+    sglang_cell_bytes,
+    version,
+    vllm_capacity,
+    vllm_max_len_estimate,
+    vllm_request_bytes,
+)
 
 MAX_CHARS = 200_000
 # The default: a V0 startup log quoted in vLLM issue #10517 (kaspersiminski, 2024-12-02), Llama 3.1 8B on an
@@ -59,6 +70,7 @@ PATTERNS = [
     ("max_len", "any", r"max_seq_len=(\d+)"),
     ("max_len", "any", r"max_model_len['\"]?[=:]\s*(\d+)"),
     ("max_len", "sglang", r"context_len=(\d+)"),
+    ("max_len", "vllm", r"max seq len \((\d+)\)"),  # a failed start: "the model's max seq len (N)"
     ("block_size", "any", r"block_size['\"]?[=:]\s*(\d+)"),
     ("block_size", "sglang", r"\bpage_size=(\d+)"),
     ("batched", "any", r"max_num_batched_tokens['\"]?[=:]\s*(\d+)"),
@@ -74,6 +86,9 @@ PATTERNS = [
     ("available", "vllm", r"kv_cache_size=(-?[\d.]+) ?GiB"),
     ("available", "vllm", r"reserved for KV Cache is (-?[\d.]+) ?GiB"),
     ("available", "vllm", r"Current kv cache memory in use is ([\d.]+) GiB"),
+    ("available", "vllm", r"available KV cache memory \((-?[\d.]+) GiB\)"),  # a failed start's budget
+    ("needed", "vllm", r"\(([\d.]+) GiB KV cache is needed"),
+    ("estimate", "vllm", r"estimated maximum model length is (\d+)"),
     ("tokens", "vllm", r"GPU KV cache size: " + N + r" tokens"),
     ("blocks", "vllm", r"(?:GPU|cuda) blocks: (\d+)"),
     ("concurrency", "vllm", r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x"),
@@ -109,12 +124,13 @@ def parse(log: str) -> dict:
     return found
 
 
-VLLM_RESULTS = ("tokens", "blocks", "concurrency")
+VLLM_RESULTS = ("tokens", "blocks", "concurrency", "estimate")
 SGLANG_RESULTS = ("pool_tokens", "max_total")
 LINE_NAMES = {
     "tokens": "'GPU KV cache size: N tokens'",
     "blocks": "'# GPU blocks: N'",
     "concurrency": "'Maximum concurrency for L tokens per request: C x'",
+    "estimate": "a failed start's '... the estimated maximum model length is N'",
     "pool_tokens": "'KV Cache is allocated. ... #tokens: N'",
     "max_total": "'max_total_num_tokens=N'",
     "available": "'Available KV cache memory: X GiB' (or V0's 'kv_cache_size=X GiB')",
@@ -285,6 +301,8 @@ def _vllm(v: dict, f: dict, ver: dict) -> dict:
     notes: list[str] = []
     r = _vllm_run(v, f, ver, notes)
     log_tokens = f.get("tokens") or (f["blocks"] * r.block if "blocks" in f else None)
+    if log_tokens is None and "estimate" in f:
+        return _vllm_failed_start(f, ver, r, notes)
     log_conc = f.get("concurrency")
     notes += _vllm_context_notes(f, ver, r)
     if log_tokens is not None:
@@ -304,6 +322,64 @@ def _vllm(v: dict, f: dict, ver: dict) -> dict:
         "notes": notes + _log_constants(f),
         "derivation": _vllm_steps(ver, r, log_tokens, log_conc),
     }
+
+
+def _vllm_failed_start(f: dict, ver: dict, r: VllmRun, notes: list) -> dict:
+    """A start that failed its KV check: the log prints the budget checked, the bytes one max_model_len
+    request needs and the longest request the budget holds; the core re-derives the last two."""
+    estimate = vllm_max_len_estimate(ver, r.lay, r.available, r.L, r.batched)
+    needed = vllm_request_bytes(ver, r.lay, r.L, r.batched)
+    rule = "the longest request whose blocks over every group fit the budget; " + cite(ver, "max_len_estimate")
+    notes += _vllm_context_notes(f, ver, r)
+    notes.append(
+        f"a failed start: its 'estimated maximum model length' is the longest request the {r.available / GIB:.2f} "
+        "GiB it checked holds, and the core derives that line in place of 'GPU KV cache size'"
+    )
+    notes.append(_diff_note("Estimated maximum model length", estimate, f["estimate"], "tokens", rule))
+    if "needed" in f:
+        notes.append(
+            f"KV cache needed for one {r.L:,}-token request: log {f['needed']:.2f} GiB, core {needed / GIB:.2f} GiB "
+            "(bytes per block × the request's blocks)"
+        )
+    steps = _failed_start_steps(ver, r, f["estimate"], estimate, needed, rule)
+    return {
+        "log_kv_tokens": f["estimate"],
+        "core_kv_tokens": estimate,
+        "kv_tokens_error": _pct(estimate, f["estimate"]),
+        "log_concurrency": None,
+        "core_concurrency": None,
+        "kv_bytes_per_token": r.lay.bytes_per_token,
+        "log_kv_bytes_per_token": r.available / f["estimate"] if f["estimate"] else None,
+        "kv_budget_bytes": r.available,
+        "notes": notes + _log_constants(f),
+        "derivation": steps,
+    }
+
+
+def _failed_start_steps(ver: dict, r: VllmRun, log_estimate: float, estimate: int, needed: float, rule: str) -> list:
+    """A failed start's derivation: the budget it checked, one request's claim, the estimate."""
+    steps = [
+        step(
+            "KV budget checked (from the log)",
+            "the failed start's available KV cache memory",
+            "{}",
+            [(r.available, "B")],
+            r.available,
+            "B",
+        ),
+        step(
+            f"KV cache needed for {r.L:,} tokens",
+            "bytes per block × Σ groups' blocks per request; " + cite(ver, "max_len_estimate"),
+            "{}",
+            [(needed, "B")],
+            needed,
+            "B",
+        ),
+        step(
+            f"Estimated maximum model length (log: {int(log_estimate):,})", rule, "{}", [estimate], estimate, "tokens"
+        ),
+    ]
+    return steps
 
 
 def _other_versions(ver: dict, lay, available: float, L: int, batched: int, tokens: int) -> list[str]:

@@ -99,7 +99,9 @@ def test_the_note_names_what_was_read(source):
     cfg, m = load(source), model_from_hf_config(load(source))
     read = keys_read(m.notes)
     inner = "text_config." if "text_config" in cfg else ""
-    assert f"{inner}num_hidden_layers" in read and f"{inner}hidden_size" in read
+    # the layer count and width under whichever name the family uses (GPT-2: n_layer, n_embd; ChatGLM: num_layers)
+    assert {f"{inner}num_hidden_layers", "n_layer", "num_layers"} & set(read)
+    assert {f"{inner}hidden_size", "n_embd"} & set(read)
     assert all(k.removeprefix("text_config.") in (cfg.get("text_config") or cfg) or k in cfg for k in read)
 
 
@@ -207,3 +209,39 @@ def test_same_kv_shape_on_other_layers_is_not_refused():
     with pytest.raises(InputError) as e:
         model_from_hf_config(cfg)
     assert e.value.field == "model.swa_num_key_value_heads"
+
+
+def test_families_read_with_their_own_ffn_and_embedding_defaults():
+    """StarCoder2 and GPT-NeoX have an up/down MLP with no gate, and StarCoder2 and Cohere tie their embeddings
+    when the config does not say: read as generic decoders (gated FFN, separate head) StarCoder2-7B came out at
+    10.1B, RedPajama-INCITE-3B at 3.6B and Aya-23-8B at 9.1B."""
+    sc2, neox, aya = (
+        model_from_hf_config(json.loads((FIXTURES / f).read_text()))
+        for f in ("starcoder2-7b.json", "redpajama-incite-3b.json", "aya-23-8b.json")
+    )
+    assert (sc2.ffn_kind, neox.ffn_kind, aya.ffn_kind) == ("plain", "plain", "gated")
+    assert sc2.tie_embeddings and aya.tie_embeddings and not neox.tie_embeddings
+    # StarCoder2-7B by hand: 32 × (2 × 4608² + 2 × 4608 × 512 (4 KV heads × 128) + 2 × 4608 × 18432) + 49152 × 4608
+    by_hand = 32 * (2 * 4608**2 + 2 * 4608 * 512 + 2 * 4608 * 18432) + 49152 * 4608
+    assert total_params(sc2) == pytest.approx(by_hand, rel=0.001)  # biases and norms: a few MB
+    assert "not one this site knows" not in sc2.notes and "tied input and output embeddings" in aya.notes
+
+
+def test_presets_copied_from_a_python_literal_name_the_key():
+    for s in SOURCES:
+        if "extracted" in s:
+            assert s["path"].endswith(".py") and s["extracted"].startswith("MODEL_PRESETS["), s["file"]
+
+
+def test_families_that_name_the_standard_fields_otherwise():
+    """ChatGLM's KV heads are multi_query_group_num and its head dim kv_channels; Qwen (1.0)'s intermediate_size
+    counts both gated branches (QWenMLP's w1 and w2 are half as wide each); SantaCoder is multi-query and ties its
+    embeddings. Read generically, ChatGLM3-6B was refused (no vocab_size) and Qwen-1.8B came out at 2.65B."""
+    glm, qwen, sc = (
+        model_from_hf_config(json.loads((FIXTURES / f).read_text()))
+        for f in ("chatglm3-6b.json", "qwen-1.8b.json", "santacoder.json")
+    )
+    assert (glm.attention.num_kv_heads, glm.attention.head_dim, glm.vocab_size) == (2, 128, 65024)
+    assert glm.intermediate_size == 13696 and glm.max_context_tokens == 8192
+    assert qwen.intermediate_size == 11008 // 2 and "counts both gated branches" in qwen.notes
+    assert (sc.attention.kind, sc.tie_embeddings, sc.ffn_kind) == ("mqa", True, "plain")

@@ -10,10 +10,12 @@ PAGE = "/workbench/startup-log/"
 ROOT_ID = "workbench-startup-log"
 LOGS = Path(__file__).parent.parent / "fixtures" / "startup_logs"
 
-# (fixture, the inputs the reader sets besides the log): an SGLang TP 4 FP8 log and a vLLM FP8-KV log.
+# (fixture, the inputs the reader sets besides the log): an SGLang TP 4 FP8 log, a vLLM FP8-KV log and a vLLM
+# start that failed its KV check (pipeline-parallel, its 'estimated maximum model length' re-derived).
 CASES = [
     ("sglang-qwen3-235b-a22b-fp8-tp4", {"model": "qwen3-235b-a22b", "tensor_parallel": 4}),
     ("vllm-qwen3-30b-a3b-fp8-kvfp8", {"model": "qwen3-30b-a3b", "kv_dtype": "fp8"}),
+    ("vllm-qwen3-coder-30b-a3b-fp8-pp2-failed", {"model": "qwen3-30b-a3b"}),
 ]
 
 
