@@ -184,6 +184,7 @@ ADVANCED = frozenset(
         "burstiness",
         "input_tokens_cv",
         "output_tokens_cv",
+        "replica_model",
     }
 )
 # ...but not in the calculators that are about them.
