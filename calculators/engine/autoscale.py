@@ -1,9 +1,13 @@
 """Replicas over time: a traffic ramp, an autoscaler that reads a signal, scales up after a cold-start lag,
 and the SLO attainment of the requests that arrive meanwhile.
 
-Each replica is a fluid queue, not a simulate() run, and that is a choice: a ramp of ten minutes at tens of
+Each replica is a fluid queue, not an engine run, and that is a choice: a ramp of ten minutes at tens of
 requests per second is tens of thousands of requests per run, and the headroom search runs it a score of
-times, far past a recompute's 50 ms. The replica is the engine's server as the goodput calculator sets it up
+times, far past a recompute's 50 ms. fleet.py runs the same ramp and autoscaler (Ramp, Fleet and the rule
+below are shared) with every replica a real engine, once, for a check; tests/core/test_autoscale_sim.py pins
+the two against each other and says where they part: near saturation this model is pessimistic (Kingman's
+single-server wait is many times a continuous-batching engine's, and the steady-state batch runs below the
+engine's in-flight count, so the engine's autoscaler can fire a poll sooner). The replica is the engine's server as the goodput calculator sets it up
 (calcs.goodput.simulation): its capacity μ (requests/s a saturated replica completes), its prefill time, the
 spread of its server time and the batch a rate implies all come from calcs.offered_load, the steady-state
 estimate goodput checks against full simulations (tests/core/test_goodput_steady.py). Over one time step dt:
