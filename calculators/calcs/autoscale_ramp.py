@@ -36,6 +36,7 @@ SIGNAL_CHOICES = [
 ]
 assert tuple(k for k, _ in SIGNAL_CHOICES) == SIGNALS
 DEFAULT_LAG_S = round(cold_start.compute(validate(cold_start.SCHEMA["inputs"], {}))["ready_s"])
+DURATION_MIN = 10.0  # s, the shortest run
 MAX_SIMULATED = 20_000  # requests through a simulated run
 SIMULATED_S = 1.5  # CPython seconds for a run of MAX_SIMULATED requests at the defaults' server (measured)
 NOT_SIMULATED = -1  # the simulated outputs' value when the replica model is fluid
@@ -54,7 +55,7 @@ OWN_FIELDS = [
     number("peak_rate_per_s", "Rate after the ramp", 60.0, 0.01, 1e5, "requests/s"),
     number("ramp_start_s", "Ramp starts at", 60.0, 0.0, 36_000.0, "s"),
     number("ramp_s", "Ramp duration", 120.0, 0.0, 36_000.0, "s", "Linear from the base rate to the peak; 0 is a step."),
-    number("duration_s", "Time simulated", 600.0, 10.0, 36_000.0, "s"),
+    number("duration_s", "Time simulated", 600.0, DURATION_MIN, 36_000.0, "s"),
     choice(
         "signal",
         "Scaling signal",
@@ -188,10 +189,12 @@ def simulated(v: dict, headroom: float | None = None, lag_s: float | None = None
     ramp = _ramp(v)
     expected = ramp.arrivals(ramp.duration_s)
     if expected > MAX_SIMULATED:
+        longest = ramp.time_of(MAX_SIMULATED)
+        allowed = f"at most {longest:,.0f} s at these rates" if longest >= DURATION_MIN else "lower rates"
         raise InputError(
             "duration_s",
-            f"at most {ramp.time_of(MAX_SIMULATED):,.0f} s at these rates when simulated (about {MAX_SIMULATED:,} "
-            f"requests; {expected:,.0f} expected in {ramp.duration_s:,.0f} s), or the fluid replica model",
+            f"{allowed} when simulated (about {MAX_SIMULATED:,} requests; {expected:,.0f} expected in "
+            f"{ramp.duration_s:,.0f} s), or the fluid replica model",
         )
     dep = deployment(v)
     sim = simulation(dict(v, num_requests=NUM_REQUESTS), dep)

@@ -7,10 +7,12 @@ times, far past a recompute's 50 ms. fleet.py runs the same ramp and autoscaler 
 below are shared) with every replica a real engine, once, for a check; tests/core/test_autoscale_sim.py pins
 the two against each other and says where they part: near saturation this model is pessimistic (Kingman's
 single-server wait is many times a continuous-batching engine's, and the steady-state batch runs below the
-engine's in-flight count, so the engine's autoscaler can fire a poll sooner). The replica is the engine's server as the goodput calculator sets it up
-(calcs.goodput.simulation): its capacity μ (requests/s a saturated replica completes), its prefill time, the
-spread of its server time and the batch a rate implies all come from calcs.offered_load, the steady-state
-estimate goodput checks against full simulations (tests/core/test_goodput_steady.py). Over one time step dt:
+engine's in-flight count, so the engine's autoscaler can fire a poll sooner).
+
+The replica is the engine's server as the goodput calculator sets it up (calcs.goodput.simulation): its
+capacity μ (requests/s a saturated replica completes), its prefill time, the spread of its server time and
+the batch a rate implies all come from calcs.offered_load, the steady-state estimate goodput checks against
+full simulations (tests/core/test_goodput_steady.py). Over one time step dt:
 
   backlog   Q ← max(0, Q + (λ − N·μ)·dt)                                 (λ the offered rate, N replicas ready)
   TTFT      prefill + Q ÷ (N·μ) + W_q(min(ρ, ρ_max))                     (ρ = λ ÷ (N·μ); W_q Kingman's mean wait)

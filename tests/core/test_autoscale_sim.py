@@ -172,6 +172,8 @@ def test_calculator_simulated_mode_and_its_range():
     limit = Ramp(20, 60, 60, 120, 600).time_of(autoscale_ramp.MAX_SIMULATED)
     assert err.value.field == "duration_s" and f"{limit:,.0f} s" in err.value.message
     assert math.isclose(Ramp(20, 60, 60, 120, 600).arrivals(limit), autoscale_ramp.MAX_SIMULATED)
+    with pytest.raises(InputError, match="lower rates"):  # not even the shortest run fits
+        run("autoscale_ramp", {"replica_model": "simulated", "base_rate_per_s": 5000, "peak_rate_per_s": 9000})
 
 
 def test_a_request_too_long_for_the_pool_misses():
