@@ -158,6 +158,19 @@ def test_fluid_model_is_pessimistic_with_the_worked_examples_cold_start():
     assert up(sim.desired, sim.initial) == up(fluid.desired, fluid.initial) - v["sync_s"]
 
 
+def test_the_worked_example_holds_its_target_when_simulated():
+    # Part 19 (#autoscale-simulated) says so: over the worked example's whole ten minutes (31,200 requests, past
+    # what the page simulates) the engines meet the 90% target at 30% headroom (93.7% when measured), where the
+    # fluid model falls just short (88.8%).
+    v = _inputs()
+    sim, cfg = _setup(v)
+    ramp, slo = autoscale_ramp._ramp(v), (v["ttft_slo_s"], v["tpot_slo_s"])
+    requests = fleet.ramp_requests(sim.workload, ramp)
+    trace = fleet.run(sim.times, cfg, requests, autoscale_ramp._replica(v), ramp, autoscale_ramp._scaler(v, 0.3), slo)
+    goal = v["slo_target_percent"] / 100
+    assert trace.attainment >= goal > autoscale_ramp.attainment(v)
+
+
 def test_calculator_simulated_mode_and_its_range():
     fluid = run("autoscale_ramp", PIN)
     assert fluid["simulated_attainment"] == autoscale_ramp.NOT_SIMULATED
