@@ -185,6 +185,7 @@ ADVANCED = frozenset(
         "burstiness",
         "input_tokens_cv",
         "output_tokens_cv",
+        "replica_model",
     }
 )
 # ...but not in the calculators that are about them.

@@ -5,6 +5,11 @@ a simulation per replica: see there). The default lag is the cold_start calculat
 defaults. HEADROOMS are the headrooms searched (every 0.05); PLOTTED those run for the chart (every 0.1, and the
 reader's). Attainment never falls as headroom grows (tests/core/test_autoscale.py), so the smallest headroom that
 holds is found from the chart's runs and one more: the 0.05 step below the first 0.1 step that holds.
+
+Replica model "simulated" also runs the reader's headroom through engine.fleet: every replica a real engine of
+the same server, behind a least-outstanding router, under the same autoscaler (tests/core/test_autoscale_sim.py
+pins the two against each other). The headroom search stays fluid; the simulated run is limited to
+MAX_SIMULATED requests, about SIMULATED_S seconds of CPython at that size (measured: see the field's help).
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..engine import fleet
 from ..engine.autoscale import SIGNALS, Ramp, Scaler, Trace, busy_share, make_replica, run
 from ..schema import choice, integer, mark, number, output, series, step, validate
 from . import cold_start
-from .goodput import SCHEMA as GOODPUT, _kept, simulation
+from .goodput import SCHEMA as GOODPUT, _kept, server, simulation
 from .steptime import deployment
 
 HEADROOMS = tuple(round(0.05 * i, 2) for i in range(19))  # 0 … 0.9
@@ -30,6 +36,17 @@ SIGNAL_CHOICES = [
 ]
 assert tuple(k for k, _ in SIGNAL_CHOICES) == SIGNALS
 DEFAULT_LAG_S = round(cold_start.compute(validate(cold_start.SCHEMA["inputs"], {}))["ready_s"])
+DURATION_MIN = 10.0  # s, the shortest run
+MAX_SIMULATED = 20_000  # requests through a simulated run
+SIMULATED_S = 1.5  # CPython seconds for a run of MAX_SIMULATED requests at the defaults' server (measured)
+NOT_SIMULATED = -1  # the simulated outputs' value when the replica model is fluid
+NO_SCALE_UP = -2  # first_scale_up_s when no poll asks for more
+NONE, UNSIM = {NO_SCALE_UP: "none"}, {NOT_SIMULATED: "not simulated"}  # the outputs' sentinels in words
+UNSIM_NONE = {**UNSIM, **NONE}
+REPLICA_MODELS = [
+    ("fluid", "Fluid queues (fast)"),
+    ("simulated", "Fluid, and your headroom simulated (slower, shorter ramps)"),
+]
 _replicas: dict = {}
 
 
@@ -38,7 +55,7 @@ OWN_FIELDS = [
     number("peak_rate_per_s", "Rate after the ramp", 60.0, 0.01, 1e5, "requests/s"),
     number("ramp_start_s", "Ramp starts at", 60.0, 0.0, 36_000.0, "s"),
     number("ramp_s", "Ramp duration", 120.0, 0.0, 36_000.0, "s", "Linear from the base rate to the peak; 0 is a step."),
-    number("duration_s", "Time simulated", 600.0, 10.0, 36_000.0, "s"),
+    number("duration_s", "Time simulated", 600.0, DURATION_MIN, 36_000.0, "s"),
     choice(
         "signal",
         "Scaling signal",
@@ -78,6 +95,15 @@ OWN_FIELDS = [
         "The default is the cold-start calculator's time to ready at its defaults.",
     ),
     integer("max_replicas", "Most replicas", 32, 1, 10_000, "replicas"),
+    choice(
+        "replica_model",
+        "Replica model",
+        "fluid",
+        REPLICA_MODELS,
+        f"Simulated: your headroom also runs with every replica a real engine (requests, prefill, decode, KV) "
+        f"behind a least-outstanding router, at most {MAX_SIMULATED:,} requests (about {SIMULATED_S:g} s in "
+        "CPython at that size, longer in the browser); the headroom search stays fluid.",
+    ),
 ]
 FIELDS = [f for f in GOODPUT["inputs"] if f["key"] not in DROPPED] + OWN_FIELDS
 
@@ -111,6 +137,13 @@ SCHEMA = {
         output("utilisation_start", "Capacity used per replica at the start (ρ)", "", "percent"),
         output("in_flight_start", "Requests in flight per replica at the start", "requests", "number"),
         output("nvml_utilisation_start", "nvidia-smi utilisation per replica at the start (estimate)", "", "percent"),
+        output("mean_ttft_s", "Mean TTFT through the ramp", "s", "seconds"),
+        output("first_scale_up_s", "First poll that asks for more replicas", "s", "seconds", words=NONE),
+        output("simulated_attainment", "Simulated: SLO attainment at your headroom", "", "percent", words=UNSIM),
+        output("simulated_mean_ttft_s", "Simulated: mean TTFT", "s", "seconds", words=UNSIM),
+        output("simulated_first_scale_up_s", "Simulated: first poll asking for more", "s", "seconds", words=UNSIM_NONE),
+        output("simulated_replicas_end", "Simulated: replicas serving at the end", "replicas", "integer", words=UNSIM),
+        output("simulated_requests", "Simulated: requests through the run", "requests", "integer", words=UNSIM),
         output("ramp_slope_per_s2", "Ramp slope", "requests/s²", "number"),
         output("lag_rate_gain_requests_per_s", "Rate gained during one cold start and one poll", "requests/s", "rate"),
     ],
@@ -148,6 +181,35 @@ def attainment(v: dict, headroom: float | None = None, lag_s: float | None = Non
     """The run's attainment at a headroom and lag (the reader's by default): for tests and the prose."""
     h = v["headroom"] if headroom is None else headroom
     return run(_replica(v), _ramp(v), _scaler(v, h, lag_s), v["ttft_slo_s"], v["tpot_slo_s"]).attainment
+
+
+def simulated(v: dict, headroom: float | None = None, lag_s: float | None = None) -> fleet.FleetTrace:
+    """The run at a headroom and lag (the reader's by default) with every replica an engine (engine.fleet): the
+    same server, workload draws, ramp and autoscaler as the fluid run."""
+    ramp = _ramp(v)
+    expected = ramp.arrivals(ramp.duration_s)
+    if expected > MAX_SIMULATED:
+        longest = ramp.time_of(MAX_SIMULATED)
+        allowed = f"at most {longest:,.0f} s at these rates" if longest >= DURATION_MIN else "lower rates"
+        raise InputError(
+            "duration_s",
+            f"{allowed} when simulated (about {MAX_SIMULATED:,} requests; {expected:,.0f} expected in "
+            f"{ramp.duration_s:,.0f} s), or the fluid replica model",
+        )
+    dep = deployment(v)
+    sim = simulation(dict(v, num_requests=NUM_REQUESTS), dep)
+    requests = fleet.ramp_requests(sim.workload, ramp)
+    h = v["headroom"] if headroom is None else headroom
+    slo = (v["ttft_slo_s"], v["tpot_slo_s"])
+    cfg = server(sim.capacity, sim.max_seqs)
+    return fleet.run(sim.times, cfg, requests, _replica(v), ramp, _scaler(v, h, lag_s), slo)
+
+
+def first_scale_up(desired: tuple, initial: int, dt: float = 1.0) -> float:
+    """The time of the first poll that asked for more replicas than at the start (desired[k] is as of the end of
+    step k), or NO_SCALE_UP."""
+    k = next((k for k, n in enumerate(desired) if n > initial), None)
+    return NO_SCALE_UP if k is None else (k + 1) * dt
 
 
 @dataclass(frozen=True)
@@ -204,10 +266,16 @@ def _facts(v: dict) -> Facts:
 TIME_POINTS = 150  # the time charts show about this many points (every k-th second): a smaller page and result
 
 
-def _time_plots(v: dict, f: Facts) -> dict:
+def _time_plots(v: dict, f: Facts, sim: fleet.FleetTrace | None) -> dict:
+    """The time charts, every k-th second; a simulated run adds its replicas serving and its TTFT."""
     k = max(1, len(f.trace.times) // TIME_POINTS)
     x = f.trace
     t = Trace(x.times[::k], x.rates[::k], x.ready[::k], x.desired[::k], x.ttft[::k], x.tpot[::k], x.attainment, 0)
+    replicas = [("asked for", "replicas", t.desired), ("serving", "replicas", t.ready)]
+    ttft = [("TTFT", "s", t.ttft), ("TTFT target", "s", [v["ttft_slo_s"]] * len(t.times))]
+    if sim is not None:
+        replicas.append(("serving, simulated", "replicas", sim.ready[::k]))
+        ttft.insert(1, ("TTFT, simulated (mean of each second's arrivals)", "s", sim.ttft[::k]))
     return {
         "rate_vs_time": series(
             "Offered rate and capacity serving",
@@ -216,20 +284,8 @@ def _time_plots(v: dict, f: Facts) -> dict:
             t.times,
             [("offered rate", "requests/s", t.rates), ("capacity serving", "requests/s", [n * f.mu for n in t.ready])],
         ),
-        "replicas_vs_time": series(
-            "Replicas asked for and serving",
-            "Time",
-            "s",
-            t.times,
-            [("asked for", "replicas", t.desired), ("serving", "replicas", t.ready)],
-        ),
-        "ttft_vs_time": series(
-            "Mean TTFT at arrival",
-            "Time",
-            "s",
-            t.times,
-            [("TTFT", "s", t.ttft), ("TTFT target", "s", [v["ttft_slo_s"]] * len(t.times))],
-        ),
+        "replicas_vs_time": series("Replicas asked for and serving", "Time", "s", t.times, replicas),
+        "ttft_vs_time": series("Mean TTFT at arrival", "Time", "s", t.times, ttft),
     }
 
 
@@ -281,10 +337,42 @@ NO_HEADROOM = (
 )
 
 
+def _simulated_outputs(sim: fleet.FleetTrace | None) -> dict:
+    if sim is None:
+        keys = ("attainment", "mean_ttft_s", "first_scale_up_s", "replicas_end", "requests")
+        return {f"simulated_{key}": NOT_SIMULATED for key in keys}
+    return {
+        "simulated_attainment": sim.attainment,
+        "simulated_mean_ttft_s": sim.mean_ttft,
+        "simulated_first_scale_up_s": first_scale_up(sim.desired, sim.initial),
+        "simulated_replicas_end": sim.ready[-1],
+        "simulated_requests": sim.requests,
+    }
+
+
+def _simulated_steps(v: dict, sim: fleet.FleetTrace | None) -> list[dict]:
+    if sim is None:
+        return []
+    return [
+        step("SLO attainment, simulated", "requests with their own TTFT and mean TPOT within target ÷ all arrivals",
+             "{} requests through engines behind a least-outstanding router, TTFT ≤ {}, TPOT ≤ {}",
+             [sim.requests, (v["ttft_slo_s"], "s"), (v["tpot_slo_s"], "s")], sim.attainment, "share"),
+    ]  # fmt: skip
+
+
+def mean_ttft(trace: Trace) -> float:
+    """The fluid run's mean TTFT over its arrivals (each step's TTFT weighted by its rate)."""
+    return sum(a * b for a, b in zip(trace.ttft, trace.rates)) / sum(trace.rates) if sum(trace.rates) else 0.0
+
+
 def compute(v: dict) -> dict:
+    sim = simulated(v) if v["replica_model"] == "simulated" else None
     f = _facts(v)
     t = f.trace
     return {
+        "mean_ttft_s": mean_ttft(t),
+        "first_scale_up_s": first_scale_up(t.desired, t.initial),
+        **_simulated_outputs(sim),
         "attainment": t.attainment,
         "headroom_needed": f.needed,
         "headroom_found": 1.0 if f.holding else 0.0,
@@ -300,7 +388,7 @@ def compute(v: dict) -> dict:
         "nvml_utilisation_start": busy_share(f.inflight0),
         "ramp_slope_per_s2": f.slope,
         "lag_rate_gain_requests_per_s": f.slope * (v["lag_s"] + v["sync_s"]),
-        "derivation": _replica_steps(v, f) + _ramp_steps(v, f),
-        "series": dict(_time_plots(v, f), attainment_vs_headroom=_headroom_plot(v, f)),
+        "derivation": _replica_steps(v, f) + _ramp_steps(v, f) + _simulated_steps(v, sim),
+        "series": dict(_time_plots(v, f, sim), attainment_vs_headroom=_headroom_plot(v, f)),
         "notes": [] if f.holding else [NO_HEADROOM],
     }

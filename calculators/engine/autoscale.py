@@ -1,12 +1,18 @@
 """Replicas over time: a traffic ramp, an autoscaler that reads a signal, scales up after a cold-start lag,
 and the SLO attainment of the requests that arrive meanwhile.
 
-Each replica is a fluid queue, not a simulate() run, and that is a choice: a ramp of ten minutes at tens of
+Each replica is a fluid queue, not an engine run, and that is a choice: a ramp of ten minutes at tens of
 requests per second is tens of thousands of requests per run, and the headroom search runs it a score of
-times, far past a recompute's 50 ms. The replica is the engine's server as the goodput calculator sets it up
-(calcs.goodput.simulation): its capacity μ (requests/s a saturated replica completes), its prefill time, the
-spread of its server time and the batch a rate implies all come from calcs.offered_load, the steady-state
-estimate goodput checks against full simulations (tests/core/test_goodput_steady.py). Over one time step dt:
+times, far past a recompute's 50 ms. fleet.py runs the same ramp and autoscaler (Ramp, Fleet and the rule
+below are shared) with every replica a real engine, once, for a check; tests/core/test_autoscale_sim.py pins
+the two against each other and says where they part: near saturation this model is pessimistic (Kingman's
+single-server wait is many times a continuous-batching engine's, and the steady-state batch runs below the
+engine's in-flight count, so the engine's autoscaler can fire a poll sooner).
+
+The replica is the engine's server as the goodput calculator sets it up (calcs.goodput.simulation): its
+capacity μ (requests/s a saturated replica completes), its prefill time, the spread of its server time and
+the batch a rate implies all come from calcs.offered_load, the steady-state estimate goodput checks against
+full simulations (tests/core/test_goodput_steady.py). Over one time step dt:
 
   backlog   Q ← max(0, Q + (λ − N·μ)·dt)                                 (λ the offered rate, N replicas ready)
   TTFT      prefill + Q ÷ (N·μ) + W_q(min(ρ, ρ_max))                     (ρ = λ ÷ (N·μ); W_q Kingman's mean wait)
@@ -96,6 +102,28 @@ class Ramp:
             return self.peak
         return self.base + (self.peak - self.base) * (t - self.start_s) / self.ramp_s
 
+    def arrivals(self, t: float) -> float:
+        """Λ(t): the requests expected by t, the rate's integral from 0."""
+        ramp_end = self.start_s + max(0.0, self.ramp_s)
+        before = self.base * min(t, self.start_s)
+        during = min(max(0.0, t - self.start_s), ramp_end - self.start_s)
+        ramped = (self.base + self.rate(self.start_s + during)) / 2 * during if during else 0.0
+        return before + ramped + self.peak * max(0.0, t - ramp_end)
+
+    def time_of(self, count: float) -> float:
+        """Λ⁻¹: the time by which `count` requests are expected (the rate is positive, so Λ is increasing)."""
+        start, ramp_end = self.start_s, self.start_s + max(0.0, self.ramp_s)
+        if count <= self.base * start:
+            return count / self.base
+        left = count - self.base * start
+        ramped = (self.base + self.peak) / 2 * (ramp_end - start)
+        if left >= ramped:
+            return ramp_end + (left - ramped) / self.peak
+        slope = (self.peak - self.base) / self.ramp_s  # left = base·x + slope·x²/2, solved for x ≥ 0
+        if abs(slope) < 1e-12:
+            return start + left / self.base
+        return start + 2 * left / (self.base + math.sqrt(self.base * self.base + 2 * slope * left))
+
 
 @dataclass(frozen=True)
 class Scaler:
@@ -119,11 +147,17 @@ class Trace:
     initial: int  # replicas at t = 0: the fewest that keep each at utilisation ≤ 1 − headroom at the base rate
 
 
-def _desired(replica: Replica, scaler: Scaler, total: float, target: float, current: int, ready: int) -> int:
+def _desired(scaler: Scaler, total: float, target: float, current: int, ready: int) -> int:
     want = math.ceil(total / target - 1e-9) if target > 0 else scaler.max_replicas
     if ready and abs(total / (ready * target) - 1) <= TOLERANCE:
         want = current
     return max(current, min(scaler.max_replicas, max(scaler.min_replicas, want)))
+
+
+def initial_replicas(replica: Replica, ramp: Ramp, scaler: Scaler) -> int:
+    """Sized for the base rate: the fewest replicas that keep each at utilisation ≤ 1 − headroom."""
+    n = math.ceil(ramp.base / replica.capacity / (1 - scaler.headroom) - 1e-9)
+    return min(scaler.max_replicas, max(scaler.min_replicas, n))
 
 
 @lru_cache(maxsize=8)
@@ -132,12 +166,12 @@ def _rates(ramp: Ramp, dt: float) -> tuple:
     return tuple(ramp.rate((k + 0.5) * dt) for k in range(max(1, round(ramp.duration_s / dt))))
 
 
-class _Fleet:
-    """The replicas asked for and serving, and the autoscaler's polls."""
+class Fleet:
+    """The replicas asked for and serving, and the autoscaler's polls (the HPA rule above), whatever the replicas
+    are: this module's fluid queues or fleet.py's simulated engines, which hand poll() the signal's total."""
 
-    def __init__(self, replica: Replica, scaler: Scaler, initial: int):
-        self.replica, self.scaler = replica, scaler
-        self.target = replica.target(scaler.signal, scaler.headroom)
+    def __init__(self, scaler: Scaler, target: float, initial: int):
+        self.scaler, self.target = scaler, target
         self.ready = self.desired = initial
         self.pending: list[tuple[float, int]] = []  # (ready at, how many)
         self.next_poll = scaler.sync_s
@@ -148,13 +182,11 @@ class _Fleet:
             self.ready += self.pending.pop(0)[1]
         return self.ready
 
-    def poll(self, t: float, rho: float, backlog: float) -> None:
-        """At the end of the step ending at t: read the signal if a poll is due, ask for more if it says so."""
-        if t < self.next_poll - 1e-9:
-            return
+    def poll(self, t: float, total: float) -> None:
+        """A poll due by t reads `total`, the signal summed over the replicas serving, and asks for more if the
+        rule says so; the next poll is one sync period on."""
         self.next_poll += self.scaler.sync_s
-        total = self.ready * self.replica.signal(self.scaler.signal, min(rho, 1.0), backlog / self.ready)
-        want = _desired(self.replica, self.scaler, total, self.target, self.desired, self.ready)
+        want = _desired(self.scaler, total, self.target, self.desired, self.ready)
         if want > self.desired:
             self.pending.append((t + self.scaler.lag_s, want - self.desired))
             self.desired = want
@@ -166,10 +198,8 @@ def run(
     """One run through the ramp; record False keeps only the attainment (the headroom search)."""
     if scaler.signal not in SIGNALS:
         raise ValueError(f"signal must be one of {SIGNALS}")
-    mu = replica.capacity
-    # Sized for the base rate: the fewest replicas that keep each at utilisation ≤ 1 − headroom.
-    n0 = min(scaler.max_replicas, max(scaler.min_replicas, math.ceil(ramp.base / mu / (1 - scaler.headroom) - 1e-9)))
-    fleet = _Fleet(replica, scaler, n0)
+    mu, n0 = replica.capacity, initial_replicas(replica, ramp, scaler)
+    fleet = Fleet(scaler, replica.target(scaler.signal, scaler.headroom), n0)
     backlog, met, arrived, rows = 0.0, 0.0, 0.0, []
     c = (replica.ca2 + replica.cs2) / 2 * replica.service_s  # Kingman: W_q = ρ ÷ (1 − ρ) × c
     tpot_at, grid, prefill = replica.tpot_at, RHO_GRID, replica.prefill_s
@@ -188,7 +218,7 @@ def run(
             met += lam * dt
         backlog = max(0.0, backlog + (lam - cap) * dt)
         if t + dt >= fleet.next_poll - 1e-9:
-            fleet.poll(t + dt, rho, backlog)
+            fleet.poll(t + dt, ready * replica.signal(scaler.signal, min(rho, 1.0), backlog / ready))
         if record:
             rows.append((t, lam, ready, fleet.desired, ttft, tpot))
     columns = tuple(zip(*rows)) if rows else ((),) * 6

@@ -93,45 +93,68 @@ class Engine:
         "misses",
         "stop",
         "stopped",
+        "until",
     )
 
     def __init__(
         self, times: StepTimes, requests: list[Request], cfg: EngineConfig, measured: tuple[int, int], stop=None
     ):
-        n = self.n = len(requests)
-        self.cfg, self.times = cfg, times
+        self.cfg, self.times, self.n = cfg, times, 0
         self.plain = times.speculation is None  # one token per decode step: the hot paths skip the speculation calls
-        self.arrival = [r.arrival_s for r in requests]
-        self.prompt = [r.prompt_tokens for r in requests]
-        self.out = [r.output_tokens for r in requests]
-        rank = [
-            r.priority if cfg.policy == "priority" else (r.predicted_output_tokens or r.output_tokens) for r in requests
-        ]
-        self.tokens, self.done, self.gen = list(self.prompt), [0] * n, [0] * n
-        self.first, self.last, self.started, self.finished = [-1.0] * n, [0.0] * n, [-1.0] * n, [-1.0] * n
-        self.preemptions, self.state, self.swapped = [0] * n, [None] * n, [False] * n
-        self.lo, self.hi = measured
-        self.measured = [self.lo <= i < self.hi for i in range(n)]
+        self.arrival, self.prompt, self.out, self.tokens, self.done, self.gen = [], [], [], [], [], []
+        self.first, self.last, self.started, self.finished = [], [], [], []
+        self.preemptions, self.state, self.swapped, self.measured = [], [], [], []
+        self.requests, self.hit_gpu, self.hit_host, self.pool = [], [], [], KvPool(cfg, 0)
         self.running, self.prefilling, self.admitted = {}, set(), 0
-        self.waiting = WaitingQueue(cfg.policy, cfg.ageing_s, self.arrival, rank)
-        self.now, self.left, self.gaps = 0.0, self.hi - self.lo, Gaps()
+        self.waiting = WaitingQueue(cfg.policy, cfg.ageing_s, self.arrival, [])
+        self.now, self.gaps, self.until = 0.0, Gaps(), math.inf
         # Arrivals to come, (time, index); a request that follows another (closed loop, agent turns)
         # joins when its predecessor ends, think_s later.
-        self.pending = [(r.arrival_s, i) for i, r in enumerate(requests) if r.after < 0 and not r.generated]
-        heapq.heapify(self.pending)
+        self.pending: list = []
         self.followers: dict[int, list[int]] = {}
-        for i, r in enumerate(requests):
-            if r.after >= 0:
-                self.followers.setdefault(r.after, []).append(i)
         self.extra_s, self.steps, self.trace, self.occupancy = 0.0, 0, [], []
-        self.requests, self.hit_gpu, self.hit_host, self.pool = requests, [0] * n, [0] * n, KvPool(cfg, n)
         arrays = (self.done, self.gen, self.tokens, self.last, self.out, self.measured)
         grows = cfg.batching == "continuous" and not cfg.reserve_full_length
         self.decoding = Decoding(arrays, self.pool, grows, self.gaps)
         self.misses, self.stop, self.stopped = 0, stop, False
-        for i, r in enumerate(requests):
-            if r.generated:
+        self.lo, self.hi, self.left = *measured, 0
+        self.extend(requests)
+
+    def extend(self, requests: list[Request]) -> None:
+        """Requests join the run (at construction, or between run() calls: a fleet's router hands each replica
+        the requests it routes there, fleet.py); those with indices in [lo, hi) are measured."""
+        base, rank_key = self.n, self.cfg.policy
+        self.n += len(requests)
+        self.requests += requests
+        self.arrival += [r.arrival_s for r in requests]
+        self.prompt += [r.prompt_tokens for r in requests]
+        self.out += [r.output_tokens for r in requests]
+        self.waiting.rank += [
+            r.priority if rank_key == "priority" else (r.predicted_output_tokens or r.output_tokens) for r in requests
+        ]
+        k = len(requests)
+        self.tokens += self.prompt[base:]
+        self.done += [0] * k
+        self.gen += [0] * k
+        self.first += [-1.0] * k
+        self.last += [0.0] * k
+        self.started += [-1.0] * k
+        self.finished += [-1.0] * k
+        self.preemptions += [0] * k
+        self.state += [None] * k
+        self.swapped += [False] * k
+        self.hit_gpu += [0] * k
+        self.hit_host += [0] * k
+        self.measured += [self.lo <= i < self.hi for i in range(base, self.n)]
+        self.left += sum(self.measured[base:])
+        self.pool.extend(k)
+        for i, r in enumerate(requests, base):
+            if r.after >= 0:
+                self.followers.setdefault(r.after, []).append(i)
+            elif r.generated:
                 self._warm(i, r.generated)
+        self.pending += [(r.arrival_s, i) for i, r in enumerate(requests, base) if r.after < 0 and not r.generated]
+        heapq.heapify(self.pending)
 
     def _warm(self, i: int, generated: int) -> None:
         """i is decoding at t = 0, `generated` tokens out (the last one's KV still to compute)."""
@@ -358,9 +381,11 @@ class Engine:
             return 1
         # A request still waiting now waits for blocks or budget, neither of which a decode step frees;
         # only an arrival (under priority or sjf it may rank first and fit) can change the next plan.
+        # run(until) ends at `until`, after which requests may join (extend): it cuts a stretch as an arrival does.
         k = dec.steps_to_finish(per_step)
-        if self.pending and len(self.running) < cfg.max_num_seqs and cfg.batching == "continuous":
-            to_arrival = math.ceil((self.pending[0][0] - self.now) / step_s)
+        arrival = min(self.pending[0][0], self.until) if self.pending else self.until
+        if arrival < math.inf and len(self.running) < cfg.max_num_seqs and cfg.batching == "continuous":
+            to_arrival = math.ceil((arrival - self.now) / step_s)
             if to_arrival < k:
                 k = to_arrival if to_arrival > 1 else 1
         return self._blocks_allow(k, per_step) if k > 1 and dec.grows else k
@@ -501,14 +526,18 @@ class Engine:
             ran = [(i, 1) for i in self.running if i in dec] if n else []
             self.trace.append((start, took, (*ran, *plan.items()), tuple(i for _, _, i in self.waiting.heap)))
 
-    def run(self) -> None:
-        while self.left > 0:
+    def run(self, until: float = math.inf) -> None:
+        """Step until the measured requests are done or nothing is left to run; with `until`, stop before the
+        first step that would start at or after it (an idle engine waits there), so that a fleet can step its
+        replicas together and hand each the requests routed to it meanwhile (extend)."""
+        self.until = until
+        while self.left > 0 and self.now < until:
             if self.pending and self.pending[0][0] <= self.now:
                 self._arrive()
             if not self.running and not self.waiting.heap:
                 if not self.pending:
                     return
-                self.now = self.pending[0][0]
+                self.now = min(self.pending[0][0], until)
                 continue
             plan = self._fast_plan()
             if plan:

@@ -21,6 +21,12 @@ class KvPool:
         self.names, self.block_names = [()] * n, BlockNames()
         self.host_copy_s = cfg.kv_bytes_per_block / cfg.host_cache_bytes_per_s if cfg.host_cache_blocks else 0.0
 
+    def extend(self, count: int) -> None:
+        """Room for `count` more sequences (requests joining a run: Engine.extend)."""
+        self.blocks += [0] * count
+        self.held += [[] for _ in range(count)] if self.cache else [()] * count
+        self.names += [()] * count
+
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.block_size)
 

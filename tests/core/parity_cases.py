@@ -186,6 +186,12 @@ SPECIFIC = [
     ("roofline", {"hardware": "h100-sxm", "compute_dtype": "nvfp4"}),
     ("memory", {"engine_rule": "tensorrt"}),
     ("no_such_calculator", {}),
+    # replicas as engines behind the router (engine/fleet.py): a one-minute ramp, and one too long to simulate
+    (
+        "autoscale_ramp",
+        {"duration_s": 60, "ramp_start_s": 5, "ramp_s": 30, "lag_s": 20, "replica_model": "simulated"},
+    ),
+    ("autoscale_ramp", {"replica_model": "simulated"}),
     ("kv_cache", Raw("{not json")),
     ("kv_cache", Raw("[1, 2, 3]")),
 ]
