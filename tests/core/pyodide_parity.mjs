@@ -14,11 +14,27 @@ const pyodideDir = resolve(here, "../../node_modules/pyodide");
 const { loadPyodide } = await import(resolve(pyodideDir, "pyodide.mjs"));
 
 const [core, casesPath] = process.argv.slice(2);
+
+// As the site's worker does (docs/assets/calculators/worker.js `sized`): Pyodide 314.0.7 no longer reads the
+// INITIAL_MEMORY it sets for a snapshot, so the memory is grown to the snapshot's size before the restore.
+function sized(createPyodideModule, bytes) {
+  return (settings) => {
+    const instantiate = settings.instantiateWasm;
+    settings.instantiateWasm = (imports, receive) => instantiate(imports, (instance, module) => {
+      const short = bytes - instance.exports.memory.buffer.byteLength;
+      if (short > 0) instance.exports.memory.grow(Math.ceil(short / 65536));
+      receive(instance, module);
+    });
+    return createPyodideModule(settings);
+  };
+}
 const quiet = () => {};
 const options = { indexURL: pyodideDir + "/", stdout: quiet, stderr: quiet };
 let pyodide;
 if (core.endsWith(".gz")) {
-  pyodide = await loadPyodide({ ...options, _loadSnapshot: gunzipSync(readFileSync(core)) });
+  const heap = gunzipSync(readFileSync(core));
+  const { default: createPyodideModule } = await import(resolve(pyodideDir, "pyodide.asm.mjs"));
+  pyodide = await loadPyodide({ ...options, createPyodideModule: sized(createPyodideModule, heap.length), _loadSnapshot: heap });
 } else {
   pyodide = await loadPyodide(options);
   await pyodide.loadPackage(core, { messageCallback: quiet, errorCallback: (m) => console.error(m) });

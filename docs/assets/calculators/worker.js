@@ -129,10 +129,24 @@ function entryPoints(pyodide) {
   return { present: pyodide.globals.get("present_json"), describe: pyodide.globals.get("describe_json"), pyodide };
 }
 
+// Pyodide 314.0.7 sets INITIAL_MEMORY to the snapshot's size but never reads it: grow the heap before a restore.
+function sized(createPyodideModule, bytes) {
+  return (settings) => {
+    const instantiate = settings.instantiateWasm;
+    settings.instantiateWasm = (imports, receive) => instantiate(imports, (instance, module) => {
+      const short = bytes - instance.exports.memory.buffer.byteLength;
+      if (short > 0) instance.exports.memory.grow(Math.ceil(short / 65536));
+      receive(instance, module);
+    });
+    return createPyodideModule(settings);
+  };
+}
+
 async function start(loadPyodide, options, wheel, snapshot) {
   if (snapshot) {
     try {
-      const found = entryPoints(await loadPyodide({ ...options, _loadSnapshot: snapshot }));
+      const heap = await snapshot, create = sized(options.createPyodideModule, heap.byteLength);
+      const found = entryPoints(await loadPyodide({ ...options, createPyodideModule: create, _loadSnapshot: heap }));
       marks.via = "snapshot";
       return found;
     } catch (err) {
