@@ -173,6 +173,12 @@ def _scaler(v: dict, headroom: float, lag_s: float | None = None) -> Scaler:
     return Scaler(v["signal"], headroom, v["sync_s"], v["lag_s"] if lag_s is None else lag_s, v["max_replicas"])
 
 
+def ramp_slope(ramp: Ramp) -> float:
+    """Requests/s gained per second on the ramp; 0 for a step, as a ramp too short for a float's slope is."""
+    slope = (ramp.peak - ramp.base) / ramp.ramp_s if ramp.ramp_s > 0 else 0.0
+    return slope if math.isfinite(slope) else 0.0
+
+
 def _ramp(v: dict) -> Ramp:
     return Ramp(v["base_rate_per_s"], v["peak_rate_per_s"], v["ramp_start_s"], v["ramp_s"], v["duration_s"])
 
@@ -255,7 +261,7 @@ def _facts(v: dict) -> Facts:
         mu,
         replica.service_s,
         min(v["max_replicas"], math.ceil(ramp.peak / mu / (1 - v["headroom"]) - 1e-9)),
-        (ramp.peak - ramp.base) / ramp.ramp_s if ramp.ramp_s > 0 else 0.0,
+        ramp_slope(ramp),
         sum(1.0 for lam, n in zip(trace.rates, trace.ready) if lam > n * mu),
         replica.target(v["signal"], v["headroom"]),
         rho0,

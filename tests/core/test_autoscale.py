@@ -103,3 +103,10 @@ def test_nvml_utilisation_is_the_share_of_time_a_kernel_runs():
     assert nvml_utilisation([(i * 0.001, (i + 1) * 0.001) for i in range(1000)], 1.0) == pytest.approx(1.0)
     assert busy_share(0.0) == 0.0
     assert busy_share(20.0) > 0.999
+
+
+def test_a_ramp_too_short_for_a_float_is_a_step():
+    # hypothesis found 5e-324 s: (peak − base) ÷ ramp overflowed to ±inf in the slope output
+    for peak in (5.0, 80.0):
+        r = run("autoscale_ramp", {"ramp_s": 5e-324, "peak_rate_per_s": peak})
+        assert r["ramp_slope_per_s2"] == 0.0
