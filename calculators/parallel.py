@@ -423,6 +423,8 @@ class DeploymentModel:
         self._bw = base.accelerator.memory_bandwidth_bytes_per_s * base.bandwidth_efficiency
         self._peak = base.peak_flops_per_s * base.compute_efficiency
         self._comm: dict = {}
+        self._params = _split(self.model)  # hashing a Model per step is not free: the per-model constants, once
+        self._moe_layers: dict[int, int] = {}  # by pp
 
     def step_model(self, tp: int, dcp: int = 1) -> StepModel:
         """steptime.StepModel of one TP group of tp GPUs, dcp of them striping each sequence's KV (its
@@ -447,7 +449,9 @@ class DeploymentModel:
         and b on the stage; `rows` the logits rows gathered per rank (s when every token samples, as in decode)."""
         m, c, act = self.model, self.cluster, self.f.activation
         layers = stage_layers(m, p.pp)
-        moe_layers = _moe_layers_on_stage(m, p.pp)
+        moe_layers = self._moe_layers.get(p.pp)
+        if moe_layers is None:
+            moe_layers = self._moe_layers[p.pp] = _moe_layers_on_stage(m, p.pp)
         dense_ffn = layers - moe_layers
         ar = self._cached(("ar", p.tp, s), lambda: allreduce_s(c, s * m.hidden_size * act, p.tp))
         rows = s if rows is None else rows
@@ -506,7 +510,7 @@ class DeploymentModel:
         m, sm = self.model, self.step_model(p.tp, p.dcp)
         s = tokens / p.attention_ranks
         frac = stage_fraction(m, p.pp)
-        dense, experts, _, _ = _split(m)
+        dense, experts, _, _ = self._params
         weight_bytes = (dense - embedding_lookup_saving(m, s)) * self.f.weight / p.tp
         if m.moe is not None:
             e, k = m.moe.num_experts, m.moe.experts_per_token
