@@ -196,6 +196,8 @@ def _check(v: dict, dep, c: Cluster) -> None:
         raise InputError("model", f"{m.name} is dense: pick a mixture-of-experts model")
     if c.gpus_per_node > 1 and not c.accelerator.scale_up_bandwidth_bytes_per_s:
         raise InputError("scale_up_gb_per_s", f"{v['hardware'].name} lists no scale-up bandwidth: give one")
+    if 0 < v["scale_up_gb_per_s"] < 1:  # hypothesis: 1e-308 GB/s overflowed the transfer time to inf, then nan
+        raise InputError("scale_up_gb_per_s", "must be 0 (the accelerator's figure) or from 1 to 100,000 GB/s")
     try:
         check_cluster(c)
     except InputError as e:
