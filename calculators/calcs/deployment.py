@@ -92,9 +92,10 @@ def decode_steps(dep: Deployment, batch: int, context: int, cost: StepCost) -> l
 
 
 def time_step(cost: StepCost, label: str, formula: str = "max(memory time, compute time)") -> dict:
-    """The step's time: max(memory, compute), plus the per-step overhead when the step carries one."""
-    if not cost.overhead_s:
-        return step(label, formula, "max({}, {})",
-                    [(cost.memory_time_s, "s"), (cost.compute_time_s, "s")], cost.time_s, "s")
-    return step(label, f"{formula} + per-step overhead", "max({}, {}) + {}",
-                [(cost.memory_time_s, "s"), (cost.compute_time_s, "s"), (cost.overhead_s, "s")], cost.time_s, "s")
+    """The step's time: max(memory, compute), plus the per-step overhead and the communication on the critical
+    path (a multi-GPU deployment, sharded_steps.py) when the step carries them."""
+    terms = [(cost.memory_time_s, "s"), (cost.compute_time_s, "s")]
+    extra = [(name, t) for name, t in (("per-step overhead", cost.overhead_s), ("communication", cost.comm_s)) if t]
+    template = " + ".join(["max({}, {})"] + ["{}"] * len(extra))
+    return step(label, " + ".join([formula] + [name for name, _ in extra]), template,
+                terms + [(t, "s") for _, t in extra], cost.time_s, "s")
