@@ -150,6 +150,11 @@ def step_overheads() -> dict:
     return _load("step_overheads.toml")
 
 
+def shapes() -> dict[str, dict]:
+    """Named workload shapes by id, as written (shapes.toml; workload_shape.named_shapes checks them)."""
+    return _by_id("shapes.toml", "shape")
+
+
 def prices() -> list[dict]:
     """Dated, sourced prices, in the file's order (prices.toml; rows have no id)."""
     return entries("prices.toml", "price")

@@ -186,6 +186,7 @@ ADVANCED = frozenset(
         "input_tokens_cv",
         "output_tokens_cv",
         "replica_model",
+        "shape_turns",
     }
 )
 # ...but not in the calculators that are about them.

@@ -27,7 +27,7 @@ from .steptime import deployment
 
 HEADROOMS = tuple(round(0.05 * i, 2) for i in range(19))  # 0 … 0.9
 PLOTTED = HEADROOMS[::2]  # 0, 0.1 … 0.9
-DROPPED = ("request_rate_per_s", "num_requests", "itl_p99_slo_s")
+DROPPED = ("request_rate_per_s", "num_requests", "itl_p99_slo_s", "workload_shape", "shape_turns")  # no shapes here
 NUM_REQUESTS = 1000  # what goodput's setup keys its kept schedules by; the fluid model runs no requests
 SIGNAL_CHOICES = [
     ("inflight", "Requests in flight per replica (running + waiting)"),

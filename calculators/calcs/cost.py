@@ -2,6 +2,9 @@
 
   USD per M tokens = (USD/GPU-h × N_gpu) ÷ (tokens/s × 3600) × 10^6     (hourly price over tokens per hour)
   Check: DeepSeek Day 6 (open-infra-index), $2/GPU-h × 8 H800 at 14.8k output tok/s per node → $0.30/M.
+With a workload shape (workload_shape.py) a task's tokens are the shape's totals: input read over its turns,
+the part of it the prefix cache serves (no prefill, so not priced by the input rate), the rest priced as
+input, and output + thinking priced as output; demand is then tasks per second.
 """
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import math
 
 from ..errors import InputError
 from ..schema import choice, integer, number, output, step
+from .workload_shape import shape_fields, shape_of, totals
 
 HOURS_PER_MONTH = 730.0   # 8,760 h per year ÷ 12
 
@@ -65,12 +69,16 @@ SCHEMA = {
         number("power_watts_per_gpu", "Power per GPU", 700.0, 1.0, 100_000.0, "W",
                  "Board power (TDP) is the ceiling of draw, not the draw: H100/H200 SXM 700 W (NVIDIA H100 "
                  "datasheet; MLPerf v4.1 'H200 TGP 700W'). Enter measured power where you have it."),
-    ],
+    ] + shape_fields("A named task: its tokens replace the three per-task counts above (input read over its "
+                     "turns, less what the prefix cache serves, which skips prefill and is not priced; output "
+                     "and thinking as output), and the demand is tasks per second."),
     "outputs": [
         output("usd_per_million_output_tokens", "Cost per million output tokens", "USD", "usd"),
         output("usd_per_million_input_tokens", "Cost per million input tokens", "USD", "usd",
                words={0: "not priced"}),
         output("usd_per_task", "Cost per task", "USD", "usd"),
+        output("tokens_read_per_task", "Input tokens read per task", "tokens", "integer"),
+        output("tokens_cached_per_task", "… served by the prefix cache (no prefill: not priced)", "tokens", "integer"),
         output("usd_per_hour", "Deployment cost per hour", "USD", "usd"),
         output("output_tokens_per_s_per_gpu", "Output tokens/s per GPU", "tokens/s", "rate"),
         output("gpus_needed", "GPUs needed for the demand (whole replicas; a lower bound if the rate is Offline)",
@@ -131,8 +139,28 @@ def _derivation(v: dict, out: dict, generated: int, in_gpus: int) -> list[dict]:
     ]
 
 
+def with_shape(v: dict) -> tuple[dict, int, int]:
+    """(inputs, input tokens read per task, of them cached): a shape's totals in place of the per-task
+    counts (input = the uncached part; output + thinking), or the inputs as they are (nothing cached)."""
+    shape = shape_of(v)
+    if shape is None:
+        return v, v["input_tokens_per_task"], 0
+    tot = totals(shape)
+    counts = {"input_tokens_per_task": tot.prefilled, "output_tokens_per_task": tot.decoded - tot.thinking,
+              "reasoning_tokens_per_task": tot.thinking}
+    return dict(v, **counts), tot.prompt, tot.cached
+
+
+def _shape_step(v: dict, read: int, cached: int) -> list[dict]:
+    if shape_of(v) is None:
+        return []
+    return [step("Input priced per task (shape)", "input read − served by the prefix cache", "{} − {}",
+                 [(read, "tokens"), (cached, "tokens")], v["input_tokens_per_task"], "tokens")]
+
+
 def compute(v: dict) -> dict:
     _check(v)
+    v, read, cached = with_shape(v)
     price, n = v["usd_per_gpu_hour"], v["num_gpus"]
     out_rate, in_rate = v["output_tokens_per_s"], v["input_tokens_per_s"]
     per_m_out = usd_per_million(price, n, out_rate)
@@ -145,6 +173,8 @@ def compute(v: dict) -> dict:
         "usd_per_million_output_tokens": per_m_out,
         "usd_per_million_input_tokens": per_m_in,
         "usd_per_task": (generated * per_m_out + v["input_tokens_per_task"] * per_m_in) / 1e6,
+        "tokens_read_per_task": read,
+        "tokens_cached_per_task": cached,
         "usd_per_hour": price * n,
         "output_tokens_per_s_per_gpu": out_rate / n,
         "gpus_needed": gpus,
@@ -152,4 +182,4 @@ def compute(v: dict) -> dict:
         "joules_per_output_token": joules,
         "kwh_per_million_output_tokens": joules * 1e6 / 3.6e6,
     }
-    return dict(out, derivation=_derivation(v, out, generated, in_gpus))
+    return dict(out, derivation=_shape_step(v, read, cached) + _derivation(v, out, generated, in_gpus))

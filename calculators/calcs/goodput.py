@@ -13,6 +13,13 @@ steady state is claimed: attainment 0, latencies from one saturated schedule sha
 overloaded rate); below it, a warm start at the implied batch, a settling stretch, then
 num_requests measured. Common random numbers: every rate sees the same requests and arrival gaps.
 Checked against 5,000-request runs in tests/core/test_goodput_steady.py.
+
+With a workload shape (workload_shape.Sessions) the requests are the shape's turns: sessions start with the
+gamma gaps at rate ÷ turns (the rate is in turns, each a request), each turn arrives the shape's wait after
+the previous one ends (a wait drawn with the shape's mean) and re-reads the whole history (this server has no prefix cache: every turn prefills
+its whole prompt, the shape's reuse is not used); the settling stretch and the tail after the measured turns
+are as long as a session (SessionStretch); past the edge of steady state one run at the rate stands in for
+the saturated schedule.
 """
 from __future__ import annotations
 
@@ -35,6 +42,7 @@ from .latency import TP_HELP
 from .parallel_fields import SCALE_OUT_KEYS, scale_out_fields
 from .sharding import comm_notes, sharded_steps
 from .steptime import StepModel, deployment
+from .workload_shape import Sessions, shape_fields, shape_of
 
 DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
 SEQ_RULES = [("vllm", "vLLM V1 default for this accelerator"), ("set", "The value below")]
@@ -68,7 +76,9 @@ SCHEMA = {
                     "load is checked against the capacity of the same step-time model; below 98% of it "
                     "the run starts with the batch the load implies, and the requests measured arrive "
                     "after a settling stretch; from 98% of capacity up no steady state is claimed and "
-                    "attainment is reported as 0."),
+                    "attainment is reported as 0. With a workload shape each turn is a request (the rate is "
+                    "in turns per second) and, as this server has no prefix cache, every turn prefills its "
+                    "whole prompt: the shape's reuse is not used."),
     "inputs": deployment_fields(0.8, 0.6, {"num_gpus": {"help": TP_HELP}}) + scale_out_fields() + engine_fields() + [
         number("request_rate_per_s", "Request rate", 10.0, 0.001, 1e6, "requests/s",
                "The rate the per-run figures describe; the goodput search does not depend on it."),
@@ -96,7 +106,9 @@ SCHEMA = {
                "A stall bound for streaming: the p99 of every gap between tokens. 60 s (the most) leaves it "
                "out in effect."),
         number("slo_target_percent", "Share of requests that must meet TTFT and TPOT", 90.0, 1.0, 100.0, "%"),
-    ],
+    ] + shape_fields("A named task in place of the length distributions: sessions start at rate ÷ turns; each "
+                     "turn arrives a wait (drawn, the shape's mean) after the previous one ends, its prompt the "
+                     "whole history so far, and is one request."),
     "outputs": [
         output("max_rate_meeting_slo_requests_per_s", "Goodput (DistServe): highest rate meeting the objectives",
                "requests/s", "rate"),
@@ -175,7 +187,7 @@ class Simulation:
     """One recompute's setup, shared by the run at every rate it measures."""
     load: Load
     capacity: int         # the KV pool, in tokens
-    workload: Workload
+    workload: Workload | Sessions   # the length distributions, or a shape's sessions
     steps: StepModel
     times: StepTimes      # the engine's step times, kept with the step model
     max_seqs: int         # the cap on running sequences
@@ -195,22 +207,25 @@ def _measure(v: dict, sim: Simulation, rate: float, probe: bool = False) -> dict
         return sim.runs[rate]
     load, capacity, workload = sim.load, sim.capacity, sim.workload
     rho = load.utilisation(rate)
-    if rho >= STABLE_BELOW:
+    sessions = sim.workload if isinstance(sim.workload, Sessions) else None
+    if rho >= STABLE_BELOW and sessions is None:
         gaps = Gaps()
         out = dict(summarise(_overloaded(v, sim, rate, gaps), v["ttft_slo_s"], v["tpot_slo_s"], gaps),
                    attainment=0.0, utilisation=rho, stable=False, batch=min(SIZE_CAP, load.full_batch))
     else:
         batch, gaps = min(SIZE_CAP, load.batch(rate)), Gaps() if sim.itl else None
-        settle, n = math.ceil(SETTLE * batch), v["num_requests"]
-        warm = warm_start(workload.first(ANALYSIS_REQUESTS), batch, v["seed"], capacity)
+        (settle, tail), n = _stretch(sim, rate, batch), v["num_requests"]
+        warm = warm_start(_sample(workload), batch, v["seed"], capacity)
         stop = (v["ttft_slo_s"], v["tpot_slo_s"], math.floor(n * (1 - sim.target) + 1e-9)) if probe else None
-        result = run_server(sim.times, capacity, sim.max_seqs, workload.first(settle + n + batch), rate, warm,
-                            (settle, settle + n), gaps, stop)
+        result = run_server(sim.times, capacity, sim.max_seqs, workload.first(settle + n + tail), rate, warm,
+                            (settle, settle + n), gaps, stop, sessions)
         if result is None:
             sim.runs[rate] = {"meets": False}
             return sim.runs[rate]
         out = dict(summarise(result, v["ttft_slo_s"], v["tpot_slo_s"], gaps), utilisation=rho, stable=True,
                    batch=batch)
+        if rho >= STABLE_BELOW:  # sessions past the edge: one run at the rate, no steady state claimed
+            out.update(attainment=0.0, stable=False)
     out["meets"] = out["attainment"] >= sim.target and out["itl_p99"] <= v["itl_p99_slo_s"]
     sim.runs[rate] = out
     return out
@@ -224,7 +239,7 @@ def _overloaded(v: dict, sim: Simulation, rate: float, gaps: Gaps) -> list:
     if kept.saturated is None:
         n, batch = v["num_requests"], min(SIZE_CAP, sim.load.full_batch)
         queued = [(0.0, a, b) for _, a, b in sim.workload.first(n + batch)]
-        warm = warm_start(sim.workload.first(ANALYSIS_REQUESTS), batch, v["seed"], sim.capacity)
+        warm = warm_start(_sample(sim.workload), batch, v["seed"], sim.capacity)
         kept.saturated_gaps = Gaps()
         kept.saturated = run_server(sim.times, sim.capacity, sim.max_seqs, queued, 1.0, warm, (0, n),
                                     kept.saturated_gaps)
@@ -234,6 +249,24 @@ def _overloaded(v: dict, sim: Simulation, rate: float, gaps: Gaps) -> list:
         t += gap / rate
         out.append(None if r is None else (max(r[0] - t, r[2]), r[1], r[2]))
     return out
+
+
+def _sample(workload) -> list:
+    """The draws the offered load, the warm start and Cs² average over: whole sessions of a shape."""
+    return workload.sample(ANALYSIS_REQUESTS) if isinstance(workload, Sessions) else workload.first(ANALYSIS_REQUESTS)
+
+
+def _stretch(sim: Simulation, rate: float, batch: int) -> tuple[int, int]:
+    """(Arrivals let in before the measured ones, arrivals after them.) Sessions: both as many turns as
+    arrive during one session (turns × a turn's time at this batch + the waits), so the measured turns meet
+    sessions at every stage, as in steady state, and are not left to finish on a draining server; at most
+    SIZE_CAP each."""
+    if not isinstance(sim.workload, Sessions):
+        return math.ceil(SETTLE * batch), batch
+    load, shape = sim.load, sim.workload.shape
+    turn_s = load.prefill_s + load.decode_steps * load.steps.decode_time(batch, load.context)
+    span = min(SIZE_CAP, math.ceil(rate * (shape.turns * turn_s + shape.wait_s * (shape.turns - 1))))
+    return span, span + batch
 
 
 def _bisect(v: dict, sim: Simulation) -> tuple[float, float]:
@@ -293,8 +326,20 @@ def _kept(store: dict, key, make):
     return store[key]
 
 
-def _workload(v: dict) -> Workload:
-    return _kept(_workloads, tuple(v[k] for k in WORKLOAD_KEYS), lambda: Workload(v))
+SHAPE_KEYS = ("workload_shape", "shape_turns")   # absent where a calculator built on goodput's has no shape
+
+
+def _work_key(v: dict) -> tuple:
+    return tuple(v[k] for k in WORKLOAD_KEYS) + tuple(v.get(k) for k in SHAPE_KEYS)
+
+
+def _workload(v: dict) -> Workload | Sessions:
+    """The draws: the length distributions', or a shape's turns (arrival gaps from the same stream)."""
+    def make():
+        shape = shape_of(v)
+        return Workload(v) if shape is None else Sessions(shape, Workload(v), v["seed"])
+
+    return _kept(_workloads, _work_key(v), make)
 
 
 def _step_model(v: dict, dep, key: str) -> tuple[StepModel, StepTimes]:
@@ -319,14 +364,15 @@ def server(capacity: int, max_seqs: int) -> EngineConfig:
 
 
 def run_server(times: StepTimes, capacity: int, max_seqs: int, work, rate: float, warm=(), measured=(0, None),
-               gaps: Gaps | None = None, stop=None):
+               gaps: Gaps | None = None, stop=None, sessions: Sessions | None = None):
     """One engine run of server(capacity, max_seqs): `warm` sequences (prompt, output, steps left) decoding
     at t = 0, then `work`'s draws arriving at `rate`; work[lo:hi] measured. Returns (TTFT, mean TPOT,
     prefill time) per measured request (None for one whose KV never fits), or None once `stop` (TTFT
     target, TPOT target, misses allowed) says more have missed than allowed; the measured requests'
-    inter-token gaps go to `gaps`."""
+    inter-token gaps go to `gaps`. With `sessions`, work's draws are turns of a shape's sessions."""
     requests = [Request(0.0, a, b, generated=b - left) for a, b, left in warm]
-    requests += requests_from.open_loop(work, rate)
+    offset = len(requests)
+    requests += requests_from.open_loop(work, rate) if sessions is None else sessions.requests(work, rate, offset)
     lo, hi = len(warm) + measured[0], len(warm) + (len(work) if measured[1] is None else measured[1])
     run = simulate(times, requests, server(capacity, max_seqs), (lo, hi), stop)
     if run.stopped:
@@ -345,12 +391,12 @@ def simulation(v: dict, dep) -> Simulation:
     workload, key = _workload(v), (repr(dep), *(v[k] for k in SCALE_OUT_KEYS))
     (steps, times), cap = _step_model(v, dep, key), max_num_seqs(v, dep.accelerator)
     capacity = kv_pool_tokens(v)
-    load = offered_load(steps, workload.first(ANALYSIS_REQUESTS), cap, capacity)
+    load = offered_load(steps, _sample(workload), cap, capacity)
     # Everything the saturated schedule and the queueing grid depend on (load, warm starts and batches
     # follow from these); the objectives and the rate typed are not among them.
-    kept = _kept(_setups, (key, tuple(v[k] for k in WORKLOAD_KEYS), cap, capacity, v["num_requests"]), Kept)
+    kept = _kept(_setups, (key, _work_key(v), cap, capacity, v["num_requests"]), Kept)
     return Simulation(load, capacity, workload, steps, times, cap, v["slo_target_percent"] / 100,
-                      service_cv2(load, workload.first(ANALYSIS_REQUESTS)), kept)
+                      service_cv2(load, _sample(workload)), kept)
 
 
 def _notes(v: dict, here: dict, best: float, capacity: int) -> list[str]:

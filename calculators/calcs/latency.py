@@ -7,6 +7,10 @@
   TPOT = decode step time at the mean context over generation (steptime.decode_step)
   E2E  = TTFT + TPOT × (output tokens − 1)
          (Databricks, 'LLM Inference Performance Engineering: Best Practices', 2023-10-12)
+With a workload shape (workload_shape.py), B tasks of that shape run in lockstep, turn by turn, priced by
+task_cost's per-turn model (task_cost.Pricer, _run): turn t's TTFT = queueing + one prefill of the B prompts'
+uncached tokens after their cached prefix (no token budget), its TPOT = the TPOT above at the turn's mean
+context, and task latency = Σ_t (TTFT_t + TPOT_t × (decoded_t − 1)) + (turns − 1) × wait.
 Default efficiencies (bandwidth 0.8, compute 0.6) make these estimates, not bounds: FlashMLA reaches
 ~0.9 of HBM bandwidth (deepseek-ai/FlashMLA README), FlashAttention-3 0.75 of H100 BF16 peak (arXiv 2407.08608).
 """
@@ -19,6 +23,8 @@ from .speculative_decoding import speculation_fields, speculative_decode
 from .parallel_fields import scale_out_fields
 from .sharding import comm_notes, sharded_steps
 from .steptime import StepModel, deployment
+from .task_cost import Pricer, _run
+from .workload_shape import shape_fields, shape_of
 
 BATCHES = tuple(2 ** k for k in range(11))
 TP_HELP = ("The tensor-parallel group. FLOPs and bytes split evenly; with more than one GPU each step also pays "
@@ -79,6 +85,12 @@ def batch_latency(steps, batch: int, input_tokens: int, output_tokens: int, queu
             "decode_tokens_per_s_per_gpu": batch / tpot / steps.num_gpus}
 
 
+NO_SHAPE_WORDS = {0: "no workload shape chosen"}
+SHAPE_OUTPUTS = [("task_ttft_first_turn_s", "Workload shape: TTFT, first turn"),
+                 ("task_ttft_last_turn_s", "Workload shape: TTFT, last turn"),
+                 ("task_tpot_last_turn_s", "Workload shape: TPOT, last turn"),
+                 ("task_latency_s", "Workload shape: task latency (every turn end to end, plus waits)")]
+
 SCHEMA = {
     "name": "latency",
     "title": "Latency: TTFT, TPOT and end-to-end",
@@ -98,7 +110,10 @@ SCHEMA = {
                "vLLM V1's max_num_batched_tokens for the API server (vllm/engine/arg_utils.py, v0.33.0): 16,384 on "
                "GPUs with at least 160 GiB; 8,192 with at least 70 GiB other than A100; 2,048 otherwise."),
         integer("max_num_batched_tokens", "Token budget (when set)", 8192, 1, 10_000_000, "tokens"),
-    ] + speculation_fields(),
+    ] + speculation_fields() + shape_fields(
+        "A named task run by B sessions in lockstep: per-turn TTFT and TPOT at its growing context (its cached "
+        "prefix not prefilled again; no token budget) and the task's latency, below. The outputs above stay "
+        "those of the lengths above."),
     "outputs": [
         output("ttft_s", "Time to first token (last request of the batch)", "s", "seconds"),
         output("ttft_first_s", "Time to first token, first request of the batch", "s", "seconds"),
@@ -109,6 +124,7 @@ SCHEMA = {
         output("tokens_per_s_per_user", "Tokens/s per user while decoding", "tokens/s", "rate"),
         output("tokens_per_s_per_gpu", "Output tokens/s per GPU, prefill included", "tokens/s", "rate"),
         output("decode_tokens_per_s_per_gpu", "Output tokens/s per GPU while decoding", "tokens/s", "rate"),
+        *[output(k, label, "s", "seconds", words=NO_SHAPE_WORDS) for k, label in SHAPE_OUTPUTS],
     ],
 }
 
@@ -145,11 +161,46 @@ def _steps(v: dict, r: dict, budget: int | None) -> list[dict]:
     ]
 
 
+def shape_task(v: dict, model) -> tuple[dict, list[dict]]:
+    """The workload shape's per-task outputs and their derivation (zeros, no steps, without a shape), on
+    `model`, the step model batch_latency prices with."""
+    shape = shape_of(v)
+    if shape is None:
+        return dict.fromkeys((k for k, _ in SHAPE_OUTPUTS), 0.0), []
+    batch = v["batch_size"]
+
+    def tpot(context: float) -> float:  # the same TPOT as batch_latency's, speculation included
+        spec = speculative_decode(model, v, batch, context)
+        return model.decode(batch, context).time_s if spec is None else spec.time_s / spec.tokens_per_step
+
+    run = _run(Pricer(v, batch, batch, tpot, model), shape)
+    ttfts = [v["queueing_s"] + p for p in run["prefills"]]
+    e2e = sum(f + s * (t.decoded - 1) for f, s, t in zip(ttfts, run["steps"], run["turns"]))
+    wait = shape.wait_s * (shape.turns - 1)
+    out = {"task_ttft_first_turn_s": ttfts[0], "task_ttft_last_turn_s": ttfts[-1],
+           "task_tpot_last_turn_s": run["steps"][-1], "task_latency_s": e2e + wait}
+    return out, _shape_steps(v, shape, run, out, (e2e, wait))
+
+
+def _shape_steps(v: dict, shape, run: dict, out: dict, parts: tuple[float, float]) -> list[dict]:
+    last = run["turns"][-1]
+    return [
+        step("Shape: last turn's TTFT", "queueing + prefill of B prompts' uncached tokens after their cached prefix",
+             "{} + B = {} × {} after {} cached", [(v["queueing_s"], "s"), v["batch_size"], (last.prefilled, "tokens"),
+                                                  (last.cached, "tokens")], out["task_ttft_last_turn_s"], "s"),
+        step("Shape: last turn's TPOT", "TPOT at context prompt + decoded ÷ 2", "context {}",
+             [(last.prompt + last.decoded / 2, "tokens")], out["task_tpot_last_turn_s"], "s"),
+        step("Shape: task latency", "Σ_t (TTFT_t + TPOT_t × (decoded_t − 1)) + (turns − 1) × wait",
+             "{} over {} + {}", [(parts[0], "s"), (shape.turns, "turns"), (parts[1], "s")], out["task_latency_s"], "s"),
+    ]
+
+
 def compute(v: dict) -> dict:
     dep = deployment(v)
     steps = sharded_steps(v, dep) or StepModel(dep)
     budget = token_budget(v, dep.accelerator)
     r = batch_latency(steps, v["batch_size"], v["input_tokens"], v["output_tokens"], v["queueing_s"], budget, v)
+    task, task_steps = shape_task(v, steps)
     return {
         "ttft_s": r["ttft_s"], "ttft_first_s": r["ttft_first_s"], "prefill_steps": r["prefill_steps"],
         "prefill_time_s": r["prefill"].time_s, "tpot_s": r["tpot_s"], "e2e_latency_s": r["e2e_s"],
@@ -157,6 +208,7 @@ def compute(v: dict) -> dict:
         "tokens_per_s_per_gpu": r["tokens_per_s_per_gpu"],
         "decode_tokens_per_s_per_gpu": r["decode_tokens_per_s_per_gpu"],
         "notes": comm_notes(v, steps),
-        "derivation": efficiency_steps(dep) + _steps(v, r, budget),
+        **task,
+        "derivation": efficiency_steps(dep) + _steps(v, r, budget) + task_steps,
         "series": {"throughput_latency": _curve(steps, v, budget)},
     }

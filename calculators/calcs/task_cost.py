@@ -15,96 +15,13 @@ The same sums with no prefix reuse (every turn prefills its whole prompt) give w
 from __future__ import annotations
 
 from ..engine.steps import StepTimes
-from ..schema import boolean, choice, integer, number, output, series, step
+from ..schema import integer, output, series, step
 from .deployment import deployment_fields
 from .memory import engine_fields, kv_pool_tokens
 from .steptime import deployment
-from .workload_shape import AUDIO_RULES, IMAGE_RULES, Shape, audio_tokens, image_tokens, totals, turns
+from .workload_shape import SHAPE_FIELDS, Shape, shape_from, totals, turns
 from .cost import gpu_hour_field
 from .sharding import steps_for
-
-WORKED = {"turns": 20, "shared": 30_000, "input": 1_500, "output": 300, "thinking": 1_000, "wait": 5.0}
-
-
-# The inputs that describe a workload shape (shared with other calculators that take one).
-SHAPE_FIELDS = [
-    integer(
-        "turns",
-        "Turns per task",
-        WORKED["turns"],
-        1,
-        500,
-        "turns",
-        "Model calls in one task: an agent's steps, a chat's exchanges.",
-    ),
-    integer(
-        "shared_tokens",
-        "Shared context (read by every turn)",
-        WORKED["shared"],
-        0,
-        1_000_000,
-        "tokens",
-        "System prompt, tool schemas, the files an agent loaded: the first turn's context.",
-    ),
-    integer("input_tokens", "New input per turn (message or tool result)", WORKED["input"], 0, 1_000_000, "tokens"),
-    integer("output_tokens", "Visible output per turn", WORKED["output"], 1, 1_000_000, "tokens"),
-    integer(
-        "thinking_tokens",
-        "Thinking tokens per turn",
-        WORKED["thinking"],
-        0,
-        1_000_000,
-        "tokens",
-        "Reasoning generated before the visible output: decoded and billed like output.",
-    ),
-    boolean(
-        "keep_thinking",
-        "Later turns re-read the thinking",
-        True,
-        "On in an agent loop: Qwen3's template keeps the reasoning of assistant turns after the last user "
-        "message. Off for chat turns: DeepSeek-R1's template drops every earlier turn's reasoning, and "
-        "the cached prefix then ends where the previous prompt did.",
-    ),
-    integer("images_per_turn", "Images per turn", 0, 0, 100, "images"),
-    choice(
-        "image_rule",
-        "Image tokens by",
-        "qwen2.5-vl",
-        list(IMAGE_RULES.items()),
-        "Each model's published rule (see the part's table).",
-    ),
-    integer("image_width", "Image width", 1280, 1, 16_384, "px"),
-    integer("image_height", "Image height", 720, 1, 16_384, "px"),
-    number("audio_seconds_per_turn", "Audio per turn", 0.0, 0.0, 3600.0, "s"),
-    choice("audio_rule", "Audio tokens by", "qwen2-audio", [(k, e[0]) for k, e in AUDIO_RULES.items()]),
-    number("wait_s", "Wait between turns (tool call, user)", WORKED["wait"], 0.0, 86_400.0, "s"),
-    number(
-        "reuse",
-        "Prefix reuse (share of re-read context cached)",
-        1.0,
-        0.0,
-        1.0,
-        "",
-        "1: the prefix cache serves every token an earlier turn already computed; 0: no cache.",
-        0.05,
-    ),
-]
-
-
-def shape_from(v: dict) -> Shape:
-    return Shape(
-        turns=v["turns"],
-        shared_tokens=v["shared_tokens"],
-        input_tokens=v["input_tokens"],
-        output_tokens=v["output_tokens"],
-        thinking_tokens=v["thinking_tokens"],
-        keep_thinking=v["keep_thinking"],
-        images_per_turn=v["images_per_turn"],
-        tokens_per_image=image_tokens(v["image_rule"], v["image_width"], v["image_height"]),
-        audio_tokens_per_turn=audio_tokens(v["audio_rule"], v["audio_seconds_per_turn"]),
-        wait_s=v["wait_s"],
-        reuse=v["reuse"],
-    )
 
 
 SCHEMA = {
@@ -164,18 +81,32 @@ SCHEMA = {
 
 
 class Pricer:
-    """Prefill and decode seconds of a turn on one deployment."""
+    """Prefill and decode seconds of a turn on one deployment. Here a turn's prefill is the task's alone and
+    a decode step has decode_batch sequences; the latency calculator prices `sessions` tasks in lockstep
+    (their prompts prefilled together, a decode step of `batch`) with its own TPOT, `tpot(context)`, on its
+    own step model (`model`, v's deployment's)."""
 
-    def __init__(self, v: dict):
+    def __init__(self, v: dict, batch: int | None = None, sessions: int = 1, tpot=None, model=None):
         self.dep = deployment(v)
-        self.model = steps_for(v, self.dep)
+        self.model = steps_for(v, self.dep) if model is None else model
         self.times = StepTimes(self.model)
-        self.batch = v["decode_batch"]
+        self.batch = v["decode_batch"] if batch is None else batch
+        self.sessions, self.tpot = sessions, tpot
 
     def prefill(self, cached: int, prefilled: int) -> float:
-        return self.times.mixed(0, 0.0, [(cached, prefilled)]) if prefilled else 0.0
+        if not prefilled:
+            return 0.0
+        if self.sessions == 1:
+            return self.times.mixed(0, 0.0, [(cached, prefilled)])
+        # StepTimes.mixed over `sessions` equal chunks, as one product instead of a sum over up to 100,000
+        model, n = self.model, self.sessions
+        end_flops, end_kv = model.per_prompt(cached + prefilled)
+        flops = end_flops - (model.per_prompt(cached)[0] if cached else 0.0)
+        return model.step_time(n * flops, n * prefilled, n * end_kv, n) + self.times.overhead_s
 
     def step(self, prompt: int, decoded: int) -> float:
+        if self.tpot is not None:
+            return self.tpot(prompt + decoded / 2)
         return self.model.decode_time(self.batch, round(prompt + decoded / 2))
 
 

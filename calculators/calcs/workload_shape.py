@@ -35,11 +35,17 @@ Audio tokens per second of audio:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import random
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
+from functools import cache
+
+from .. import catalog
 from ..engine.config import Request
 from ..engine.workload import conversations
+from ..errors import InputError
+from ..schema import boolean, choice, integer, number, validate
 
 QWEN_FACTOR = 28  # px per token side: 14-px patch × 2×2 merge
 QWEN_MIN_PIXELS, QWEN_MAX_PIXELS = 3136, 12_845_056  # Qwen2.5-VL processor defaults (56², 14² × 4 × 16,384)
@@ -204,3 +210,186 @@ def requests(shape: Shape, sessions: int, rate_per_s: float, gap: float = 1.0) -
     draws = [(gap, shape.new_tokens, shape.decoded_tokens)] * sessions
     dropped = 0 if shape.keep_thinking else shape.thinking_tokens
     return conversations(draws, rate_per_s, shape.turns, shape.wait_s, shape.shared_tokens, dropped_tokens=dropped)
+
+
+class Sessions:
+    """Tasks of one shape as the goodput calculator's draws and requests. Draw c·T + t is session c's
+    turn t: (gap, prompt_t, decoded), the gap (at a rate of 1 session per unit) from `workload`'s arrival
+    stream on a session's first turn and 0 on the others. A rate is in turns (requests) per second, so
+    sessions start at rate ÷ T; the requests are engine.workload.conversations' (each turn waits wait_s
+    after the previous one ends and re-reads the history); shape.reuse is not used (the server decides).
+    Each wait is drawn, exponential with the shape's mean (seeded, by turn): with fixed lengths a fixed wait
+    would bring every session's turns back at the same instant once one big prefill has lined them up."""
+
+    def __init__(self, shape: Shape, workload, seed: int = 0):
+        self.shape, self.workload, self.turns = shape, workload, turns(shape)
+        self.rng, self.waits = random.Random(f"waits {seed}"), []
+
+    def wait(self, n: int) -> list[float]:
+        """The first n waits (the same whatever is asked later)."""
+        mean = self.shape.wait_s
+        while len(self.waits) < n:
+            self.waits.append(self.rng.expovariate(1 / mean) if mean > 0 else 0.0)
+        return self.waits[:n]
+
+    def first(self, n: int) -> list[tuple[float, int, int]]:
+        count = len(self.turns)
+        gaps = [g for g, _, _ in self.workload.first(-(-n // count))]
+        draws = [(g if t == 0 else 0.0, turn.prompt, turn.decoded) for g in gaps for t, turn in enumerate(self.turns)]
+        return draws[:n]
+
+    def sample(self, at_least: int) -> list[tuple[float, int, int]]:
+        """Whole sessions, at least `at_least` turns: every turn weighs the same in an average over them."""
+        count = len(self.turns)
+        return self.first(count * -(-at_least // count))
+
+    def requests(self, work, rate: float, offset: int = 0) -> list[Request]:
+        """The engine's requests for draws `work` (a prefix of first()) at `rate` turns/s, listed after
+        `offset` others (each turn's `after` points past them)."""
+        shape, count = self.shape, len(self.turns)
+        draws = [(g, shape.new_tokens, shape.decoded_tokens) for g, _, _ in work[::count]]
+        dropped = 0 if shape.keep_thinking else shape.thinking_tokens
+        made = conversations(draws, rate / count, count, shape.wait_s, shape.shared_tokens, dropped_tokens=dropped)
+        made = made[: len(work)]
+        waits = self.wait(len(made))
+        return [r._replace(after=r.after + offset, think_s=w) if r.after >= 0 else r for r, w in zip(made, waits)]
+
+
+# ---- the inputs of a shape, and named shapes ---------------------------------------------------------
+
+WORKED = {"turns": 20, "shared": 30_000, "input": 1_500, "output": 300, "thinking": 1_000, "wait": 5.0}
+
+
+# The inputs that describe a workload shape (shared with other calculators that take one).
+SHAPE_FIELDS = [
+    integer(
+        "turns",
+        "Turns per task",
+        WORKED["turns"],
+        1,
+        500,
+        "turns",
+        "Model calls in one task: an agent's steps, a chat's exchanges.",
+    ),
+    integer(
+        "shared_tokens",
+        "Shared context (read by every turn)",
+        WORKED["shared"],
+        0,
+        1_000_000,
+        "tokens",
+        "System prompt, tool schemas, the files an agent loaded: the first turn's context.",
+    ),
+    integer("input_tokens", "New input per turn (message or tool result)", WORKED["input"], 0, 1_000_000, "tokens"),
+    integer("output_tokens", "Visible output per turn", WORKED["output"], 1, 1_000_000, "tokens"),
+    integer(
+        "thinking_tokens",
+        "Thinking tokens per turn",
+        WORKED["thinking"],
+        0,
+        1_000_000,
+        "tokens",
+        "Reasoning generated before the visible output: decoded and billed like output.",
+    ),
+    boolean(
+        "keep_thinking",
+        "Later turns re-read the thinking",
+        True,
+        "On in an agent loop: Qwen3's template keeps the reasoning of assistant turns after the last user "
+        "message. Off for chat turns: DeepSeek-R1's template drops every earlier turn's reasoning, and "
+        "the cached prefix then ends where the previous prompt did.",
+    ),
+    integer("images_per_turn", "Images per turn", 0, 0, 100, "images"),
+    choice(
+        "image_rule",
+        "Image tokens by",
+        "qwen2.5-vl",
+        list(IMAGE_RULES.items()),
+        "Each model's published rule (see the part's table).",
+    ),
+    integer("image_width", "Image width", 1280, 1, 16_384, "px"),
+    integer("image_height", "Image height", 720, 1, 16_384, "px"),
+    number("audio_seconds_per_turn", "Audio per turn", 0.0, 0.0, 3600.0, "s"),
+    choice("audio_rule", "Audio tokens by", "qwen2-audio", [(k, e[0]) for k, e in AUDIO_RULES.items()]),
+    number("wait_s", "Wait between turns (tool call, user)", WORKED["wait"], 0.0, 86_400.0, "s"),
+    number(
+        "reuse",
+        "Prefix reuse (share of re-read context cached)",
+        1.0,
+        0.0,
+        1.0,
+        "",
+        "1: the prefix cache serves every token an earlier turn already computed; 0: no cache.",
+        0.05,
+    ),
+]
+
+
+def shape_from(v: dict) -> Shape:
+    return Shape(
+        turns=v["turns"],
+        shared_tokens=v["shared_tokens"],
+        input_tokens=v["input_tokens"],
+        output_tokens=v["output_tokens"],
+        thinking_tokens=v["thinking_tokens"],
+        keep_thinking=v["keep_thinking"],
+        images_per_turn=v["images_per_turn"],
+        tokens_per_image=image_tokens(v["image_rule"], v["image_width"], v["image_height"]),
+        audio_tokens_per_turn=audio_tokens(v["audio_rule"], v["audio_seconds_per_turn"]),
+        wait_s=v["wait_s"],
+        reuse=v["reuse"],
+    )
+
+
+# ---- named shapes: the field group other calculators take ---------------------------------------------
+
+NO_SHAPE = "none"
+REQUIRED = ("turns", "shared_tokens", "input_tokens", "output_tokens")
+# What a named shape means by a key it leaves out: none of it.
+NEUTRAL = {
+    "thinking_tokens": 0,
+    "keep_thinking": False,
+    "images_per_turn": 0,
+    "audio_seconds_per_turn": 0.0,
+    "wait_s": 0.0,
+    "reuse": 1.0,
+}
+NOT_INPUTS = ("id", "name", "source")
+
+
+@cache
+def named_shapes() -> dict[str, Shape]:
+    """shapes.toml's shapes by id, each checked like task_cost's inputs (errors name shapes.toml[id].field)."""
+    out = {}
+    for sid, entry in catalog.shapes().items():
+        where = f"shapes.toml[{sid}]"
+        for key in REQUIRED:
+            if key not in entry:
+                raise InputError(f"{where}.{key}", "is required")
+        given = {k: v for k, v in entry.items() if k not in NOT_INPUTS}
+        try:
+            out[sid] = shape_from(validate(SHAPE_FIELDS, {**NEUTRAL, **given}))
+        except InputError as e:
+            raise InputError(f"{where}.{e.field}", e.message) from None
+    return out
+
+
+def shape_fields(help_text: str) -> list[dict]:
+    """The field group for "the workload is a task of this shape": a named shape (or none: the calculator's
+    own lengths) and how many turns it runs (0: the shape's own). `help_text` says what a shape does there."""
+    names = [(NO_SHAPE, "None: the lengths above")] + [(k, e["name"]) for k, e in catalog.shapes().items()]
+    return [
+        choice("workload_shape", "Workload shape", NO_SHAPE, names, help_text + " Shapes: Part 18, shapes.toml."),
+        integer("shape_turns", "Turns per task (0: the shape's)", 0, 0, 500, "turns"),
+    ]
+
+
+def shape_of(v: dict) -> Shape | None:
+    """The reader's shape (with its turns overridden when shape_turns > 0), or None: no shape chosen (or
+    a calculator that does not offer one)."""
+    sid = v.get("workload_shape", NO_SHAPE)
+    if sid == NO_SHAPE:
+        return None
+    shape = named_shapes()[sid]
+    turns_ = v.get("shape_turns", 0)
+    return replace(shape, turns=turns_) if turns_ else shape
