@@ -15,11 +15,11 @@ num_requests measured. Common random numbers: every rate sees the same requests 
 Checked against 5,000-request runs in tests/core/test_goodput_steady.py.
 
 With a workload shape (workload_shape.Sessions) the requests are the shape's turns: sessions start with the
-gamma gaps at rate ÷ turns (the rate is in turns, each a request), each turn arrives the shape's wait after
-the previous one ends (a wait drawn with the shape's mean) and re-reads the whole history (this server has no prefix cache: every turn prefills
-its whole prompt, the shape's reuse is not used); the settling stretch and the tail after the measured turns
-are as long as a session (SessionStretch); past the edge of steady state one run at the rate stands in for
-the saturated schedule.
+gamma gaps at rate ÷ turns (the rate is in turns, each a request); each turn arrives a wait after the previous
+one ends (drawn, exponential with the shape's mean) and re-reads the whole history (this server has no prefix
+cache: every turn prefills its whole prompt, the shape's reuse is not used); the settling stretch and the tail
+after the measured turns are as long as a session (_stretch); past the edge of steady state one run at the
+rate stands in for the saturated schedule.
 """
 from __future__ import annotations
 
