@@ -13,7 +13,11 @@ calculator's default efficiencies for the estimate and at efficiencies 1.0 for t
   input_tokens_per_s    per GPU: prompts × T_in ÷ prefill time
   tokens_per_s_per_user 1 ÷ TPOT
 Error = predicted speed ÷ measured speed − 1, speed being the rate, or 1 ÷ the time: +25% means the core
-was 25% too fast (optimistic), −25% too slow, whatever the metric. Nothing is fitted to the ledger.
+was 25% too fast (optimistic), −25% too slow, whatever the metric. Two constants were fitted to the ledger
+(data/fitted.toml: the kernel floor of the "fitted" step-overhead mode, the matmul share of dequantised 4-bit float
+weights), each on named groups; fit_* recompute them and `held_out` marks the rows no fit has seen.
+A serving sweep's row (its group has a `client`) is predicted as its client measured it: engine/client.py runs the
+benchmark's closed loop on the simulator with the sweep's server settings (`server`).
 Bounds the other way: a time bound never above the measured time, a rate bound never below the measured
 rate (tests/core/test_calibration.py). Where the row lacks a condition the bound takes the value that
 makes the bound weakest (a prompt of 1 token; a serving benchmark's running batch of 1).
@@ -22,15 +26,22 @@ makes the bound weakest (a prompt of 1 token; a serving benchmark's running batc
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import cache, lru_cache
 
 from . import catalog
+from .calcs.goodput import SCHEMA as GOODPUT
+from .calcs.memory import kv_pool_tokens
+from .calcs.overhead import gpu_per_kernel_s
+from .engine.client import Client, run_client
+from .engine.config import EngineConfig
+from .engine.steps import StepTimes
 from .calcs.latency import SCHEMA as LATENCY
 from .calcs.latency import batch_latency
 from .calcs.sharding import steps_for
 from .sharded_steps import ShardedSteps
 from .calcs.steptime import bound_deployment, compute_ceiling_tokens_per_s_per_gpu, deployment
-from .calcs.overhead import DEFAULT_MODE, MODE_CHOICES
+from .calcs.overhead import DEFAULT_MODE, MODE_CHOICES  # noqa: F401 (DEFAULT_MODE: the page's default rows)
 from .calcs.steptime import StepModel
 from .errors import InputError
 from .model import Model
@@ -233,6 +244,58 @@ def _user_rate(row, steps, bound):
     return 1.0 / _tpot(row, steps, bound)
 
 
+# ---- a serving benchmark's rows: its client on the simulator ------------------------------------------------------
+
+SERVED = ("tpot_s", "ttft_s", "e2e_latency_s", "output_tokens_per_s")
+BLOCK = 16  # tokens per KV block, both engines' default page for these models
+
+
+def _client(row: dict) -> Client:
+    c = row["client"]
+    return Client(
+        row["batch"],
+        row["input_tokens"],
+        max(1, round(row["output_tokens"])),
+        c.get("range_ratio", 1.0),
+        c.get("prompts_per_user", 10),
+        c.get("stream_interval", 1),
+    )
+
+
+def _server(row: dict) -> EngineConfig:
+    """The engine the sweep ran: its KV pool under the engine's memory rule, its token budget and running cap (the
+    sweep's max_num_seqs, or the concurrency), and whether a step mixes prefill with decodes (SGLang's default
+    runs them apart: enable_mixed_chunk off)."""
+    s = row["server"]
+    inputs = {k: v for k, v in core_inputs(row).items() if k not in ("batch_size", "input_tokens", "output_tokens")}
+    inputs.update(engine_rule=s.get("engine_rule", "vllm"))
+    inputs.update({k: s[k] for k in ("gpu_memory_utilization", "mem_fraction_static") if k in s})
+    pool = kv_pool_tokens(validate(GOODPUT["inputs"], inputs))
+    mixed = s.get("mixed_batches", True)
+    return EngineConfig(
+        kv_blocks=max(1, int(pool // BLOCK)),
+        block_size_tokens=BLOCK,
+        max_num_seqs=s.get("max_num_seqs", row["batch"]),
+        max_num_batched_tokens=s["token_budget"],
+        chunked_prefill=mixed,
+        mixed_batches=mixed,
+    )
+
+
+_SERVED: dict = {}  # (point, overhead mode, communication) -> the client's means
+
+
+def _served(row: dict, overhead: str, comm: bool) -> float:
+    """A serving row's estimate: the metric as the benchmark's client computes it (rates per GPU); one simulation
+    per point, shared by its metrics."""
+    key = (row["id"].removesuffix("-" + row["metric"]), overhead, comm)
+    if key not in _SERVED:
+        steps = _deployment(row, False, overhead, comm)
+        _SERVED[key] = run_client(StepTimes(steps), _server(row), _client(row))
+    value = _SERVED[key][row["metric"]]
+    return value / row["core_tp"] if row["metric"] == "output_tokens_per_s" else value
+
+
 _PREDICT = {
     "tpot_s": _tpot,
     "ttft_s": _ttft,
@@ -259,7 +322,10 @@ def predict(row: dict, overhead: str = DEFAULT_MODE, comm: bool = True) -> dict:
         out["bound"] <= row["value"] * (1 + 1e-9) if kind == "time" else (out["bound"] >= row["value"] * (1 - 1e-9))
     )
     if row["estimate"]:
-        out["predicted"] = fn(row, _deployment(row, False, overhead, comm), False)
+        if "client" in row and row["metric"] in SERVED:
+            out["predicted"] = _served(row, overhead, comm)
+        else:
+            out["predicted"] = fn(row, _deployment(row, False, overhead, comm), False)
         out["error"] = speed_error(row["metric"], out["predicted"], row["value"])
     return out
 
@@ -273,6 +339,66 @@ def predictions(overhead: str = DEFAULT_MODE, comm: bool = True) -> list[dict]:
     """Every row predicted at this step-overhead mode, with or without communication (computed once per process
     and mode; the browser's snapshot keeps the default's)."""
     return [dict(p) for p in _predictions(overhead, comm)]
+
+
+# ---- the fitted constants (fitted.toml), recomputed from their training rows ---------------------------------------
+
+
+FITTED = "fitted"  # the step-overhead mode with the fitted kernel floor (overhead.py)
+
+
+def fitted_groups() -> dict[str, list[str]]:
+    """Each fitted constant's training groups (fitted.toml fitted_on)."""
+    return {name: list(entry["fitted_on"]) for name, entry in catalog.fitted().items()}
+
+
+def held_out(row: dict) -> bool:
+    """A row of no group any constant was fitted on."""
+    return not any(row["id"].startswith(g + "-") for groups in fitted_groups().values() for g in groups)
+
+
+def _training(name: str, metric: str) -> list[dict]:
+    groups = fitted_groups()[name]
+    return [
+        r
+        for r in _rows()
+        if r["estimate"] and r["metric"] == metric and any(r["id"].startswith(g + "-") for g in groups)
+    ]
+
+
+def fit_gpu_per_kernel_s() -> float:
+    """t_g from its training rows: the median of (measured TPOT − decode step without the floor) ÷ kernels per step,
+    the decode step at the row's concurrency and mean context (linear in t_g, so the current value is taken out)."""
+    t_g, values = gpu_per_kernel_s(), []
+    for row in _training("gpu_kernel_floor", "tpot_s"):
+        steps = _deployment(row, False, FITTED)
+        kernels = steps.overhead.eager_kernels
+        without = _tpot(row, steps, False) - kernels * t_g
+        values.append((row["value"] - without) / kernels)
+    return _quantile(sorted(values), 0.5)
+
+
+def fit_dequant_factor(tolerance: float = 0.005) -> float:
+    """The dequantising matmul's factor from its training rows: where the median signed log error of the simulated
+    mean TTFT, log(measured ÷ simulated), is zero (bisection; the simulated TTFT falls as the factor grows). The
+    factor is applied as the calculators apply it, through the compute efficiency."""
+    rows, current = _training("dequant_matmul", "ttft_s"), catalog.fitted()["dequant_matmul"]["factor"]
+
+    def median_log_error(factor: float) -> float:
+        errors = []
+        for row in rows:
+            v = validate(LATENCY["inputs"], core_inputs(row, overhead=FITTED))
+            dep = deployment(v)
+            steps = steps_for(v, replace(dep, compute_efficiency=dep.compute_efficiency * factor / current))
+            predicted = run_client(StepTimes(steps), _server(row), _client(row))["ttft_s"]
+            errors.append(math.log(row["value"] / predicted))
+        return _quantile(sorted(errors), 0.5)
+
+    lo, hi = 0.01, 1.0
+    while hi - lo > tolerance:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if median_log_error(mid) > 0 else (mid, hi)  # measured slower: a smaller factor
+    return (lo + hi) / 2
 
 
 # ---- error statistics ---------------------------------------------------------------------------
@@ -303,9 +429,14 @@ def summarize(errors: list[float]) -> dict:
     }
 
 
-def summary(metric: str | None = None, overhead: str = DEFAULT_MODE) -> dict:
-    """Error statistics over the estimate rows of one metric (None: every metric)."""
-    chosen = [p for p in _predictions(overhead) if "error" in p and metric in (None, p["metric"])]
+def summary(metric: str | None = None, overhead: str = DEFAULT_MODE, only_held_out: bool = False) -> dict:
+    """Error statistics over the estimate rows of one metric (None: every metric); only_held_out keeps the rows of
+    groups no constant was fitted on."""
+    chosen = [
+        p
+        for p in _predictions(overhead)
+        if "error" in p and metric in (None, p["metric"]) and (held_out(p) or not only_held_out)
+    ]
     return summarize([p["error"] for p in chosen])
 
 

@@ -150,6 +150,11 @@ def step_overheads() -> dict:
     return _load("step_overheads.toml")
 
 
+def fitted() -> dict:
+    """The constants fitted to the calibration ledger, each with the groups it was fitted on (fitted.toml)."""
+    return _load("fitted.toml")
+
+
 def shapes() -> dict[str, dict]:
     """Named workload shapes by id, as written (shapes.toml; workload_shape.named_shapes checks them)."""
     return _by_id("shapes.toml", "shape")

@@ -62,14 +62,36 @@ def _summary_line(label: str, chosen: list[dict], s: dict) -> list[str]:
     ]
 
 
-def render_summary() -> str:
-    preds = calibration.predictions()
+def _summary(mode: str, held_out: bool) -> list[list[str]]:
+    preds = [p for p in calibration.predictions(mode) if calibration.held_out(p) or not held_out]
     rows = [
-        _summary_line(cell(label), [p for p in preds if p["metric"] == metric], calibration.summary(metric))
+        _summary_line(
+            cell(label), [p for p in preds if p["metric"] == metric], calibration.summary(metric, mode, held_out)
+        )
         for metric, (label, _, _) in calibration.KINDS.items()
     ]
-    rows.append(_summary_line("**Every estimate**", preds, calibration.summary()))
-    return wrap("Error of the core's estimates per kind", _table(SUMMARY_HEAD, rows))
+    rows.append(_summary_line("**Every estimate**", preds, calibration.summary(None, mode, held_out)))
+    return rows
+
+
+def render_summary() -> str:
+    title = "Error of the core's estimates per kind (the default step model, every row)"
+    return wrap(title, _table(SUMMARY_HEAD, _summary(calibration.DEFAULT_MODE, False)))
+
+
+def render_fitted() -> str:
+    title = "Error per kind with the fitted kernel floor, on the held-out rows only"
+    return wrap(title, _table(SUMMARY_HEAD, _summary(calibration.FITTED, True)))
+
+
+def render_fits() -> str:
+    """Each fitted constant, its value, what it was fitted on and how many rows that left out."""
+    rows = []
+    for name, entry in catalog.fitted().items():
+        value = entry.get("per_kernel_s", entry.get("factor"))
+        shown = f"{value * 1e6:.2f} µs" if "per_kernel_s" in entry else f"{value:.2f}"
+        rows.append([cell(name.replace("_", " ")), shown, ", ".join(entry["fitted_on"]), cell(entry["method"])])
+    return wrap("The fitted constants", _table(["Constant", "Value", "Fitted on (ledger groups)", "Method"], rows))
 
 
 def render_sources() -> str:
@@ -118,9 +140,11 @@ def _conditions(p: dict) -> str:
 
 def render_rows() -> str:
     srcs = calibration.sources()
+    fitted = {p["id"]: p for p in calibration.predictions(calibration.FITTED)}
     rows = []
     for p in calibration.predictions():
         s = srcs[p["source"]]
+        role = "held out" if calibration.held_out(p) else "fitted on"
         rows.append(
             [
                 cell(calibration.KINDS[p["metric"]][0]),
@@ -129,6 +153,7 @@ def render_rows() -> str:
                 _value(p["metric"], p["value"]),
                 _value(p["metric"], p.get("predicted")),
                 _pct(p.get("error")),
+                _pct(fitted[p["id"]].get("error")) + ("" if "error" not in p else f" ({role})"),
                 _value(p["metric"], p["bound"]) + ("" if p["bound_holds"] else " ✗"),
                 cell(_left_out(p)) if "error" in p else cell(p.get("estimate_note", "")),
                 f"[{cell(s['publisher'].split(',')[0])}]({s['url']}): {cell(p['where'])}",
@@ -141,6 +166,7 @@ def render_rows() -> str:
         "Measured",
         "Core's estimate",
         "Error",
+        "Error, fitted floor",
         "Bound",
         "Not in the core's model (or why no estimate)",
         "Source",
@@ -148,7 +174,13 @@ def render_rows() -> str:
     return wrap("Every ledger row, predicted", _table(head, rows))
 
 
-RENDER = {"summary": render_summary, "sources": render_sources, "rows": render_rows}
+RENDER = {
+    "summary": render_summary,
+    "fitted": render_fitted,
+    "fits": render_fits,
+    "sources": render_sources,
+    "rows": render_rows,
+}
 
 
 def render_calibration(markdown: str) -> str:

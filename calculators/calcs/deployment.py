@@ -56,7 +56,9 @@ def _fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict
         choice("step_overhead", "Per-step overhead", DEFAULT_MODE, MODE_CHOICES,
                "Launch time each step adds to its kernels' time, as vLLM v0.33.0 runs: with CUDA graphs one "
                "replay per decode step (piecewise graphs for steps with prefill, eager above 512 tokens); "
-               "eager, every kernel's launch (about 2.6 µs each, from vLLM PR #10058). Bounds never include it."),
+               "eager, every kernel's launch (about 2.6 µs each, from vLLM PR #10058); fitted, the graphs' launches "
+               "plus every kernel's GPU floor, fitted to the calibration ledger (see the calibration page). Bounds "
+               "never include it."),
     ]
 
 

@@ -13,6 +13,14 @@
   T_max              = the largest capture size: min(2 × max_num_seqs × (1 + spec), 512), 1,024 on
                        data-center Blackwell; T_full = min(max_num_seqs × (1 + spec), T_max) (vLLM v0.33.0)
 
+  kernel floor       = kernels per step × t_g, in the "fitted" mode only (graphs otherwise): the GPU time
+                       each kernel costs beyond its share of the step's roofline time (a small kernel's
+                       ramp-up and tail, the gap between kernels that a graph replay shortens but does not
+                       remove). t_g is fitted, not measured: the median over the calibration ledger's training
+                       rows (fitted.toml [gpu_kernel_floor] names them; calibration.fit_gpu_per_kernel_s
+                       recomputes it) of (measured TPOT − TPOT without the floor) ÷ kernels per step; the
+                       calibration page reports the error on the other rows.
+
 Assumptions, not measurements: a graph replay is priced as one launch; the CPU work of scheduling,
 sampling and detokenisation adds nothing, because vLLM v0.33.0's async scheduling and separate API
 process overlap it with the GPU (the pre-v0.6.0 vLLM breakdown in step_overheads.toml is what that removed);
@@ -27,17 +35,19 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from functools import cache
 
-from ..catalog import model_presets, step_overheads
+from ..catalog import fitted, model_presets, step_overheads
 from ..model import Accelerator, Model
 from ..params import is_moe_layer
 from .engine_defaults import vllm_max_num_seqs
 
-MODES = ("graphs", "eager", "none")
+MODES = ("graphs", "eager", "none", "fitted")
 MODE_CHOICES = [
     ("graphs", "CUDA graphs (vLLM v0.33.0 default)"),
     ("eager", "Eager, no graphs (enforce_eager)"),
     ("none", "None (kernel time only)"),
+    ("fitted", "CUDA graphs + each kernel's GPU floor (fitted to the calibration ledger)"),
 ]
+GRAPHS = ("graphs", "fitted")  # the modes that replay CUDA graphs
 DEFAULT_MODE = "graphs"
 # The help of the engine calculators' step_overhead_ms input, which adds to the modelled overhead.
 EXTRA_OVERHEAD_HELP = (
@@ -112,9 +122,15 @@ def graph_memory_bytes(max_batch: int) -> float:
     return max_batch * data()["sglang"]["graph_reserve_mb_per_batch"] * MIB
 
 
+@cache
+def gpu_per_kernel_s() -> float:
+    """t_g: the GPU time each kernel of a step costs beyond its roofline share (fitted.toml [gpu_kernel_floor])."""
+    return float(fitted()["gpu_kernel_floor"]["per_kernel_s"])
+
+
 @dataclass(frozen=True)
 class StepOverhead:
-    """The fixed time of one step, by kind of step and tokens in it."""
+    """The fixed time of one step, by kind of step and tokens in it: its launches plus every kernel's floor."""
 
     mode: str  # one of MODES
     per_kernel_s: float
@@ -122,28 +138,37 @@ class StepOverhead:
     piecewise_launches: int
     full_graph_tokens: int  # decode-only steps up to this many tokens replay one full graph
     max_capture_tokens: int  # any step up to this many tokens replays graphs; above it runs eager
+    gpu_kernel_s: float = 0.0  # t_g, each kernel's GPU floor (0: launches only)
 
     def eager_s(self) -> float:
         return self.eager_kernels * self.per_kernel_s
 
-    def decode_s(self, tokens: float) -> float:
-        """A decode-only step of `tokens` tokens (sequences × tokens each)."""
-        if self.mode == "none":
-            return 0.0
-        if self.mode == "graphs":
+    def floor_s(self) -> float:
+        """Every kernel's GPU floor: kernels per step × t_g (the same with or without graphs)."""
+        return self.eager_kernels * self.gpu_kernel_s
+
+    def launch_decode_s(self, tokens: float) -> float:
+        """The launches of a decode-only step of `tokens` tokens: one replay, piecewise replays, or eager."""
+        if self.mode in GRAPHS:
             if tokens <= self.full_graph_tokens:
                 return self.per_kernel_s * data()["vllm"]["graph_launches_full"]
             if tokens <= self.max_capture_tokens:
                 return self.piecewise_launches * self.per_kernel_s
         return self.eager_s()
 
-    def mixed_s(self, tokens: float) -> float:
-        """A step with prefill in it (alone or mixed with decodes) of `tokens` tokens."""
-        if self.mode == "none":
-            return 0.0
-        if self.mode == "graphs" and tokens <= self.max_capture_tokens:
+    def launch_mixed_s(self, tokens: float) -> float:
+        """The launches of a step with prefill in it: piecewise replays up to the largest graph, else eager."""
+        if self.mode in GRAPHS and tokens <= self.max_capture_tokens:
             return self.piecewise_launches * self.per_kernel_s
         return self.eager_s()
+
+    def decode_s(self, tokens: float) -> float:
+        """A decode-only step of `tokens` tokens (sequences × tokens each): launches + kernel floor."""
+        return 0.0 if self.mode == "none" else self.launch_decode_s(tokens) + self.floor_s()
+
+    def mixed_s(self, tokens: float) -> float:
+        """A step with prefill in it (alone or mixed with decodes) of `tokens` tokens: launches + kernel floor."""
+        return 0.0 if self.mode == "none" else self.launch_mixed_s(tokens) + self.floor_s()
 
 
 def step_overhead(
@@ -157,5 +182,11 @@ def step_overhead(
     largest = max_capture_tokens(accelerator, tokens_per_sequence)
     full = min(vllm_max_num_seqs(accelerator) * tokens_per_sequence, largest)
     return StepOverhead(
-        mode, per_kernel_s(), kernels_per_step(model, num_gpus), piecewise_launches(model), full, largest
+        mode,
+        per_kernel_s(),
+        kernels_per_step(model, num_gpus),
+        piecewise_launches(model),
+        full,
+        largest,
+        gpu_per_kernel_s() if mode == "fitted" else 0.0,
     )

@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from ..catalog import fitted
 from ..schema import expert_dtype
 from ..errors import InputError
 from ..formats import bytes_per_element, get_format
@@ -147,9 +148,20 @@ def attention_peak_flops(accelerator: Accelerator, kv_dtype: str, compute_dtype:
     return float(rate) if rate else peak_flops(accelerator, compute_dtype)
 
 
+def dequant_factor(accelerator: Accelerator, weight_dtype: str, experts: str | None) -> float:
+    """The share of the matmul rate kept when the (expert) weights are a 4-bit float format this chip has no rate
+    for, dequantised inside the GEMM (fitted.toml [dequant_matmul]); 1 otherwise."""
+    fmt = get_format(experts or weight_dtype, "expert_weight_dtype" if experts else "weight_dtype")
+    if fmt.bits_per_element == 4 and fmt.flops_key == "fp4" and not accelerator.dense_flops_per_s.get("fp4"):
+        return float(fitted()["dequant_matmul"]["factor"])
+    return 1.0
+
+
 def deployment(v: dict) -> Deployment:
     """A Deployment from validated inputs (shared by roofline, latency and goodput). The per-step
-    overhead follows v["step_overhead"] (deployment_fields; CUDA graphs when a caller has no such key)."""
+    overhead follows v["step_overhead"] (deployment_fields; CUDA graphs when a caller has no such key).
+    The compute efficiency is the reader's × dequant_factor (1 unless 4-bit float weights meet a chip without
+    FP4 matmuls)."""
     experts = expert_dtype(v)
     return Deployment(
         v["model"],
@@ -159,7 +171,7 @@ def deployment(v: dict) -> Deployment:
         peak_flops(v["hardware"], v["compute_dtype"]),
         v["num_gpus"],
         v["bandwidth_efficiency"],
-        v["compute_efficiency"],
+        v["compute_efficiency"] * dequant_factor(v["hardware"], v["weight_dtype"], experts),
         bytes_per_element(experts, "expert_weight_dtype") if experts else None,
         attention_peak_flops(v["hardware"], v["kv_dtype"], v["compute_dtype"]),
         step_overhead(v["model"], v["hardware"], v["num_gpus"], v.get("step_overhead", DEFAULT_MODE)),

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from calculators import calibration, run
+from calculators import calibration, catalog, run
 from calculators.page import present
 from calculators.calcs.latency import SCHEMA as LATENCY
 from calculators.schema import validate
@@ -211,3 +211,54 @@ def test_the_deployment_model_reproduces_dp_attention_ep_decode(row, tolerance):
     p = next(p for p in PREDICTIONS if p["id"] == row)
     assert abs(p["error"]) <= tolerance
     assert p["bound"] >= p["value"] >= p["predicted"] * (1 - tolerance)
+
+
+# ---- the fitted constants and the held-out rows (fitted.toml) ------------------------------------------------
+
+
+def test_every_fit_names_ledger_groups_and_leaves_most_rows_out():
+    groups = {r["id"].removesuffix("-" + r["metric"]).split("-b")[0] for r in ROWS}
+    for name, fitted_on in calibration.fitted_groups().items():
+        assert fitted_on, name
+        for g in fitted_on:
+            assert any(r["id"].startswith(g + "-") for r in ROWS), (name, g)
+    held = [p for p in PREDICTIONS if "error" in p and calibration.held_out(p)]
+    assert len(held) >= 60 and len({p["source"] for p in held}) >= 5, len(groups)
+
+
+def test_the_kernel_floor_is_its_fit():
+    # fitted.toml keeps t_g to three significant figures of the median over its training rows
+    value = catalog.fitted()["gpu_kernel_floor"]["per_kernel_s"]
+    assert calibration.fit_gpu_per_kernel_s() == pytest.approx(value, rel=0.002)
+
+
+def test_the_dequant_factor_is_its_fit():
+    # kept to two decimals; the bisection stops within 0.005
+    value = catalog.fitted()["dequant_matmul"]["factor"]
+    assert calibration.fit_dequant_factor() == pytest.approx(value, abs=0.01)
+
+
+def test_the_fitted_mode_is_closer_on_rows_no_fit_has_seen():
+    fitted = calibration.summary(None, "fitted", only_held_out=True)
+    default = calibration.summary(None, "graphs", only_held_out=True)
+    assert fitted["count"] == default["count"] >= 60
+    assert fitted["median_abs_error"] < default["median_abs_error"] / 3
+    assert fitted["within_share"] > 2 * default["within_share"]
+    # decode speed is where the floor is meant to act: held-out TPOT and throughput within ±25% mostly
+    assert calibration.summary("tpot_s", "fitted", only_held_out=True)["within_share"] >= 0.8
+    assert calibration.summary("output_tokens_per_s", "fitted", only_held_out=True)["within_share"] >= 0.8
+
+
+def test_rows_a_source_flags_are_bound_checks_only():
+    # InferenceX #828 reports two runs as a regression and an anomaly, #870 a throttled node and a 5.7 s TTFT run
+    flagged = [r for r in ROWS if "issue" in r.get("estimate_note", "")]
+    assert len({r["id"].removesuffix("-" + r["metric"]) for r in flagged}) == 4
+    assert all(not r["estimate"] for r in flagged)
+
+
+def test_a_serving_row_is_predicted_by_its_client():
+    # gpt-oss-120b, 8 × H100, 1K/1K at concurrency 4 (InferenceX #828): the client's mean TPOT, not one decode step
+    row = next(p for p in calibration.predictions("fitted") if p["id"] == "inferencex-gptoss-h100-1k1k-n8-b4-tpot_s")
+    steps = calibration._deployment(row, False, "fitted")
+    one_step = calibration._tpot(row, steps, False)
+    assert row["predicted"] != one_step and row["predicted"] == pytest.approx(one_step, rel=0.1)

@@ -257,3 +257,30 @@ def test_vllm_v060_blog_cpu_share_at_light_load():
 
 def test_default_mode_is_graphs():
     assert validate(schema("latency")["inputs"], {})["step_overhead"] == "graphs"
+
+
+def test_the_fitted_mode_adds_every_kernels_floor():
+    # "fitted": the graphs mode's launches plus kernels per step × t_g (fitted.toml), decode and mixed alike
+    t_g = ovh.gpu_per_kernel_s()
+    assert 1e-6 < t_g < 1e-5
+    graphs = ovh.step_overhead(LLAMA8, ACCS["h100-sxm"], 1, "graphs")
+    fitted = ovh.step_overhead(LLAMA8, ACCS["h100-sxm"], 1, "fitted")
+    for tokens in (1, 512, 513, 4096):
+        assert fitted.decode_s(tokens) == pytest.approx(graphs.decode_s(tokens) + 328 * t_g)
+        assert fitted.mixed_s(tokens) == pytest.approx(graphs.mixed_s(tokens) + 328 * t_g)
+    assert graphs.floor_s() == 0.0  # the default mode keeps launches only
+    dep = _dep(step_overhead="fitted")
+    assert StepModel(bound_deployment(dep)).decode(1, 1000).overhead_s == 0.0  # never in a bound
+
+
+def test_dequantised_fp4_weights_keep_a_share_of_the_matmul_rate():
+    # MXFP4 experts on H100 (no FP4 matmuls): compute efficiency × fitted.toml's factor; on B200 (FP4 rate) unchanged
+    share = step_overheads  # noqa: F841 (the factor is in fitted.toml)
+    from calculators.catalog import fitted
+
+    factor = fitted()["dequant_matmul"]["factor"]
+    h100 = _dep(model="gpt-oss-120b", hardware="h100-sxm", expert_weight_dtype="mxfp4")
+    b200 = _dep(model="gpt-oss-120b", hardware="b200", expert_weight_dtype="mxfp4")
+    assert h100.compute_efficiency == pytest.approx(1.0 * factor)  # roofline's efficiencies are 1.0
+    assert b200.compute_efficiency == 1.0
+    assert _dep(model="gpt-oss-120b", hardware="h100-sxm", expert_weight_dtype="fp8").compute_efficiency == 1.0

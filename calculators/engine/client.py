@@ -1,0 +1,70 @@
+"""A serving benchmark's client on the simulator: what `benchmark_serving.py --dataset-name random --request-rate inf
+--max-concurrency N --ignore-eos` sends and how it scores the answers, so that a published sweep of that client
+can be predicted as the client measured it (calibration.py's serving rows).
+
+  lengths      input and output each uniform integers in [⌊L × ratio⌋, L] (np.random.randint(lower, upper + 1)),
+               drawn here with the standard library from a fixed seed
+  requests     N × prompts_per_user of them; the first N start together (the warm-up requests finished before
+               the timer starts, so the timed run opens on an idle server), each later one as a slot frees
+  TTFT         request sent → first streamed chunk. An engine that streams every k tokens (SGLang's
+               --stream-interval k: a chunk when the output's length is a multiple of k) sends its first chunk
+               with token k, so the client's TTFT is the engine's first token plus k − 1 inter-token gaps
+  TPOT         (end-to-end − TTFT) ÷ (output − 1) per request, then the mean over requests
+  throughput   every output token ÷ (last answer's end − start)
+Not modelled: the HTTP server, tokenisation and detokenisation, network time.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from .config import EngineConfig
+from .loops import closed_loop
+from .run import simulate
+from .steps import StepTimes
+
+
+@dataclass(frozen=True)
+class Client:
+    concurrency: int
+    input_tokens: int
+    output_tokens: int
+    range_ratio: float = 1.0  # --random-range-ratio
+    prompts_per_user: int = 10  # --num-prompts ÷ --max-concurrency
+    stream_interval: int = 1  # tokens per streamed chunk (SGLang --stream-interval; vLLM streams every token)
+    seed: int = 0
+
+
+def draws(c: Client) -> list[tuple[float, int, int]]:
+    """(gap, prompt, output) per request: the random dataset's lengths (gaps unused: a closed loop)."""
+    rng, n = random.Random(c.seed), c.concurrency * c.prompts_per_user
+
+    def length(top: int) -> int:
+        return rng.randint(max(1, int(top * c.range_ratio)), top)
+
+    return [(0.0, length(c.input_tokens), length(c.output_tokens)) for _ in range(n)]
+
+
+def run_client(times: StepTimes, config: EngineConfig, c: Client) -> dict:
+    """The client's means (TTFT, TPOT, end-to-end, in s) and its output throughput (tokens/s, whole server)."""
+    requests = draws(c)
+    result = simulate(times, closed_loop(requests, c.concurrency, 0.0), config, (0, len(requests)))
+    if not result.e2e_s:
+        raise ValueError("no request finished: the KV pool holds none of them")
+    k = c.stream_interval
+    ttft, tpot = [], []
+    for first, gap, e2e, i in zip(result.ttft_s, result.tpot_s, result.e2e_s, result.ids):
+        out = requests[i][2]
+        seen = first + (min(k, out) - 1) * gap  # the chunk that carries token k (or the last token)
+        ttft.append(seen)
+        tpot.append((e2e - seen) / (out - 1) if out > 1 else 0.0)
+    end = max(a + e for a, e in zip(result.arrival_s, result.e2e_s))
+    n = len(result.e2e_s)
+    return {
+        "ttft_s": sum(ttft) / n,
+        "tpot_s": sum(tpot) / n,
+        "e2e_latency_s": sum(result.e2e_s) / n,
+        "output_tokens_per_s": sum(requests[i][2] for i in result.ids) / end,
+        "completed": n,
+    }

@@ -1,0 +1,40 @@
+"""The serving benchmark's client on the simulator (engine/client.py): benchmark_serving.py's random lengths, its
+closed loop and its metrics, by hand on small cases."""
+
+import pytest
+
+from calculators.calcs.steptime import StepModel, deployment
+from calculators.engine.client import Client, draws, run_client
+from calculators.engine.config import EngineConfig
+from calculators.engine.steps import StepTimes
+from calculators.schema import validate
+from calculators.api import schema
+
+TIMES = StepTimes(StepModel(deployment(validate(schema("roofline")["inputs"], {"model": "llama-3.1-8b"}))))
+SERVER = EngineConfig(kv_blocks=100_000, max_num_seqs=256, max_num_batched_tokens=8192)
+
+
+def test_lengths_are_uniform_integers_in_the_ratio_range():
+    # benchmark_serving.py: np.random.randint(int(L × ratio), L + 1) for input and output alike
+    d = draws(Client(8, 1024, 512, range_ratio=0.8, prompts_per_user=10))
+    assert len(d) == 80
+    assert all(819 <= p <= 1024 and 409 <= o <= 512 for _, p, o in d)
+    assert len({p for _, p, _ in d}) > 20  # drawn, not fixed
+    assert draws(Client(2, 100, 10))[0][1:] == (100, 10)  # ratio 1: the nominal lengths
+
+
+def test_streaming_every_k_tokens_moves_the_first_chunk_not_the_end():
+    one = Client(1, 256, 64, prompts_per_user=1)
+    every, tenth = run_client(TIMES, SERVER, one), run_client(TIMES, SERVER, Client(1, 256, 64, 1.0, 1, 10))
+    assert every["e2e_latency_s"] == tenth["e2e_latency_s"]
+    gap = (every["e2e_latency_s"] - every["ttft_s"]) / 63
+    assert every["tpot_s"] == pytest.approx(gap)
+    assert tenth["ttft_s"] == pytest.approx(every["ttft_s"] + 9 * gap)  # the chunk with token 10
+    assert tenth["tpot_s"] == pytest.approx((tenth["e2e_latency_s"] - tenth["ttft_s"]) / 63)
+
+
+def test_throughput_counts_every_output_token_over_the_run():
+    c = Client(4, 128, 32, prompts_per_user=3)
+    r = run_client(TIMES, SERVER, c)
+    assert r["completed"] == 12
+    assert r["output_tokens_per_s"] * r["e2e_latency_s"] > 4 * 32 * 0.9  # four users' tokens per mean latency
