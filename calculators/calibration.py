@@ -258,7 +258,6 @@ def _client(row: dict) -> Client:
         max(1, round(row["output_tokens"])),
         c.get("range_ratio", 1.0),
         c.get("prompts_per_user", 10),
-        c.get("stream_interval", 1),
     )
 
 

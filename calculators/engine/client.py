@@ -6,9 +6,10 @@ can be predicted as the client measured it (calibration.py's serving rows).
                drawn here with the standard library from a fixed seed
   requests     N × prompts_per_user of them; the first N start together (the warm-up requests finished before
                the timer starts, so the timed run opens on an idle server), each later one as a slot frees
-  TTFT         request sent → first streamed chunk. An engine that streams every k tokens (SGLang's
-               --stream-interval k: a chunk when the output's length is a multiple of k) sends its first chunk
-               with token k, so the client's TTFT is the engine's first token plus k − 1 inter-token gaps
+  TTFT         request sent → first streamed chunk, which carries the first token: vLLM streams every token, and
+               SGLang's --stream-interval k sends a chunk when the output's length is 1 more than a multiple of
+               k (tokens 1, k + 1, 2k + 1, ...; scheduler_output_processor_mixin.py stream_output_generation,
+               `len(req.output_ids) % stream_interval == 1`), so the interval moves no metric scored here
   TPOT         (end-to-end − TTFT) ÷ (output − 1) per request, then the mean over requests
   throughput   every output token ÷ (last answer's end − start)
 Not modelled: the HTTP server, tokenisation and detokenisation, network time.
@@ -32,7 +33,6 @@ class Client:
     output_tokens: int
     range_ratio: float = 1.0  # --random-range-ratio
     prompts_per_user: int = 10  # --num-prompts ÷ --max-concurrency
-    stream_interval: int = 1  # tokens per streamed chunk (SGLang --stream-interval; vLLM streams every token)
     seed: int = 0
 
 
@@ -52,18 +52,11 @@ def run_client(times: StepTimes, config: EngineConfig, c: Client) -> dict:
     result = simulate(times, closed_loop(requests, c.concurrency, 0.0), config, (0, len(requests)))
     if not result.e2e_s:
         raise ValueError("no request finished: the KV pool holds none of them")
-    k = c.stream_interval
-    ttft, tpot = [], []
-    for first, gap, e2e, i in zip(result.ttft_s, result.tpot_s, result.e2e_s, result.ids):
-        out = requests[i][2]
-        seen = first + (min(k, out) - 1) * gap  # the chunk that carries token k (or the last token)
-        ttft.append(seen)
-        tpot.append((e2e - seen) / (out - 1) if out > 1 else 0.0)
     end = max(a + e for a, e in zip(result.arrival_s, result.e2e_s))
     n = len(result.e2e_s)
     return {
-        "ttft_s": sum(ttft) / n,
-        "tpot_s": sum(tpot) / n,
+        "ttft_s": sum(result.ttft_s) / n,
+        "tpot_s": sum(result.tpot_s) / n,  # the engine's (finish − first token) ÷ (output − 1), as the client
         "e2e_latency_s": sum(result.e2e_s) / n,
         "output_tokens_per_s": sum(requests[i][2] for i in result.ids) / end,
         "completed": n,
