@@ -94,7 +94,7 @@ def _row(group: dict, point: dict, metric: str) -> dict:
     row = {k: v for k, v in group.items() if k not in ("points", *KINDS)}
     row.update({k: v for k, v in point.items() if k not in KINDS})
     value = point[metric]
-    row.update(metric=metric, published_value=value, value=value)
+    row.update(group=group["id"], metric=metric, published_value=value, value=value)
     per = RATE_PER[row.get("per", "gpu")] if KINDS[metric][2] == "rate" and metric != "tokens_per_s_per_user" else None
     if per:
         row["value"] = value / row[per]
@@ -353,16 +353,12 @@ def fitted_groups() -> dict[str, list[str]]:
 
 def held_out(row: dict) -> bool:
     """A row of no group any constant was fitted on."""
-    return not any(row["id"].startswith(g + "-") for groups in fitted_groups().values() for g in groups)
+    return not any(row["group"] in groups for groups in fitted_groups().values())
 
 
 def _training(name: str, metric: str) -> list[dict]:
     groups = fitted_groups()[name]
-    return [
-        r
-        for r in _rows()
-        if r["estimate"] and r["metric"] == metric and any(r["id"].startswith(g + "-") for g in groups)
-    ]
+    return [r for r in _rows() if r["estimate"] and r["metric"] == metric and r["group"] in groups]
 
 
 def fit_gpu_per_kernel_s() -> float:
