@@ -41,7 +41,7 @@ from .calcs.latency import batch_latency
 from .calcs.sharding import steps_for
 from .sharded_steps import ShardedSteps
 from .calcs.steptime import bound_deployment, compute_ceiling_tokens_per_s_per_gpu, deployment
-from .calcs.overhead import DEFAULT_MODE, MODE_CHOICES  # noqa: F401 (DEFAULT_MODE: the page's default rows)
+from .calcs.overhead import DEFAULT_MODE, FITTED_MODE, MODE_CHOICES
 from .calcs.steptime import StepModel
 from .errors import InputError
 from .model import Model
@@ -343,7 +343,7 @@ def predictions(overhead: str = DEFAULT_MODE, comm: bool = True) -> list[dict]:
 # ---- the fitted constants (fitted.toml), recomputed from their training rows ---------------------------------------
 
 
-FITTED = "fitted"  # the step-overhead mode with the fitted kernel floor (overhead.py)
+FITTED = FITTED_MODE  # the step-overhead mode with the fitted kernel floor (overhead.py)
 
 
 def fitted_groups() -> dict[str, list[str]]:
@@ -377,16 +377,17 @@ def fit_dequant_factor(tolerance: float = 0.005) -> float:
     """The dequantising matmul's factor from its training rows: where the median signed log error of the simulated
     mean TTFT, log(measured ÷ simulated), is zero (bisection; the simulated TTFT falls as the factor grows). The
     factor is applied as the calculators apply it, through the compute efficiency."""
-    rows, current = _training("dequant_matmul", "ttft_s"), catalog.fitted()["dequant_matmul"]["factor"]
+    current = catalog.fitted()["dequant_matmul"]["factor"]
+    cases = []  # per training row, what no factor changes: its inputs, deployment, server and client
+    for row in _training("dequant_matmul", "ttft_s"):
+        v = validate(LATENCY["inputs"], core_inputs(row, overhead=FITTED))
+        cases.append((row["value"], v, deployment(v), _server(row), _client(row)))
 
     def median_log_error(factor: float) -> float:
         errors = []
-        for row in rows:
-            v = validate(LATENCY["inputs"], core_inputs(row, overhead=FITTED))
-            dep = deployment(v)
+        for measured, v, dep, server, client in cases:
             steps = steps_for(v, replace(dep, compute_efficiency=dep.compute_efficiency * factor / current))
-            predicted = run_client(StepTimes(steps), _server(row), _client(row))["ttft_s"]
-            errors.append(math.log(row["value"] / predicted))
+            errors.append(math.log(measured / run_client(StepTimes(steps), server, client)["ttft_s"]))
         return _quantile(sorted(errors), 0.5)
 
     lo, hi = 0.01, 1.0

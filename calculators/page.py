@@ -188,5 +188,5 @@ def warm_up() -> list[str]:
             present(name, {})
         except AssetNeeded:  # a static file of the site (a vocabulary), fetched when that calculator first runs
             pass
-    calibration.predictions("fitted")  # the calibration page's second mode simulates serving sweeps: seconds in Pyodide
+    calibration.predictions(calibration.FITTED)  # the page's second mode simulates serving sweeps: seconds in Pyodide
     return names

@@ -85,7 +85,7 @@ def render_fitted() -> str:
 
 
 def render_fits() -> str:
-    """Each fitted constant, its value, what it was fitted on and how many rows that left out."""
+    """Each fitted constant, its value, the ledger groups it was fitted on and how."""
     rows = []
     for name, entry in catalog.fitted().items():
         value = entry.get("per_kernel_s", entry.get("factor"))

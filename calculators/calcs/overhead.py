@@ -40,14 +40,15 @@ from ..model import Accelerator, Model
 from ..params import is_moe_layer
 from .engine_defaults import vllm_max_num_seqs
 
-MODES = ("graphs", "eager", "none", "fitted")
+FITTED_MODE = "fitted"  # graphs plus every kernel's GPU floor (fitted.toml)
+MODES = ("graphs", "eager", "none", FITTED_MODE)
 MODE_CHOICES = [
     ("graphs", "CUDA graphs (vLLM v0.33.0 default)"),
     ("eager", "Eager, no graphs (enforce_eager)"),
     ("none", "None (kernel time only)"),
-    ("fitted", "CUDA graphs + each kernel's GPU floor (fitted to the calibration ledger)"),
+    (FITTED_MODE, "CUDA graphs + each kernel's GPU floor (fitted to the calibration ledger)"),
 ]
-GRAPHS = ("graphs", "fitted")  # the modes that replay CUDA graphs
+GRAPHS = ("graphs", FITTED_MODE)  # the modes that replay CUDA graphs
 DEFAULT_MODE = "graphs"
 # The help of the engine calculators' step_overhead_ms input, which adds to the modelled overhead.
 EXTRA_OVERHEAD_HELP = (
@@ -188,5 +189,5 @@ def step_overhead(
         piecewise_launches(model),
         full,
         largest,
-        gpu_per_kernel_s() if mode == "fitted" else 0.0,
+        gpu_per_kernel_s() if mode == FITTED_MODE else 0.0,
     )
