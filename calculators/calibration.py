@@ -343,7 +343,8 @@ def predictions(overhead: str = DEFAULT_MODE, comm: bool = True) -> list[dict]:
 # ---- the fitted constants (fitted.toml), recomputed from their training rows ---------------------------------------
 
 
-FITTED = FITTED_MODE  # the step-overhead mode with the fitted kernel floor (overhead.py)
+FITTED = FITTED_MODE  # the step-overhead mode with the fitted kernel floor (overhead.py), the default
+LAUNCHES_ONLY = "graphs"  # the same without the floor: the calibration page's comparison
 
 
 def fitted_groups() -> dict[str, list[str]]:

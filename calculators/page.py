@@ -188,5 +188,6 @@ def warm_up() -> list[str]:
             present(name, {})
         except AssetNeeded:  # a static file of the site (a vocabulary), fetched when that calculator first runs
             pass
-    calibration.predictions(calibration.FITTED)  # the page's second mode simulates serving sweeps: seconds in Pyodide
+    # the calibration page's comparison mode simulates serving sweeps: seconds in Pyodide on first use
+    calibration.predictions(calibration.LAUNCHES_ONLY)
     return names

@@ -75,13 +75,13 @@ def _summary(mode: str, held_out: bool) -> list[list[str]]:
 
 
 def render_summary() -> str:
-    title = "Error of the core's estimates per kind (the default step model, every row)"
+    title = "Error per kind over every row, the training rows included (the default step model)"
     return wrap(title, _table(SUMMARY_HEAD, _summary(calibration.DEFAULT_MODE, False)))
 
 
 def render_fitted() -> str:
-    title = "Error per kind with the fitted kernel floor, on the held-out rows only"
-    return wrap(title, _table(SUMMARY_HEAD, _summary(calibration.FITTED, True)))
+    title = "Error per kind on the held-out rows only (the default step model, with the fitted kernel floor)"
+    return wrap(title, _table(SUMMARY_HEAD, _summary(calibration.DEFAULT_MODE, True)))
 
 
 def render_fits() -> str:
@@ -115,13 +115,13 @@ def render_sources() -> str:
 def _left_out(p: dict) -> str:
     """What the core's step model leaves out that this row's conditions contain (facts, not a diagnosis)."""
     model = calibration.resolve_model(calibration._model(p["model"]))
-    out = ["per-step overhead"]
-    if p["core_tp"] > 1:
-        out.append("communication" if model.moe is None else "communication (all-reduce, all-to-all)")
+    out = ["CPU work between steps (taken as overlapped)"]
+    if p["num_gpus"] > 1:
+        out.append("overlap of communication with compute")
     if model.moe is not None:
-        out.append("MoE kernel efficiency and routing skew")
+        out.append("routing skew (tokens routed evenly)")
     if p["metric"] == "ttft_s":
-        out.append("queueing and scheduling")
+        out.append("the serving path before the first step (HTTP, tokenisation, the scheduler's pickup)")
     return ", ".join(out)
 
 
@@ -140,7 +140,7 @@ def _conditions(p: dict) -> str:
 
 def render_rows() -> str:
     srcs = calibration.sources()
-    fitted = {p["id"]: p for p in calibration.predictions(calibration.FITTED)}
+    graphs = {p["id"]: p for p in calibration.predictions(calibration.LAUNCHES_ONLY)}
     rows = []
     for p in calibration.predictions():
         s = srcs[p["source"]]
@@ -152,8 +152,8 @@ def render_rows() -> str:
                 cell(f"{p['engine']} ({p['engine_version']})"),
                 _value(p["metric"], p["value"]),
                 _value(p["metric"], p.get("predicted")),
-                _pct(p.get("error")),
-                _pct(fitted[p["id"]].get("error")) + ("" if "error" not in p else f" ({role})"),
+                _pct(p.get("error")) + ("" if "error" not in p else f" ({role})"),
+                _pct(graphs[p["id"]].get("error")),
                 _value(p["metric"], p["bound"]) + ("" if p["bound_holds"] else " ✗"),
                 cell(_left_out(p)) if "error" in p else cell(p.get("estimate_note", "")),
                 f"[{cell(s['publisher'].split(',')[0])}]({s['url']}): {cell(p['where'])}",
@@ -166,7 +166,7 @@ def render_rows() -> str:
         "Measured",
         "Core's estimate",
         "Error",
-        "Error, fitted floor",
+        "Error, launches only",
         "Bound",
         "Not in the core's model (or why no estimate)",
         "Source",

@@ -165,8 +165,8 @@ SCHEMA = {
         "member finishes) and continuous batching (every step, running sequences first, then waiting "
         "requests while the token budget, the sequence cap and the KV pool allow, as vLLM V1's scheduler "
         "does). Assumptions: one replica; first come first served; step times from the roofline model "
-        "scaled by the efficiency factors plus the per-step launch overhead (CUDA graphs by default) and any "
-        "extra overhead you set; the KV pool from the engine's "
+        "scaled by the efficiency factors plus the per-step overhead (by default CUDA graphs plus a fitted "
+        "GPU floor per kernel) and any extra overhead you set; the KV pool from the engine's "
         "memory rule; no network, tokenisation or sampling time. The timeline shows the first steps of the "
         "run you pick."
     ),

@@ -41,7 +41,7 @@ SCHEMA = {
         "loop achieved, which do not wait for the server. Both measured after each user's first request. "
         "Engine: vLLM V1's scheduler settings (chunked prefill, the API server's token budget and max_num_seqs "
         "for the accelerator (8,192 and 1,024 on an H100), paged KV in 16-token blocks, recompute preemption); "
-        "step times from the roofline model scaled by the efficiencies plus launch overhead; no network or "
+        "step times from the roofline model scaled by the efficiencies plus per-step overhead; no network or "
         "tokenisation time."
     ),
     "inputs": deployment_fields(0.8, 0.6)

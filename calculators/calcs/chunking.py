@@ -95,7 +95,7 @@ SCHEMA = {
         "prompt's time to first token and the decoding sequences' gaps between tokens over a window after "
         "it arrives, for token budgets from small to whole-prompt, and the budget with the best TTFT that "
         "meets your ITL target. Step times from the roofline model scaled by the efficiency factors, plus the "
-        "per-step launch overhead (CUDA graphs by default) and any extra overhead you set."
+        "per-step overhead (by default CUDA graphs plus a fitted GPU floor per kernel) and any extra overhead you set."
     ),
     "inputs": _fields(),
     "outputs": _mode_outputs()

@@ -96,8 +96,9 @@ SCHEMA = {
     "title": "Latency: TTFT, TPOT and end-to-end",
     "description": ("A batch of requests with equal prompt and output lengths arrives together, is "
                     "prefilled in one pass and decodes together. Step times come from the roofline "
-                    "model scaled by the efficiency factors plus each step's kernel-launch overhead (CUDA "
-                    "graphs by default); on more than one GPU, plus the deployment's communication on the "
+                    "model scaled by the efficiency factors plus each step's overhead (by default CUDA "
+                    "graphs plus a fitted GPU floor per kernel); on more than one GPU, plus the deployment's "
+                    "communication on the "
                     "critical path (tensor-parallel all-reduces, expert all-to-alls, pipeline sends: Part 12's "
                     "deployment model, NCCL's ring by default). CPU scheduling is not counted. Queueing delay is "
                     "an input."),

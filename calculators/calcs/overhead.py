@@ -43,13 +43,13 @@ from .engine_defaults import vllm_max_num_seqs
 FITTED_MODE = "fitted"  # graphs plus every kernel's GPU floor (fitted.toml)
 MODES = ("graphs", "eager", "none", FITTED_MODE)
 MODE_CHOICES = [
-    ("graphs", "CUDA graphs (vLLM v0.33.0 default)"),
-    ("eager", "Eager, no graphs (enforce_eager)"),
-    ("none", "None (kernel time only)"),
     (FITTED_MODE, "CUDA graphs + each kernel's GPU floor (fitted to the calibration ledger)"),
+    ("graphs", "CUDA graphs (vLLM v0.33.0 default), launches only"),
+    ("eager", "Eager, no graphs (enforce_eager), launches only"),
+    ("none", "None (kernel time only)"),
 ]
 GRAPHS = ("graphs", FITTED_MODE)  # the modes that replay CUDA graphs
-DEFAULT_MODE = "graphs"
+DEFAULT_MODE = FITTED_MODE  # the calibration page: fitted on some rows, scored on the rest
 # The help of the engine calculators' step_overhead_ms input, which adds to the modelled overhead.
 EXTRA_OVERHEAD_HELP = (
     "Added to every step on top of the per-step overhead model (the Per-step overhead field): "

@@ -12,8 +12,9 @@ matmul, so they change the bytes and not the FLOP rate; weight-and-activation ro
 need the chip's tensor cores for that format: a row whose matmul format the chip lists no dense rate for (FP8 on
 A100, FP4 before Blackwell), or MXFP8 W8A8 on a chip without block-scaled (MX) tensor cores (before Blackwell), is
 marked as unable to run, and has no times. Speedups are against the BF16 row.
-The times are the roofline at the efficiency inputs (1.0 by default) plus the per-step launch overhead (the
-step_overhead input, CUDA graphs by default as in every engine calculator; "none" gives the bare roofline bound).
+The times are the roofline at the efficiency inputs (1.0 by default) plus the per-step overhead (the
+step_overhead input, by default CUDA graphs plus a fitted GPU floor per kernel, as in every engine calculator; "none"
+gives the bare roofline bound).
 Dequantization and kernel quality are not counted, so a W4A16 kernel's real decode gain at batch 1 is below its byte
 ratio.
 """
@@ -93,7 +94,7 @@ SCHEMA = {
         "rows (W4A16) shrink the bytes a decode step reads; weight-and-activation rows (W8A8, W4A4) "
         "also raise the FLOP rate, if the chip has tensor cores for the format (rows it lacks are "
         "marked). The KV plot compares KV-cache formats. The roofline at the efficiency inputs plus the "
-        "per-step launch overhead; dequantization is not counted."
+        "per-step overhead; dequantization is not counted."
     ),
     "inputs": _fields(),
     "outputs": [

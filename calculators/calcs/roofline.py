@@ -31,7 +31,7 @@ SCHEMA = {
     "title": "Roofline and step-time bounds",
     "description": ("Ridge point, arithmetic intensity of decode and prefill, and the time a step "
                     "cannot beat: max(bytes ÷ bandwidth, FLOPs ÷ peak). Bounds are always at efficiencies "
-                    "1.0 and without launch overhead; the estimates apply the efficiency inputs and add the "
+                    "1.0 and without per-step overhead; the estimates apply the efficiency inputs and add the "
                     "per-step overhead. Interconnect and scheduling overheads are not counted."),
     "inputs": deployment_fields(1.0, 1.0) + [
         integer("batch_size", "Decode batch", 32, 1, 100_000, "sequences"),
@@ -106,7 +106,7 @@ def _notes(v: dict, batch: int, fit: int, estimated: bool) -> list[str]:
         notes.append(f"batch {batch:,} does not fit in memory at {v['context_tokens']:,} tokens: "
                      f"{fit:,} sequences fit ({FIT_RULE}); its figures are for a batch that cannot run")
     if estimated:
-        notes.append("the bounds are at efficiencies 1.0 without launch overhead; the estimates apply the "
+        notes.append("the bounds are at efficiencies 1.0 without per-step overhead; the estimates apply the "
                      "efficiency inputs and the per-step overhead")
     return notes
 

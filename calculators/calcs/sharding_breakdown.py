@@ -57,7 +57,7 @@ SCHEMA = {
         output("moe_comm_s", "MoE-layer communication per stage step", "s", "seconds"),
         output("pp_comm_s", "Pipeline send per stage step", "s", "seconds"),
         output("dcp_comm_s", "DCP gathers per stage step", "s", "seconds"),
-        output("overhead_s", "Launch overhead per stage step", "s", "seconds"),
+        output("overhead_s", "Per-step overhead per stage step", "s", "seconds"),
         output("stage_step_s", "Stage step", "s", "seconds"),
         output("comm_share", "Communication share of the step", "", "percent"),
         output("bubble", "Pipeline idle share", "", "percent"),
@@ -81,7 +81,7 @@ def _at_tp(v: dict, p: Parallelism, tp: int, cluster=None) -> Parallelism | None
 
 STEP_PARTS = (  # the stacked plot's series: name, StageStep attribute
     ("kernels", "kernel_s"),
-    ("launch overhead", "overhead_s"),
+    ("per-step overhead", "overhead_s"),
     ("TP all-reduce", "tp_comm_s"),
     ("MoE all-to-all / all-reduce", "moe_comm_s"),
     ("PP send", "pp_comm_s"),

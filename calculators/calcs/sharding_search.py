@@ -58,7 +58,7 @@ SCHEMA = {
         "pipeline and attention-data parallel degrees, expert parallelism on or off for MoE models, "
         "decode context parallel. Each is run at the largest batch that fits its KV memory and keeps "
         "TPOT within the limit (bisection), and ranked by decode tokens/s per GPU. Step times: the "
-        "roofline per GPU at the efficiencies plus the launch overhead, plus communication on the "
+        "roofline per GPU at the efficiencies plus the per-step overhead, plus communication on the "
         "critical path over the links it crosses (NCCL's cost model for all-reduces; all-to-all at "
         "link bandwidth). Decode only; prefill context parallel is not searched."
     ),

@@ -27,7 +27,7 @@ drafting off there. config/vllm.py drops the schedule under data parallelism and
 other than ngram, eagle, eagle3, mtp, draft_model and dflash. break_even_batch below is where such a range should
 begin.
 Assumptions: drafting and verification run one after the other on the target's GPUs; draft steps are priced at the
-verification's batch and context; no sampling or scheduling overhead, and launch overhead only where the StepModel's
+verification's batch and context; no sampling or scheduling overhead, and per-step overhead only where the StepModel's
 deployment carries one (steptime.deployment's default; bound_deployment drops it, and the times are then lower bounds
 at efficiencies 1.0); the draft model's weights and KV are not charged against memory here.
 """

@@ -13,7 +13,7 @@ efficiencies); EAGLE-style heads priced as one decoder layer of the target plus 
 tests/core/test_speculative.py checks against EAGLE-3's Table 1; heads at a cost ratio c the reader gives (Medusa,
 MTP); or n-gram lookup, free. A tree (EAGLE-2/3, Medusa) verifies its tokens + 1 per sequence after k draft levels.
 Assumptions are speculative.py's: drafting and verification in series on the target's GPUs, no sampling or
-scheduling overhead, launch overhead as the deployment's step_overhead sets it (overhead.py: a verification step
+scheduling overhead, per-step overhead as the deployment's step_overhead sets it (overhead.py: a verification step
 above vLLM's largest CUDA-graph size runs eager), acceptance independent of the batch.
 """
 
@@ -118,7 +118,7 @@ SCHEMA = {
         "(or the tree's tokens + 1), each max(bytes ÷ bandwidth, FLOPs ÷ peak) with the efficiencies. "
         "Speedup = tokens per second per sequence against plain decoding at the same batch. "
         "Assumptions: acceptance i.i.d. and independent of the batch; drafting and verification one "
-        "after the other on the target's GPUs; launch overhead as the Per-step overhead field sets it (with "
+        "after the other on the target's GPUs; per-step overhead as the Per-step overhead field sets it (with "
         "CUDA graphs, a verification step above vLLM's largest captured size, 512 tokens on an H100, runs "
         "eager); no sampling or scheduling overhead; an EAGLE "
         "head costs one decoder layer plus the LM head; a draft model shares the target's formats, "
@@ -276,11 +276,11 @@ def _curve(target, drafter, v: dict, alpha: float, break_even: int | None) -> di
 
 DERIVATION = (  # label, formula, template, unit: one row a step
     ("Tokens kept per step", "E = (1 − α^(k+1)) ÷ (1 − α)", "(1 − {}^({} + 1)) ÷ (1 − {})", "tokens"),
-    ("Plain decode step", "max(memory, compute) + launch overhead, batch B, 1 token each", "B = {}, context {}", "s"),
+    ("Plain decode step", "max(memory, compute) + per-step overhead, batch B, 1 token each", "B = {}, context {}", "s"),
     ("Drafting", "k draft steps of c × plain step each", "{} × {} × {}", "s"),
     (
         "Verification",
-        "max(memory, compute) + launch overhead, B × tokens verified",
+        "max(memory, compute) + per-step overhead, B × tokens verified",
         "max({}, {}) + {}, {} tokens each",
         "s",
     ),

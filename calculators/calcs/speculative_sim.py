@@ -7,7 +7,7 @@ calcs/speculative.py prices it, and every decoding sequence keeps E = (1 − α^
 average). The drafter is speculative_decoding's (an EAGLE-style head, a draft model, heads at c, or n-gram); a
 draft model's weights and KV per token come out of the KV pool. Chains only: the engine verifies k + 1 tokens.
 The replica: vLLM V1's max_num_seqs for the accelerator, its token budget, chunked prefill, FCFS, the KV pool of
-the memory calculator's rule; efficiencies and per-step launch overhead as set; no scheduling or sampling
+the memory calculator's rule; efficiencies and per-step overhead as set; no scheduling or sampling
 overhead.
 """
 
@@ -42,7 +42,7 @@ SCHEMA = {
         "Assumptions: Poisson (or gamma) arrivals; FCFS with chunked prefill and vLLM V1's default caps for the "
         "accelerator; KV reserved as tokens are written, from the memory calculator's pool (less a draft "
         "model's weights and KV); step times from the roofline model with the efficiencies plus the per-step "
-        "launch overhead as set; no scheduling or sampling overhead; no KV reserved for the k lookahead "
+        "per-step overhead as set; no scheduling or sampling overhead; no KV reserved for the k lookahead "
         "tokens; chains only (no trees)."
     ),
     "inputs": [f for f in STEP_SCHEMA["inputs"] if f["key"] not in SHARED]

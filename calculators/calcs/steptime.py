@@ -159,7 +159,7 @@ def dequant_factor(accelerator: Accelerator, weight_dtype: str, experts: str | N
 
 def deployment(v: dict) -> Deployment:
     """A Deployment from validated inputs (shared by roofline, latency and goodput). The per-step
-    overhead follows v["step_overhead"] (deployment_fields; CUDA graphs when a caller has no such key).
+    overhead follows v["step_overhead"] (deployment_fields; the default mode when a caller has no such key).
     The compute efficiency is the reader's × dequant_factor (1 unless 4-bit float weights meet a chip without
     FP4 matmuls)."""
     experts = expert_dtype(v)

@@ -1,7 +1,7 @@
 """Replicas over time, simulated (engine/fleet.py) and pinned to the fluid model (engine/autoscale.py): the ramp's
 clock by hand, one replica at a constant rate against goodput's server run on the same requests, no scale-up under
 the target, the scale-up at the first poll past the target plus the lag, the engine stepped in pieces against one
-run, and the fluid model against the simulator on a two-minute ramp."""
+run, and the fluid model against the simulator on the worked example's ramp and on a two-minute one."""
 
 import math
 
@@ -88,7 +88,7 @@ def test_scale_up_at_the_first_poll_past_target_plus_the_lag():
 
 def test_an_engine_stepped_in_pieces_matches_one_run():
     # the fleet's way of running a replica (requests handed over between run(until) calls) against one run over
-    # the same requests: the same requests finish, with TTFTs within a decode step
+    # the same requests: the same requests finish, with TTFTs within a step
     v = _inputs()
     sim, cfg = _setup(v)
     requests = open_loop(sim.workload.first(600), 40.0)
@@ -106,7 +106,9 @@ def test_an_engine_stepped_in_pieces_matches_one_run():
     pieces.run()
     stepped = summarise(pieces)
     assert stepped.ids == whole.ids
-    step_s = sim.times.decode(64, 64 * 600)
+    # one step: 63 decodes and the longest prompt's prefill in it (the longest step this run takes)
+    longest = max(r.prompt_tokens for r in requests)
+    step_s = sim.times.mixed(63, 63 * 600, [(0, longest)])
     assert max(abs(a - b) for a, b in zip(stepped.ttft_s, whole.ttft_s)) < step_s
 
 
@@ -126,49 +128,59 @@ def _timeline_within(a: tuple, b: tuple, shift: int) -> bool:
     return all(a[max(0, t - shift)] <= b[t] and b[max(0, t - shift)] <= a[t] for t in range(len(a)))
 
 
-def test_fluid_model_is_pinned_to_the_simulator_on_a_short_ramp():
-    # Measured (commit of this test): attainment 85.9% simulated, 85.5% fluid; mean TTFT 0.128 s and 0.145 s; the
-    # simulator's polls ask for replicas one sync period after the fluid model's (60 s and 45 s), each reaching
-    # every count within one sync period of the other. Tolerances: 2 points, 25% of the mean TTFT, one period.
-    v = _inputs(**PIN)
+def _both(v):
+    """The simulator's fleet and the fluid model on the same inputs."""
     sim = autoscale_ramp.simulated(v)
     fluid = fluid_run(autoscale_ramp._replica(v), autoscale_ramp._ramp(v), autoscale_ramp._scaler(v, v["headroom"]),
                       v["ttft_slo_s"], v["tpot_slo_s"])  # fmt: skip
-    assert 3000 < sim.requests < 10_000
+    return sim, fluid
+
+
+def test_fluid_model_is_pinned_to_the_simulator_over_the_worked_examples_first_five_minutes():
+    # Measured (commit of this test): attainment 80.1% fluid, 80.4% simulated; both autoscalers first ask for a
+    # replica at 120 s. Tolerances: 2 points, one polling period. (Mean TTFT differs more: 0.36 s fluid, 0.51 s
+    # simulated, so it is not pinned.)
+    v = _inputs(duration_s=300.0)
+    sim, fluid = _both(v)
+    assert 10_000 < sim.requests < 20_000
     assert fluid.attainment == pytest.approx(sim.attainment, abs=0.02)
-    assert autoscale_ramp.mean_ttft(fluid) == pytest.approx(sim.mean_ttft, rel=0.25)
-    sync = round(v["sync_s"])
-    assert _timeline_within(sim.desired, fluid.desired, sync)
-    assert _timeline_within(sim.ready, fluid.ready, sync)
+    assert fluid.attainment < sim.attainment < v["slo_target_percent"] / 100
     up = autoscale_ramp.first_scale_up
     assert abs(up(sim.desired, sim.initial) - up(fluid.desired, fluid.initial)) <= v["sync_s"]
 
 
-def test_fluid_model_is_pessimistic_with_the_worked_examples_cold_start():
-    # The worked example's ramp over 300 s with its 82 s cold start: the fluid model's attainment is lower than the
-    # simulator's (73.6% against 85.2% when measured) because the engine waits less than Kingman's G/G/1 wait near
-    # saturation (15 ms simulated against 193 ms at ρ = 0.95, goodput's own comparison) and its in-flight count
-    # runs above the steady-state estimate's, so its autoscaler asks for the second replica one poll sooner.
-    v = _inputs(duration_s=300.0)
-    sim = autoscale_ramp.simulated(v)
-    fluid = fluid_run(autoscale_ramp._replica(v), autoscale_ramp._ramp(v), autoscale_ramp._scaler(v, v["headroom"]),
-                      v["ttft_slo_s"], v["tpot_slo_s"])  # fmt: skip
-    assert fluid.attainment < sim.attainment < v["slo_target_percent"] / 100
+def test_fluid_model_is_pessimistic_on_a_short_ramp_until_a_poll_moves():
+    # Part 19 (#autoscale-simulated): the worked example's ramp squeezed into two minutes with a 30 s cold start.
+    # At 30% headroom both autoscalers first ask at the same poll, and the fluid model's attainment is lower (84.5%
+    # against 97.1% when measured) because Kingman's single-server wait overstates a continuous-batching engine's
+    # (mean TTFT 165 ms against 43 ms). At 25% the simulator's first request comes one poll later and the order
+    # flips (75.8% simulated against 84.5% fluid): the fluid model is not conservative by construction.
     up = autoscale_ramp.first_scale_up
-    assert up(sim.desired, sim.initial) == up(fluid.desired, fluid.initial) - v["sync_s"]
+    v = _inputs(**PIN)
+    sim, fluid = _both(v)
+    assert 3000 < sim.requests < 10_000
+    assert up(sim.desired, sim.initial) == up(fluid.desired, fluid.initial)
+    assert fluid.attainment < sim.attainment - 0.05
+    assert autoscale_ramp.mean_ttft(fluid) > 2 * sim.mean_ttft
+    v = _inputs(**PIN, headroom=0.25)
+    sim, fluid = _both(v)
+    assert up(sim.desired, sim.initial) == up(fluid.desired, fluid.initial) + v["sync_s"]
+    assert sim.attainment < fluid.attainment
 
 
 def test_the_worked_example_holds_its_target_when_simulated():
     # Part 19 (#autoscale-simulated) says so: over the worked example's whole ten minutes (31,200 requests, past
-    # what the page simulates) the engines meet the 90% target at 30% headroom (93.7% when measured), where the
-    # fluid model falls just short (88.8%).
-    v = _inputs()
-    sim, cfg = _setup(v)
-    ramp, slo = autoscale_ramp._ramp(v), (v["ttft_slo_s"], v["tpot_slo_s"])
-    requests = fleet.ramp_requests(sim.workload, ramp)
-    trace = fleet.run(sim.times, cfg, requests, autoscale_ramp._replica(v), ramp, autoscale_ramp._scaler(v, 0.3), slo)
-    goal = v["slo_target_percent"] / 100
-    assert trace.attainment >= goal > autoscale_ramp.attainment(v)
+    # what the page simulates) the engines meet the 90% target at 30% headroom and miss it at 25%, as the fluid
+    # model does (measured: 91.7% and 88.7% simulated, 91.6% and 88.3% fluid).
+    goal = _inputs()["slo_target_percent"] / 100
+    for headroom, holds in ((0.3, True), (0.25, False)):
+        v = _inputs(headroom=headroom)
+        sim, cfg = _setup(v)
+        ramp, slo = autoscale_ramp._ramp(v), (v["ttft_slo_s"], v["tpot_slo_s"])
+        requests = fleet.ramp_requests(sim.workload, ramp)
+        scaler = autoscale_ramp._scaler(v, headroom)
+        trace = fleet.run(sim.times, cfg, requests, autoscale_ramp._replica(v), ramp, scaler, slo)
+        assert (trace.attainment >= goal) == holds == (autoscale_ramp.attainment(v) >= goal), headroom
 
 
 def test_calculator_simulated_mode_and_its_range():

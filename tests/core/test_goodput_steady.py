@@ -108,11 +108,11 @@ def test_capacity_estimate_matches_a_saturated_simulation(inputs):
     "inputs", [dict(input_tokens_mean=256, output_tokens_mean=256), dict(input_tokens_mean=32, output_tokens_mean=256)]
 )
 def test_capacity_estimate_errs_low_at_vllms_1024_sequence_cap(inputs):
-    """Known bias, measured when the cap became vLLM's default: past a few hundred sequences the
-    estimate is 10-16% below a saturated run, never above it; the edge of steady state (and any
-    goodput that sits on it) is therefore conservative there."""
+    """Known bias: past a few hundred sequences the estimate is below a saturated run (8% with the fitted
+    per-step overhead, 10-16% with launches alone), never above it; Part 3 says "low by up to an eighth".
+    The edge of steady state (and any goodput that sits on it) is therefore conservative there."""
     simulated, estimate = _saturated_rate(inputs)
-    assert 0.8 * simulated <= estimate <= 1.02 * simulated
+    assert 0.875 * simulated <= estimate <= 1.02 * simulated
 
 
 def test_overload_is_reported_plainly():

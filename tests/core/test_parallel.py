@@ -252,17 +252,20 @@ def test_ring_allreduce_outweighs_compute_at_low_concurrency():
     2024-11, HGX H200): 'at low concurrency, the time GPUs spend exchanging data can outweigh the time spent
     on compute' with ring all-reduce. The blog names no model and gives no share, so this checks direction
     only: the model and the bounds are this project's choice. Llama 3.1 70B FP8 on 8 H200 at batch 1: the
-    ring's 161 all-reduces take more than half the step (share in (0.5, 0.7)); a two-shot all-reduce (the
-    MultiShot family) takes under a fifth of it, and the share falls at TP 4. The measured share is tested
-    against TokenWeave below."""
+    ring's 161 all-reduces take longer than the step's kernels (its bytes and FLOPs) and more than a quarter of
+    the whole step (the default's fitted kernel floor included); a two-shot all-reduce (the MultiShot family)
+    takes under a tenth of it, and the share falls at TP 4. The measured share is tested against TokenWeave
+    below."""
     shares = {}
     for alg in ("ring", "two-shot"):
         _, dm = dm_for(model="llama-3.1-70b", hardware="h200", weight_dtype="fp8", algorithm=alg)
-        shares[alg] = dm.decode(Parallelism(tp=8), 1, 2048).comm_share
+        step = dm.decode(Parallelism(tp=8), 1, 2048)
+        shares[alg] = step.comm_share
         if alg == "ring":
+            assert step.stage.tp_comm_s > max(step.stage.memory_s, step.stage.compute_s)
             shares["tp4"] = dm.decode(Parallelism(tp=4), 1, 2048).comm_share
-    assert 0.5 < shares["ring"] < 0.7
-    assert shares["two-shot"] < 0.2
+    assert 0.25 < shares["ring"] < 0.5
+    assert shares["two-shot"] < 0.1
     assert shares["tp4"] < shares["ring"]
 
 
@@ -348,3 +351,4 @@ def test_deepseek_day6_decode_throughput_per_node():
     per_node = 8 * best.tokens_per_s_per_gpu
     assert 0.75 * 14_800 <= per_node <= 1.25 * 14_800, per_node
     assert 20 <= 1 / best.tpot_s <= 22.5  # the users' speed DeepSeek reports, at the batch the TPOT limit picks
+

