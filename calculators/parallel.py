@@ -521,7 +521,7 @@ class DeploymentModel:
         flops_gpu = flops / p.moe_group * frac
         rank_rows = None if rows is None else rows / p.attention_ranks
         tp_c, moe_c = self._tp_comm(p, s, tokens, rank_rows)
-        overhead = sm.mixed_overhead(s) if prefill else sm.decode_overhead(s)
+        overhead = sm.stage_overhead(s, frac, prefill)  # a stage launches its own layers' kernels
         dcp_tokens = s if rank_rows is None else rank_rows
         return StageStep(
             byts,

@@ -141,35 +141,38 @@ class StepOverhead:
     max_capture_tokens: int  # any step up to this many tokens replays graphs; above it runs eager
     gpu_kernel_s: float = 0.0  # t_g, each kernel's GPU floor (0: launches only)
 
-    def eager_s(self) -> float:
-        return self.eager_kernels * self.per_kernel_s
+    def eager_s(self, share: float = 1.0) -> float:
+        """Every kernel launched from the CPU (`share` of the step's kernels: a pipeline stage runs its layers')."""
+        return self.eager_kernels * share * self.per_kernel_s
 
-    def floor_s(self) -> float:
+    def floor_s(self, share: float = 1.0) -> float:
         """Every kernel's GPU floor: kernels per step × t_g (the same with or without graphs)."""
-        return self.eager_kernels * self.gpu_kernel_s
+        return self.eager_kernels * share * self.gpu_kernel_s
 
-    def launch_decode_s(self, tokens: float) -> float:
-        """The launches of a decode-only step of `tokens` tokens: one replay, piecewise replays, or eager."""
+    def launch_decode_s(self, tokens: float, share: float = 1.0) -> float:
+        """The launches of a decode-only step of `tokens` tokens: one replay, piecewise replays, or eager.
+        A full graph is one replay whatever share of the layers it holds."""
         if self.mode in GRAPHS:
             if tokens <= self.full_graph_tokens:
                 return self.per_kernel_s * data()["vllm"]["graph_launches_full"]
             if tokens <= self.max_capture_tokens:
-                return self.piecewise_launches * self.per_kernel_s
-        return self.eager_s()
+                return self.piecewise_launches * share * self.per_kernel_s
+        return self.eager_s(share)
 
-    def launch_mixed_s(self, tokens: float) -> float:
+    def launch_mixed_s(self, tokens: float, share: float = 1.0) -> float:
         """The launches of a step with prefill in it: piecewise replays up to the largest graph, else eager."""
         if self.mode in GRAPHS and tokens <= self.max_capture_tokens:
-            return self.piecewise_launches * self.per_kernel_s
-        return self.eager_s()
+            return self.piecewise_launches * share * self.per_kernel_s
+        return self.eager_s(share)
 
-    def decode_s(self, tokens: float) -> float:
-        """A decode-only step of `tokens` tokens (sequences × tokens each): launches + kernel floor."""
-        return 0.0 if self.mode == "none" else self.launch_decode_s(tokens) + self.floor_s()
+    def decode_s(self, tokens: float, share: float = 1.0) -> float:
+        """A decode-only step of `tokens` tokens (sequences × tokens each): launches + kernel floor, for `share` of
+        the step's layers (a pipeline stage's; 1: the whole model)."""
+        return 0.0 if self.mode == "none" else self.launch_decode_s(tokens, share) + self.floor_s(share)
 
-    def mixed_s(self, tokens: float) -> float:
+    def mixed_s(self, tokens: float, share: float = 1.0) -> float:
         """A step with prefill in it (alone or mixed with decodes) of `tokens` tokens: launches + kernel floor."""
-        return 0.0 if self.mode == "none" else self.launch_mixed_s(tokens) + self.floor_s()
+        return 0.0 if self.mode == "none" else self.launch_mixed_s(tokens, share) + self.floor_s(share)
 
 
 def step_overhead(

@@ -317,6 +317,12 @@ class StepModel:
             found = self._mixed_overhead[tokens] = self.overhead.mixed_s(tokens) if self.overhead else 0.0
         return found
 
+    def stage_overhead(self, tokens: float, share: float, prefill: bool = False) -> float:
+        """The overhead of a pipeline stage's step, which runs `share` of the layers' kernels (1: the whole step)."""
+        if share == 1.0 or self.overhead is None:
+            return self.mixed_overhead(tokens) if prefill else self.decode_overhead(tokens)
+        return self.overhead.mixed_s(tokens, share) if prefill else self.overhead.decode_s(tokens, share)
+
     def step_time(self, flops: float, tokens: float, kv_bytes: float, sequences: int = 0) -> float:
         """A step of `tokens` tokens doing these FLOPs and moving these KV bytes (any mix of prefill and
         decode): max(memory time, compute time), the weights read once for all the tokens, plus the

@@ -352,3 +352,17 @@ def test_deepseek_day6_decode_throughput_per_node():
     assert 0.75 * 14_800 <= per_node <= 1.25 * 14_800, per_node
     assert 20 <= 1 / best.tpot_s <= 22.5  # the users' speed DeepSeek reports, at the batch the TPOT limit picks
 
+
+def test_a_pipeline_stage_pays_its_own_layers_per_step_overhead():
+    # Each stage launches (and pays the GPU floor of) the kernels of its own layers: at PP 2 half of Llama 3.1
+    # 70B's, so the stage's overhead is half the whole step's (the one full-graph replay is not halved), and a
+    # batch-1 token through both stages costs what TP 4 alone costs plus the send between them.
+    from calculators.calcs.overhead import per_kernel_s
+
+    _, dm = dm_for(model="llama-3.1-70b", hardware="h100-sxm", num_gpus=8)
+    whole, stage = dm.decode(Parallelism(tp=4), 1, 2048).stage, dm.decode(Parallelism(tp=4, pp=2), 1, 2048).stage
+    assert whole.overhead_s > 1e-3  # the default's kernel floor: milliseconds at batch 1
+    assert stage.overhead_s == pytest.approx(whole.overhead_s / 2 + per_kernel_s() / 2, rel=1e-9)
+    two_stages = 2 * (stage.memory_s + stage.overhead_s + stage.tp_comm_s + stage.pp_comm_s)
+    one = whole.memory_s + whole.overhead_s + whole.tp_comm_s
+    assert two_stages == pytest.approx(one, rel=0.01)
