@@ -184,7 +184,10 @@ def _option(v: dict, tp: int, usable: float) -> Option:
     ttft_ok = v["ttft_slo_s"] <= 0 or ttft <= v["ttft_slo_s"]
     served = min(b.sequences, tpot_batch, cap)
     work = [(1.0, v["context_tokens"], v["output_tokens"])]
-    capacity = offered_load(steps, work, served, b.tokens).capacity() if served and ttft_ok else 0.0
+    # the pool in tokens of this request's length: per_seq, not per_token × length, since sliding-window layers cap
+    # a sequence's KV (Gemma 2 at 33K tokens holds a sequence where per_token × length says it cannot)
+    pool_tokens = b.kv_budget / b.per_seq * total * b.ranks
+    capacity = offered_load(steps, work, served, pool_tokens).capacity() if served and ttft_ok else 0.0
     return Option(tp, b.sequences, tpot_batch, cap, ttft, ttft_ok, capacity, steps)
 
 
@@ -211,9 +214,10 @@ def plan(v: dict) -> dict:
     SLO, and the fewest GPUs (ties: the smaller TP), with its TPOT, TTFT and cost."""
     opts = options(v)
     fit = next((o for o in opts if o.sequences >= 1), None)
-    slo = next((o for o in opts if o.users), None)
-    alone = next((o for o in opts if o.users and o.replicas(v) == 1), None)
-    best = min((o for o in opts if o.users), key=lambda o: (o.tp * o.replicas(v), o.tp), default=None)
+    serving = [o for o in opts if o.serves(v)]  # within the SLO and with a capacity (so replicas ≥ 1)
+    slo = next(iter(serving), None)
+    alone = next((o for o in serving if o.replicas(v) == 1), None)
+    best = min(serving, key=lambda o: (o.tp * o.replicas(v), o.tp), default=None)
     out = {"options": opts, "fit": fit, "slo": slo, "alone": alone, "best": best}
     if best:
         n = best.replicas(v)

@@ -210,3 +210,18 @@ def test_a_target_one_replica_serves_names_its_tp_and_the_alternatives():
     assert r["single_replica_tp"] == alone == 8
     assert f"20 users within TPOT 50 ms and TTFT 10 s need TP {alone} (or 20 replicas of TP 2)" in r["headline"]
     assert f"fewest GPUs: 8 ({r['best_replicas']} replicas of TP {r['best_tensor_parallel']})" in r["headline"]
+
+
+def test_a_sliding_window_model_serves_a_rate_where_one_sequence_fits():
+    # Gemma 2's sliding-window layers hold less KV per sequence than per_token × length says: on one RTX 5090 one
+    # 33K-token request fits, so TP 1 has a capacity and the plan asks for at least one replica (a hypothesis find:
+    # the capacity was 0 and the plan divided by 0 replicas)
+    from calculators.calcs import sizing
+    from calculators.schema import validate
+
+    inputs = {"model": "gemma-2-9b", "hardware": "rtx-5090", "target_kind": "rate"}
+    v = validate(sizing.SCHEMA["inputs"], inputs)
+    tp1 = sizing.options(v)[0]
+    assert tp1.tp == 1 and tp1.sequences == 1 and tp1.capacity > 0 and tp1.replicas(v) >= 1
+    r = run("sizing", inputs)
+    assert r["best_replicas"] >= 1 and r["best_gpus"] >= 1
