@@ -9,6 +9,8 @@ and the rest can be measured as one contiguous range.
 
 from __future__ import annotations
 
+import math
+
 from .config import EngineConfig, Request
 from .run import simulate
 from .steps import StepTimes
@@ -35,7 +37,7 @@ def measured_rate(result, users: int, think_s: float) -> float:
     stop one by one: in a run of a few turns per user that is most of the run.)"""
     if not result.e2e_s:
         return 0.0
-    return users / (sum(result.e2e_s) / len(result.e2e_s) + think_s)
+    return users / (math.fsum(result.e2e_s) / len(result.e2e_s) + think_s)  # fsum: CPython 3.11 and 3.12+ agree
 
 
 def closed_and_open(times: StepTimes, config: EngineConfig, draws, users: int, think_s: float):
