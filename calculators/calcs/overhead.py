@@ -13,13 +13,15 @@
   T_max              = the largest capture size: min(2 × max_num_seqs × (1 + spec), 512), 1,024 on
                        data-center Blackwell; T_full = min(max_num_seqs × (1 + spec), T_max) (vLLM v0.33.0)
 
-  kernel floor       = kernels per step × t_g, in the "fitted" mode only (graphs otherwise): the GPU time
+  kernel floor       = kernels per step × t_g, in the "fitted" mode only (the default; the others price launches
+                       alone): the GPU time
                        each kernel costs beyond its share of the step's roofline time (a small kernel's
                        ramp-up and tail, the gap between kernels that a graph replay shortens but does not
                        remove). t_g is fitted, not measured: the median over the calibration ledger's training
                        rows (fitted.toml [gpu_kernel_floor] names them; calibration.fit_gpu_per_kernel_s
                        recomputes it) of (measured TPOT − TPOT without the floor) ÷ kernels per step; the
                        calibration page reports the error on the other rows.
+  a pipeline stage   = the same terms for its share of the layers' kernels (a full-graph replay stays one)
 
 Assumptions, not measurements: a graph replay is priced as one launch; the CPU work of scheduling,
 sampling and detokenisation adds nothing, because vLLM v0.33.0's async scheduling and separate API
