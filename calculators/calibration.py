@@ -343,7 +343,6 @@ def predictions(overhead: str = DEFAULT_MODE, comm: bool = True) -> list[dict]:
 # ---- the fitted constants (fitted.toml), recomputed from their training rows ---------------------------------------
 
 
-FITTED = FITTED_MODE  # the step-overhead mode with the fitted kernel floor (overhead.py), the default
 LAUNCHES_ONLY = "graphs"  # the same without the floor: the calibration page's comparison
 
 
@@ -367,7 +366,7 @@ def fit_gpu_per_kernel_s() -> float:
     the decode step at the row's concurrency and mean context (linear in t_g, so the current value is taken out)."""
     t_g, values = gpu_per_kernel_s(), []
     for row in _training("gpu_kernel_floor", "tpot_s"):
-        steps = _deployment(row, False, FITTED)
+        steps = _deployment(row, False, FITTED_MODE)
         kernels = steps.overhead.eager_kernels
         without = _tpot(row, steps, False) - kernels * t_g
         values.append((row["value"] - without) / kernels)
@@ -381,7 +380,7 @@ def fit_dequant_factor(tolerance: float = 0.005) -> float:
     current = catalog.fitted()["dequant_matmul"]["factor"]
     cases = []  # per training row, what no factor changes: its inputs, deployment, server and client
     for row in _training("dequant_matmul", "ttft_s"):
-        v = validate(LATENCY["inputs"], core_inputs(row, overhead=FITTED))
+        v = validate(LATENCY["inputs"], core_inputs(row, overhead=FITTED_MODE))
         cases.append((row["value"], v, deployment(v), _server(row), _client(row)))
 
     def median_log_error(factor: float) -> float:

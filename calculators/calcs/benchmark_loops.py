@@ -14,6 +14,8 @@ The closed loop's rate is its throughput while every user is active, by the inte
 
 from __future__ import annotations
 
+import math
+
 from ..errors import InputError
 from ..schema import choice, integer, number, output, series, step
 from ..engine.config import EngineConfig
@@ -128,7 +130,7 @@ def compute(v: dict) -> dict:
     if not here["closed"].e2e_s or not here["open"].e2e_s:
         raise InputError("num_gpus", "no measured request fits the KV pool of one replica: add GPUs")
     closed = here["closed"]
-    mean_e2e = sum(closed.e2e_s) / len(closed.e2e_s)
+    mean_e2e = math.fsum(closed.e2e_s) / len(closed.e2e_s)  # as loops.measured_rate: the same bits in Pyodide
     out = {
         "closed_rate_requests_per_s": here["rate"],
         "closed_ttft_p50_s": here["closed_ttft"][0],
