@@ -121,7 +121,7 @@ def _left_out(p: dict) -> str:
     if model.moe is not None:
         out.append("routing skew (tokens routed evenly)")
     if p["metric"] == "ttft_s":
-        out.append("the serving path before the first step (HTTP, tokenisation, the scheduler's pickup)")
+        out.append("the serving path around the steps (HTTP, tokenisation, handing the request to the scheduler)")
     return ", ".join(out)
 
 

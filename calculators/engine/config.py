@@ -54,7 +54,11 @@ class EngineConfig:
     preempted (the policy the goodput calculator models). whole_prompt_must_fit admits a waiting request
     only when the blocks for its whole sequence so far (its prompt, and any output it must recompute)
     are free, though its first chunk is all it takes: vLLM V1's scheduler_reserve_full_isl, on by
-    default (v0.33.0, vllm/config/scheduler.py; KVCacheManager.allocate_slots, full_sequence_must_fit)."""
+    default (v0.33.0, vllm/config/scheduler.py; KVCacheManager.allocate_slots, full_sequence_must_fit).
+    recv_interval_steps > 1 is SGLang's --scheduler-recv-interval (v0.5.6, managers/scheduler_recv_skipper.py):
+    the scheduler reads new requests only when a counter reaches the interval, the counter growing by 1 per
+    decode step and by 1,000 (at once) after a step with prefill, and starting again from 0 at each read; an
+    idle engine reads at once (its empty loop turns cost next to nothing)."""
 
     kv_blocks: int
     block_size_tokens: int = 16
@@ -76,6 +80,7 @@ class EngineConfig:
     whole_prompt_must_fit: bool = True
     host_cache_blocks: int = 0
     host_cache_bytes_per_s: float = 0.0
+    recv_interval_steps: int = 1
 
     def __post_init__(self):
         for name, allowed in (("batching", BATCHING), ("policy", POLICIES), ("preemption", PREEMPTION)):
@@ -83,8 +88,11 @@ class EngineConfig:
                 raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
         if self.max_predicted_ttft_s < 0 or self.max_waiting < 0:
             raise ValueError("max_predicted_ttft_s and max_waiting must be ≥ 0 (0: no shedding)")
-        if min(self.kv_blocks, self.block_size_tokens, self.max_num_seqs, self.max_num_batched_tokens) < 1:
-            raise ValueError("kv_blocks, block_size_tokens, max_num_seqs and max_num_batched_tokens must be ≥ 1")
+        sizes = (self.kv_blocks, self.block_size_tokens, self.max_num_seqs, self.max_num_batched_tokens)
+        if min(*sizes, self.recv_interval_steps) < 1:
+            raise ValueError(
+                "kv_blocks, block_size_tokens, max_num_seqs, max_num_batched_tokens and recv_interval_steps must be ≥ 1"
+            )
         if self.preemption == "swap" and not (self.swap_bytes_per_s > 0 and self.kv_bytes_per_block > 0):
             raise ValueError("swap preemption needs swap_bytes_per_s and kv_bytes_per_block")
         if not self.mixed_batches and self.chunked_prefill:

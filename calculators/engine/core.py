@@ -94,6 +94,7 @@ class Engine:
         "stop",
         "stopped",
         "until",
+        "since_recv",
     )
 
     def __init__(
@@ -108,6 +109,7 @@ class Engine:
         self.running, self.prefilling, self.admitted = {}, set(), 0
         self.waiting = WaitingQueue(cfg.policy, cfg.ageing_s, self.arrival, [])
         self.now, self.gaps, self.until = 0.0, Gaps(), math.inf
+        self.since_recv = 0  # decode steps since the scheduler last read new requests (recv_interval_steps)
         # Arrivals to come, (time, index); a request that follows another (closed loop, agent turns)
         # joins when its predecessor ends, think_s later.
         self.pending: list = []
@@ -166,6 +168,23 @@ class Engine:
         self.decoding.add(i, self.running[i])
 
     # ---- arrivals and departures ----------------------------------------------------------------------
+    def _reads(self) -> bool:
+        """Whether the scheduler reads new requests this turn (every turn, unless recv_interval_steps > 1; then
+        when the counter is due or the engine is idle, and the counter starts again, as SGLang's skipper)."""
+        interval = self.cfg.recv_interval_steps
+        if interval == 1:
+            return True
+        if self.since_recv >= interval or not (self.running or self.waiting.heap):
+            self.since_recv = 0
+            return True
+        return False
+
+    def _steps_to_read(self, steps: int) -> int:
+        """The first step count ≥ steps (≥ 1) after which the scheduler reads: a read comes every
+        recv_interval_steps decode steps, counted from the last."""
+        interval, steps = self.cfg.recv_interval_steps, max(steps, 1)
+        return steps + (-(self.since_recv + steps)) % interval
+
     def _arrive(self) -> None:
         cfg, arrival, pending, now = self.cfg, self.arrival, self.pending, self.now
         while pending and pending[0][0] <= now:
@@ -383,9 +402,12 @@ class Engine:
         # only an arrival (under priority or sjf it may rank first and fit) can change the next plan.
         # run(until) ends at `until`, after which requests may join (extend): it cuts a stretch as an arrival does.
         k = dec.steps_to_finish(per_step)
-        arrival = min(self.pending[0][0], self.until) if self.pending else self.until
+        pending = self.pending[0][0] if self.pending else math.inf
+        arrival = min(pending, self.until)
         if arrival < math.inf and len(self.running) < cfg.max_num_seqs and cfg.batching == "continuous":
             to_arrival = math.ceil((arrival - self.now) / step_s)
+            if cfg.recv_interval_steps > 1 and arrival == pending:  # it joins at the first read after it arrives
+                to_arrival = self._steps_to_read(to_arrival)
             if to_arrival < k:
                 k = to_arrival if to_arrival > 1 else 1
         return self._blocks_allow(k, per_step) if k > 1 and dec.grows else k
@@ -421,6 +443,7 @@ class Engine:
         took = k * step_s + self.extra_s
         self.now, self.extra_s = start + took, 0.0
         self._record(start, took, EMPTY, n)
+        self.since_recv = (self.since_recv + k - 1) % self.cfg.recv_interval_steps + 1  # reads within the stretch
         dec.advance(k, self.now, took / k, per_step)
         if self.pool.cache is not None:  # filled blocks with a name become cached before anyone leaves
             dec.sync()
@@ -434,6 +457,8 @@ class Engine:
         sequences compute their tokens."""
         dec, pool = self.decoding, self.pool
         n = len(dec) if decode else 0
+        prefills = any(i in self.prefilling for i in plan)  # after a step with prefill the scheduler reads at once
+        self.since_recv = self.cfg.recv_interval_steps if prefills else self.since_recv + 1
         start = self.now
         took = self._step_time(plan, n) + self.extra_s
         self.now, self.extra_s = start + took, 0.0
@@ -532,7 +557,7 @@ class Engine:
         replicas together and hand each the requests routed to it meanwhile (extend)."""
         self.until = until
         while self.left > 0 and self.now < until:
-            if self.pending and self.pending[0][0] <= self.now:
+            if self._reads() and self.pending and self.pending[0][0] <= self.now:
                 self._arrive()
             if not self.running and not self.waiting.heap:
                 if not self.pending:
@@ -551,3 +576,4 @@ class Engine:
                 if not self.pending:
                     return
                 self.now = max(self.now, self.pending[0][0])
+                self.since_recv = self.cfg.recv_interval_steps  # an empty turn: the skipper's count runs on

@@ -366,6 +366,42 @@ def test_vllm_v0_prefills_alone_and_decodes_stall():
     assert v0.e2e_s[0] == pytest.approx(v1.e2e_s[0] + 0.01)  # one step longer for request 0
 
 
+def test_sglang_reads_new_requests_every_recv_interval_decode_steps():
+    # SGLang v0.5.6 --scheduler-recv-interval 5: 0's prefill step (to 0.05) makes the next read immediate (it finds
+    # nothing); 1 arrives at 0.055, during the first decode step, and is read only after the fifth (0.10), so it
+    # prefills 0.10-0.15 where every-step reading would prefill it 0.06-0.11
+    reqs = [Request(0.0, 10, 20), Request(0.055, 10, 2)]
+    sglang = dict(mixed_batches=False, chunked_prefill=False)
+    skipping = simulate(Stub(), reqs, cfg(recv_interval_steps=5, **sglang))
+    every_step = simulate(Stub(), reqs, cfg(**sglang))
+    assert skipping.ttft_s[1] == pytest.approx(0.15 - 0.055)
+    assert every_step.ttft_s[1] == pytest.approx(0.11 - 0.055)
+
+
+def test_an_idle_engine_reads_an_arrival_at_once_whatever_the_recv_interval():
+    reqs = [Request(0.0, 10, 3), Request(1.0, 10, 3)]
+    r = simulate(Stub(), reqs, cfg(recv_interval_steps=30))
+    assert r.ttft_s == pytest.approx((0.05, 0.05))
+
+
+def test_stretches_match_step_by_step_with_a_recv_interval():
+    times, _ = _real_times()
+    reqs = _poisson(20.0, 200, 512, 128)
+    sglang = dict(kv_blocks=20000, recv_interval_steps=10, mixed_batches=False, chunked_prefill=False)
+    fast = simulate(times, reqs, cfg(**sglang))
+    slow = simulate(times, reqs, cfg(trace_steps=10**9, **sglang))
+    assert fast.steps == slow.steps
+    for a, b in ((fast.e2e_s, slow.e2e_s), (fast.ttft_s, slow.ttft_s)):
+        assert statistics.mean(a) == pytest.approx(statistics.mean(b), rel=0.005)
+    every_step = simulate(times, reqs, cfg(**{**sglang, "recv_interval_steps": 1}))
+    assert statistics.mean(fast.ttft_s) > statistics.mean(every_step.ttft_s)
+
+
+def test_a_recv_interval_below_one_is_refused():
+    with pytest.raises(ValueError, match="recv_interval_steps"):
+        cfg(recv_interval_steps=0)
+
+
 def test_reserving_the_whole_length_never_preempts():
     reqs = [Request(0.0, 4, 6), Request(0.0, 4, 6)]
     r = simulate(Stub(), reqs, cfg(kv_blocks=5, block_size_tokens=4, reserve_full_length=True))
