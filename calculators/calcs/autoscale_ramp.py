@@ -368,7 +368,8 @@ def _simulated_steps(v: dict, sim: fleet.FleetTrace | None) -> list[dict]:
 
 def mean_ttft(trace: Trace) -> float:
     """The fluid run's mean TTFT over its arrivals (each step's TTFT weighted by its rate)."""
-    return sum(a * b for a, b in zip(trace.ttft, trace.rates)) / sum(trace.rates) if sum(trace.rates) else 0.0
+    arrivals = math.fsum(trace.rates)
+    return math.fsum(a * b for a, b in zip(trace.ttft, trace.rates)) / arrivals if arrivals else 0.0
 
 
 def compute(v: dict) -> dict:

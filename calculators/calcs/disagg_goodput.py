@@ -12,6 +12,8 @@ reads better than the steady state would.
 
 from __future__ import annotations
 
+import math
+
 from ..engine.config import EngineConfig
 from ..engine.disagg import KvArrivedTimes, Link, Pool, simulate_colocated, simulate_disaggregated
 from ..engine.metrics import percentile
@@ -143,8 +145,8 @@ def compute(v: dict) -> dict:
     ga, gb = out["colocated_goodput_per_gpu"], out["disagg_goodput_per_gpu"]
     out["gain"] = gb / ga if ga > 0 else 0.0  # undefined when co-location meets nothing (said in a note)
     served = b.served or ()
-    out["transfer_mean_s"] = sum(s.transfer_s for s in served) / len(served) if served else 0.0
-    out["prefill_mean_s"] = sum(s.prefill_s for s in served) / len(served) if served else 0.0
+    out["transfer_mean_s"] = math.fsum(s.transfer_s for s in served) / len(served) if served else 0.0
+    out["prefill_mean_s"] = math.fsum(s.prefill_s for s in served) / len(served) if served else 0.0
     out["kv_bytes_per_token"] = prompt_kv_bytes(dep, 1)
     out["rejected"] = a.rejected + b.rejected
     out["notes"] = [

@@ -119,7 +119,7 @@ class Placement:
 
     @property
     def mean_load(self) -> float:
-        return sum(self.loads) / len(self.loads)
+        return math.fsum(self.loads) / len(self.loads)
 
     @property
     def imbalance(self) -> float:

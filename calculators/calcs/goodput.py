@@ -151,7 +151,7 @@ def summarise(result, ttft_slo: float, tpot_slo: float, gaps: Gaps | None = None
     ttfts, tpots = sorted(ttft), sorted(tpot)
     met = sum(1 for a, b in zip(ttft, tpot) if a <= ttft_slo and b <= tpot_slo)
     out = {"attainment": met / len(result), "dropped": len(result) - len(served),
-           "queue_wait": sum(map(operator.sub, ttft, prefill)) / len(served) if served else 0.0}
+           "queue_wait": math.fsum(map(operator.sub, ttft, prefill)) / len(served) if served else 0.0}
     for p in (50, 90, 99):
         out[f"ttft_p{p}"], out[f"tpot_p{p}"] = percentile(ttfts, p), percentile(tpots, p)
     gaps = gaps or Gaps()
@@ -297,8 +297,8 @@ def service_cv2(load, work) -> float:
     step_s = load.steps.decode_time(load.full_batch, load.context) / load.full_batch
     mean_prompt = sum(a for _, a, _ in work) / len(work)
     times = [load.prefill_s * a / mean_prompt + (b - 1) * step_s for _, a, b in work]
-    mean = sum(times) / len(times)
-    return sum((t - mean) ** 2 for t in times) / len(times) / mean ** 2
+    mean = math.fsum(times) / len(times)
+    return math.fsum((t - mean) ** 2 for t in times) / len(times) / mean ** 2
 
 
 def kingman_wait(rho: float, ca2: float, cs2: float, service_s: float) -> float:

@@ -16,6 +16,8 @@ Default efficiencies (bandwidth 0.8, compute 0.6) make these estimates, not boun
 """
 from __future__ import annotations
 
+import math
+
 from ..schema import choice, integer, number, output, series, step
 from .engine_defaults import vllm_max_num_batched_tokens
 from .deployment import deployment_fields, efficiency_steps, time_step
@@ -176,7 +178,7 @@ def shape_task(v: dict, model) -> tuple[dict, list[dict]]:
 
     run = _run(Pricer(v, batch, batch, tpot, model), shape)
     ttfts = [v["queueing_s"] + p for p in run["prefills"]]
-    e2e = sum(f + s * (t.decoded - 1) for f, s, t in zip(ttfts, run["steps"], run["turns"]))
+    e2e = math.fsum(f + s * (t.decoded - 1) for f, s, t in zip(ttfts, run["steps"], run["turns"]))
     wait = shape.wait_s * (shape.turns - 1)
     out = {"task_ttft_first_turn_s": ttfts[0], "task_ttft_last_turn_s": ttfts[-1],
            "task_tpot_last_turn_s": run["steps"][-1], "task_latency_s": e2e + wait}

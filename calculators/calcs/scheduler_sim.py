@@ -18,6 +18,7 @@ not a steady state.
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, replace
 
@@ -251,7 +252,7 @@ def unsaturated_note(v: dict, s: Setup) -> list[str]:
 
 
 def mean(values) -> float:
-    return sum(values) / len(values) if values else 0.0
+    return math.fsum(values) / len(values) if values else 0.0
 
 
 def nearest_rank(values, pct: float) -> float:

@@ -14,6 +14,8 @@ The same sums with no prefix reuse (every turn prefills its whole prompt) give w
 
 from __future__ import annotations
 
+import math
+
 from ..engine.steps import StepTimes
 from ..schema import integer, output, series, step
 from .deployment import deployment_fields
@@ -120,9 +122,9 @@ def _run(p: Pricer, shape: Shape, reuse: bool = True) -> dict:
         "turns": ts,
         "prefills": prefills,
         "steps": steps,
-        "prefill_gpu_s": n * sum(prefills),
-        "decode_gpu_s": n * sum(decode_s) / p.batch,
-        "generation_s": sum(prefills) + sum(decode_s),
+        "prefill_gpu_s": n * math.fsum(prefills),
+        "decode_gpu_s": n * math.fsum(decode_s) / p.batch,
+        "generation_s": math.fsum(prefills) + math.fsum(decode_s),
     }
 
 
