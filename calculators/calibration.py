@@ -38,7 +38,7 @@ from .engine.config import EngineConfig
 from .engine.steps import StepTimes
 from .calcs.latency import SCHEMA as LATENCY
 from .calcs.latency import batch_latency
-from .calcs.sharding import steps_for
+from .calcs.sharding import sharded_steps, steps_for
 from .sharded_steps import ShardedSteps
 from .calcs.steptime import bound_deployment, compute_ceiling_tokens_per_s_per_gpu, deployment
 from .calcs.overhead import DEFAULT_MODE, FITTED_MODE, MODE_CHOICES
@@ -163,6 +163,7 @@ DEPLOYMENT_KEYS = (
     "compute_dtype",
     "attention",
     "gpus_per_node",
+    "overlap",
 )
 
 
@@ -174,13 +175,17 @@ def _deployment(row: dict, bound: bool, overhead: str = DEFAULT_MODE, comm: bool
 def _deployment_for(key: tuple, bound: bool, overhead: str, comm: bool = True):
     """The step model of one distinct configuration (the ledger has a few dozen, its rows a few hundred): the
     latency calculator's for an estimate (sharding.steps_for: the deployment's communication on more than one
-    GPU; comm False leaves it out, as the core did before issue #16); for a bound StepModel at efficiencies 1.0
-    without overhead or communication."""
+    GPU; comm False leaves it out, as the core did before issue #16), its communication hidden under the kernels
+    where the row's source states two-micro-batch overlap (overlap = "full"); for a bound StepModel at
+    efficiencies 1.0 without overhead or communication."""
     row = dict(zip(DEPLOYMENT_KEYS, key))
     v = validate(LATENCY["inputs"], core_inputs(row, bound, overhead, comm))
     if bound:
         return StepModel(bound_deployment(deployment(v)))
-    return steps_for(v) if comm else StepModel(deployment(v))
+    if not comm:
+        return StepModel(deployment(v))
+    overlap = "none" if row["overlap"] == "same" else row["overlap"]
+    return sharded_steps(v, deployment(v), "num_gpus", overlap) or StepModel(deployment(v))
 
 
 def _context(row: dict, bound: bool) -> float:

@@ -27,8 +27,10 @@ steptime.StepModel's rates and overhead, bit-compatible with it at tp only:
   bytes = (W_dense − unread embedding rows) ÷ tp + W_experts ÷ G × touched(b) + s × KV per GPU
   FLOPs = s × (2 P_dense + attention) ÷ tp + b × 2 P_experts,active ÷ G
   kernel = max(bytes ÷ (BW η_bw), FLOPs ÷ (peak η_c)); + overhead(s tokens)
-Communication per stage step (on the critical path; overlap "full" hides it under the kernels,
-as two-micro-batch overlap does):
+Communication per stage step (on the critical path; overlap "full" hides it under the kernels, the best
+any overlap can do; "two-batch" cuts a step into two micro-batches of half the batch, each hiding the
+other's communication, as SGLang's two-batch overlap and DeepSeek's dual micro-batch overlap run it: twice
+the weight reads and launches, each slot max(kernels, communication) of half the batch):
   TP: 2 all-reduces per layer (attention, FFN) + one after the embedding + the logits gather
       (allreduce.py's 2L + 1 rule), over tp at s tokens; an MoE layer without EP all-reduces over G at b
       tokens; with EP it does an all-to-all dispatch and combine over G instead, each GPU sending its
@@ -64,7 +66,19 @@ from .model import Accelerator, Model
 from .params import active_params, embedding_params, expert_params, is_moe_layer, lm_head_params, total_params
 
 NETWORK_LINKS = tuple(k for k, e in LINKS.items() if e.get("kind") == "network")
-OVERLAPS = ("none", "full")
+OVERLAPS = ("none", "full", "two-batch")
+
+
+def micro_batches(p: Parallelism, overlap: str) -> int:
+    """Micro-batches a step is cut into: the pipeline's m with stages; else 2 under two-batch overlap, or 1."""
+    if p.pp > 1:
+        return p.m
+    return 2 if overlap == "two-batch" else 1
+
+
+def slots_per_step(p: Parallelism, overlap: str) -> int:
+    """Stage slots one step takes: max(m, pp) with stages (a bubble when m < pp), else one per micro-batch."""
+    return max(p.m, p.pp) if p.pp > 1 else micro_batches(p, overlap)
 
 
 @dataclass(frozen=True)
@@ -373,7 +387,7 @@ class StageStep:
 
     @property
     def time_s(self) -> float:
-        if self.overlap == "full":
+        if self.overlap != "none":
             return max(self.kernel_s, self.comm_s) + self.overhead_s
         return self.kernel_s + self.comm_s + self.overhead_s
 
@@ -387,8 +401,7 @@ class Decode:
 
     @property
     def tpot_s(self) -> float:
-        p = self.parallelism
-        return max(p.m, p.pp) * self.stage.time_s if p.pp > 1 else self.stage.time_s
+        return slots_per_step(self.parallelism, self.stage.overlap) * self.stage.time_s
 
     @property
     def bubble(self) -> float:
@@ -494,7 +507,7 @@ class DeploymentModel:
 
     def stage_step(self, p: Parallelism, batch: float, context: float) -> StageStep:
         """One stage's decode step for a micro-batch of batch ÷ m sequences (per GPU)."""
-        b = batch / p.m if p.pp > 1 else batch
+        b = batch / micro_batches(p, self.overlap)
         flops, kv = self.step_model(p.tp, p.dcp).per_sequence(context)
         return self.slot(p, b, b * flops, b * kv)
 
@@ -537,7 +550,7 @@ class DeploymentModel:
         )
 
     def decode(self, p: Parallelism, batch: int, context: float) -> Decode:
-        b = batch / p.m if p.pp > 1 else batch
+        b = batch / micro_batches(p, self.overlap)
         return Decode(p, batch, self.stage_step(p, batch, context), b)
 
     def prefill_s(self, p: Parallelism, prompt: int) -> dict:

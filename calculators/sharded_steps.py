@@ -10,6 +10,7 @@ unbalanced one is slower than it says. A step of T tokens with pp stages runs as
 
   step = max(m, pp) × slot(T ÷ m)     slot = kernels + communication + overhead       (overlap "none")
                                            = max(kernels, communication) + overhead   (overlap "full")
+and at pp = 1 under "two-batch" overlap, two slots of T ÷ 2 (m = 2), each max(kernels, communication) + overhead
 
 so a decode step is parallel.Decode's TPOT and, on one GPU, StepModel's step. A step's work goes to at most
 as many attention ranks as it has sequences (a prompt is prefilled by one DP rank; CP splits it), so one
@@ -20,7 +21,15 @@ TP group's StepModel sums, so the engine's accounting of chunks and decodes is u
 from __future__ import annotations
 
 from .calcs.steptime import StepCost
-from .parallel import DeploymentModel, Parallelism, StageStep, check_parallelism, stage_fraction
+from .parallel import (
+    DeploymentModel,
+    Parallelism,
+    StageStep,
+    check_parallelism,
+    micro_batches,
+    slots_per_step,
+    stage_fraction,
+)
 
 
 class ShardedSteps:
@@ -35,8 +44,8 @@ class ShardedSteps:
         self.attention_weight = group.attention_weight
         self.per_sequence, self.per_prompt = group.per_sequence, group.per_prompt
         self.num_gpus = p.gpus
-        self.cycles = max(p.m, p.pp) if p.pp > 1 else 1  # stage slots per step
-        self.micro = p.m if p.pp > 1 else 1
+        self.cycles = slots_per_step(p, dm.overlap)  # stage slots per step
+        self.micro = micro_batches(p, dm.overlap)
         self._frac = stage_fraction(dm.model, p.pp)
         # one GPU's share of a step's logical KV bytes: its ranks' part × its stage's layers
         self.kv_share = group.kv_share * self._frac / p.attention_ranks
@@ -58,7 +67,7 @@ class ShardedSteps:
     def _cost(self, tokens: float, flops: float, kv: float, sequences: float, prefill: bool) -> StepCost:
         st, k = self._slot(tokens, flops, kv, sequences, prefill), self.cycles
         kv_gpu = kv * self.kv_share  # per GPU over the whole step (every micro-batch passes every stage)
-        exposed = max(0.0, st.comm_s - st.kernel_s) if st.overlap == "full" else st.comm_s
+        exposed = st.comm_s if st.overlap == "none" else max(0.0, st.comm_s - st.kernel_s)
         w = self.attention_weight
         matmul = 2 * self.active * tokens
         true_flops = flops if w == 1.0 else matmul + (flops - matmul) / w

@@ -12,7 +12,12 @@ from .ring import LINKS
 
 OVERLAP_CHOICES = [
     ("none", "None: communication adds to the step (a plain forward pass)"),
-    ("full", "Full: hidden under the kernels (two-micro-batch overlap), max(kernels, comm)"),
+    ("full", "Full: hidden under the kernels, max(kernels, comm) (the best any overlap can do)"),
+    (
+        "two-batch",
+        "Two micro-batches: each half of the batch hides the other's communication (SGLang's two-batch "
+        "overlap, DeepSeek's dual micro-batch overlap)",
+    ),
 ]
 
 

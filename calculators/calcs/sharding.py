@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from ..formats import bytes_per_element
 from ..errors import InputError
-from ..parallel import NETWORK_LINKS, Cluster, DeploymentModel, Formats, Parallelism, check_parallelism
+from ..parallel import NETWORK_LINKS, Cluster, DeploymentModel, Formats, Parallelism, check_parallelism, micro_batches
 from ..sharded_steps import ShardedSteps
 from ..schema import step
 from .memory import usable_bytes_per_gpu
@@ -62,7 +62,7 @@ def decode_steps(p: Parallelism, d) -> list[dict]:
     st, s = d.stage, "s"
     comm = [(st.tp_comm_s, s), (st.moe_comm_s, s), (st.dcp_comm_s, s), (st.pp_comm_s, s)]
     over = "kernels + communication + overhead" if st.overlap == "none" else "max(kernels, communication) + overhead"
-    m = p.m if p.pp > 1 else 1
+    m = micro_batches(p, st.overlap)
     rows = [
         (
             "Kernel time per stage step",
@@ -91,7 +91,8 @@ def sharded_steps(v: dict, dep, tp_key: str = "num_gpus", overlap: str = "none")
     """The steps of v's deployment with its communication, or None where steptime.StepModel(dep) prices it
     exactly: one GPU, or TP alone on an accelerator that lists no scale-up link (its GPUs talk over PCIe, which
     the deployment model does not price: the caller says so). `dep` is steptime.deployment(v); `overlap` one of
-    parallel.OVERLAPS ("none": communication adds to each step; "full": hidden under the kernels)."""
+    parallel.OVERLAPS ("none": communication adds to each step; "full": hidden under the kernels; "two-batch": two
+    half-batch micro-batches, each hiding the other's communication)."""
     p = scale_out(v, v[tp_key])
     check_scale_out(v, p, tp_key)
     if p.gpus == 1:

@@ -63,6 +63,7 @@ SCHEMA = {
         output("bubble", "Pipeline idle share", "", "percent"),
         output("tpot_s", "TPOT", "s", "seconds"),
         output("tokens_per_s_per_gpu", "Decode tokens/s per GPU", "tokens/s", "rate"),
+        output("two_batch_gain", "Two-batch overlap's decode gain over none at this layout", "", "percent"),
         output("prefill_s", "Prefill of one prompt (TTFT without queueing)", "s", "seconds"),
         output("prefill_comm_s", "Its communication (TP + CP)", "s", "seconds"),
     ],
@@ -145,6 +146,17 @@ def _steps(p: Parallelism, mem, d, pre: dict) -> list[dict]:
     )
 
 
+def two_batch_gain(v: dict, p: Parallelism) -> float:
+    """Decode tokens/s with two-batch overlap over that with none, minus one, at v's layout and batch: what
+    cutting the step in two buys (hidden communication) less what it costs (weights read and kernels launched
+    twice, each at half the batch)."""
+    ctx, batch = v["context_tokens"], v["batch_size"]
+    rates = [
+        deployment_model({**v, "overlap": o}).decode(p, batch, ctx).tokens_per_s_per_gpu for o in ("none", "two-batch")
+    ]
+    return rates[1] / rates[0] - 1
+
+
 def _outputs(p: Parallelism, mem, d, pre: dict, held: int) -> dict:
     st = d.stage
     return {
@@ -180,7 +192,7 @@ def compute(v: dict) -> dict:
     d = dm.decode(p, batch, ctx)
     held = max_sequences(v["model"], p, mem) if mem.fits_weights else 0
     pre = dm.prefill_s(p, v["prompt_tokens"])
-    out = _outputs(p, mem, d, pre, held)
+    out = _outputs(p, mem, d, pre, held) | {"two_batch_gain": two_batch_gain(v, p)}
     weights = auto_bytes(mem.weights)  # in the reader's memory units (display.memory_units)
     notes = (
         []
