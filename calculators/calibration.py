@@ -13,9 +13,10 @@ calculator's default efficiencies for the estimate and at efficiencies 1.0 for t
   input_tokens_per_s    per GPU: prompts × T_in ÷ prefill time
   tokens_per_s_per_user 1 ÷ TPOT
 Error = predicted speed ÷ measured speed − 1, speed being the rate, or 1 ÷ the time: +25% means the core
-was 25% too fast (optimistic), −25% too slow, whatever the metric. Two constants were fitted to the ledger
+was 25% too fast (optimistic), −25% too slow, whatever the metric. Three constants were fitted to the ledger
 (data/fitted.toml: the kernel floor of the "fitted" step-overhead mode, the matmul share of dequantised 4-bit float
-weights), each on named groups; fit_* recompute them and `held_out` marks the rows no fit has seen.
+weights, the time per decode sequence per layer on AMD's CDNA3 chips), each on named groups; fit_* recompute
+them and `held_out` marks the rows no fit has seen.
 A serving sweep's row (its group has a `client`) is predicted as its client measured it: engine/client.py runs the
 benchmark's closed loop on the simulator with the sweep's server settings (`server`).
 Bounds the other way: a time bound never above the measured time, a rate bound never below the measured
@@ -32,6 +33,7 @@ from functools import cache, lru_cache
 from . import catalog
 from .calcs.goodput import SCHEMA as GOODPUT
 from .calcs.memory import kv_pool_tokens
+from .calcs import overhead
 from .calcs.overhead import gpu_per_kernel_s
 from .engine.client import Client, run_client
 from .engine.config import EngineConfig
@@ -401,6 +403,28 @@ def fit_dequant_factor(tolerance: float = 0.005) -> float:
     while hi - lo > tolerance:
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if median_log_error(mid) > 0 else (mid, hi)  # measured slower: a smaller factor
+    return (lo + hi) / 2
+
+
+def fit_decode_row_s(tolerance: float = 1e-8) -> float:
+    """t_r from its training rows: where the median signed log error of the estimated batch latency,
+    log(measured ÷ estimated), is zero (bisection; the estimate grows with t_r, which is linear in it). Each
+    row's latency is split into the part without t_r and the rows' count × layers it multiplies."""
+    current = overhead.decode_row_floor()[0]
+    cases = []
+    for row in _training("decode_row_floor", "e2e_latency_s"):
+        steps = _deployment(row, False, FITTED_MODE)
+        with_current = _e2e(row, steps, False)
+        rows_layers = _batch(row, False) * (max(1, round(row["output_tokens"])) - 1) * steps.dep.model.num_layers
+        cases.append((row["value"], with_current - current * rows_layers, rows_layers))
+
+    def median_log_error(t_r: float) -> float:
+        return _quantile(sorted(math.log(m / (base + t_r * n)) for m, base, n in cases), 0.5)
+
+    lo, hi = 0.0, 1e-5
+    while hi - lo > tolerance:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if median_log_error(mid) > 0 else (lo, mid)  # measured slower: a larger t_r
     return (lo + hi) / 2
 
 

@@ -84,12 +84,21 @@ def render_fitted() -> str:
     return wrap(title, _table(SUMMARY_HEAD, _summary(calibration.DEFAULT_MODE, True)))
 
 
+FIT_VALUES = {  # a fitted constant's value key in fitted.toml, and how the table shows it
+    "per_kernel_s": lambda v: f"{v * 1e6:.2f} µs per kernel",
+    "per_sequence_layer_s": lambda v: f"{v * 1e6:.2f} µs per sequence per layer",
+    "factor": lambda v: f"{v:.2f}",
+}
+
+
 def render_fits() -> str:
     """Each fitted constant, its value, the ledger groups it was fitted on and how."""
     rows = []
     for name, entry in catalog.fitted().items():
-        value = entry.get("per_kernel_s", entry.get("factor"))
-        shown = f"{value * 1e6:.2f} µs" if "per_kernel_s" in entry else f"{value:.2f}"
+        key = next(k for k in FIT_VALUES if k in entry)
+        shown = FIT_VALUES[key](entry[key])
+        if "accelerators" in entry:
+            shown += " on " + ", ".join(entry["accelerators"])
         rows.append([cell(name.replace("_", " ")), shown, ", ".join(entry["fitted_on"]), cell(entry["method"])])
     return wrap("The fitted constants", _table(["Constant", "Value", "Fitted on (ledger groups)", "Method"], rows))
 

@@ -57,8 +57,8 @@ def _fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict
                "Launch time each step adds to its kernels' time, as vLLM v0.33.0 runs: with CUDA graphs one "
                "replay per decode step (piecewise graphs for steps with prefill, eager above 512 tokens); "
                "eager, every kernel's launch (about 2.6 µs each, from vLLM PR #10058); fitted, the graphs' launches "
-               "plus every kernel's GPU floor, fitted to the calibration ledger (see the calibration page). Bounds "
-               "never include it."),
+               "plus every kernel's GPU floor and, on AMD's MI300X and MI325X, a time per decode sequence per layer, "
+               "both fitted to the calibration ledger (see the calibration page). Bounds never include it."),
     ]
 
 

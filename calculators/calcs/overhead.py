@@ -21,6 +21,11 @@
                        rows (fitted.toml [gpu_kernel_floor] names them; calibration.fit_gpu_per_kernel_s
                        recomputes it) of (measured TPOT − TPOT without the floor) ÷ kernels per step; the
                        calibration page reports the error on the other rows.
+  decode rows        = sequences (tokens) of a decode-only step × layers × t_r, in the "fitted" mode only and on
+                       the accelerators fitted.toml [decode_row_floor] names (AMD's CDNA3 chips): the time each
+                       row of a decode step costs per layer there beyond the roofline and the kernel floor.
+                       Fitted on one ledger group, like t_g; steps with prefill in them do not pay it (the
+                       evidence is decode of static batches)
   a pipeline stage   = the same terms for its share of the layers' kernels (a full-graph replay stays one)
 
 Assumptions, not measurements: a graph replay is priced as one launch; the CPU work of scheduling,
@@ -131,6 +136,19 @@ def gpu_per_kernel_s() -> float:
     return float(fitted()["gpu_kernel_floor"]["per_kernel_s"])
 
 
+@cache
+def decode_row_floor() -> tuple[float, frozenset[str]]:
+    """t_r and the accelerators it applies to (fitted.toml [decode_row_floor])."""
+    entry = fitted()["decode_row_floor"]
+    return float(entry["per_sequence_layer_s"]), frozenset(entry["accelerators"])
+
+
+def decode_row_s(accelerator: Accelerator) -> float:
+    """t_r on this accelerator: the fitted value on the chips it was fitted for, else 0."""
+    t_r, chips = decode_row_floor()
+    return t_r if accelerator.id in chips else 0.0
+
+
 @dataclass(frozen=True)
 class StepOverhead:
     """The fixed time of one step, by kind of step and tokens in it: its launches plus every kernel's floor."""
@@ -142,6 +160,8 @@ class StepOverhead:
     full_graph_tokens: int  # decode-only steps up to this many tokens replay one full graph
     max_capture_tokens: int  # any step up to this many tokens replays graphs; above it runs eager
     gpu_kernel_s: float = 0.0  # t_g, each kernel's GPU floor (0: launches only)
+    row_layer_s: float = 0.0  # t_r, each decode row's time per layer (0 but on the chips it was fitted for)
+    layers: int = 0
 
     def eager_s(self, share: float = 1.0) -> float:
         """Every kernel launched from the CPU (`share` of the step's kernels: a pipeline stage runs its layers')."""
@@ -168,9 +188,12 @@ class StepOverhead:
         return self.eager_s(share)
 
     def decode_s(self, tokens: float, share: float = 1.0) -> float:
-        """A decode-only step of `tokens` tokens (sequences × tokens each): launches + kernel floor, for `share` of
-        the step's layers (a pipeline stage's; 1: the whole model)."""
-        return 0.0 if self.mode == "none" else self.launch_decode_s(tokens, share) + self.floor_s(share)
+        """A decode-only step of `tokens` tokens (sequences × tokens each): launches + kernel floor + its rows' time,
+        for `share` of the step's layers (a pipeline stage's; 1: the whole model)."""
+        if self.mode == "none":
+            return 0.0
+        rows = tokens * self.layers * share * self.row_layer_s
+        return self.launch_decode_s(tokens, share) + self.floor_s(share) + rows
 
     def mixed_s(self, tokens: float, share: float = 1.0) -> float:
         """A step with prefill in it (alone or mixed with decodes) of `tokens` tokens: launches + kernel floor."""
@@ -195,4 +218,6 @@ def step_overhead(
         full,
         largest,
         gpu_per_kernel_s() if mode == FITTED_MODE else 0.0,
+        decode_row_s(accelerator) if mode == FITTED_MODE else 0.0,
+        model.num_layers,
     )
