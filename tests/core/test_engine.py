@@ -367,9 +367,9 @@ def test_vllm_v0_prefills_alone_and_decodes_stall():
 
 
 def test_sglang_reads_new_requests_every_recv_interval_decode_steps():
-    # SGLang v0.5.6 --scheduler-recv-interval 5: 0's prefill step (to 0.05) makes the next read immediate (it finds
-    # nothing); 1 arrives at 0.055, during the first decode step, and is read only after the fifth (0.10), so it
-    # prefills 0.10-0.15 where every-step reading would prefill it 0.06-0.11
+    # SGLang's --scheduler-recv-interval 5 (scheduler_recv_skipper.py): 0's prefill step (to 0.05) makes the next
+    # read immediate (it finds nothing); 1 arrives at 0.055, during the first decode step, and is read only after
+    # the fifth (0.10), so it prefills 0.10-0.15 where every-step reading would prefill it 0.06-0.11
     reqs = [Request(0.0, 10, 20), Request(0.055, 10, 2)]
     sglang = dict(mixed_batches=False, chunked_prefill=False)
     skipping = simulate(Stub(), reqs, cfg(recv_interval_steps=5, **sglang))
