@@ -177,8 +177,8 @@ def _deployment(row: dict, bound: bool, overhead: str = DEFAULT_MODE, comm: bool
 def _deployment_for(key: tuple, bound: bool, overhead: str, comm: bool = True):
     """The step model of one distinct configuration (the ledger has a few dozen, its rows a few hundred): the
     latency calculator's for an estimate (sharding.steps_for: the deployment's communication on more than one
-    GPU; comm False leaves it out, as the core did before issue #16), its communication hidden under the kernels
-    where the row's source states two-micro-batch overlap (overlap = "full"); for a bound StepModel at
+    GPU; comm False leaves it out, as the core did before issue #16), its all-to-all hidden under the kernels
+    where the row's source states two-micro-batch overlap (overlap = "two-batch"); for a bound StepModel at
     efficiencies 1.0 without overhead or communication."""
     row = dict(zip(DEPLOYMENT_KEYS, key))
     v = validate(LATENCY["inputs"], core_inputs(row, bound, overhead, comm))

@@ -27,10 +27,11 @@ steptime.StepModel's rates and overhead, bit-compatible with it at tp only:
   bytes = (W_dense − unread embedding rows) ÷ tp + W_experts ÷ G × touched(b) + s × KV per GPU
   FLOPs = s × (2 P_dense + attention) ÷ tp + b × 2 P_experts,active ÷ G
   kernel = max(bytes ÷ (BW η_bw), FLOPs ÷ (peak η_c)); + overhead(s tokens)
-Communication per stage step (on the critical path; overlap "full" hides it under the kernels, the best
-any overlap can do; "two-batch" cuts a step into two micro-batches of half the batch, each hiding the
-other's communication, as SGLang's two-batch overlap and DeepSeek's dual micro-batch overlap run it: twice
-the weight reads and launches, each slot max(kernels, communication) of half the batch):
+Communication per stage step (on the critical path; overlap "full" hides all of it under the kernels, the
+best any overlap can do; "two-batch" cuts each (pipeline) micro-batch in two halves whose MoE all-to-all
+runs under the other half's kernels, as SGLang's two-batch overlap and DeepSeek's dual micro-batch overlap
+do: twice the weight reads and launches, each half max(kernels, all-to-all) + the rest of its
+communication + overhead; a step whose attention ranks have fewer than two sequences each is not cut):
   TP: 2 all-reduces per layer (attention, FFN) + one after the embedding + the logits gather
       (allreduce.py's 2L + 1 rule), over tp at s tokens; an MoE layer without EP all-reduces over G at b
       tokens; with EP it does an all-to-all dispatch and combine over G instead, each GPU sending its
@@ -69,16 +70,36 @@ NETWORK_LINKS = tuple(k for k, e in LINKS.items() if e.get("kind") == "network")
 OVERLAPS = ("none", "full", "two-batch")
 
 
-def micro_batches(p: Parallelism, overlap: str) -> int:
-    """Micro-batches a step is cut into: the pipeline's m with stages; else 2 under two-batch overlap, or 1."""
-    if p.pp > 1:
-        return p.m
+def halves(overlap: str, sequences_per_rank: float) -> int:
+    """What two-batch overlap cuts each (pipeline) micro-batch into: two halves where every attention rank has
+    two sequences or more to share between them, else one (SGLang splits a batch by sequences, so a single
+    sequence or prompt leaves the other half empty and nothing overlaps)."""
+    return 2 if overlap == "two-batch" and sequences_per_rank >= 2 else 1
+
+
+def step_overlap(overlap: str, cut: int) -> str:
+    """The overlap a slot runs under: two-batch only when the step was cut in two, else none."""
+    return "none" if overlap == "two-batch" and cut == 1 else overlap
+
+
+def with_overlap(st: StageStep, overlap: str) -> StageStep:
+    """The slot under `overlap` (step_overlap's: none for a step two-batch overlap could not cut)."""
+    return st if st.overlap == overlap else replace(st, overlap=overlap)
+
+
+def pipeline_micro_batches(p: Parallelism) -> int:
+    """The pipeline's micro-batches in flight: m with stages, else 1."""
+    return p.m if p.pp > 1 else 1
+
+
+def pipeline_slots(p: Parallelism) -> int:
+    """Stage slots one step takes: max(m, pp) with stages (a bubble when m < pp), else 1."""
+    return max(p.m, p.pp) if p.pp > 1 else 1
+
+
+def cut_of(overlap: str) -> int:
+    """Halves per pipeline micro-batch of a slot that runs under `overlap` (step_overlap's result)."""
     return 2 if overlap == "two-batch" else 1
-
-
-def slots_per_step(p: Parallelism, overlap: str) -> int:
-    """Stage slots one step takes: max(m, pp) with stages (a bubble when m < pp), else one per micro-batch."""
-    return max(p.m, p.pp) if p.pp > 1 else micro_batches(p, overlap)
 
 
 @dataclass(frozen=True)
@@ -386,10 +407,22 @@ class StageStep:
         return self.tp_comm_s + self.moe_comm_s + self.dcp_comm_s + self.pp_comm_s
 
     @property
+    def hidden_comm_s(self) -> float:
+        """The communication the overlap runs under the kernels: all of it ("full"), the MoE all-to-all alone
+        ("two-batch": SGLang's and vLLM's two-batch overlap target the expert dispatch and combine), or none."""
+        if self.overlap == "full":
+            return self.comm_s
+        return self.moe_comm_s if self.overlap == "two-batch" else 0.0
+
+    @property
+    def exposed_comm_s(self) -> float:
+        """Communication on the critical path: what is not hidden, and what the kernels are too short to hide."""
+        hidden = self.hidden_comm_s
+        return max(0.0, hidden - self.kernel_s) + (self.comm_s - hidden)
+
+    @property
     def time_s(self) -> float:
-        if self.overlap != "none":
-            return max(self.kernel_s, self.comm_s) + self.overhead_s
-        return self.kernel_s + self.comm_s + self.overhead_s
+        return self.kernel_s + self.exposed_comm_s + self.overhead_s
 
 
 @dataclass(frozen=True)
@@ -401,7 +434,7 @@ class Decode:
 
     @property
     def tpot_s(self) -> float:
-        return slots_per_step(self.parallelism, self.stage.overlap) * self.stage.time_s
+        return pipeline_slots(self.parallelism) * cut_of(self.stage.overlap) * self.stage.time_s
 
     @property
     def bubble(self) -> float:
@@ -419,7 +452,8 @@ class Decode:
 
     @property
     def comm_share(self) -> float:
-        return self.stage.comm_s / self.stage.time_s if self.stage.overlap == "none" else 0.0
+        """The step's share spent in communication the kernels do not hide."""
+        return self.stage.exposed_comm_s / self.stage.time_s
 
 
 class DeploymentModel:
@@ -505,11 +539,17 @@ class DeploymentModel:
         msg = s * self.model.hidden_size * self.f.activation
         return p2p_s(self.cluster, msg / p.tp, across) + allgather_s(self.cluster, msg, p.tp)
 
+    def cut(self, p: Parallelism, sequences: float) -> int:
+        """Halves (1 or 2) a step of `sequences` is cut into under this model's overlap, per pipeline micro-batch."""
+        return halves(self.overlap, sequences / pipeline_micro_batches(p) / p.attention_ranks)
+
     def stage_step(self, p: Parallelism, batch: float, context: float) -> StageStep:
-        """One stage's decode step for a micro-batch of batch ÷ m sequences (per GPU)."""
-        b = batch / micro_batches(p, self.overlap)
+        """One stage's decode step for a micro-batch of batch ÷ m sequences (÷ 2 more when two-batch overlap cuts
+        it in halves), per GPU."""
+        cut = self.cut(p, batch)
+        b = batch / (pipeline_micro_batches(p) * cut)
         flops, kv = self.step_model(p.tp, p.dcp).per_sequence(context)
-        return self.slot(p, b, b * flops, b * kv)
+        return with_overlap(self.slot(p, b, b * flops, b * kv), step_overlap(self.overlap, cut))
 
     def slot(
         self, p: Parallelism, tokens: float, flops: float, kv: float, rows: float | None = None, prefill: bool = False
@@ -550,7 +590,7 @@ class DeploymentModel:
         )
 
     def decode(self, p: Parallelism, batch: int, context: float) -> Decode:
-        b = batch / micro_batches(p, self.overlap)
+        b = batch / (pipeline_micro_batches(p) * self.cut(p, batch))
         return Decode(p, batch, self.stage_step(p, batch, context), b)
 
     def prefill_s(self, p: Parallelism, prompt: int) -> dict:

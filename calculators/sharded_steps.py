@@ -10,7 +10,8 @@ unbalanced one is slower than it says. A step of T tokens with pp stages runs as
 
   step = max(m, pp) × slot(T ÷ m)     slot = kernels + communication + overhead       (overlap "none")
                                            = max(kernels, communication) + overhead   (overlap "full")
-and at pp = 1 under "two-batch" overlap, two slots of T ÷ 2 (m = 2), each max(kernels, communication) + overhead
+and under "two-batch" overlap each of the m micro-batches runs as two halves (parallel.halves: where every
+attention rank has two sequences or more), each max(kernels, all-to-all) + other communication + overhead
 
 so a decode step is parallel.Decode's TPOT and, on one GPU, StepModel's step. A step's work goes to at most
 as many attention ranks as it has sequences (a prompt is prefilled by one DP rank; CP splits it), so one
@@ -26,9 +27,11 @@ from .parallel import (
     Parallelism,
     StageStep,
     check_parallelism,
-    micro_batches,
-    slots_per_step,
+    pipeline_micro_batches,
+    pipeline_slots,
     stage_fraction,
+    step_overlap,
+    with_overlap,
 )
 
 
@@ -44,8 +47,8 @@ class ShardedSteps:
         self.attention_weight = group.attention_weight
         self.per_sequence, self.per_prompt = group.per_sequence, group.per_prompt
         self.num_gpus = p.gpus
-        self.cycles = slots_per_step(p, dm.overlap)  # stage slots per step
-        self.micro = micro_batches(p, dm.overlap)
+        self.cycles = pipeline_slots(p)  # stage slots per step, before any two-batch cut
+        self.micro = pipeline_micro_batches(p)
         self._frac = stage_fraction(dm.model, p.pp)
         # one GPU's share of a step's logical KV bytes: its ranks' part × its stage's layers
         self.kv_share = group.kv_share * self._frac / p.attention_ranks
@@ -56,22 +59,26 @@ class ShardedSteps:
         p = self.p
         return p.attention_ranks if sequences >= p.dp else p.cp * max(1.0, sequences)
 
-    def _slot(self, tokens: float, flops: float, kv: float, sequences: float, prefill: bool) -> StageStep:
-        m = self.micro
+    def _slot(self, tokens: float, flops: float, kv: float, sequences: float, prefill: bool) -> tuple[StageStep, int]:
+        """One micro-batch's slot, and the two-batch cut (1 or 2 halves per pipeline micro-batch)."""
+        cut = self.dm.cut(self.p, sequences)
+        m = self.micro * cut
         ranks = self._ranks(sequences / m)
         # the busiest ranks' share: priced as if the micro-batch spread over `ranks` of the attention ranks
         scale = self.p.attention_ranks / ranks
         rows = sequences / m * scale if prefill else None
-        return self.dm.slot(self.p, tokens / m * scale, flops / m * scale, kv / m * scale, rows, prefill)
+        st = self.dm.slot(self.p, tokens / m * scale, flops / m * scale, kv / m * scale, rows, prefill)
+        return with_overlap(st, step_overlap(self.dm.overlap, cut)), cut
 
     def _cost(self, tokens: float, flops: float, kv: float, sequences: float, prefill: bool) -> StepCost:
-        st, k = self._slot(tokens, flops, kv, sequences, prefill), self.cycles
+        st, cut = self._slot(tokens, flops, kv, sequences, prefill)
+        k = self.cycles * cut
         kv_gpu = kv * self.kv_share  # per GPU over the whole step (every micro-batch passes every stage)
-        exposed = st.comm_s if st.overlap == "none" else max(0.0, st.comm_s - st.kernel_s)
+        exposed = st.exposed_comm_s
         w = self.attention_weight
         matmul = 2 * self.active * tokens
         true_flops = flops if w == 1.0 else matmul + (flops - matmul) / w
-        weights_gpu = max(0.0, st.bytes * self.micro - kv_gpu)  # each micro-batch reads the stage's weights
+        weights_gpu = max(0.0, st.bytes * self.micro * cut - kv_gpu)  # each micro-batch reads the stage's weights
         return StepCost(
             true_flops,
             weights_gpu * self.num_gpus,

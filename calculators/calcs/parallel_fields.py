@@ -15,8 +15,8 @@ OVERLAP_CHOICES = [
     ("full", "Full: hidden under the kernels, max(kernels, comm) (the best any overlap can do)"),
     (
         "two-batch",
-        "Two micro-batches: each half of the batch hides the other's communication (SGLang's two-batch "
-        "overlap, DeepSeek's dual micro-batch overlap)",
+        "Two micro-batches: each half of the batch hides the other's MoE all-to-all (SGLang's two-batch "
+        "overlap, DeepSeek's dual micro-batch overlap); a step with one sequence per rank is not cut",
     ),
 ]
 

@@ -11,7 +11,16 @@ from dataclasses import replace
 
 from ..formats import bytes_per_element
 from ..errors import InputError
-from ..parallel import NETWORK_LINKS, Cluster, DeploymentModel, Formats, Parallelism, check_parallelism, micro_batches
+from ..parallel import (
+    NETWORK_LINKS,
+    Cluster,
+    DeploymentModel,
+    Formats,
+    Parallelism,
+    check_parallelism,
+    cut_of,
+    pipeline_micro_batches,
+)
 from ..sharded_steps import ShardedSteps
 from ..schema import step
 from .memory import usable_bytes_per_gpu
@@ -57,12 +66,26 @@ def parallelism(v: dict, dm: DeploymentModel | None = None) -> Parallelism:
     return p
 
 
+def _stage_terms(st) -> tuple[str, list]:
+    """The stage step's worked terms: kernels, communication and overhead; under two-batch overlap the MoE
+    all-to-all the kernels hide apart from the rest of the communication."""
+    s = "s"
+    if st.overlap == "two-batch":
+        other = st.comm_s - st.moe_comm_s
+        return "max({}, {}) + {} + {}", [(st.kernel_s, s), (st.moe_comm_s, s), (other, s), (st.overhead_s, s)]
+    return "{}, {}, {}", [(st.kernel_s, s), (st.comm_s, s), (st.overhead_s, s)]
+
+
 def decode_steps(p: Parallelism, d) -> list[dict]:
     """The derivation of one decode stage step, TPOT and tokens/s per GPU (parallel.Decode `d`)."""
     st, s = d.stage, "s"
     comm = [(st.tp_comm_s, s), (st.moe_comm_s, s), (st.dcp_comm_s, s), (st.pp_comm_s, s)]
-    over = "kernels + communication + overhead" if st.overlap == "none" else "max(kernels, communication) + overhead"
-    m = micro_batches(p, st.overlap)
+    over = {
+        "none": "kernels + communication + overhead",
+        "full": "max(kernels, communication) + overhead",
+        "two-batch": "max(kernels, MoE all-to-all) + other communication + overhead",
+    }[st.overlap]
+    m, cut = pipeline_micro_batches(p), cut_of(st.overlap)
     rows = [
         (
             "Kernel time per stage step",
@@ -73,8 +96,15 @@ def decode_steps(p: Parallelism, d) -> list[dict]:
             s,
         ),
         ("Communication per stage step", "TP + MoE + DCP + PP", "{} + {} + {} + {}", comm, st.comm_s, s),
-        ("Stage step", over, "{}, {}, {}", [(st.kernel_s, s), (st.comm_s, s), (st.overhead_s, s)], st.time_s, s),
-        ("TPOT", "max(micro-batches, stages) × stage step", "max({}, {}) × {}", [m, p.pp, (st.time_s, s)], d.tpot_s, s),
+        ("Stage step", over, *_stage_terms(st), st.time_s, s),
+        (
+            "TPOT",
+            "max(micro-batches, stages) × halves (two-batch overlap) × stage step",
+            "max({}, {}) × {} × {}",
+            [m, p.pp, cut, (st.time_s, s)],
+            d.tpot_s,
+            s,
+        ),
         (
             "Tokens/s per GPU",
             "batch ÷ TPOT ÷ GPUs",

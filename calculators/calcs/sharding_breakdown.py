@@ -39,7 +39,8 @@ SCHEMA = {
         "the MoE group, layers ÷ PP), its KV (MLA's latent whole on every TP rank, each attention-DP "
         "rank its own sequences, DCP striping), and one decode step's kernels and communication: TP "
         "all-reduces, EP all-to-all, PP sends, DCP gathers, on the link each group spans. "
-        "Communication sits on the critical path unless overlap is full. Prefill: one prompt, FLOPs ÷ "
+        "Communication sits on the critical path unless overlap hides it (full: all of it; two-batch: the "
+        "all-to-all, each half of the batch under the other's kernels). Prefill: one prompt, FLOPs ÷ "
         "(TP × CP), with the CP ranks gathering its KV."
     ),
     "inputs": _fields(),
@@ -59,7 +60,7 @@ SCHEMA = {
         output("dcp_comm_s", "DCP gathers per stage step", "s", "seconds"),
         output("overhead_s", "Per-step overhead per stage step", "s", "seconds"),
         output("stage_step_s", "Stage step", "s", "seconds"),
-        output("comm_share", "Communication share of the step", "", "percent"),
+        output("comm_share", "Communication share of the step (what the overlap leaves exposed)", "", "percent"),
         output("bubble", "Pipeline idle share", "", "percent"),
         output("tpot_s", "TPOT", "s", "seconds"),
         output("tokens_per_s_per_gpu", "Decode tokens/s per GPU", "tokens/s", "rate"),
@@ -175,7 +176,7 @@ def _outputs(p: Parallelism, mem, d, pre: dict, held: int) -> dict:
         "dcp_comm_s": st.dcp_comm_s,
         "overhead_s": st.overhead_s,
         "stage_step_s": st.time_s,
-        "comm_share": st.comm_s / st.time_s,
+        "comm_share": d.comm_share,
         "bubble": d.bubble,
         "tpot_s": d.tpot_s,
         "tokens_per_s_per_gpu": d.tokens_per_s_per_gpu,

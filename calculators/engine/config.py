@@ -55,8 +55,8 @@ class EngineConfig:
     only when the blocks for its whole sequence so far (its prompt, and any output it must recompute)
     are free, though its first chunk is all it takes: vLLM V1's scheduler_reserve_full_isl, on by
     default (v0.33.0, vllm/config/scheduler.py; KVCacheManager.allocate_slots, full_sequence_must_fit).
-    recv_interval_steps > 1 is SGLang's --scheduler-recv-interval (managers/scheduler_recv_skipper.py, the same rule
-    at commits 0cc650f and 70310f0, the versions read; the sweep the ledger has with it ran v0.5.6):
+    recv_interval_steps > 1 is SGLang's --scheduler-recv-interval (managers/scheduler_recv_skipper.py at commit 70310f0,
+    whose weights and handle() an earlier draft, 0cc650f, already had; the sweep the ledger has with it ran v0.5.6):
     the scheduler reads new requests only when a counter reaches the interval, the counter growing by 1 per
     decode step and by 1,000 (at once) after a step with prefill, and starting again from 0 at each read; an
     idle engine reads at once (its empty loop turns cost next to nothing)."""

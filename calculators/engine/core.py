@@ -404,9 +404,13 @@ class Engine:
         k = dec.steps_to_finish(per_step)
         pending = self.pending[0][0] if self.pending else math.inf
         arrival = min(pending, self.until)
-        if arrival < math.inf and len(self.running) < cfg.max_num_seqs and cfg.batching == "continuous":
+        # with a recv interval an arrival is read (queued) at the first read after it, full batch or not: a
+        # stretch that ran past that read would leave it unread until a later one
+        read_later = cfg.recv_interval_steps > 1 and arrival == pending
+        room = len(self.running) < cfg.max_num_seqs or read_later
+        if arrival < math.inf and room and cfg.batching == "continuous":
             to_arrival = math.ceil((arrival - self.now) / step_s)
-            if cfg.recv_interval_steps > 1 and arrival == pending:  # it joins at the first read after it arrives
+            if read_later:
                 to_arrival = self._steps_to_read(to_arrival)
             if to_arrival < k:
                 k = to_arrival if to_arrival > 1 else 1

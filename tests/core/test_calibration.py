@@ -200,9 +200,9 @@ def test_band_says_when_the_readers_efficiencies_are_not_the_ledgers():
     [
         # LMSYS, "Deploying DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs"
         # (2025-05-05), Profile Results: decode on 9 nodes, EP72 with DP attention, 22,282 tokens/s per node. Priced
-        # with the two-batch overlap it ran, the model is about 27% fast: it routes tokens evenly, and the post
-        # blames its longer communication kernels on "greater expert imbalance" (without the overlap the model
-        # came within 5%, for the wrong reason)
+        # with the two-batch overlap it ran, the model is about 27% fast: it routes tokens evenly, and the post's
+        # decode breakdown has its combine "2x slower than DeepSeek's" (busy-waiting) and its MoE kernels "25%
+        # slower" (without the overlap the model came within 5%, for the wrong reason)
         ("lmsys-ep-h100-decode-output_tokens_per_s", 0.30),
         # DeepSeek, "Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview" (2025-03-01): ~14.8k output
         # tokens/s per H800 node decoding, EP144 with DP attention, KV length 4,989

@@ -397,6 +397,18 @@ def test_stretches_match_step_by_step_with_a_recv_interval():
     assert statistics.mean(fast.ttft_s) > statistics.mean(every_step.ttft_s)
 
 
+def test_an_arrival_is_read_on_time_while_the_batch_is_full():
+    # two sequences fill the batch; 2 arrives at 0.055 and is read after the fifth decode step (0.10), so it is
+    # admitted as soon as 0 finishes (after step 19, 0.24) and its prefill ends at 0.29; left unread until the
+    # first read after 0 finishes it would start later. A stretch and single steps must agree.
+    reqs = [Request(0.0, 10, 20), Request(0.0, 10, 40), Request(0.055, 10, 2)]
+    sglang = dict(mixed_batches=False, chunked_prefill=False, max_num_seqs=2, recv_interval_steps=5)
+    fast = simulate(Stub(), reqs, cfg(**sglang))
+    slow = simulate(Stub(), reqs, cfg(trace_steps=10**9, **sglang))
+    assert fast.ttft_s == pytest.approx(slow.ttft_s)
+    assert fast.ttft_s[2] == pytest.approx(0.29 - 0.055)
+
+
 def test_a_recv_interval_below_one_is_refused():
     with pytest.raises(ValueError, match="recv_interval_steps"):
         cfg(recv_interval_steps=0)

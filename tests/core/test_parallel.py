@@ -26,6 +26,7 @@ from calculators.parallel import (
 )
 from calculators.params import expert_params, total_params
 from calculators.schema import validate
+from calculators.sharded_steps import ShardedSteps
 
 FIELDS = deployment_fields(0.8, 0.6) + engine_fields() + S.cluster_fields() + S.parallelism_fields() + S.comm_fields()
 GIB = 2**30
@@ -371,29 +372,38 @@ def test_a_pipeline_stage_pays_its_own_layers_per_step_overhead():
 # ---- two-batch overlap -----------------------------------------------------------------------------------------
 
 
-def test_two_batch_overlap_is_two_half_batch_slots_each_hiding_its_communication():
-    """At pp = 1 a two-batch step is two slots of half the batch, each max(kernels, communication) + overhead;
-    full overlap (the best any overlap can do) is never slower, for dense TP and for MoE with EP and DP."""
-    cases = [
-        (dict(model="llama-3.1-70b"), Parallelism(tp=8), 64),
-        (
-            dict(model="deepseek-v3", weight_dtype="fp8", compute_dtype="fp8", nodes=4),
-            Parallelism(tp=1, dp=32, ep=32),
-            2048,
-        ),
-        (
-            dict(model="deepseek-v3", weight_dtype="fp8", compute_dtype="fp8", nodes=4),
-            Parallelism(tp=1, dp=32, ep=32),
-            64,
-        ),
+def test_two_batch_overlap_is_two_half_batch_slots_each_hiding_its_all_to_all():
+    """Two-batch overlap cuts each (pipeline) micro-batch in two halves, each max(kernels, MoE all-to-all) + the
+    rest of its communication + overhead: TP all-reduces and pipeline sends stay exposed (SGLang's and vLLM's
+    two-batch overlap target the expert dispatch and combine). Full overlap is never slower."""
+    deepseek = dict(model="deepseek-v3", weight_dtype="fp8", compute_dtype="fp8", nodes=4)
+    cases = [  # (model and cluster, layout, batch, stage slots per step)
+        (dict(model="llama-3.1-70b"), Parallelism(tp=8), 64, 1),
+        (deepseek, Parallelism(tp=1, dp=32, ep=32), 2048, 1),
+        (dict(model="llama-3.1-405b", weight_dtype="fp8", nodes=2), Parallelism(tp=8, pp=2), 64, 2),
     ]
-    for kw, p, batch in cases:
+    for kw, p, batch, slots in cases:
         _, two = dm_for(overlap="two-batch", **kw)
+        _, none = dm_for(overlap="none", **kw)
         _, full = dm_for(overlap="full", **kw)
-        d = two.decode(p, batch, 2000)
-        half = full.stage_step(p, batch / 2, 2000)  # the same slot, priced alone
-        assert d.tpot_s == pytest.approx(2 * (max(half.kernel_s, half.comm_s) + half.overhead_s), rel=1e-12)
-        assert full.decode(p, batch, 2000).tpot_s <= d.tpot_s
+        half = none.stage_step(p, batch / 2, 2000)  # a half of each micro-batch, its parts priced apart
+        exposed = max(half.kernel_s, half.moe_comm_s) + half.comm_s - half.moe_comm_s + half.overhead_s
+        assert two.decode(p, batch, 2000).tpot_s == pytest.approx(2 * slots * exposed, rel=1e-12)
+        assert full.decode(p, batch, 2000).tpot_s <= two.decode(p, batch, 2000).tpot_s
+
+
+def test_two_batch_overlap_leaves_a_step_with_one_sequence_per_rank_uncut():
+    """SGLang splits a batch by sequences: with one sequence (or one prompt) per attention rank the other half
+    is empty and nothing overlaps, so the step is priced as without overlap."""
+    kw = dict(model="deepseek-v3", weight_dtype="fp8", compute_dtype="fp8", nodes=4)
+    p = Parallelism(tp=1, dp=32, ep=32)
+    _, two = dm_for(overlap="two-batch", **kw)
+    _, none = dm_for(overlap="none", **kw)
+    assert two.decode(p, 32, 2000).tpot_s == none.decode(p, 32, 2000).tpot_s
+    assert two.decode(p, 64, 2000).tpot_s != none.decode(p, 64, 2000).tpot_s
+    one_prompt, plain = ShardedSteps(two, p), ShardedSteps(none, p)
+    assert one_prompt.prefill([8192]).time_s == plain.prefill([8192]).time_s
+    assert one_prompt.prefill([4096] * 128).time_s != plain.prefill([4096] * 128).time_s  # 4 prompts per rank
 
 
 def test_two_batch_overlap_gain_follows_the_sglang_teams_ablation():
