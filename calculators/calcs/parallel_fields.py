@@ -13,11 +13,7 @@ from .ring import LINKS
 OVERLAP_CHOICES = [
     ("none", "None: communication adds to the step (a plain forward pass)"),
     ("full", "Full: hidden under the kernels, max(kernels, comm) (the best any overlap can do)"),
-    (
-        "two-batch",
-        "Two micro-batches: each half of the batch hides the other's MoE all-to-all (SGLang's two-batch "
-        "overlap, DeepSeek's dual micro-batch overlap); a step with one sequence per rank is not cut",
-    ),
+    ("two-batch", "Two-batch: each half of the batch hides the other's MoE all-to-all"),
 ]
 
 
@@ -116,7 +112,14 @@ def comm_fields() -> list[dict]:
             "Bytes per element of the tokens an all-to-all sends to the experts (FP8 dispatch halves "
             "them); the combine returns in the activation format.",
         ),
-        choice("overlap", "Communication overlap", "none", OVERLAP_CHOICES),
+        choice(
+            "overlap",
+            "Communication overlap",
+            "none",
+            OVERLAP_CHOICES,
+            "Two-batch is SGLang's two-batch overlap and DeepSeek's dual micro-batch overlap: the weights are read "
+            "twice, and a step with fewer than two sequences per attention rank is not cut.",
+        ),
     ]
 
 
