@@ -40,7 +40,7 @@ from .engine.config import EngineConfig
 from .engine.steps import StepTimes
 from .calcs.latency import SCHEMA as LATENCY
 from .calcs.latency import batch_latency
-from .calcs.sharding import sharded_steps, steps_for
+from .calcs.sharding import steps_for
 from .sharded_steps import ShardedSteps
 from .calcs.steptime import bound_deployment, compute_ceiling_tokens_per_s_per_gpu, deployment
 from .calcs.overhead import DEFAULT_MODE, FITTED_MODE, MODE_CHOICES
@@ -186,8 +186,7 @@ def _deployment_for(key: tuple, bound: bool, overhead: str, comm: bool = True):
         return StepModel(bound_deployment(deployment(v)))
     if not comm:
         return StepModel(deployment(v))
-    overlap = "none" if row["overlap"] == "same" else row["overlap"]
-    return sharded_steps(v, deployment(v), "num_gpus", overlap) or StepModel(deployment(v))
+    return steps_for(v, overlap="none" if row["overlap"] == "same" else row["overlap"])
 
 
 def _context(row: dict, bound: bool) -> float:
@@ -399,11 +398,7 @@ def fit_dequant_factor(tolerance: float = 0.005) -> float:
             errors.append(math.log(measured / run_client(StepTimes(steps), server, client)["ttft_s"]))
         return _quantile(sorted(errors), 0.5)
 
-    lo, hi = 0.01, 1.0
-    while hi - lo > tolerance:
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if median_log_error(mid) > 0 else (mid, hi)  # measured slower: a smaller factor
-    return (lo + hi) / 2
+    return _zero(median_log_error, 0.01, 1.0, tolerance, rising=True)  # measured slower: a smaller factor
 
 
 def fit_decode_row_s(tolerance: float = 1e-8) -> float:
@@ -421,10 +416,14 @@ def fit_decode_row_s(tolerance: float = 1e-8) -> float:
     def median_log_error(t_r: float) -> float:
         return _quantile(sorted(math.log(m / (base + t_r * n)) for m, base, n in cases), 0.5)
 
-    lo, hi = 0.0, 1e-5
+    return _zero(median_log_error, 0.0, 1e-5, tolerance, rising=False)  # measured slower: a larger t_r
+
+
+def _zero(fn, lo: float, hi: float, tolerance: float, rising: bool) -> float:
+    """Bisection to `tolerance` for where fn, rising or falling with its argument, crosses zero in [lo, hi]."""
     while hi - lo > tolerance:
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if median_log_error(mid) > 0 else (lo, mid)  # measured slower: a larger t_r
+        lo, hi = (lo, mid) if (fn(mid) > 0) == rising else (mid, hi)  # the zero lies below mid, or above
     return (lo + hi) / 2
 
 

@@ -66,25 +66,22 @@ def parallelism(v: dict, dm: DeploymentModel | None = None) -> Parallelism:
     return p
 
 
-def _stage_terms(st) -> tuple[str, list]:
-    """The stage step's worked terms: kernels, communication and overhead; under two-batch overlap the MoE
-    all-to-all the kernels hide apart from the rest of the communication."""
+def _stage_row(st) -> tuple:
+    """The stage step's derivation row under its overlap: formula, template and terms (under two-batch overlap the
+    MoE all-to-all the kernels hide apart from the rest of the communication)."""
     s = "s"
     if st.overlap == "two-batch":
-        other = st.comm_s - st.moe_comm_s
-        return "max({}, {}) + {} + {}", [(st.kernel_s, s), (st.moe_comm_s, s), (other, s), (st.overhead_s, s)]
-    return "{}, {}, {}", [(st.kernel_s, s), (st.comm_s, s), (st.overhead_s, s)]
+        terms = [(st.kernel_s, s), (st.moe_comm_s, s), (st.comm_s - st.moe_comm_s, s), (st.overhead_s, s)]
+        formula = "max(kernels, MoE all-to-all) + other communication + overhead"
+        return "Stage step", formula, "max({}, {}) + {} + {}", terms, st.time_s, s
+    formula = "kernels + communication + overhead" if st.overlap == "none" else "max(kernels, communication) + overhead"
+    return "Stage step", formula, "{}, {}, {}", [(st.kernel_s, s), (st.comm_s, s), (st.overhead_s, s)], st.time_s, s
 
 
 def decode_steps(p: Parallelism, d) -> list[dict]:
     """The derivation of one decode stage step, TPOT and tokens/s per GPU (parallel.Decode `d`)."""
     st, s = d.stage, "s"
     comm = [(st.tp_comm_s, s), (st.moe_comm_s, s), (st.dcp_comm_s, s), (st.pp_comm_s, s)]
-    over = {
-        "none": "kernels + communication + overhead",
-        "full": "max(kernels, communication) + overhead",
-        "two-batch": "max(kernels, MoE all-to-all) + other communication + overhead",
-    }[st.overlap]
     m, cut = pipeline_micro_batches(p), cut_of(st.overlap)
     rows = [
         (
@@ -96,7 +93,7 @@ def decode_steps(p: Parallelism, d) -> list[dict]:
             s,
         ),
         ("Communication per stage step", "TP + MoE + DCP + PP", "{} + {} + {} + {}", comm, st.comm_s, s),
-        ("Stage step", over, *_stage_terms(st), st.time_s, s),
+        _stage_row(st),
         (
             "TPOT",
             "max(micro-batches, stages) × halves (two-batch overlap) × stage step",
@@ -153,11 +150,12 @@ def sharded_steps(v: dict, dep, tp_key: str = "num_gpus", overlap: str = "none")
     return ShardedSteps(DeploymentModel(base, c, f, usable, overlap), p)
 
 
-def steps_for(v: dict, dep=None, tp_key: str = "num_gpus"):
+def steps_for(v: dict, dep=None, tp_key: str = "num_gpus", overlap: str = "none"):
     """The step model of v's deployment, for every calculator whose step times are estimates: sharded_steps'
-    (communication on the critical path) on more than one GPU, else steptime.StepModel. Bounds keep StepModel."""
+    (communication on the critical path unless `overlap` hides some) on more than one GPU, else
+    steptime.StepModel. Bounds keep StepModel."""
     dep = dep or deployment(v)
-    return sharded_steps(v, dep, tp_key) or StepModel(dep)
+    return sharded_steps(v, dep, tp_key, overlap) or StepModel(dep)
 
 
 def server_gpus(v: dict) -> int:

@@ -461,8 +461,9 @@ class Engine:
         sequences compute their tokens."""
         dec, pool = self.decoding, self.pool
         n = len(dec) if decode else 0
-        prefills = any(i in self.prefilling for i in plan)  # after a step with prefill the scheduler reads at once
-        self.since_recv = self.cfg.recv_interval_steps if prefills else self.since_recv + 1
+        if self.cfg.recv_interval_steps > 1:  # after a step with prefill the scheduler reads at once
+            prefills = any(i in self.prefilling for i in plan)
+            self.since_recv = self.cfg.recv_interval_steps if prefills else self.since_recv + 1
         start = self.now
         took = self._step_time(plan, n) + self.extra_s
         self.now, self.extra_s = start + took, 0.0
