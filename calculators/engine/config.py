@@ -59,7 +59,10 @@ class EngineConfig:
     whose weights and handle() an earlier draft, 0cc650f, already had; the sweep the ledger has with it ran v0.5.6):
     the scheduler reads new requests only when a counter reaches the interval, the counter growing by 1 per
     decode step and by 1,000 (at once) after a step with prefill, and starting again from 0 at each read; an
-    idle engine reads at once (its empty loop turns cost next to nothing)."""
+    idle engine reads at once (its empty loop turns cost next to nothing). schedule_ahead plans each step while the
+    one before it runs (vLLM's async scheduling, on by default from v0.14.0, PR #27614; SGLang's overlap scheduler,
+    which "runs one batch ahead", on by default from v0.4, --disable-overlap-schedule): a busy engine's step admits
+    only the requests that had arrived when the step before it started."""
 
     kv_blocks: int
     block_size_tokens: int = 16
@@ -82,6 +85,7 @@ class EngineConfig:
     host_cache_blocks: int = 0
     host_cache_bytes_per_s: float = 0.0
     recv_interval_steps: int = 1
+    schedule_ahead: bool = False
 
     def __post_init__(self):
         for name, allowed in (("batching", BATCHING), ("policy", POLICIES), ("preemption", PREEMPTION)):

@@ -95,6 +95,7 @@ class Engine:
         "stopped",
         "until",
         "since_recv",
+        "planned_s",
     )
 
     def __init__(
@@ -110,6 +111,7 @@ class Engine:
         self.waiting = WaitingQueue(cfg.policy, cfg.ageing_s, self.arrival, [])
         self.now, self.gaps, self.until = 0.0, Gaps(), math.inf
         self.since_recv = 0  # decode steps since the scheduler last read new requests (recv_interval_steps)
+        self.planned_s = 0.0  # when the next step is planned: now, or (schedule_ahead, busy) when the last step began
         # Arrivals to come, (time, index); a request that follows another (closed loop, agent turns)
         # joins when its predecessor ends, think_s later.
         self.pending: list = []
@@ -185,8 +187,13 @@ class Engine:
         interval, steps = self.cfg.recv_interval_steps, max(steps, 1)
         return steps + (-(self.since_recv + steps)) % interval
 
+    def _seen_by(self) -> float:
+        """Arrivals up to this time are seen by the next step's plan: now, or when the step that just ran began
+        (schedule_ahead: the next step was planned then, while that one ran)."""
+        return self.planned_s if self.cfg.schedule_ahead else self.now
+
     def _arrive(self) -> None:
-        cfg, arrival, pending, now = self.cfg, self.arrival, self.pending, self.now
+        cfg, arrival, pending, now = self.cfg, self.arrival, self.pending, self._seen_by()
         while pending and pending[0][0] <= now:
             t, i = heapq.heappop(pending)
             arrival[i] = t
@@ -409,7 +416,8 @@ class Engine:
         read_later = cfg.recv_interval_steps > 1 and arrival == pending
         room = len(self.running) < cfg.max_num_seqs or read_later
         if arrival < math.inf and room and cfg.batching == "continuous":
-            to_arrival = math.ceil((arrival - self.now) / step_s)
+            # planned one step ahead, a step first sees an arrival when the step before it began after it
+            to_arrival = math.ceil((arrival - self.now) / step_s) + (cfg.schedule_ahead and arrival == pending)
             if read_later:
                 to_arrival = self._steps_to_read(to_arrival)
             if to_arrival < k:
@@ -445,7 +453,7 @@ class Engine:
             step_s = decode(n, dec.context(k, per_step))  # each step at the stretch's middle context
         start = self.now
         took = k * step_s + self.extra_s
-        self.now, self.extra_s = start + took, 0.0
+        self.now, self.extra_s, self.planned_s = start + took, 0.0, start + (k - 1) * step_s
         self._record(start, took, EMPTY, n)
         self.since_recv = (self.since_recv + k - 1) % self.cfg.recv_interval_steps + 1  # reads within the stretch
         dec.advance(k, self.now, took / k, per_step)
@@ -466,7 +474,7 @@ class Engine:
             self.since_recv = self.cfg.recv_interval_steps if prefills else self.since_recv + 1
         start = self.now
         took = self._step_time(plan, n) + self.extra_s
-        self.now, self.extra_s = start + took, 0.0
+        self.now, self.extra_s, self.planned_s = start + took, 0.0, start
         self._record(start, took, plan, n)
         if n:
             dec.advance(1, self.now, took, 1.0 if self.plain else self.times.tokens_per_step(n))
@@ -567,7 +575,7 @@ class Engine:
             if not self.running and not self.waiting.heap:
                 if not self.pending:
                     return
-                self.now = min(self.pending[0][0], until)
+                self.now = self.planned_s = max(self.now, min(self.pending[0][0], until))  # idle: plans on arrival
                 continue
             plan = self._fast_plan()
             if plan:
@@ -580,5 +588,5 @@ class Engine:
             if not plan and not preempted:  # nothing can run (a safety net: requests that never fit are rejected)
                 if not self.pending:
                     return
-                self.now = max(self.now, self.pending[0][0])
+                self.now = self.planned_s = max(self.now, self.pending[0][0])
                 self.since_recv = self.cfg.recv_interval_steps  # an empty turn: the skipper's count runs on

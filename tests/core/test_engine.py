@@ -409,6 +409,44 @@ def test_an_arrival_is_read_on_time_while_the_batch_is_full():
     assert fast.ttft_s[2] == pytest.approx(0.29 - 0.055)
 
 
+def test_a_step_planned_ahead_sees_an_arrival_a_step_later():
+    # 1 arrives at 0.055, during the decode step 0.05-0.06. Planned as each step ends, it joins the next step
+    # (0.06-0.11); planned while the step before runs (vLLM's async scheduling, SGLang's overlap scheduler), the
+    # step from 0.06 was planned at 0.05, before it came, so it joins the one after (0.07-0.12)
+    reqs = [Request(0.0, 10, 20), Request(0.055, 10, 2)]
+    assert simulate(Stub(), reqs, cfg()).ttft_s[1] == pytest.approx(0.11 - 0.055)
+    assert simulate(Stub(), reqs, cfg(schedule_ahead=True)).ttft_s[1] == pytest.approx(0.12 - 0.055)
+
+
+def test_a_closed_loop_request_sent_after_an_answer_waits_one_step_or_two_planned_ahead():
+    # 0 ends at 0.07; its user's next request (2) comes 1 ms later, after the engine began the step 0.07-0.08:
+    # planned as steps end, 2 joins the step from 0.08; planned ahead, that step was planned at 0.07 and 2 joins
+    # the one from 0.09
+    reqs = [Request(0.0, 10, 3), Request(0.0, 10, 10), Request(0.0, 10, 2, after=0, think_s=0.001)]
+    assert simulate(Stub(), reqs, cfg()).ttft_s[2] == pytest.approx(0.13 - 0.071)
+    assert simulate(Stub(), reqs, cfg(schedule_ahead=True)).ttft_s[2] == pytest.approx(0.14 - 0.071)
+
+
+def test_an_idle_engine_planning_ahead_plans_an_arrival_at_once():
+    reqs = [Request(0.0, 10, 3), Request(1.0, 10, 3)]
+    r = simulate(Stub(), reqs, cfg(schedule_ahead=True))
+    assert r.ttft_s == pytest.approx((0.05, 0.05))
+
+
+@pytest.mark.parametrize("recv_interval_steps", [1, 10])
+def test_stretches_match_step_by_step_when_planning_ahead(recv_interval_steps):
+    times, _ = _real_times()
+    reqs = _poisson(20.0, 200, 512, 128)
+    server = dict(kv_blocks=20000, schedule_ahead=True, recv_interval_steps=recv_interval_steps)
+    fast = simulate(times, reqs, cfg(**server))
+    slow = simulate(times, reqs, cfg(trace_steps=10**9, **server))
+    assert fast.steps == slow.steps
+    for a, b in ((fast.e2e_s, slow.e2e_s), (fast.ttft_s, slow.ttft_s)):
+        assert statistics.mean(a) == pytest.approx(statistics.mean(b), rel=0.005)
+    at_once = simulate(times, reqs, cfg(**{**server, "schedule_ahead": False}))
+    assert statistics.mean(fast.ttft_s) > statistics.mean(at_once.ttft_s)
+
+
 def test_a_recv_interval_below_one_is_refused():
     with pytest.raises(ValueError, match="recv_interval_steps"):
         cfg(recv_interval_steps=0)
