@@ -286,6 +286,7 @@ def _server(row: dict) -> EngineConfig:
         chunked_prefill=mixed,
         mixed_batches=mixed,
         recv_interval_steps=row.get("scheduler_recv_interval", 1),
+        schedule_ahead=s.get("schedule_ahead", False),
     )
 
 

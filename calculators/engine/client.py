@@ -5,7 +5,11 @@ can be predicted as the client measured it (calibration.py's serving rows).
   lengths      input and output each uniform integers in [⌊L × ratio⌋, L] (np.random.randint(lower, upper + 1)),
                drawn here with the standard library from a fixed seed
   requests     N × prompts_per_user of them; the first N start together (the warm-up requests finished before
-               the timer starts, so the timed run opens on an idle server), each later one as a slot frees
+               the timer starts, so the timed run opens on an idle server), each later one as a slot frees:
+               TURNAROUND_S after the last token of the answer before it, the HTTP round trip of one host, an
+               assumed millisecond (not measured: any time longer than the engine's own turn between two steps
+               and shorter than a step puts the request in the same step), so that it misses the step the engine
+               starts as that answer ends
   TTFT         request sent → first streamed chunk, which carries the first token: vLLM streams every token, and
                SGLang's --stream-interval k sends a chunk when the output's length is 1 more than a multiple of
                k (tokens 1, k + 1, 2k + 1, ...; scheduler_output_processor_mixin.py stream_output_generation,
@@ -25,6 +29,9 @@ from .config import EngineConfig
 from .loops import closed_loop
 from .run import simulate
 from .steps import StepTimes
+
+
+TURNAROUND_S = 1e-3
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,8 @@ def draws(c: Client) -> list[tuple[float, int, int]]:
 def run_client(times: StepTimes, config: EngineConfig, c: Client) -> dict:
     """The client's means (TTFT, TPOT, end-to-end, in s) and its output throughput (tokens/s, whole server)."""
     requests = draws(c)
-    result = simulate(times, closed_loop(requests, c.concurrency, 0.0), config, (0, len(requests)))
+    users = [r._replace(think_s=TURNAROUND_S) for r in closed_loop(requests, c.concurrency, 0.0)]
+    result = simulate(times, users, config, (0, len(requests)))
     if not result.e2e_s:
         raise ValueError("no request finished: the KV pool holds none of them")
     end = max(a + e for a, e in zip(result.arrival_s, result.e2e_s))

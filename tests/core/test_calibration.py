@@ -290,3 +290,14 @@ def test_a_serving_row_is_predicted_by_its_client():
     steps = calibration._deployment(row, False, "fitted")
     one_step = calibration._tpot(row, steps, False)
     assert row["predicted"] != one_step and row["predicted"] == pytest.approx(one_step, rel=0.1)
+
+
+def test_the_serving_rows_ttft_as_the_calibration_page_reads_it():
+    # docs/calibration.md, "TTFT under load": gpt-oss-120b's 1K-prompt TTFT within the band on two and four GPUs,
+    # above it (simulated faster) on eight at every concurrency
+    ttft = {p["id"]: p for p in calibration.predictions() if p["metric"] == "ttft_s" and "gptoss" in p["id"]}
+    short = [p for i, p in ttft.items() if "8k1k" not in i]
+    assert short and all(abs(p["error"]) <= 0.25 for p in short if p["num_gpus"] < 8)
+    assert all(p["error"] > 0.25 for p in short if p["num_gpus"] == 8 and p["estimate"])
+    ahead = [r for r in calibration.rows() if r["id"] in ttft and r["server"].get("schedule_ahead")]
+    assert len(ahead) == len(ttft)  # every gpt-oss sweep ran vLLM v0.15.1: async scheduling on

@@ -4,7 +4,7 @@ closed loop and its metrics, by hand on small cases."""
 import pytest
 
 from calculators.calcs.steptime import StepModel, deployment
-from calculators.engine.client import Client, draws, run_client
+from calculators.engine.client import TURNAROUND_S, Client, draws, run_client
 from calculators.engine.config import EngineConfig
 from calculators.engine.steps import StepTimes
 from calculators.schema import validate
@@ -36,3 +36,12 @@ def test_throughput_counts_every_output_token_over_the_run():
     r = run_client(TIMES, SERVER, c)
     assert r["completed"] == 12
     assert r["output_tokens_per_s"] * r["e2e_latency_s"] > 4 * 32 * 0.9  # four users' tokens per mean latency
+
+
+def test_a_users_next_request_comes_a_turnaround_after_the_answer():
+    # one user, two requests: the second is sent TURNAROUND_S after the first answer ends, finds the engine idle and
+    # is planned at once; the run lasts both answers and the turnaround (the engine tests time the busy case)
+    r = run_client(TIMES, SERVER, Client(1, 256, 8, prompts_per_user=2))
+    assert r["ttft_s"] == pytest.approx(TIMES.mixed(0, 0.0, [(0, 256)]))
+    assert r["output_tokens_per_s"] == pytest.approx(16 / (2 * r["e2e_latency_s"] + TURNAROUND_S))
+    assert 0 < TURNAROUND_S < TIMES.decode(1, 256)  # later than the engine's turn, shorter than a step
