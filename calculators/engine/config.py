@@ -61,8 +61,8 @@ class EngineConfig:
     decode step and by 1,000 (at once) after a step with prefill, and starting again from 0 at each read; an
     idle engine reads at once (its empty loop turns cost next to nothing). schedule_ahead plans each step while the
     one before it runs (vLLM's async scheduling, on by default from v0.14.0, PR #27614; SGLang's overlap scheduler,
-    which "runs one batch ahead", on by default from v0.4, --disable-overlap-schedule): a busy engine's step admits
-    only the requests that had arrived when the step before it started."""
+    which "runs one batch ahead", on by default since PR #2067 of November 2024, --disable-overlap-schedule): a
+    busy engine's step admits only the requests that had arrived when the step before it started."""
 
     kv_blocks: int
     block_size_tokens: int = 16

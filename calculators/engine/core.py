@@ -416,13 +416,18 @@ class Engine:
         read_later = cfg.recv_interval_steps > 1 and arrival == pending
         room = len(self.running) < cfg.max_num_seqs or read_later
         if arrival < math.inf and room and cfg.batching == "continuous":
-            # planned one step ahead, a step first sees an arrival when the step before it began after it
-            to_arrival = math.ceil((arrival - self.now) / step_s) + (cfg.schedule_ahead and arrival == pending)
+            to_arrival = math.ceil((arrival - self.now) / step_s)
+            if cfg.schedule_ahead and arrival == pending:  # first seen by the step after the one begun after it,
+                to_arrival = min(to_arrival + 1, self._steps_to_until(step_s))  # but no step begins at `until`
             if read_later:
                 to_arrival = self._steps_to_read(to_arrival)
             if to_arrival < k:
                 k = to_arrival if to_arrival > 1 else 1
         return self._blocks_allow(k, per_step) if k > 1 and dec.grows else k
+
+    def _steps_to_until(self, step_s: float) -> int | float:
+        """Steps from now to the first end at or after `until` (infinite without one)."""
+        return math.ceil((self.until - self.now) / step_s) if self.until < math.inf else math.inf
 
     def _blocks_allow(self, k: int, per_step: float) -> int:
         """The most steps ≤ k whose new blocks the free pool covers (the plan took the first step's)."""

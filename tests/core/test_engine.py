@@ -15,6 +15,7 @@ from calculators.calcs import goodput
 from calculators.calcs.steptime import StepModel, deployment
 from calculators.engine import workload
 from calculators.engine.config import EngineConfig, Request
+from calculators.engine.core import Engine
 from calculators.engine.run import simulate
 from calculators.engine.steps import StepTimes
 from calculators.errors import InputError
@@ -431,6 +432,14 @@ def test_an_idle_engine_planning_ahead_plans_an_arrival_at_once():
     reqs = [Request(0.0, 10, 3), Request(1.0, 10, 3)]
     r = simulate(Stub(), reqs, cfg(schedule_ahead=True))
     assert r.ttft_s == pytest.approx((0.05, 0.05))
+
+
+def test_planning_ahead_no_step_begins_at_or_after_until():
+    # run(until) stops before the first step that would begin at or after `until`: the decode stretch from 0.05
+    # would run to 0.12 for 1's arrival at 0.105 (seen one step late) but is cut at the step ending 0.11
+    engine = Engine(Stub(), [Request(0.0, 10, 20), Request(0.105, 10, 2)], cfg(schedule_ahead=True), (0, 2))
+    engine.run(0.108)
+    assert engine.now == pytest.approx(0.11)
 
 
 @pytest.mark.parametrize("recv_interval_steps", [1, 10])

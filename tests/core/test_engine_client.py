@@ -1,6 +1,8 @@
 """The serving benchmark's client on the simulator (engine/client.py): benchmark_serving.py's random lengths, its
 closed loop and its metrics, by hand on small cases."""
 
+from pathlib import Path
+
 import pytest
 
 from calculators.calcs.steptime import StepModel, deployment
@@ -45,3 +47,8 @@ def test_a_users_next_request_comes_a_turnaround_after_the_answer():
     assert r["ttft_s"] == pytest.approx(TIMES.mixed(0, 0.0, [(0, 256)]))
     assert r["output_tokens_per_s"] == pytest.approx(16 / (2 * r["e2e_latency_s"] + TURNAROUND_S))
     assert 0 < TURNAROUND_S < TIMES.decode(1, 256)  # later than the engine's turn, shorter than a step
+
+
+def test_the_calibration_page_states_the_turnaround():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "calibration.md").read_text()
+    assert TURNAROUND_S == 1e-3 and "assumes a millisecond for that round trip" in page
