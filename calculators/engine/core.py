@@ -417,10 +417,12 @@ class Engine:
         room = len(self.running) < cfg.max_num_seqs or read_later
         if arrival < math.inf and room and cfg.batching == "continuous":
             to_arrival = math.ceil((arrival - self.now) / step_s)
-            if cfg.schedule_ahead and arrival == pending:  # first seen by the step after the one begun after it,
-                to_arrival = min(to_arrival + 1, self._steps_to_until(step_s))  # but no step begins at `until`
-            if read_later:
-                to_arrival = self._steps_to_read(to_arrival)
+            if arrival == pending:  # a request: it may be seen or read steps after it comes, but not after `until`
+                if cfg.schedule_ahead:  # first seen by the step after the one begun after it
+                    to_arrival += 1
+                if read_later:
+                    to_arrival = self._steps_to_read(to_arrival)
+                to_arrival = min(to_arrival, self._steps_to_until(step_s))  # no step begins at or after `until`
             if to_arrival < k:
                 k = to_arrival if to_arrival > 1 else 1
         return self._blocks_allow(k, per_step) if k > 1 and dec.grows else k

@@ -442,6 +442,15 @@ def test_planning_ahead_no_step_begins_at_or_after_until():
     assert engine.now == pytest.approx(0.11)
 
 
+def test_with_a_recv_interval_no_step_begins_at_or_after_until():
+    # 1 arrives at 0.055 and would be read after the fifth decode step from 0.05 (0.10); run(0.075) cuts the
+    # stretch at the step ending 0.08 instead
+    reqs = [Request(0.0, 10, 20), Request(0.055, 10, 2)]
+    engine = Engine(Stub(), reqs, cfg(recv_interval_steps=5, mixed_batches=False, chunked_prefill=False), (0, 2))
+    engine.run(0.075)
+    assert engine.now == pytest.approx(0.08)
+
+
 @pytest.mark.parametrize("recv_interval_steps", [1, 10])
 def test_stretches_match_step_by_step_when_planning_ahead(recv_interval_steps):
     times, _ = _real_times()
