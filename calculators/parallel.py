@@ -590,8 +590,8 @@ class DeploymentModel:
         )
 
     def decode(self, p: Parallelism, batch: int, context: float) -> Decode:
-        b = batch / (pipeline_micro_batches(p) * self.cut(p, batch))
-        return Decode(p, batch, self.stage_step(p, batch, context), b)
+        st = self.stage_step(p, batch, context)  # its overlap says whether two-batch overlap cut it
+        return Decode(p, batch, st, batch / (pipeline_micro_batches(p) * cut_of(st.overlap)))
 
     def prefill_s(self, p: Parallelism, prompt: int) -> dict:
         """One prompt's prefill (every attention rank prefilling one at once, the MoE load balanced): FLOPs
