@@ -37,7 +37,7 @@ from .sharding import steps_for
 METRICS = [("max", "Longest gap"), ("p99", "p99 of the gaps")]
 MODES = ("chunked", "unchunked", "prefill_first")
 LONG_OUTPUT = 2
-ARRIVAL_LAG_S = 1e-6  # the prompt lands just after a step has started: it waits for that step
+ARRIVAL_LAG_S = 1e-6  # the prompt lands just after a step began: it waits for it (V1: and the next, planned then)
 SWEEP_FROM = 512
 
 

@@ -62,7 +62,10 @@ class EngineConfig:
     idle engine reads at once (its empty loop turns cost next to nothing). schedule_ahead plans each step while the
     one before it runs (vLLM's async scheduling, on by default from v0.14.0, PR #27614; SGLang's overlap scheduler,
     which "runs one batch ahead", on by default since PR #2067 of November 2024, --disable-overlap-schedule): a
-    busy engine's step admits only the requests that had arrived when the step before it started."""
+    busy engine's step admits only the requests that had arrived when the step before it started. Unset (None), it
+    follows the engine the config models (plans_ahead): on for continuous batching with mixed steps, as vLLM V1
+    runs by default (v0.33.0: vllm/config/vllm.py, an unset async_scheduling becomes true unless the model is a
+    pooling model or an option does not support it), off for V0's prefill-first steps and static batching."""
 
     kv_blocks: int
     block_size_tokens: int = 16
@@ -85,7 +88,15 @@ class EngineConfig:
     host_cache_blocks: int = 0
     host_cache_bytes_per_s: float = 0.0
     recv_interval_steps: int = 1
-    schedule_ahead: bool = False
+    schedule_ahead: bool | None = None
+
+    @property
+    def plans_ahead(self) -> bool:
+        """schedule_ahead, or where unset the engine's own default: on for continuous batching with mixed steps
+        (vLLM V1's async scheduling), off for V0's prefill-first steps and static batching, which did not."""
+        if self.schedule_ahead is None:
+            return self.batching == "continuous" and self.mixed_batches
+        return self.schedule_ahead
 
     def __post_init__(self):
         for name, allowed in (("batching", BATCHING), ("policy", POLICIES), ("preemption", PREEMPTION)):

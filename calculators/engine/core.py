@@ -41,6 +41,17 @@ PREDICTOR_CHUNK = 8192  # tokens of the prefill step whose rate predicts a TTFT 
 EMPTY: dict = {}  # no sequence outside the decoding set runs (never written to)
 
 
+def _due_by(heap: list, t: float) -> list[int]:
+    """The requests of a min-heap of (time, request) due at or before t, visiting only those and their children."""
+    due, stack = [], [0] if heap else []
+    while stack:
+        k = stack.pop()
+        if heap[k][0] <= t:
+            due.append(heap[k][1])
+            stack.extend(c for c in (2 * k + 1, 2 * k + 2) if c < len(heap))
+    return due
+
+
 class Engine:
     """State of one simulated replica; run() advances it until the measured requests are done.
     Per request i: tokens[i] = prompt + generated, done[i] = tokens whose KV is computed and held,
@@ -190,7 +201,7 @@ class Engine:
     def _seen_by(self) -> float:
         """Arrivals up to this time are seen by the next step's plan: now, or when the step that just ran began
         (schedule_ahead: the next step was planned then, while that one ran)."""
-        return self.planned_s if self.cfg.schedule_ahead else self.now
+        return self.planned_s if self.cfg.plans_ahead else self.now
 
     def _arrive(self) -> None:
         cfg, arrival, pending, now = self.cfg, self.arrival, self.pending, self._seen_by()
@@ -418,7 +429,7 @@ class Engine:
         if arrival < math.inf and room and cfg.batching == "continuous":
             to_arrival = math.ceil((arrival - self.now) / step_s)
             if arrival == pending:  # a request: it may be seen or read steps after it comes, but not after `until`
-                if cfg.schedule_ahead:  # first seen by the step after the one begun after it
+                if cfg.plans_ahead:  # first seen by the step after the one begun after it
                     to_arrival += 1
                 if read_later:
                     to_arrival = self._steps_to_read(to_arrival)
@@ -565,11 +576,14 @@ class Engine:
     def _record(self, start: float, took: float, plan: dict, n: int) -> None:
         """Occupancy at this step, and (the first trace_steps steps) who ran: the n decoding-set members
         first, in running order, then plan's sequences."""
-        self.occupancy.append((start, len(self.running), len(self.waiting.heap), self.cfg.kv_blocks - self.pool.free))
+        unseen = _due_by(self.pending, start)  # arrived after this step was planned: queued all the same
+        waiting = len(self.waiting.heap) + len(unseen)
+        self.occupancy.append((start, len(self.running), waiting, self.cfg.kv_blocks - self.pool.free))
         if self.steps < self.cfg.trace_steps:
             dec = self.decoding
             ran = [(i, 1) for i in self.running if i in dec] if n else []
-            self.trace.append((start, took, (*ran, *plan.items()), tuple(i for _, _, i in self.waiting.heap)))
+            queued = (*(i for _, _, i in self.waiting.heap), *sorted(unseen))
+            self.trace.append((start, took, (*ran, *plan.items()), queued))
 
     def run(self, until: float = math.inf) -> None:
         """Step until the measured requests are done or nothing is left to run; with `until`, stop before the

@@ -20,8 +20,8 @@ class EngineResult:
     gap_weights: tuple[int, ...]  # ... and how many gaps each value stands for
     output_tokens_per_s: float  # measured output tokens ÷ (last finish − first arrival)
     steps: int
-    occupancy: tuple  # (t, running, waiting, KV blocks used) at each scheduling turn
-    trace: tuple  # the first trace_steps steps: (start, took, ((request, tokens), ...), waiting)
+    occupancy: tuple  # (t, running, waiting incl. arrivals not yet planned, KV blocks used) at each scheduling turn
+    trace: tuple  # the first trace_steps steps: (start, took, ((request, tokens), ...), waiting incl. unseen)
     prompt_tokens: int = 0  # measured, finished requests' prompts ...
     hit_tokens_gpu: int = 0  # ... of which found in the GPU prefix cache at first admission
     hit_tokens_host: int = 0  # ... and in the host tier

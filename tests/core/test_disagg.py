@@ -129,14 +129,17 @@ def test_infinite_link_zero_transfer():
 def test_a_faster_link_never_raises_ttft(overlap):
     v, _, pre, dec, dep, requests = _setup(rate=6.0, n=80)
     kv = lambda t: prompt_kv_bytes(dep, t)  # noqa: E731
-    ttfts, moved = [], []
+    ttfts, moved, steps = [], [], []
     for gbps in (10, 50, 400, 3200):
         out = simulate_disaggregated(requests, pre, dec, Link(gbps * 1e9 / 8, dep.model.num_layers, overlap), kv)
         ttfts.append(sorted(s.ttft_s for s in out.served))
         moved.append([s.transfer_s for s in out.served])
-    for slow, fast in zip(ttfts, ttfts[1:]):
+        steps.append(max(s.tpot_s for s in out.served))
+    for slow, fast, step in zip(ttfts, ttfts[1:], steps):
         assert sum(fast) <= sum(slow) + 1e-9
-        assert fast[len(fast) // 2] <= slow[len(slow) // 2] + 1e-9
+        # the median request's KV may now land just after the decode engine planned its next step (async
+        # scheduling), so it can wait one step more: the median moves by at most a step
+        assert fast[len(fast) // 2] <= slow[len(slow) // 2] + step
     # every request's KV lands on the decode side no later (the prefill pool is the same run each time);
     # its decode replica's batch then differs, so one request's TTFT may move by a step either way
     for slow, fast in zip(moved, moved[1:]):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import statistics
+from dataclasses import replace
 
 import pytest
 
@@ -109,9 +110,11 @@ def test_a_sequence_swapped_out_mid_prefill_resumes_its_prefill():
 def test_static_batching_admits_nothing_until_the_batch_drains():
     reqs = [Request(0.0, 10, 5), Request(0.001, 10, 2)]
     static = simulate(Stub(), reqs, cfg(batching="static"))
-    continuous = simulate(Stub(), reqs, cfg())
+    continuous = simulate(Stub(), reqs, cfg(schedule_ahead=False))
     assert static.queue_s[1] == pytest.approx(0.05 + 4 * 0.01 - 0.001)  # waits for request 0's last token
     assert continuous.queue_s[1] == pytest.approx(0.05 - 0.001)  # joins at the next step
+    # by default the step from 0.05 was planned at 0 (async scheduling), before 1 came: it joins the one after
+    assert simulate(Stub(), reqs, cfg()).queue_s[1] == pytest.approx(0.06 - 0.001)
 
 
 @pytest.mark.parametrize("policy, order", [("fcfs", [0, 1, 2]), ("priority", [1, 2, 0]), ("sjf", [2, 0, 1])])
@@ -362,7 +365,7 @@ def test_vllm_v0_prefills_alone_and_decodes_stall():
     # it); V1 (mixed) runs 0's decode in the same step as 1's prefill
     reqs = [Request(0.0, 10, 5), Request(0.055, 10, 2)]
     v0 = simulate(Stub(), reqs, cfg(mixed_batches=False, chunked_prefill=False, trace_steps=100))
-    v1 = simulate(Stub(), reqs, cfg(chunked_prefill=False, trace_steps=100))
+    v1 = simulate(Stub(), reqs, cfg(chunked_prefill=False, schedule_ahead=False, trace_steps=100))  # steps aligned
     assert v0.trace[2][2] == ((1, 10),) and v1.trace[2][2] == ((0, 1), (1, 10))
     assert v0.e2e_s[0] == pytest.approx(v1.e2e_s[0] + 0.01)  # one step longer for request 0
 
@@ -415,8 +418,19 @@ def test_a_step_planned_ahead_sees_an_arrival_a_step_later():
     # (0.06-0.11); planned while the step before runs (vLLM's async scheduling, SGLang's overlap scheduler), the
     # step from 0.06 was planned at 0.05, before it came, so it joins the one after (0.07-0.12)
     reqs = [Request(0.0, 10, 20), Request(0.055, 10, 2)]
-    assert simulate(Stub(), reqs, cfg()).ttft_s[1] == pytest.approx(0.11 - 0.055)
-    assert simulate(Stub(), reqs, cfg(schedule_ahead=True)).ttft_s[1] == pytest.approx(0.12 - 0.055)
+    assert simulate(Stub(), reqs, cfg(schedule_ahead=False)).ttft_s[1] == pytest.approx(0.11 - 0.055)
+    assert simulate(Stub(), reqs, cfg()).ttft_s[1] == pytest.approx(0.12 - 0.055)  # the default, as vLLM V1
+
+
+def test_an_arrival_not_yet_seen_by_the_plan_is_counted_as_waiting():
+    # 1 arrives at 0.055; the step from 0.06 was planned at 0.05 without it, yet it is in the system: the trace and
+    # the occupancy show it waiting there, and it runs in the step from 0.07
+    reqs = [Request(0.0, 10, 20), Request(0.055, 10, 2)]
+    r = simulate(Stub(), reqs, cfg(trace_steps=10))
+    at = {round(start, 6): (plan, waiting) for start, _took, plan, waiting in r.trace}
+    assert at[0.06] == (((0, 1),), (1,))
+    assert (1, 10) in at[0.07][0]
+    assert [o[2] for o in r.occupancy if round(o[0], 6) == 0.06] == [1]
 
 
 def test_a_closed_loop_request_sent_after_an_answer_waits_one_step_or_two_planned_ahead():
@@ -424,8 +438,18 @@ def test_a_closed_loop_request_sent_after_an_answer_waits_one_step_or_two_planne
     # planned as steps end, 2 joins the step from 0.08; planned ahead, that step was planned at 0.07 and 2 joins
     # the one from 0.09
     reqs = [Request(0.0, 10, 3), Request(0.0, 10, 10), Request(0.0, 10, 2, after=0, think_s=0.001)]
-    assert simulate(Stub(), reqs, cfg()).ttft_s[2] == pytest.approx(0.13 - 0.071)
-    assert simulate(Stub(), reqs, cfg(schedule_ahead=True)).ttft_s[2] == pytest.approx(0.14 - 0.071)
+    assert simulate(Stub(), reqs, cfg(schedule_ahead=False)).ttft_s[2] == pytest.approx(0.13 - 0.071)
+    assert simulate(Stub(), reqs, cfg()).ttft_s[2] == pytest.approx(0.14 - 0.071)
+
+
+def test_planning_ahead_is_the_default_of_the_engine_each_config_models():
+    # vLLM V1 schedules asynchronously by default (v0.14.0 on); V0's prefill-first steps and static batching did not
+    assert cfg().plans_ahead and cfg(chunked_prefill=False).plans_ahead
+    assert not cfg(mixed_batches=False, chunked_prefill=False).plans_ahead
+    assert not cfg(batching="static").plans_ahead
+    assert not replace(cfg(), batching="static").plans_ahead  # resolved when read, so a copy follows its fields
+    assert cfg(mixed_batches=False, chunked_prefill=False, schedule_ahead=True).plans_ahead  # SGLang's overlap
+    assert not cfg(schedule_ahead=False).plans_ahead
 
 
 def test_an_idle_engine_planning_ahead_plans_an_arrival_at_once():
