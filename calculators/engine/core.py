@@ -418,24 +418,22 @@ class Engine:
             return 1
         # A request still waiting now waits for blocks or budget, neither of which a decode step frees;
         # only an arrival (under priority or sjf it may rank first and fit) can change the next plan.
-        # run(until) ends at `until`, after which requests may join (extend): it cuts a stretch as an arrival does.
         k = dec.steps_to_finish(per_step)
         pending = self.pending[0][0] if self.pending else math.inf
-        arrival = min(pending, self.until)
         # with a recv interval an arrival is read (queued) at the first read after it, full batch or not: a
         # stretch that ran past that read would leave it unread until a later one
-        read_later = cfg.recv_interval_steps > 1 and arrival == pending
+        read_later = cfg.recv_interval_steps > 1 and pending < math.inf
         room = len(self.running) < cfg.max_num_seqs or read_later
-        if arrival < math.inf and room and cfg.batching == "continuous":
-            to_arrival = math.ceil((arrival - self.now) / step_s)
-            if arrival == pending:  # a request: it may be seen or read steps after it comes, but not after `until`
-                if cfg.plans_ahead:  # first seen by the step after the one begun after it
-                    to_arrival += 1
-                if read_later:
-                    to_arrival = self._steps_to_read(to_arrival)
-                to_arrival = min(to_arrival, self._steps_to_until(step_s))  # no step begins at or after `until`
-            if to_arrival < k:
-                k = to_arrival if to_arrival > 1 else 1
+        if pending < math.inf and room and cfg.batching == "continuous":
+            to_arrival = math.ceil((pending - self.now) / step_s)
+            if cfg.plans_ahead:  # first seen by the step after the one begun after it
+                to_arrival += 1
+            if read_later:
+                to_arrival = self._steps_to_read(to_arrival)
+            k = min(k, to_arrival)
+        # run(until) ends before the first step that would begin at or after `until` (requests may join after it,
+        # extend), full batch or not
+        k = max(1, min(k, self._steps_to_until(step_s)))
         return self._blocks_allow(k, per_step) if k > 1 and dec.grows else k
 
     def _steps_to_until(self, step_s: float) -> int | float:

@@ -475,6 +475,16 @@ def test_with_a_recv_interval_no_step_begins_at_or_after_until():
     assert engine.now == pytest.approx(0.08)
 
 
+@pytest.mark.parametrize("batching", ["continuous", "static"])
+def test_a_full_batch_stretch_stops_at_until_too(batching):
+    # one seat, taken by 0 (decoding 0.05-0.24): 1 cannot join, yet run(0.085) must stop before the first step
+    # that would begin at or after 0.085, so the stretch ends with the step 0.08-0.09
+    reqs = [Request(0.0, 10, 20), Request(0.001, 10, 2)]
+    engine = Engine(Stub(), reqs, cfg(max_num_seqs=1, batching=batching), (0, 2))
+    engine.run(0.085)
+    assert engine.now == pytest.approx(0.09)
+
+
 @pytest.mark.parametrize("recv_interval_steps", [1, 10])
 def test_stretches_match_step_by_step_when_planning_ahead(recv_interval_steps):
     times, _ = _real_times()
