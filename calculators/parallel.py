@@ -594,24 +594,19 @@ class DeploymentModel:
         return Decode(p, batch, st, batch / (pipeline_micro_batches(p) * cut_of(st.overlap)))
 
     def prefill_s(self, p: Parallelism, prompt: int) -> dict:
-        """One prompt's prefill (every attention rank prefilling one at once, the MoE load balanced): FLOPs
-        ÷ (tp × cp); PP stages run one after another; TP all-reduces at prompt ÷ cp tokens; the CP ranks
-        all-gather the prompt's KV (PCP replicates it)."""
-        m, c, act = self.model, self.cluster, self.f.activation
-        sm = self.step_model(p.tp)
+        """One prompt on every DP rank at once (CP splits each over its ranks; the MoE load balanced), through the
+        PP stages one after another: pp × one stage's slot of prompt × dp tokens (one row each samples), its
+        communication (TP all-reduces, MoE all-to-all or all-reduce, the stage send) under the model's overlap,
+        plus the CP ranks' all-gather of the prompt's KV (PCP replicates it)."""
+        sm = self.step_model(p.tp, p.dcp)
         flops, kv = sm.per_prompt(prompt)
-        dense, experts, _, _ = _split(m)
-        eb = self.f.weight if self.f.expert is None else self.f.expert
-        weights = dense * self.f.weight / p.tp + experts * eb * expert_share(m, p)
-        kv_gpu = kv * sm.kv_share
-        compute = flops / (p.tp * p.cp) / self._peak
-        memory = (weights + kv_gpu / p.cp) / self._bw
-        tokens = prompt / p.cp
-        ar = allreduce_s(c, tokens * m.hidden_size * act, p.tp)
-        tp_comm = (2 * m.num_layers + 1) * ar + allgather_s(c, m.vocab_size * act, p.tp)
-        cp_comm = _cp_ring(c, kv_gpu, p) if p.cp > 1 else 0.0
-        kernel = max(compute, memory) + sm.mixed_overhead(tokens)
-        return {"kernel_s": kernel, "tp_comm_s": tp_comm, "cp_comm_s": cp_comm, "time_s": kernel + tp_comm + cp_comm}
+        cut = self.cut(p, p.dp)
+        n = p.dp / cut  # prompts per slot: one per DP rank, halved where two-batch overlap cuts them
+        st = with_overlap(self.slot(p, prompt * n, flops * n, kv * n, n, True), step_overlap(self.overlap, cut))
+        k = p.pp * cut
+        cp_comm = _cp_ring(self.cluster, kv * sm.kv_share, p) if p.cp > 1 else 0.0
+        kernel, comm = (st.kernel_s + st.overhead_s) * k, st.exposed_comm_s * k
+        return {"kernel_s": kernel, "comm_s": comm, "cp_comm_s": cp_comm, "time_s": kernel + comm + cp_comm}
 
 
 def _cp_ring(c: Cluster, kv_gpu: float, p: Parallelism) -> float:

@@ -40,8 +40,9 @@ SCHEMA = {
         "rank its own sequences, DCP striping), and one decode step's kernels and communication: TP "
         "all-reduces, EP all-to-all, PP sends, DCP gathers, on the link each group spans. "
         "Communication sits on the critical path unless overlap hides it (full: all of it; two-batch: the "
-        "all-to-all, each half of the batch under the other's kernels). Prefill: one prompt, FLOPs ÷ "
-        "(TP × CP), with the CP ranks gathering its KV."
+        "all-to-all, each half of the batch under the other's kernels). Prefill: one prompt on each DP rank, "
+        "FLOPs ÷ (TP × CP), through the PP stages one after another, with a step's communication and the "
+        "CP ranks gathering its KV."
     ),
     "inputs": _fields(),
     "outputs": [
@@ -66,7 +67,7 @@ SCHEMA = {
         output("tokens_per_s_per_gpu", "Decode tokens/s per GPU", "tokens/s", "rate"),
         output("two_batch_gain", "Two-batch overlap's decode gain over none at this layout", "", "percent"),
         output("prefill_s", "Prefill of one prompt (TTFT without queueing)", "s", "seconds"),
-        output("prefill_comm_s", "Its communication (TP + CP)", "s", "seconds"),
+        output("prefill_comm_s", "Its communication not hidden (TP, MoE, PP, CP)", "s", "seconds"),
     ],
 }
 
@@ -120,7 +121,7 @@ def _plots(v: dict, dm, p: Parallelism) -> dict:
 def _steps(p: Parallelism, mem, d, pre: dict) -> list[dict]:
     per_rank = d.batch / p.attention_ranks
     weights = [(mem.dense_weights, "B"), (mem.expert_weights, "B")]
-    prefill = [(pre["kernel_s"], "s"), (pre["tp_comm_s"], "s"), (pre["cp_comm_s"], "s")]
+    prefill = [(pre["kernel_s"], "s"), (pre["comm_s"], "s"), (pre["cp_comm_s"], "s")]
     return (
         [
             step("Weights per GPU", "dense ÷ tp + experts × share (worst stage)", "{} + {}", weights, mem.weights, "B"),
@@ -137,7 +138,7 @@ def _steps(p: Parallelism, mem, d, pre: dict) -> list[dict]:
         + [
             step(
                 "Prefill of one prompt",
-                "max(FLOPs ÷ (tp × cp), bytes) + TP + CP communication",
+                "pp × (max(FLOPs ÷ (tp × cp), bytes) + overhead) + their exposed communication + CP KV gather",
                 "{} + {} + {}",
                 prefill,
                 pre["time_s"],
@@ -181,7 +182,7 @@ def _outputs(p: Parallelism, mem, d, pre: dict, held: int) -> dict:
         "tpot_s": d.tpot_s,
         "tokens_per_s_per_gpu": d.tokens_per_s_per_gpu,
         "prefill_s": pre["time_s"],
-        "prefill_comm_s": pre["tp_comm_s"] + pre["cp_comm_s"],
+        "prefill_comm_s": pre["comm_s"] + pre["cp_comm_s"],
     }
 
 

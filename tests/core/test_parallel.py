@@ -304,10 +304,10 @@ def test_tp_allreduce_share_of_a_prefill_matches_tokenweave():
     shares = []
     for tokens, measured in TOKENWEAVE_FIG1_LLAMA_70B.items():
         pre = nvls.prefill_s(Parallelism(tp=8), tokens)
-        share = pre["tp_comm_s"] / pre["time_s"]
+        share = pre["comm_s"] / pre["time_s"]
         assert share == pytest.approx(measured, abs=0.04), tokens
         r = ring.prefill_s(Parallelism(tp=8), tokens)
-        assert r["tp_comm_s"] / r["time_s"] > share
+        assert r["comm_s"] / r["time_s"] > share
         shares.append(share)
     assert shares == sorted(shares, reverse=True)
 
@@ -425,3 +425,31 @@ def test_two_batch_overlap_gain_follows_the_sglang_teams_ablation():
     assert abs(gain(64)) < 0.05
     assert gain(128) > 0.10
     assert gain(256) == pytest.approx(0.255, abs=0.10)
+
+
+# ---- one prompt's prefill (the sharding breakdown's figure) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kw, par",
+    [
+        (dict(model="llama-3.1-70b", tp=4), Parallelism(tp=4)),
+        (dict(model="deepseek-v3", weight_dtype="fp8", nodes=1, tp=1, dp=8, ep=8), Parallelism(tp=1, dp=8, ep=8)),
+    ],
+)
+def test_a_prefill_pays_the_communication_of_a_step_with_that_prompt(kw, par):
+    """Without stages the breakdown's prefill is the engine's step with one prompt on each DP rank: expert
+    parallelism pays its all-to-all there too (a prefill that left it out would be an engine step's minus it)."""
+    _, dm = dm_for(**kw)
+    pre = dm.prefill_s(par, 4096)
+    step = ShardedSteps(dm, par).prefill([4096] * par.dp)
+    assert pre["time_s"] == pytest.approx(step.time_s, rel=1e-9)
+    assert pre["comm_s"] > 0
+
+
+def test_pipeline_stages_prefill_one_prompt_one_after_another():
+    """PP adds no speed to one prompt: its kernels are TP's, plus the send between the stages."""
+    _, dm = dm_for(model="llama-3.1-405b", weight_dtype="fp8", nodes=2, tp=8, pp=2)
+    one, two = dm.prefill_s(Parallelism(tp=8), 8192), dm.prefill_s(Parallelism(tp=8, pp=2), 8192)
+    assert two["kernel_s"] == pytest.approx(one["kernel_s"], rel=1e-6)
+    assert two["time_s"] > one["time_s"]
