@@ -59,8 +59,9 @@ def test_unchunked_stall_is_one_step_of_prompt_and_decodes():
     r = _run()
     times = _times()
     b, c, p = 32, 1024, 8192
-    # The batch's contexts when the prompt lands: prompt + 1 (first token) + the step it waited for
-    step = times.mixed(b, b * (c + 3), [(0, p)])
+    # The batch's contexts when the prompt runs: prompt + 1 (first token) + the two steps it waited for (the one it
+    # landed in, and the one planned as that began)
+    step = times.mixed(b, b * (c + 4), [(0, p)])
     assert r["unchunked_itl_max_s"] == pytest.approx(step, rel=0.002)
     # it lands just after a step began, and the step after that was planned as that one began (async
     # scheduling): it waits out both
