@@ -90,9 +90,9 @@ def with_overlap(st: StageStep, overlap: str) -> StageStep:
 def pipeline_micro_batches(p: Parallelism, sequences: float) -> int:
     """The micro-batches a step of `sequences` sequences runs as: m with stages, but never more than it has
     sequences (a sequence is not split across micro-batches, so one prompt's stages run one after another;
-    vllm-project/vllm issue #41682, May 2026, reports from throughput with 128K-token prompts on PP 4 that a
-    long prompt's chunks run serialized, not pipelined. A scheduler that let one prompt's chunks fill successive
-    micro-batches would prefill a long prompt up to pp times faster than this says), else 1."""
+    vllm-project/vllm issue #41682, May 2026, measures a long prompt's chunks serialized under PP, not
+    pipelined. A scheduler that let one prompt's chunks fill successive micro-batches would prefill a long
+    prompt up to pp times faster than this says), else 1."""
     return max(1, min(p.m, math.floor(sequences))) if p.pp > 1 else 1
 
 
