@@ -89,10 +89,8 @@ def with_overlap(st: StageStep, overlap: str) -> StageStep:
 
 def pipeline_micro_batches(p: Parallelism, sequences: float) -> int:
     """The micro-batches a step of `sequences` sequences runs as: m with stages, but never more than it has
-    sequences (a sequence is not split across micro-batches, so one prompt's stages run one after another;
-    vllm-project/vllm issue #41682, May 2026, measures a long prompt's chunks serialized under PP, not
-    pipelined. A scheduler that let one prompt's chunks fill successive micro-batches would prefill a long
-    prompt up to pp times faster than this says), else 1."""
+    sequences (a sequence is not split across micro-batches: one prompt's stages run one after another, as
+    vLLM runs them, vllm-project/vllm issue #41682), else 1."""
     return max(1, min(p.m, math.floor(sequences))) if p.pp > 1 else 1
 
 
