@@ -87,17 +87,14 @@ def with_overlap(st: StageStep, overlap: str) -> StageStep:
     return st if st.overlap == overlap else replace(st, overlap=overlap)
 
 
-def pipeline_micro_batches(p: Parallelism, sequences: float) -> int:
-    """The micro-batches a step of `sequences` sequences runs as: m with stages, but never more than it has
-    sequences (a sequence is not split across micro-batches: one prompt's stages run one after another, as
-    vLLM runs them, vllm-project/vllm issue #41682), else 1."""
-    return max(1, min(p.m, math.floor(sequences))) if p.pp > 1 else 1
+def pipeline_micro_batches(p: Parallelism) -> int:
+    """The pipeline's micro-batches in flight: m with stages, else 1."""
+    return p.m if p.pp > 1 else 1
 
 
-def pipeline_slots(p: Parallelism, sequences: float) -> int:
-    """Stage slots one step of `sequences` takes: max(micro-batches, pp) with stages (a bubble when fewer
-    micro-batches than stages), else 1."""
-    return max(pipeline_micro_batches(p, sequences), p.pp) if p.pp > 1 else 1
+def pipeline_slots(p: Parallelism) -> int:
+    """Stage slots one step takes: max(m, pp) with stages (a bubble when m < pp), else 1."""
+    return max(p.m, p.pp) if p.pp > 1 else 1
 
 
 def cut_of(overlap: str) -> int:
@@ -437,7 +434,7 @@ class Decode:
 
     @property
     def tpot_s(self) -> float:
-        return pipeline_slots(self.parallelism, self.batch) * cut_of(self.stage.overlap) * self.stage.time_s
+        return pipeline_slots(self.parallelism) * cut_of(self.stage.overlap) * self.stage.time_s
 
     @property
     def bubble(self) -> float:
@@ -544,13 +541,13 @@ class DeploymentModel:
 
     def cut(self, p: Parallelism, sequences: float) -> int:
         """Halves (1 or 2) a step of `sequences` is cut into under this model's overlap, per pipeline micro-batch."""
-        return halves(self.overlap, sequences / pipeline_micro_batches(p, sequences) / p.attention_ranks)
+        return halves(self.overlap, sequences / pipeline_micro_batches(p) / p.attention_ranks)
 
     def stage_step(self, p: Parallelism, batch: float, context: float) -> StageStep:
         """One stage's decode step for a micro-batch of batch ÷ m sequences (÷ 2 more when two-batch overlap cuts
         it in halves), per GPU."""
         cut = self.cut(p, batch)
-        b = batch / (pipeline_micro_batches(p, batch) * cut)
+        b = batch / (pipeline_micro_batches(p) * cut)
         flops, kv = self.step_model(p.tp, p.dcp).per_sequence(context)
         return with_overlap(self.slot(p, b, b * flops, b * kv), step_overlap(self.overlap, cut))
 
@@ -594,7 +591,7 @@ class DeploymentModel:
 
     def decode(self, p: Parallelism, batch: int, context: float) -> Decode:
         st = self.stage_step(p, batch, context)  # its overlap says whether two-batch overlap cut it
-        return Decode(p, batch, st, batch / (pipeline_micro_batches(p, batch) * cut_of(st.overlap)))
+        return Decode(p, batch, st, batch / (pipeline_micro_batches(p) * cut_of(st.overlap)))
 
     def prefill_s(self, p: Parallelism, prompt: int) -> dict:
         """One prompt on every DP rank at once (CP splits each over its ranks; the MoE load balanced), through the

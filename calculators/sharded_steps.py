@@ -6,8 +6,7 @@ One engine instance serves the deployment, its batch spread evenly over the dp �
 v0.33.0 runs one scheduler per DP rank (vllm/v1/engine/core.py DPEngineCoreProc) and its ranks step in
 lockstep, idle ones on dummy batches (execute_dummy_batch), so a balanced load is this model exactly and an
 unbalanced one is slower than it says. A step of T tokens with pp stages runs as m micro-batches of T ÷ m
-(m = pp unless set, and never more than the step has sequences: one prompt's chunk is not split, so a lone
-prompt's stages run one after another) cycling through the stages, and every sequence advances once per cycle:
+(m = pp unless set) cycling through the stages, and every sequence advances once per cycle:
 
   step = max(m, pp) × slot(T ÷ m)     slot = kernels + communication + overhead       (overlap "none")
                                            = max(kernels, communication) + overhead   (overlap "full")
@@ -48,6 +47,8 @@ class ShardedSteps:
         self.attention_weight = group.attention_weight
         self.per_sequence, self.per_prompt = group.per_sequence, group.per_prompt
         self.num_gpus = p.gpus
+        self.cycles = pipeline_slots(p)  # stage slots per step, before any two-batch cut
+        self.micro = pipeline_micro_batches(p)
         self._frac = stage_fraction(dm.model, p.pp)
         # one GPU's share of a step's logical KV bytes: its ranks' part × its stage's layers
         self.kv_share = group.kv_share * self._frac / p.attention_ranks
@@ -61,7 +62,7 @@ class ShardedSteps:
     def _slot(self, tokens: float, flops: float, kv: float, sequences: float, prefill: bool) -> tuple[StageStep, int]:
         """One micro-batch's slot, and the two-batch cut (1 or 2 halves per pipeline micro-batch)."""
         cut = self.dm.cut(self.p, sequences)
-        m = pipeline_micro_batches(self.p, sequences) * cut
+        m = self.micro * cut
         ranks = self._ranks(sequences / m)
         # the busiest ranks' share: priced as if the micro-batch spread over `ranks` of the attention ranks
         scale = self.p.attention_ranks / ranks
@@ -71,14 +72,13 @@ class ShardedSteps:
 
     def _cost(self, tokens: float, flops: float, kv: float, sequences: float, prefill: bool) -> StepCost:
         st, cut = self._slot(tokens, flops, kv, sequences, prefill)
-        micro = pipeline_micro_batches(self.p, sequences)
-        k = pipeline_slots(self.p, sequences) * cut
+        k = self.cycles * cut
         kv_gpu = kv * self.kv_share  # per GPU over the whole step (every micro-batch passes every stage)
         exposed = st.exposed_comm_s
         w = self.attention_weight
         matmul = 2 * self.active * tokens
         true_flops = flops if w == 1.0 else matmul + (flops - matmul) / w
-        weights_gpu = max(0.0, st.bytes * micro * cut - kv_gpu)  # each micro-batch reads the stage's weights
+        weights_gpu = max(0.0, st.bytes * self.micro * cut - kv_gpu)  # each micro-batch reads the stage's weights
         return StepCost(
             true_flops,
             weights_gpu * self.num_gpus,

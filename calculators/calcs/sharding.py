@@ -82,7 +82,7 @@ def decode_steps(p: Parallelism, d) -> list[dict]:
     """The derivation of one decode stage step, TPOT and tokens/s per GPU (parallel.Decode `d`)."""
     st, s = d.stage, "s"
     comm = [(st.tp_comm_s, s), (st.moe_comm_s, s), (st.dcp_comm_s, s), (st.pp_comm_s, s)]
-    m, cut = pipeline_micro_batches(p, d.batch), cut_of(st.overlap)
+    m, cut = pipeline_micro_batches(p), cut_of(st.overlap)
     rows = [
         (
             "Kernel time per stage step",

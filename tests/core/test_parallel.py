@@ -453,16 +453,3 @@ def test_pipeline_stages_prefill_one_prompt_one_after_another():
     one, two = dm.prefill_s(Parallelism(tp=8), 8192), dm.prefill_s(Parallelism(tp=8, pp=2), 8192)
     assert two["kernel_s"] == pytest.approx(one["kernel_s"], rel=1e-6)
     assert two["time_s"] > one["time_s"]
-
-
-def test_a_lone_prompt_is_not_split_across_pipeline_micro_batches():
-    """A step with one prompt runs it through the stages one after another (vLLM does not pipeline one prompt's
-    chunks, vllm-project/vllm issue #41682): PP 2 on twice the GPUs prefills it no faster than TP alone, while
-    two prompts fill both stages at once."""
-    _, dm = dm_for(model="llama-3.1-70b", nodes=2, tp=8, pp=2)
-    flat, staged = ShardedSteps(dm, Parallelism(tp=8)), ShardedSteps(dm, Parallelism(tp=8, pp=2))
-    one, alone = flat.prefill([8192]), staged.prefill([8192])
-    assert alone.compute_time_s == pytest.approx(one.compute_time_s, rel=1e-9)
-    assert alone.time_s >= one.time_s
-    assert staged.prefill([8192] * 2).time_s == pytest.approx(alone.time_s, rel=1e-9)  # the second rides along
-    assert staged.prefill([8192] * 2).time_s < flat.prefill([8192] * 2).time_s
