@@ -593,20 +593,26 @@ class DeploymentModel:
         st = self.stage_step(p, batch, context)  # its overlap says whether two-batch overlap cut it
         return Decode(p, batch, st, batch / (pipeline_micro_batches(p) * cut_of(st.overlap)))
 
-    def prefill_s(self, p: Parallelism, prompt: int) -> dict:
-        """One prompt on every DP rank at once (CP splits each over its ranks; the MoE load balanced), through the
-        PP stages one after another: pp × one stage's slot of prompt × dp tokens (one row each samples), its
-        communication (TP all-reduces, MoE all-to-all or all-reduce, the stage send) under the model's overlap,
-        plus the CP ranks' all-gather of the prompt's KV (PCP replicates it)."""
+    def prefill_s(self, p: Parallelism, prompt: int, chunk: int | None = None) -> dict:
+        """One prompt on every DP rank at once (CP splits each over its ranks; the MoE load balanced), in
+        c = ⌈prompt ÷ chunk⌉ chunks (one without a chunk size) that flow through the PP stages as micro-batches,
+        each chunk crossing the stages one after another: (c + pp − 1) stage slots of one chunk × dp tokens (one
+        row each samples). vLLM V1 pipelines a prompt's chunks in consecutive steps (vllm-project/vllm PR #42187,
+        merged May 2026), so PP shortens a long prompt's prefill and not one that fits a chunk. Each slot pays its
+        communication (TP all-reduces, MoE all-to-all or all-reduce, the stage send) under the model's overlap;
+        the CP ranks then all-gather the prompt's KV (PCP replicates it)."""
         sm = self.step_model(p.tp, p.dcp)
         flops, kv = sm.per_prompt(prompt)
+        c = 1 if not chunk or prompt <= chunk else math.ceil(prompt / chunk)
         cut = self.cut(p, p.dp)
         n = p.dp / cut  # prompts per slot: one per DP rank, halved where two-batch overlap cuts them
-        st = with_overlap(self.slot(p, prompt * n, flops * n, kv * n, n, True), step_overlap(self.overlap, cut))
-        k = p.pp * cut
+        one = self.slot(p, prompt / c * n, flops / c * n, kv / c * n, n, True)  # chunks priced alike: the mean
+        st = with_overlap(one, step_overlap(self.overlap, cut))
+        k = (c + p.pp - 1) * cut
         cp_comm = _cp_ring(self.cluster, kv * sm.kv_share, p) if p.cp > 1 else 0.0
         kernel, comm = (st.kernel_s + st.overhead_s) * k, st.exposed_comm_s * k
-        return {"kernel_s": kernel, "comm_s": comm, "cp_comm_s": cp_comm, "time_s": kernel + comm + cp_comm}
+        time = kernel + comm + cp_comm
+        return {"kernel_s": kernel, "comm_s": comm, "cp_comm_s": cp_comm, "time_s": time, "chunks": c}
 
 
 def _cp_ring(c: Cluster, kv_gpu: float, p: Parallelism) -> float:

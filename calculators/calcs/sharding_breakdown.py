@@ -8,6 +8,7 @@ from ..errors import InputError
 from ..parallel import Parallelism, check_parallelism, max_sequences
 from ..schema import integer, mark, output, series, step
 from .deployment import deployment_fields
+from .engine_defaults import vllm_max_num_batched_tokens
 from .memory import engine_fields
 from .sharding import cluster_fields, comm_fields, decode_steps, deployment_model, parallelism, parallelism_fields
 
@@ -41,8 +42,9 @@ SCHEMA = {
         "all-reduces, EP all-to-all, PP sends, DCP gathers, on the link each group spans. "
         "Communication sits on the critical path unless overlap hides it (full: all of it; two-batch: the "
         "all-to-all, each half of the batch under the other's kernels). Prefill: one prompt on each DP rank, "
-        "FLOPs ÷ (TP × CP), through the PP stages one after another, with a step's communication and the "
-        "CP ranks gathering its KV."
+        "FLOPs ÷ (TP × CP), in chunks of vLLM's default token budget that flow through the PP stages as "
+        "micro-batches (one chunk crosses them one stage after another), with a step's communication and "
+        "the CP ranks gathering its KV."
     ),
     "inputs": _fields(),
     "outputs": [
@@ -138,7 +140,7 @@ def _steps(p: Parallelism, mem, d, pre: dict) -> list[dict]:
         + [
             step(
                 "Prefill of one prompt",
-                "pp × (max(FLOPs ÷ (tp × cp), bytes) + overhead) + their exposed communication + CP KV gather",
+                "(chunks + pp − 1) × a chunk's (max(FLOPs ÷ (tp × cp), bytes) + overhead) + exposed comm. + CP gather",
                 "{} + {} + {}",
                 prefill,
                 pre["time_s"],
@@ -193,7 +195,7 @@ def compute(v: dict) -> dict:
     mem = dm.memory(p, ctx)
     d = dm.decode(p, batch, ctx)
     held = max_sequences(v["model"], p, mem) if mem.fits_weights else 0
-    pre = dm.prefill_s(p, v["prompt_tokens"])
+    pre = dm.prefill_s(p, v["prompt_tokens"], vllm_max_num_batched_tokens(dm.base.accelerator))
     out = _outputs(p, mem, d, pre, held) | {"two_batch_gain": two_batch_gain(v, p)}
     weights = auto_bytes(mem.weights)  # in the reader's memory units (display.memory_units)
     notes = (

@@ -453,3 +453,15 @@ def test_pipeline_stages_prefill_one_prompt_one_after_another():
     one, two = dm.prefill_s(Parallelism(tp=8), 8192), dm.prefill_s(Parallelism(tp=8, pp=2), 8192)
     assert two["kernel_s"] == pytest.approx(one["kernel_s"], rel=1e-6)
     assert two["time_s"] > one["time_s"]
+
+
+def test_a_long_prompts_chunks_flow_through_the_stages():
+    """vLLM V1 pipelines a prompt's chunks in consecutive steps (PR #42187): 16 chunks on 2 stages take 16 + 1
+    stage slots of one chunk, each a half-model pass, against 16 whole-model passes without stages."""
+    _, dm = dm_for(model="llama-3.1-405b", weight_dtype="fp8", nodes=2, tp=8, pp=2)
+    flat = dm.prefill_s(Parallelism(tp=8), 131072, 8192)
+    staged = dm.prefill_s(Parallelism(tp=8, pp=2), 131072, 8192)
+    assert flat["chunks"] == staged["chunks"] == 16
+    assert staged["kernel_s"] == pytest.approx(flat["kernel_s"] * 17 / 32, rel=1e-9)
+    one_chunk = dm.prefill_s(Parallelism(tp=8, pp=2), 8192, 8192)
+    assert one_chunk["kernel_s"] == pytest.approx(dm.prefill_s(Parallelism(tp=8), 8192, 8192)["kernel_s"], rel=1e-9)
