@@ -59,10 +59,12 @@ class ShardedSteps:
         p = self.p
         return p.attention_ranks if sequences >= p.dp else p.cp * max(1.0, sequences)
 
-    def _slot(self, tokens: float, flops: float, kv: float, sequences: float, prefill: bool) -> tuple[StageStep, int]:
+    def _slot(
+        self, tokens: float, flops: float, kv: float, sequences: float, prefill: bool, micro: int
+    ) -> tuple[StageStep, int]:
         """One micro-batch's slot, and the two-batch cut (1 or 2 halves per pipeline micro-batch)."""
         cut = self.dm.cut(self.p, sequences)
-        m = self.micro * cut
+        m = micro * cut
         ranks = self._ranks(sequences / m)
         # the busiest ranks' share: priced as if the micro-batch spread over `ranks` of the attention ranks
         scale = self.p.attention_ranks / ranks
@@ -70,15 +72,16 @@ class ShardedSteps:
         st = self.dm.slot(self.p, tokens / m * scale, flops / m * scale, kv / m * scale, rows, prefill)
         return with_overlap(st, step_overlap(self.dm.overlap, cut)), cut
 
-    def _cost(self, tokens: float, flops: float, kv: float, sequences: float, prefill: bool) -> StepCost:
-        st, cut = self._slot(tokens, flops, kv, sequences, prefill)
-        k = self.cycles * cut
+    def _cost(self, tokens: float, flops: float, kv: float, sequences: float, prefill: bool, micro=None) -> StepCost:
+        micro = self.micro if micro is None else micro
+        st, cut = self._slot(tokens, flops, kv, sequences, prefill, micro)
+        k = (self.cycles if micro == self.micro else max(micro, self.p.pp)) * cut
         kv_gpu = kv * self.kv_share  # per GPU over the whole step (every micro-batch passes every stage)
         exposed = st.exposed_comm_s
         w = self.attention_weight
         matmul = 2 * self.active * tokens
         true_flops = flops if w == 1.0 else matmul + (flops - matmul) / w
-        weights_gpu = max(0.0, st.bytes * self.micro * cut - kv_gpu)  # each micro-batch reads the stage's weights
+        weights_gpu = max(0.0, st.bytes * micro * cut - kv_gpu)  # each micro-batch reads the stage's weights
         return StepCost(
             true_flops,
             weights_gpu * self.num_gpus,
@@ -112,6 +115,13 @@ class ShardedSteps:
 
     def prefill_time(self, prompt_lengths) -> float:
         return self.prefill(prompt_lengths).time_s
+
+    def prefill_alone(self, prompt_lengths) -> StepCost:
+        """prefill(), but as one micro-batch crossing every stage in turn: the latency of a step nothing follows
+        into the pipeline (prefill() is its share of a pipeline kept full, which consecutive steps are)."""
+        costs = [self.per_prompt(t) for t in prompt_lengths]
+        flops, kv = sum(c[0] for c in costs), sum(c[1] for c in costs)
+        return self._cost(sum(prompt_lengths), flops, kv, len(costs), True, micro=1)
 
     def step_time(self, flops: float, tokens: float, kv_bytes: float, sequences: int = 0) -> float:
         """A step with prefill in it (the engine's mixed steps): `sequences` of them sample a token."""

@@ -47,17 +47,23 @@ def stream_pieces(batch: int, input_tokens: int, start: int, count: int) -> list
 
 def prefill_schedule(steps, batch: int, input_tokens: int, budget: int | None) -> dict:
     """Prefill steps of at most `budget` tokens over the prompts in order (None: one step). Every full
-    step is timed as the first one (exact when the budget holds whole prompts or whole chunks of one)."""
+    step is timed as the first one (exact when the budget holds whole prompts or whole chunks of one). With
+    pipeline stages consecutive steps overlap (vLLM pipelines them, PR #42187), each costing its share of a full
+    pipeline, but a prompt's first token waits for its last step to cross every stage (steps.prefill_alone)."""
     total = batch * input_tokens
+    alone = getattr(steps, "prefill_alone", steps.prefill)
     if budget is None or budget >= total:
-        t = steps.prefill([input_tokens] * batch).time_s
+        t = alone([input_tokens] * batch).time_s
         return {"steps": 1, "first_s": t, "total_s": t}
     full, rem = divmod(total, budget)
-    t_full = steps.prefill(stream_pieces(batch, input_tokens, 0, budget)).time_s
-    t_rem = steps.prefill(stream_pieces(batch, input_tokens, full * budget, rem)).time_s if rem else 0.0
+    pieces = stream_pieces(batch, input_tokens, 0, budget)
+    t_full, t_full_alone = steps.prefill(pieces).time_s, alone(pieces).time_s
+    last = stream_pieces(batch, input_tokens, full * budget, rem) if rem else []
+    t_rem_alone = alone(last).time_s if rem else 0.0
     first = -(-input_tokens // budget)            # steps until the first prompt is in
-    first_s = first * t_full if first <= full else full * t_full + t_rem
-    return {"steps": full + (rem > 0), "first_s": first_s, "total_s": full * t_full + t_rem}
+    first_s = (first - 1) * t_full + t_full_alone if first <= full else full * t_full + t_rem_alone
+    total_s = full * t_full + t_rem_alone if rem else (full - 1) * t_full + t_full_alone
+    return {"steps": full + (rem > 0), "first_s": first_s, "total_s": total_s}
 
 
 def token_budget(v: dict, accelerator) -> int | None:

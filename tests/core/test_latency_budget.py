@@ -49,3 +49,18 @@ def test_a_tiny_budget_on_a_huge_batch_is_computed_not_enumerated():
         dict(PART3, batch_size=100_000, input_tokens=10_000_000, prefill_budget_rule="set", max_num_batched_tokens=1),
     )
     assert out["prefill_steps"] == 10**12
+
+
+def test_pipeline_stages_shorten_a_queue_of_prompts_but_not_the_first():
+    """With stages, consecutive prefill steps overlap (vLLM pipelines them, PR #42187) but a prompt's last step
+    crosses every stage before its first token: one 8,192-token prompt takes as long on TP8 x PP2 as on TP8
+    (plus the stage send), while the last of 16, one step each, waits (16 + 1) half-model steps, not 16 whole."""
+    base = dict(model="llama-3.1-70b", hardware="h100-sxm", num_gpus=8, input_tokens=8192, output_tokens=128)
+    one = run("latency", dict(base, batch_size=1))
+    one_pp = run("latency", dict(base, batch_size=1, pp=2))
+    assert one_pp["ttft_s"] == pytest.approx(one["ttft_s"], rel=0.02) and one_pp["ttft_s"] >= one["ttft_s"]
+    many = run("latency", dict(base, batch_size=16, prefill_budget_rule="vllm"))
+    many_pp = run("latency", dict(base, batch_size=16, prefill_budget_rule="vllm", pp=2))
+    assert many_pp["ttft_first_s"] == pytest.approx(one_pp["ttft_s"], rel=1e-9)
+    # at least (16 + 1) ÷ 32 of TP8's, plus what half-size micro-batches pay in overhead and sends
+    assert many["ttft_s"] * 17 / 32 <= many_pp["ttft_s"] <= many["ttft_s"] * 0.6
