@@ -596,21 +596,27 @@ class DeploymentModel:
     def prefill_s(self, p: Parallelism, prompt: int, chunk: int | None = None) -> dict:
         """One prompt on every DP rank at once (CP splits each over its ranks; the MoE load balanced), in
         c = ⌈prompt ÷ chunk⌉ chunks (one without a chunk size) that flow through the PP stages as micro-batches,
-        each chunk crossing the stages one after another: (c + pp − 1) stage slots of one chunk × dp tokens (one
-        row each samples). vLLM V1 pipelines a prompt's chunks in consecutive steps (vllm-project/vllm PR #42187,
-        merged May 2026), so PP shortens a long prompt's prefill and not one that fits a chunk. Each slot pays its
-        communication (TP all-reduces, MoE all-to-all or all-reduce, the stage send) under the model's overlap;
-        the CP ranks then all-gather the prompt's KV (PCP replicates it)."""
+        each crossing the stages one after another: c stage slots of the mean chunk, plus pp − 1 of the largest
+        (the last chunk cannot leave the last stage before the one ahead of it), × dp tokens (one row each
+        samples). vLLM's V2 model runner pipelines a prompt's chunks in consecutive steps (vllm-project/vllm PR
+        #42187, merged May 2026), so PP shortens a long prompt's prefill and not one that fits a chunk. Each slot
+        pays its communication (TP all-reduces, MoE all-to-all or all-reduce, the stage send) under the model's
+        overlap; the CP ranks then all-gather the prompt's KV (PCP replicates it)."""
         sm = self.step_model(p.tp, p.dcp)
         flops, kv = sm.per_prompt(prompt)
         c = 1 if not chunk or prompt <= chunk else math.ceil(prompt / chunk)
         cut = self.cut(p, p.dp)
         n = p.dp / cut  # prompts per slot: one per DP rank, halved where two-batch overlap cuts them
-        one = self.slot(p, prompt / c * n, flops / c * n, kv / c * n, n, True)  # chunks priced alike: the mean
-        st = with_overlap(one, step_overlap(self.overlap, cut))
-        k = (c + p.pp - 1) * cut
+        overlap = step_overlap(self.overlap, cut)
+
+        def slot_of(tokens: float) -> StageStep:  # a chunk of `tokens`, its FLOPs and KV the prompt's mean share
+            share = tokens / prompt * n
+            return with_overlap(self.slot(p, tokens * n, flops * share, kv * share, n, True), overlap)
+
+        mean, largest = slot_of(prompt / c), slot_of(min(prompt, chunk) if c > 1 else prompt)
         cp_comm = _cp_ring(self.cluster, kv * sm.kv_share, p) if p.cp > 1 else 0.0
-        kernel, comm = (st.kernel_s + st.overhead_s) * k, st.exposed_comm_s * k
+        kernel = ((mean.kernel_s + mean.overhead_s) * c + (largest.kernel_s + largest.overhead_s) * (p.pp - 1)) * cut
+        comm = (mean.exposed_comm_s * c + largest.exposed_comm_s * (p.pp - 1)) * cut
         time = kernel + comm + cp_comm
         return {"kernel_s": kernel, "comm_s": comm, "cp_comm_s": cp_comm, "time_s": time, "chunks": c}
 

@@ -58,11 +58,13 @@ def prefill_schedule(steps, batch: int, input_tokens: int, budget: int | None) -
     full, rem = divmod(total, budget)
     pieces = stream_pieces(batch, input_tokens, 0, budget)
     t_full, t_full_alone = steps.prefill(pieces).time_s, alone(pieces).time_s
-    last = stream_pieces(batch, input_tokens, full * budget, rem) if rem else []
-    t_rem_alone = alone(last).time_s if rem else 0.0
+    t_rem = 0.0
+    if rem:  # a short last step still leaves the last stage after the full one ahead of it
+        last = stream_pieces(batch, input_tokens, full * budget, rem)
+        t_rem = max(alone(last).time_s, steps.prefill(last).time_s + t_full_alone - t_full)
     first = -(-input_tokens // budget)            # steps until the first prompt is in
-    first_s = (first - 1) * t_full + t_full_alone if first <= full else full * t_full + t_rem_alone
-    total_s = full * t_full + t_rem_alone if rem else (full - 1) * t_full + t_full_alone
+    first_s = (first - 1) * t_full + t_full_alone if first <= full else full * t_full + t_rem
+    total_s = full * t_full + t_rem if rem else (full - 1) * t_full + t_full_alone
     return {"steps": full + (rem > 0), "first_s": first_s, "total_s": total_s}
 
 
@@ -79,7 +81,7 @@ def batch_latency(steps, batch: int, input_tokens: int, output_tokens: int, queu
     a multi-GPU deployment). With speculation on in `v` (speculation_fields), TPOT is a speculative step ÷
     the tokens it keeps (Part 11)."""
     plan = prefill_schedule(steps, batch, input_tokens, budget)
-    prefill = steps.prefill([input_tokens] * batch)
+    prefill = getattr(steps, "prefill_alone", steps.prefill)([input_tokens] * batch)  # one pass, every stage
     context = input_tokens + output_tokens / 2
     decode = steps.decode(batch, context)
     spec = speculative_decode(steps, v, batch, context) if v else None

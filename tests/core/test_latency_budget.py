@@ -64,3 +64,19 @@ def test_pipeline_stages_shorten_a_queue_of_prompts_but_not_the_first():
     assert many_pp["ttft_first_s"] == pytest.approx(one_pp["ttft_s"], rel=1e-9)
     # at least (16 + 1) ÷ 32 of TP8's, plus what half-size micro-batches pay in overhead and sends
     assert many["ttft_s"] * 17 / 32 <= many_pp["ttft_s"] <= many["ttft_s"] * 0.6
+
+
+@pytest.mark.parametrize("pp", [1, 2])
+def test_one_token_past_the_budget_never_shortens_ttft(pp):
+    base = dict(
+        model="llama-3.1-70b",
+        hardware="h100-sxm",
+        num_gpus=8,
+        output_tokens=128,
+        pp=pp,
+        prefill_budget_rule="vllm",
+        batch_size=1,
+    )
+    for boundary in (8192, 16384):
+        at, past = (run("latency", dict(base, input_tokens=t))["ttft_s"] for t in (boundary, boundary + 1))
+        assert at < past < at * 1.1

@@ -465,3 +465,12 @@ def test_a_long_prompts_chunks_flow_through_the_stages():
     assert staged["kernel_s"] == pytest.approx(flat["kernel_s"] * 17 / 32, rel=1e-9)
     one_chunk = dm.prefill_s(Parallelism(tp=8, pp=2), 8192, 8192)
     assert one_chunk["kernel_s"] == pytest.approx(dm.prefill_s(Parallelism(tp=8), 8192, 8192)["kernel_s"], rel=1e-9)
+
+
+def test_one_token_more_never_prefills_faster():
+    """A short last chunk still leaves the last stage after the full chunk ahead of it: one token past a chunk
+    boundary costs a little more, never less (the breakdown's prefill and the latency calculator's TTFT)."""
+    _, dm = dm_for(model="llama-3.1-405b", weight_dtype="fp8", nodes=2, tp=8, pp=2)
+    for boundary in (8192, 16384):
+        at, past = (dm.prefill_s(Parallelism(tp=8, pp=2), t, 8192)["time_s"] for t in (boundary, boundary + 1))
+        assert at < past < at * 1.05
