@@ -8,6 +8,7 @@ import base64
 import json
 
 import pytest
+from playwright.sync_api import expect
 
 from sitegen import workbench as families
 
@@ -362,7 +363,8 @@ def test_the_manager_renames_exports_and_deletes_one_of_yours(open_page, tmp_pat
     path = tmp_path / "kept.json"
     path.write_text(json.dumps(exported))
     page.set_input_files("#calc-define-yours ~ .calc__actions input[type=file]", str(path))
-    assert message(page) == "Imported 1 definition."
+    # the delete's message is still showing: wait for the import's (Python checks the file first)
+    expect(page.locator("#calc-define-error")).to_have_text("Imported 1 definition.", timeout=30_000)
     assert page.evaluate(YOURS) == ["Renamed 8B", "Kept"]
     assert log.errors == []
 
