@@ -28,7 +28,6 @@ from .parallel import (
     StageStep,
     check_parallelism,
     pipeline_micro_batches,
-    pipeline_slots,
     stage_fraction,
     step_overlap,
     with_overlap,
@@ -47,7 +46,6 @@ class ShardedSteps:
         self.attention_weight = group.attention_weight
         self.per_sequence, self.per_prompt = group.per_sequence, group.per_prompt
         self.num_gpus = p.gpus
-        self.cycles = pipeline_slots(p)  # stage slots per step, before any two-batch cut
         self.micro = pipeline_micro_batches(p)
         self._frac = stage_fraction(dm.model, p.pp)
         # one GPU's share of a step's logical KV bytes: its ranks' part × its stage's layers
@@ -75,7 +73,7 @@ class ShardedSteps:
     def _cost(self, tokens: float, flops: float, kv: float, sequences: float, prefill: bool, micro=None) -> StepCost:
         micro = self.micro if micro is None else micro
         st, cut = self._slot(tokens, flops, kv, sequences, prefill, micro)
-        k = (self.cycles if micro == self.micro else max(micro, self.p.pp)) * cut
+        k = max(micro, self.p.pp) * cut  # stage slots: max(m, pp), a bubble when m < pp (1 and 1 without stages)
         kv_gpu = kv * self.kv_share  # per GPU over the whole step (every micro-batch passes every stage)
         exposed = st.exposed_comm_s
         w = self.attention_weight
@@ -108,10 +106,12 @@ class ShardedSteps:
             found = self._decode_times[key] = self.decode(batch, context_tokens).time_s
         return found
 
-    def prefill(self, prompt_lengths) -> StepCost:
-        """One prefill of the given prompts together, each on one attention rank (split over cp)."""
+    def prefill(self, prompt_lengths, micro: int | None = None) -> StepCost:
+        """One prefill of the given prompts together, each on one attention rank (split over cp), as `micro`
+        pipeline micro-batches (None: the deployment's)."""
         costs = [self.per_prompt(t) for t in prompt_lengths]
-        return self._cost(sum(prompt_lengths), sum(c[0] for c in costs), sum(c[1] for c in costs), len(costs), True)
+        flops, kv = sum(c[0] for c in costs), sum(c[1] for c in costs)
+        return self._cost(sum(prompt_lengths), flops, kv, len(costs), True, micro)
 
     def prefill_time(self, prompt_lengths) -> float:
         return self.prefill(prompt_lengths).time_s
@@ -119,9 +119,7 @@ class ShardedSteps:
     def prefill_alone(self, prompt_lengths) -> StepCost:
         """prefill(), but as one micro-batch crossing every stage in turn: the latency of a step nothing follows
         into the pipeline (prefill() is its share of a pipeline kept full, which consecutive steps are)."""
-        costs = [self.per_prompt(t) for t in prompt_lengths]
-        flops, kv = sum(c[0] for c in costs), sum(c[1] for c in costs)
-        return self._cost(sum(prompt_lengths), flops, kv, len(costs), True, micro=1)
+        return self.prefill(prompt_lengths, micro=1)
 
     def step_time(self, flops: float, tokens: float, kv_bytes: float, sequences: int = 0) -> float:
         """A step with prefill in it (the engine's mixed steps): `sequences` of them sample a token."""

@@ -51,7 +51,7 @@ def prefill_schedule(steps, batch: int, input_tokens: int, budget: int | None) -
     pipeline stages consecutive steps overlap (vLLM pipelines them, PR #42187), each costing its share of a full
     pipeline, but a prompt's first token waits for its last step to cross every stage (steps.prefill_alone)."""
     total = batch * input_tokens
-    alone = getattr(steps, "prefill_alone", steps.prefill)
+    alone = steps.prefill_alone
     if budget is None or budget >= total:
         t = alone([input_tokens] * batch).time_s
         return {"steps": 1, "first_s": t, "total_s": t}
@@ -81,7 +81,7 @@ def batch_latency(steps, batch: int, input_tokens: int, output_tokens: int, queu
     a multi-GPU deployment). With speculation on in `v` (speculation_fields), TPOT is a speculative step ÷
     the tokens it keeps (Part 11)."""
     plan = prefill_schedule(steps, batch, input_tokens, budget)
-    prefill = getattr(steps, "prefill_alone", steps.prefill)([input_tokens] * batch)  # one pass, every stage
+    prefill = steps.prefill_alone([input_tokens] * batch)  # one pass through every stage
     context = input_tokens + output_tokens / 2
     decode = steps.decode(batch, context)
     spec = speculative_decode(steps, v, batch, context) if v else None

@@ -403,6 +403,8 @@ class StepModel:
         tokens = sum(prompt_lengths)
         return self._cost(*self._prefill_parts(prompt_lengths), 2 * self.active * tokens, self.mixed_overhead(tokens))
 
+    prefill_alone = prefill  # one GPU has no pipeline stages to cross (sharded_steps.ShardedSteps.prefill_alone)
+
     def _prefill_timer(self):
         """prefill(prompt_lengths).time_s as a closure, bit for bit (the same sums in the same order as
         _prefill_parts, then _times), for the simulator's hot path."""
