@@ -504,7 +504,15 @@ def _features_by_id() -> dict[str, dict]:
 
 def _row_features(row: dict) -> dict:
     acc = catalog.accelerator_presets()[row["hardware"]]
-    return _features(_model(row["model"]), acc, row["weight_dtype"], row["num_gpus"], _batch(row, False))
+    features = _features(_model(row["model"]), acc, row["weight_dtype"], row["num_gpus"], _batch(row, False))
+    return {**features, "load": load(row)}
+
+
+def load(row: dict) -> str:
+    """How the measurement loaded the engine: "all_at_once" when its client sent every request at once (one request
+    per user: a throughput run, whose running batch the engine's memory and token budget set), else "bounded" (a
+    static batch, or a client that kept at most `batch` requests in flight)."""
+    return "all_at_once" if row.get("client", {}).get("prompts_per_user") == 1 else "bounded"
 
 
 def distance(a: dict, b: dict) -> float:

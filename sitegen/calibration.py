@@ -1,6 +1,6 @@
-"""The calibration page's tables: `<!-- calibration:NAME -->` markers in docs/calibration.md become the
-error summary per kind, the sources with their row counts, and every ledger row with the core's estimate,
-its error and its bound. Every figure comes from calculators.calibration at build time.
+"""The calibration pages' tables: `<!-- calibration:NAME -->` markers in docs/calibration.md become the
+error summary per kind and the sources with their row counts, and in docs/calibration-rows.md every ledger row
+with the core's estimate, its error and its bound. Every figure comes from calculators.calibration at build time.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from calculators import calibration, catalog, display
 from .terms import cell, wrap
 
 PAGE = "calibration.md"
+ROWS_PAGE = "calibration-rows.md"  # every ledger row: a table too long to share the page with the prose
+PAGES = (PAGE, ROWS_PAGE)
 MARKER = re.compile(r"<!-- calibration:([\w-]+) -->")
 
 
@@ -108,7 +110,7 @@ def render_sources() -> str:
     estimates = Counter(p["source"] for p in calibration.predictions() if "error" in p)
     rows = [
         [
-            f"[{cell(s['title'])}]({s['url']})",
+            f'<span id="{_anchor(s["id"])}"></span>[{cell(s["title"])}]({s["url"]})',
             cell(s["publisher"]),
             s["published"],
             cell(s["read"]),
@@ -121,17 +123,33 @@ def render_sources() -> str:
     return wrap("The ledger's sources", _table(head, rows))
 
 
+def _anchor(source_id: str) -> str:
+    """The sources table's row of one source: every ledger row links to it (the publication's address is there once)."""
+    return f"source-{source_id}"
+
+
+LEFT_OUT_NOTE = (
+    "Every estimate leaves out the CPU work between steps (taken as overlapped). The column names what else the "
+    "step model leaves out that the row's conditions contain (facts, not a diagnosis): *comm overlap*, the overlap "
+    "of communication with compute (more than one GPU); *routing skew*, tokens routed evenly across the experts "
+    "(a mixture-of-experts model); *serving path*, the HTTP server, tokenisation and the hand-off of a request to "
+    "the scheduler (a TTFT). The Source column links to the publication's line in the table of sources."
+)
+
+
 def _left_out(p: dict) -> str:
-    """What the core's step model leaves out that this row's conditions contain (facts, not a diagnosis)."""
+    """What else the step model leaves out that this row's conditions contain (LEFT_OUT_NOTE defines each)."""
     model = calibration.resolve_model(calibration._model(p["model"]))
-    out = ["CPU work between steps (taken as overlapped)"]
-    if p["num_gpus"] > 1:
-        out.append("overlap of communication with compute")
-    if model.moe is not None:
-        out.append("routing skew (tokens routed evenly)")
-    if p["metric"] == "ttft_s":
-        out.append("the serving path around the steps (HTTP, tokenisation, handing the request to the scheduler)")
-    return ", ".join(out)
+    out = [
+        name
+        for name, applies in (
+            ("comm overlap", p["num_gpus"] > 1),
+            ("routing skew", model.moe is not None),
+            ("serving path", p["metric"] == "ttft_s"),
+        )
+        if applies
+    ]
+    return ", ".join(out) or "—"
 
 
 def _conditions(p: dict) -> str:
@@ -165,7 +183,7 @@ def render_rows() -> str:
                 _pct(graphs[p["id"]].get("error")),
                 _value(p["metric"], p["bound"]) + ("" if p["bound_holds"] else " ✗"),
                 cell(_left_out(p)) if "error" in p else cell(p.get("estimate_note", "")),
-                f"[{cell(s['publisher'].split(',')[0])}]({s['url']}): {cell(p['where'])}",
+                f"[{cell(s['publisher'].split(',')[0])}]({PAGE}#{_anchor(s['id'])}): {cell(p['where'])}",
             ]
         )
     head = [
@@ -180,7 +198,7 @@ def render_rows() -> str:
         "Not in the core's model (or why no estimate)",
         "Source",
     ]
-    return wrap("Every ledger row, predicted", _table(head, rows))
+    return LEFT_OUT_NOTE + "\n" + wrap("Every ledger row, predicted", _table(head, rows))
 
 
 RENDER = {

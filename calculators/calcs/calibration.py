@@ -18,6 +18,11 @@ METRICS = [(k, label) for k, (label, _, _) in calibration.KINDS.items()]
 GPUS = [("any", "Any"), ("single", "One GPU"), ("multi", "More than one GPU")]
 MODEL_KINDS = [("any", "Any"), ("dense", "Dense"), ("moe", "Mixture of experts")]
 VENDORS = [("any", "Any"), ("nvidia", "NVIDIA"), ("amd", "AMD")]
+LOADS = [
+    ("any", "Any"),
+    ("bounded", "A static batch or a capped concurrency"),
+    ("all_at_once", "Every request sent at once (a throughput run)"),
+]
 ROW_SETS = [
     ("all", "Every row"),
     ("held_out", "Held out: rows of no group a constant was fitted on"),
@@ -32,6 +37,7 @@ def _keep(v: dict, p: dict) -> bool:
         and v["gpus"] in ("any", "single" if f["gpus"] == 1 else "multi")
         and v["model_kind"] in ("any", "moe" if f["moe"] else "dense")
         and v["vendor"] in ("any", f["vendor"])
+        and v["load"] in ("any", f["load"])
         and (v["row_set"] == "all" or calibration.held_out(p))
     )
 
@@ -53,6 +59,14 @@ SCHEMA = {
         choice("gpus", "GPUs in the measurement", "any", GPUS),
         choice("model_kind", "Model", "any", MODEL_KINDS),
         choice("vendor", "Accelerator vendor", "any", VENDORS),
+        choice(
+            "load",
+            "Load",
+            "any",
+            LOADS,
+            "How the measurement loaded the engine: a batch or a concurrency the benchmark set, or every request at "
+            "once, where the engine's KV pool and token budget set the running batch.",
+        ),
         choice(
             "row_set",
             "Rows",
