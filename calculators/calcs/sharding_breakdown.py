@@ -123,7 +123,7 @@ def _plots(v: dict, dm, p: Parallelism) -> dict:
 def _steps(p: Parallelism, mem, d, pre: dict) -> list[dict]:
     per_rank = d.batch / p.attention_ranks
     weights = [(mem.dense_weights, "B"), (mem.expert_weights, "B")]
-    prefill = [(pre["kernel_s"], "s"), (pre["comm_s"], "s"), (pre["cp_comm_s"], "s")]
+    prefill = [pre["chunks"], (pre["kernel_s"], "s"), (pre["comm_s"], "s"), (pre["cp_comm_s"], "s")]
     return (
         [
             step("Weights per GPU", "dense ÷ tp + experts × share (worst stage)", "{} + {}", weights, mem.weights, "B"),
@@ -140,8 +140,9 @@ def _steps(p: Parallelism, mem, d, pre: dict) -> list[dict]:
         + [
             step(
                 "Prefill of one prompt",
-                "(chunks + pp − 1) × a chunk's (max(FLOPs ÷ (tp × cp), bytes) + overhead) + exposed comm. + CP gather",
-                "{} + {} + {}",
+                "c chunks of vLLM's default token budget for the chip, each a stage slot (max(FLOPs ÷ (tp × cp), "
+                "bytes) + overhead + exposed comm.): c slots of the mean chunk + (pp − 1) of the largest, + CP gather",
+                "{} chunks: {} + {} + {}",
                 prefill,
                 pre["time_s"],
                 "s",
