@@ -241,6 +241,7 @@ INLINE_FORMATS = {
     "num": lambda x, d: fixed(x, 2 if d is None else d),
     "sig": lambda x, d: sig(x, 4 if d is None else d),
     "pct": lambda x, d: f"{sig(x * 100, 3) if d is None else fixed(x * 100, d)}%",
+    "spct": lambda x, d: f"{x * 100:+,.{0 if d is None else d}f}%",  # a signed error: +17%, -7%
     "usd": usd,
     "x": lambda x, d: f"{sig(x, 3) if d is None else fixed(x, d)}×",
     "s": _unit_formatter(1, "s"),
