@@ -45,16 +45,16 @@ def stream_pieces(batch: int, input_tokens: int, start: int, count: int) -> list
     return pieces
 
 
-def prefill_schedule(steps, batch: int, input_tokens: int, budget: int | None) -> dict:
-    """Prefill steps of at most `budget` tokens over the prompts in order (None: one step). Every full
-    step is timed as the first one (exact when the budget holds whole prompts or whole chunks of one). With
-    pipeline stages consecutive steps overlap (vLLM pipelines them, PR #42187), each costing its share of a full
-    pipeline, but a prompt's first token waits for its last step to cross every stage (steps.prefill_alone)."""
+def prefill_schedule(steps, batch: int, input_tokens: int, budget: int | None, whole_s: float) -> dict:
+    """Prefill steps of at most `budget` tokens over the prompts in order (None: one step, `whole_s`: the
+    caller's one pass of every prompt, steps.prefill_alone). Every full step is timed as the first one (exact
+    when the budget holds whole prompts or whole chunks of one). With pipeline stages consecutive steps overlap
+    (vLLM pipelines them, PR #42187), each costing its share of a full pipeline, but a prompt's first token waits
+    for its last step to cross every stage (steps.prefill_alone)."""
     total = batch * input_tokens
     alone = steps.prefill_alone
     if budget is None or budget >= total:
-        t = alone([input_tokens] * batch).time_s
-        return {"steps": 1, "first_s": t, "total_s": t}
+        return {"steps": 1, "first_s": whole_s, "total_s": whole_s}
     full, rem = divmod(total, budget)
     pieces = stream_pieces(batch, input_tokens, 0, budget)
     t_full, t_full_alone = steps.prefill(pieces).time_s, alone(pieces).time_s
@@ -80,8 +80,8 @@ def batch_latency(steps, batch: int, input_tokens: int, output_tokens: int, queu
     and decode together once every prompt is in, on `steps` (a StepModel, or sharded_steps.ShardedSteps for
     a multi-GPU deployment). With speculation on in `v` (speculation_fields), TPOT is a speculative step ÷
     the tokens it keeps (Part 11)."""
-    plan = prefill_schedule(steps, batch, input_tokens, budget)
     prefill = steps.prefill_alone([input_tokens] * batch)  # one pass through every stage
+    plan = prefill_schedule(steps, batch, input_tokens, budget, prefill.time_s)
     context = input_tokens + output_tokens / 2
     decode = steps.decode(batch, context)
     spec = speculative_decode(steps, v, batch, context) if v else None
