@@ -271,9 +271,11 @@ def _server(row: dict) -> EngineConfig:
     """The engine the sweep ran: its KV pool under the engine's memory rule, its token budget and running cap (the
     sweep's max_num_seqs, or the concurrency), whether a step mixes prefill with decodes (SGLang's default
     runs them apart: enable_mixed_chunk off), how often the scheduler reads new requests (a point's
-    scheduler_recv_interval, SGLang's --scheduler-recv-interval; 1 when not set) and whether it plans each step
+    scheduler_recv_interval, SGLang's --scheduler-recv-interval; 1 when not set), whether it plans each step
     while the one before runs (schedule_ahead, as the row's server_note reads the engine; unset: the default
-    of the engine the config models)."""
+    of the engine the config models), whether it caches blocks (prefix_caching: a preempted request then finds
+    its own computed blocks again) and whether a waiting request needs room for its whole prompt or its first
+    chunk only (whole_prompt_must_fit, by the release: the ledger's header)."""
     s = row["server"]
     inputs = {k: v for k, v in core_inputs(row).items() if k not in ("batch_size", "input_tokens", "output_tokens")}
     inputs.update(engine_rule=s.get("engine_rule", "vllm"))
@@ -289,6 +291,8 @@ def _server(row: dict) -> EngineConfig:
         mixed_batches=mixed,
         recv_interval_steps=row.get("scheduler_recv_interval", 1),
         schedule_ahead=s.get("schedule_ahead"),  # unset: the engine default the config models (EngineConfig)
+        prefix_caching=s.get("prefix_caching", False),
+        whole_prompt_must_fit=s.get("whole_prompt_must_fit", True),
     )
 
 

@@ -31,9 +31,9 @@ class KvPool:
         return -(-tokens // self.block_size)
 
     def name(self, i: int, request: Request) -> None:
-        """Name the full blocks of request i's whole sequence (on arrival, when caching)."""
+        """Name the full blocks of request i's whole sequence (on arrival, when caching), its own tokens' too."""
         whole = (request.prompt_tokens + request.output_tokens) // self.block_size
-        self.names[i] = self.block_names.chain(request.pieces(), self.block_size, whole)
+        self.names[i] = self.block_names.chain(request.pieces(), self.block_size, whole, owner=i)
 
     def need(self, i: int, tokens: int) -> int:
         """Blocks sequence i still lacks for `tokens` computed tokens (its own and its cached ones count)."""

@@ -29,12 +29,15 @@ class BlockNames:
         self.names: dict = {}
         self.chains: dict = {}  # (shared pieces, block size) → names: many requests open alike
 
-    def chain(self, pieces: list, block_size: int, blocks: int) -> list[int]:
+    def chain(self, pieces: list, block_size: int, blocks: int, owner=None) -> list[int]:
         """Names of the first `blocks` full blocks of a sequence made of pieces [(stream, start, length)];
-        a stream of None is the request's own (never shared: the chain stops there). Contiguous pieces
-        of one stream are one run, however the request split them (a prompt and the answer it continues).
-        Only the pieces before the first own one name blocks, so requests that open with the same shared
-        pieces get the same names, computed once (a slice: a copy callers may cut)."""
+        a stream of None is the request's own. Contiguous pieces of one stream are one run, however the request
+        split them (a prompt and the answer it continues). The shared pieces before the first own one are named
+        once for every request that opens with them (a slice: a copy callers may cut). With an `owner` the own
+        pieces are named too, by a stream of that owner's alone, as vLLM hashes every full block a request
+        computes, not only shared ones (v0.33.0: v1/request.py update_block_hashes, for every new full block, with
+        v1/core/kv_cache_utils.py get_request_block_hasher): nobody else
+        can hit them, but the request itself finds them again when it is readmitted after a preemption."""
         shared = []
         for piece in pieces:
             if piece[0] is None:
@@ -43,7 +46,11 @@ class BlockNames:
         key = (tuple(shared), block_size)
         if key not in self.chains:  # every full block the shared pieces fill, whatever `blocks` asks
             self.chains[key] = self._chain(shared, block_size, sum(length for _, _, length in shared))
-        return self.chains[key][:blocks]
+        opening = self.chains[key]
+        if owner is None or blocks <= len(opening):
+            return opening[:blocks]
+        tail = _after(_owned(pieces, owner), len(opening) * block_size)
+        return opening + self._chain(tail, block_size, blocks - len(opening), opening[-1] if opening else -1)
 
     def tokens(self, tokens: list, block_size: int) -> list[int]:
         """Names of the full blocks of a list of token ids: block j is named by (name of block j − 1,
@@ -56,8 +63,10 @@ class BlockNames:
             out.append(parent)
         return out
 
-    def _chain(self, pieces: list, block_size: int, blocks: int) -> list[int]:
-        out, parent, at, span = [], -1, 0, []
+    def _chain(self, pieces: list, block_size: int, blocks: int, parent: int = -1) -> list[int]:
+        """Names of up to `blocks` full blocks of these pieces, the first one's parent `parent`; an own piece
+        (stream None) ends the chain."""
+        out, at, span = [], 0, []
         for stream, start, length in pieces:
             if stream is None:
                 return out
@@ -73,6 +82,27 @@ class BlockNames:
                     out.append(parent)
                     span, at = [], 0
         return out
+
+
+def _owned(pieces: list, owner) -> list:
+    """The pieces with the own ones (stream None) made one stream of the owner's, in order."""
+    out, at = [], 0
+    for stream, start, length in pieces:
+        if stream is None:
+            stream, start, at = ("own", owner), at, at + length
+        out.append((stream, start, length))
+    return out
+
+
+def _after(pieces: list, tokens: int) -> list:
+    """The pieces less their first `tokens` tokens."""
+    out = []
+    for stream, start, length in pieces:
+        skip = min(tokens, length)
+        tokens -= skip
+        if length > skip:
+            out.append((stream, start + skip, length - skip))
+    return out
 
 
 class PrefixCache:

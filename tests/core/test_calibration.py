@@ -321,3 +321,13 @@ def test_the_serving_rows_ttft_as_the_calibration_page_reads_it():
     assert all(p["error"] > 0.25 for p in short if p["num_gpus"] == 8 and p["estimate"])
     ahead = [r for r in calibration.rows() if r["id"] in ttft and r["server"].get("schedule_ahead")]
     assert len(ahead) == len(ttft)  # every gpt-oss sweep ran vLLM v0.15.1: async scheduling on
+
+
+def test_every_vllm_sweep_runs_its_releases_admission_and_prefix_caching():
+    # every vLLM release the ledger's sweeps ran (v0.10.2 to v0.15.1) admits a request when its first chunk fits
+    # (allocate_slots before PR #37307); prefix caching is V1's default unless the server turns it off
+    vllm = [r for r in ROWS if "server" in r and r["server"]["engine_rule"] == "vllm"]
+    assert vllm and all(r["server"]["whole_prompt_must_fit"] is False for r in vllm)
+    assert all(r["server"]["prefix_caching"] == ("inferencex" not in r["group"]) for r in vllm)
+    server = calibration._server(vllm[0])
+    assert server.whole_prompt_must_fit is False and server.prefix_caching == vllm[0]["server"]["prefix_caching"]
