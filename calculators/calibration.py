@@ -31,6 +31,7 @@ from dataclasses import replace
 from functools import cache, lru_cache
 
 from . import catalog
+from .calcs.benchmark_loops import SCHEMA as LOOPS
 from .calcs.goodput import SCHEMA as GOODPUT
 from .calcs.memory import kv_pool_tokens
 from .calcs import overhead
@@ -512,6 +513,10 @@ def _row_features(row: dict) -> dict:
     return {**features, "load": load(row)}
 
 
+LOADS = ("bounded", "all_at_once")
+LOAD_WORDS = {"bounded": "static batches or capped concurrency", "all_at_once": "every request sent at once"}
+
+
 def load(row: dict) -> str:
     """How the measurement loaded the engine: "all_at_once" when its client sent every request at once (one request
     per user: a throughput run, whose running batch the engine's memory and token budget set), else "bounded" (a
@@ -539,15 +544,18 @@ def _estimate_features(overhead: str = DEFAULT_MODE) -> tuple[tuple[dict, dict],
     return tuple((p, row_features(p)) for p in _predictions(overhead) if "error" in p)
 
 
-def band(v: dict, metrics: tuple[str, ...] | None = None) -> dict:
-    """The estimate rows nearest to validated deployment inputs `v` (the latency calculator's), and the
-    range of the core's error on them (predicted at the inputs' step-overhead mode); `outside` when no row
-    is within NEAR."""
-    here = _features(v["model"], v["hardware"], v["weight_dtype"], v["num_gpus"], v.get("batch_size", 1))
+def band(
+    v: dict, metrics: tuple[str, ...] | None = None, loads: tuple[str, ...] = LOADS, batch: str = "batch_size"
+) -> dict:
+    """The estimate rows nearest to validated deployment inputs `v` among those measured under one of `loads`
+    (the calculator's kind of load: a throughput run is no evidence for a static batch's latency), and the range
+    of the core's error on them (predicted at the inputs' step-overhead mode); `outside` when no row is within
+    NEAR. v[batch] is the calculator's running batch (the latency calculator's batch_size, a closed loop's users)."""
+    here = _features(v["model"], v["hardware"], v["weight_dtype"], v["num_gpus"], v.get(batch, 1))
     scored = sorted(
         (distance(here, f), p["id"], p)
         for p, f in _estimate_features(v.get("step_overhead", DEFAULT_MODE))
-        if metrics is None or p["metric"] in metrics
+        if (metrics is None or p["metric"] in metrics) and f["load"] in loads
     )
     near = [(d, p) for d, _, p in scored if d <= NEAR][:BAND_ROWS]
     if not near:
@@ -572,17 +580,24 @@ def _names(ids: list[str]) -> str:
     return ", ".join(presets[i].name.replace("NVIDIA ", "").replace("AMD Instinct ", "") for i in ids)
 
 
-def band_note(v: dict, metrics: tuple[str, ...] | None = None, what: str = "estimates") -> str:
+def band_note(
+    v: dict,
+    metrics: tuple[str, ...] | None = None,
+    what: str = "estimates",
+    loads: tuple[str, ...] = LOADS,
+    batch: str = "batch_size",
+) -> str:
     """The band in words, for a calculator's notes."""
-    b = band(v, metrics)
+    b = band(v, metrics, loads, batch)
+    under = " measured" + ("" if loads == LOADS else " with " + " or ".join(LOAD_WORDS[k] for k in loads))
     if b["outside"]:
         return (
-            f"Calibration ({what}): outside the measured range. No row of the calibration ledger is near "
+            f"Calibration ({what}): outside the measured range. No row of the calibration ledger{under} is near "
             "this hardware, weight format, model size and batch, so how far this estimate is from a "
             "measurement is not known."
         )
     formats = "/".join(p.upper() for p in b["precisions"])
-    rows = "the nearest measured row" if b["count"] == 1 else f"the {b['count']} nearest measured rows"
+    rows = ("the nearest row" if b["count"] == 1 else f"the {b['count']} nearest rows") + under
     spread = (
         f"{b['min_error']:+.0%}"
         if b["count"] == 1
@@ -596,12 +611,25 @@ def band_note(v: dict, metrics: tuple[str, ...] | None = None, what: str = "esti
     )
 
 
-# The calculators whose blocks show the band, and for which of their estimates (one note per entry).
+# The calculators whose blocks show the band: their inputs, the input that is their running batch, the loads
+# their estimates model, and for which of their estimates (one note per entry). Both model a bounded batch: the
+# latency calculator a static one, the closed loop N users with a request each in flight.
 BANDS = {
     "latency": (
         LATENCY["inputs"],
+        "batch_size",
+        ("bounded",),
         (
             (("tpot_s", "e2e_latency_s", "output_tokens_per_s"), "TPOT, end-to-end and throughput"),
+            (("ttft_s",), "TTFT"),
+        ),
+    ),
+    "benchmark_loops": (
+        LOOPS["inputs"],
+        "users",
+        ("bounded",),
+        (
+            (("e2e_latency_s", "output_tokens_per_s", "tpot_s"), "end-to-end, rate and TPOT"),
             (("ttft_s",), "TTFT"),
         ),
     ),
@@ -612,9 +640,9 @@ def notes_for(name: str, inputs: dict | None) -> list[str]:
     """The band notes a calculator block shows beside its results (page.present adds them)."""
     if name not in BANDS:
         return []
-    spec, notes = BANDS[name]
+    spec, batch, loads, notes = BANDS[name]
     v = validate(spec, inputs)
-    return [band_note(v, metrics, what) for metrics, what in notes]
+    return [band_note(v, metrics, what, loads, batch) for metrics, what in notes]
 
 
 def check() -> None:

@@ -189,6 +189,36 @@ def test_latency_shows_the_band():
     assert all(not math.isnan(float(x)) for n in notes for x in re.findall(r"[+-]\d+(?=%)", n))
 
 
+def test_a_bounded_calculators_band_leaves_out_throughput_runs():
+    # Qwen3-32B on one H100 at a batch of 500: GPUStack's throughput runs of 500 requests sent at once are the
+    # nearest rows, but they say nothing of a static batch; the latency calculator's note draws on bounded rows only
+    v = _v(model="qwen3-32b", hardware="h100-sxm", batch_size=500)
+    every = calibration.band(v, ("tpot_s",))
+    assert any("gpustack-qwen3-32b-h100" in i for i in every["ids"])
+    bounded = calibration.band(v, ("tpot_s",), ("bounded",))
+    assert bounded["outside"] or not any("gpustack-qwen3-32b-h100-vllm" in i for i in bounded["ids"])
+    assert all(calibration.load(r) == "bounded" for r in ROWS if r["id"] in bounded.get("ids", []))
+    assert (
+        "measured with static batches or capped concurrency"
+        in present("latency", {"model": "qwen3-32b", "hardware": "h100-sxm", "batch_size": 500})["notes"][-1]
+    )
+
+
+def test_the_closed_loop_shows_the_band_of_its_users():
+    # Part 20's closed loop of N users: the band's batch is N (users), its rows bounded ones
+    inputs = {
+        "model": "gpt-oss-120b",
+        "hardware": "h100-sxm",
+        "num_gpus": 8,
+        "users": 16,
+        "expert_weight_dtype": "mxfp4",
+    }
+    notes = [n for n in present("benchmark_loops", inputs)["notes"] if n.startswith("Calibration")]
+    assert len(notes) == 2 and all("nearest rows measured with static batches" in n for n in notes)
+    v = validate(calibration.BANDS["benchmark_loops"][0], inputs)
+    assert any("1k1k-n8-b16-ttft" in i for i in calibration.band(v, ("ttft_s",), ("bounded",), "users")["ids"])
+
+
 def test_band_says_when_the_readers_efficiencies_are_not_the_ledgers():
     base = {"model": "gpt-oss-120b", "hardware": "h100-sxm", "num_gpus": 8, "expert_weight_dtype": "mxfp4"}
     assert "yours differ" not in calibration.band_note(_v(**base), ("tpot_s",))
