@@ -13,9 +13,10 @@ calculator's default efficiencies for the estimate and at efficiencies 1.0 for t
   input_tokens_per_s    per GPU: prompts × T_in ÷ prefill time
   tokens_per_s_per_user 1 ÷ TPOT
 Error = predicted speed ÷ measured speed − 1, speed being the rate, or 1 ÷ the time: +25% means the core
-was 25% too fast (optimistic), −25% too slow, whatever the metric. Three constants were fitted to the ledger
+was 25% too fast (optimistic), −25% too slow, whatever the metric. Four constants were fitted to the ledger
 (data/fitted.toml: the kernel floor of the "fitted" step-overhead mode, the matmul share of dequantised 4-bit float
-weights, the time per decode sequence per layer on AMD's CDNA3 chips), each on named groups; fit_* recompute
+weights, the matmul share of routed experts that tensor parallelism slices, the time per decode sequence per layer
+on AMD's CDNA3 chips), each on named groups; fit_* recompute
 them and `held_out` marks the rows no fit has seen.
 A serving sweep's row (its group has a `client`) is predicted as its client measured it: engine/client.py runs the
 benchmark's closed loop on the simulator with the sweep's server settings (`server`).
@@ -133,7 +134,8 @@ def rows() -> list[dict]:
 def core_inputs(row: dict, bound: bool = False, overhead: str = DEFAULT_MODE, comm: bool = True) -> dict:
     """The latency calculator's inputs for this row (efficiencies 1.0 for the bound; `overhead` is the
     latency calculator's step_overhead choice, its default unless asked). An estimate of a DP-attention row
-    with communication is its deployment: TP 1, DP = EP = its GPUs; without, and for the bound, TP over them."""
+    with communication is its deployment: TP 1, DP = EP = its GPUs; a row whose server ran expert parallelism beside
+    tensor-parallel attention (`ep`) gets it; without communication, and for the bound, TP over them."""
     inputs = {
         "model": _model_cached(row["model"]),
         "hardware": row["hardware"],
@@ -153,6 +155,8 @@ def core_inputs(row: dict, bound: bool = False, overhead: str = DEFAULT_MODE, co
         inputs.update(
             num_gpus=1, dp=n, ep=n, gpus_per_node=row.get("gpus_per_node", 8), batch_size=inputs["batch_size"] * n
         )
+    elif row.get("ep") not in (None, "same", 1) and comm and not bound:  # TP attention, whole experts per GPU
+        inputs.update(ep=row["ep"])
     return inputs
 
 
@@ -165,6 +169,7 @@ DEPLOYMENT_KEYS = (
     "kv_dtype",
     "compute_dtype",
     "attention",
+    "ep",
     "gpus_per_node",
     "overlap",
 )
@@ -407,6 +412,31 @@ def fit_dequant_factor(tolerance: float = 0.005) -> float:
         return _quantile(sorted(errors), 0.5)
 
     return _zero(median_log_error, 0.01, 1.0, tolerance, rising=True)  # measured slower: a smaller factor
+
+
+def fit_sliced_expert_factor(tolerance: float = 0.005) -> float:
+    """The sliced experts' share of the matmul rate from its training group: where the median signed log error of the
+    group's simulated metrics, log(predicted speed ÷ measured speed), is zero (bisection; the simulated speeds rise
+    with the factor). Every training row is a point of one serving sweep, simulated once per factor."""
+    points: dict = {}  # per training point, what no factor changes: its inputs, deployment, server, client, rows
+    for row in (r for r in _rows() if r["estimate"] and r["group"] in fitted_groups()["sliced_experts"]):
+        key = row["id"].removesuffix("-" + row["metric"])
+        if key not in points:
+            v = validate(LATENCY["inputs"], core_inputs(row, overhead=FITTED_MODE))
+            points[key] = (v, deployment(v), _server(row), _client(row), [])
+        points[key][4].append(row)
+
+    def median_log_error(factor: float) -> float:
+        errors = []
+        for v, dep, server, client, rows in points.values():
+            steps = steps_for(v, replace(dep, sliced_expert_efficiency=factor))
+            means = run_client(StepTimes(steps), server, client)
+            for row in rows:
+                value = means[row["metric"]] / (row["core_tp"] if row["metric"] == "output_tokens_per_s" else 1)
+                errors.append(math.log(1 + speed_error(row["metric"], value, row["value"])))
+        return _quantile(sorted(errors), 0.5)
+
+    return _zero(median_log_error, 0.05, 1.0, tolerance, rising=True)  # measured slower: a smaller factor
 
 
 def fit_decode_row_s(tolerance: float = 1e-8) -> float:

@@ -188,6 +188,7 @@ def warm_up() -> list[str]:
             present(name, {})
         except AssetNeeded:  # a static file of the site (a vocabulary), fetched when that calculator first runs
             pass
-    # the calibration page's comparison mode simulates serving sweeps: seconds in Pyodide on first use
+    # the calibration page's comparisons simulate serving sweeps: seconds in Pyodide on first use
     calibration.predictions(calibration.LAUNCHES_ONLY)
+    calibration.predictions(comm=False)
     return names

@@ -122,6 +122,11 @@ class Parallelism:
         return self.tp * self.cp * self.dp
 
     @property
+    def expert_slices(self) -> int:
+        """GPUs each routed expert is sliced across: the MoE group without expert parallelism, 1 with it."""
+        return 1 if self.ep > 1 else self.moe_group
+
+    @property
     def attention_ranks(self) -> int:
         """Ranks that each run attention for their own sequences in decode: dp × cp."""
         return self.dp * self.cp
@@ -473,12 +478,19 @@ class DeploymentModel:
         self._params = _split(self.model)  # hashing a Model per step is not free: the per-model constants, once
         self._moe_layers: dict[int, int] = {}  # by pp
 
-    def step_model(self, tp: int, dcp: int = 1) -> StepModel:
+    def step_model(self, tp: int, dcp: int = 1, expert_slices: int = 0) -> StepModel:
         """steptime.StepModel of one TP group of tp GPUs, dcp of them striping each sequence's KV (its
-        per-sequence sums, overhead and rates; its kv_share is one GPU's part of a sequence's KV)."""
-        key = (tp, dcp)
+        per-sequence sums, overhead and rates; its kv_share is one GPU's part of a sequence's KV); each routed
+        expert sliced across expert_slices GPUs (Parallelism.expert_slices; 0: the tp of the group)."""
+        key = (tp, dcp, expert_slices)
         if key not in self._steps:
-            dep = replace(self.base, num_gpus=tp, overhead=_overhead(self.base, tp), decode_context_parallel=dcp)
+            dep = replace(
+                self.base,
+                num_gpus=tp,
+                overhead=_overhead(self.base, tp),
+                decode_context_parallel=dcp,
+                expert_slices=expert_slices,
+            )
             self._steps[key] = StepModel(dep)
         return self._steps[key]
 
@@ -548,7 +560,7 @@ class DeploymentModel:
         it in halves), per GPU."""
         cut = self.cut(p, batch)
         b = batch / (pipeline_micro_batches(p) * cut)
-        flops, kv = self.step_model(p.tp, p.dcp).per_sequence(context)
+        flops, kv = self.step_model(p.tp, p.dcp, p.expert_slices).per_sequence(context)
         return with_overlap(self.slot(p, b, b * flops, b * kv), step_overlap(self.overlap, cut))
 
     def slot(
@@ -560,7 +572,7 @@ class DeploymentModel:
         dense weights, its experts that some token picks and its ranks' KV × kv_share; FLOPs split over the
         stage's tp × cp × dp GPUs; `rows` tokens sample (None: all). prefill prices the overhead of a step with
         prefill in it and leaves DCP's per-query exchange to the decode tokens (rows)."""
-        m, sm = self.model, self.step_model(p.tp, p.dcp)
+        m, sm = self.model, self.step_model(p.tp, p.dcp, p.expert_slices)
         s = tokens / p.attention_ranks
         frac = stage_fraction(m, p.pp)
         dense, experts, _, _ = self._params
@@ -602,7 +614,7 @@ class DeploymentModel:
         #42187, merged May 2026), so PP shortens a long prompt's prefill and not one that fits a chunk. Each slot
         pays its communication (TP all-reduces, MoE all-to-all or all-reduce, the stage send) under the model's
         overlap; the CP ranks then all-gather the prompt's KV (PCP replicates it)."""
-        sm = self.step_model(p.tp, p.dcp)
+        sm = self.step_model(p.tp, p.dcp, p.expert_slices)
         flops, kv = sm.per_prompt(prompt)
         c = 1 if not chunk or prompt <= chunk else math.ceil(prompt / chunk)
         cut = self.cut(p, p.dp)

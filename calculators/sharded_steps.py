@@ -41,7 +41,7 @@ class ShardedSteps:
     def __init__(self, dm: DeploymentModel, p: Parallelism):
         check_parallelism(dm.model, p, dm.cluster)
         self.dm, self.p = dm, p
-        self.group = group = dm.step_model(p.tp, p.dcp)
+        self.group = group = dm.step_model(p.tp, p.dcp, p.expert_slices)
         self.dep, self.active, self.overhead = group.dep, group.active, group.overhead
         self.attention_weight = group.attention_weight
         self.per_sequence, self.per_prompt = group.per_sequence, group.per_prompt
@@ -76,9 +76,9 @@ class ShardedSteps:
         k = max(micro, self.p.pp) * cut  # stage slots: max(m, pp), a bubble when m < pp (1 and 1 without stages)
         kv_gpu = kv * self.kv_share  # per GPU over the whole step (every micro-batch passes every stage)
         exposed = st.exposed_comm_s
-        w = self.attention_weight
+        w, m = self.attention_weight, self.group.matmul_weight
         matmul = 2 * self.active * tokens
-        true_flops = flops if w == 1.0 else matmul + (flops - matmul) / w
+        true_flops = flops if w == 1.0 and m == 1.0 else matmul + (flops - matmul * m) / w
         weights_gpu = max(0.0, st.bytes * micro * cut - kv_gpu)  # each micro-batch reads the stage's weights
         return StepCost(
             true_flops,

@@ -70,12 +70,18 @@ def _effective(dep: Deployment) -> tuple[float, float]:
 
 def efficiency_steps(dep: Deployment) -> list[dict]:
     bandwidth, flops = _effective(dep)
-    return [
+    steps = [
         step("Effective bandwidth per GPU", "BW × η_bw", "{} × {}",
              [(dep.accelerator.memory_bandwidth_bytes_per_s, "B/s"), dep.bandwidth_efficiency], bandwidth, "B/s"),
         step("Effective FLOP/s per GPU", "peak × η_compute", "{} × {}",
              [(dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency], flops, "FLOP/s"),
     ]
+    share = dep.sliced_expert_efficiency
+    if dep.model.moe is not None and (dep.expert_slices or dep.num_gpus) > 1 and share != 1.0:
+        steps.append(step("Effective FLOP/s of the routed experts' matmuls (experts sliced by TP)",
+                          "peak × η_compute × s_sliced (fitted; 1 under expert parallelism)",
+                          "{} × {}", [(flops, "FLOP/s"), share], flops * share, "FLOP/s"))
+    return steps
 
 
 def decode_steps(dep: Deployment, batch: int, context: int, cost: StepCost) -> list[dict]:

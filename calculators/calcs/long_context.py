@@ -183,7 +183,7 @@ def context_parallel(v: dict, sm: StepModel, t: int) -> dict:
     """Prefill time of one prompt of t tokens over CP groups of N GPUs with ring attention (pass-KV)."""
     cp, model, rate = v["context_parallel"], sm.dep.model, _rate(sm)
     full, windowed, _ = _attention_split(sm, t)
-    linear = 2 * sm.active * t / rate
+    linear = sm.matmul_per_token * t / rate
     prefill = sm.prefill([t])
     if cp == 1:
         return {"time": prefill.time_s, "bound": 0.0, "x": 0.0, "c": 0.0, "layers": 0}
@@ -225,7 +225,7 @@ def _point(v: dict, sm: StepModel, t: int) -> dict:
     dec_usd = out * usd_per_million(price, n, batch / tpot) / 1e6 if out else 0.0
     return {
         "prefill": prefill,
-        "linear_s": 2 * sm.active * t / rate,
+        "linear_s": sm.matmul_per_token * t / rate,
         "attention_s": (full + windowed) / rate,
         "attention_flops": true_attention,
         "cp": cp,

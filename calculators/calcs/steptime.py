@@ -24,6 +24,9 @@ Attention (QKᵀ, AV) is not a weight matmul and does not run at the matmul form
          vLLM v0.33.0 runs FP8-KV attention in FP8 only on SM90/SM100 and never for E5M2 (fa_utils.py
          flash_attn_supports_kv_cache_dtype); FlashInfer keeps BF16 queries on FA2-only chips (SM89, SM120) and
          for Hopper's XQA decode (flashinfer.py get_q_data_type), so on Ada and RTX 5090 this is optimistic.
+Sliced experts: where each routed expert is cut across GPUs (tensor parallelism without expert parallelism), the
+         experts' matmul FLOPs are divided by a share of the matmul rate fitted to the calibration ledger (fitted.toml
+         [sliced_experts]; matmul_flops_per_token); StepCost.flops stays the true count. Never in a bound.
 Per-step overhead (overhead.py): every step adds the fixed time of its launches, by the kind of step
          and its tokens (CUDA graphs on by default, as vLLM v0.33.0 runs), after the roofline max:
          step = max(memory time, compute time) + overhead. Deployment.overhead None adds nothing.
@@ -63,12 +66,14 @@ class Deployment:
     attention_flops_per_s: float | None = None  # dense, per GPU, for QKᵀ and AV; None = peak_flops_per_s
     overhead: StepOverhead | None = None  # per-step launch overhead (overhead.py); None = kernel time only
     decode_context_parallel: int = 1  # DCP ranks striping each sequence's KV inside the TP group (kv_cache.py)
+    sliced_expert_efficiency: float = 1.0  # the routed experts' share of the matmul rate when TP slices them
+    expert_slices: int = 0  # GPUs each routed expert is sliced across: 0 num_gpus (TP), 1 whole (expert parallel)
 
 
 def bound_deployment(dep: Deployment) -> Deployment:
     """The same deployment at efficiencies 1.0 and without the per-step overhead: its step times are
     lower bounds, its rates upper bounds."""
-    return replace(dep, bandwidth_efficiency=1.0, compute_efficiency=1.0, overhead=None)
+    return replace(dep, bandwidth_efficiency=1.0, compute_efficiency=1.0, overhead=None, sliced_expert_efficiency=1.0)
 
 
 def without_overhead(dep: Deployment) -> Deployment:
@@ -157,11 +162,20 @@ def dequant_factor(accelerator: Accelerator, weight_dtype: str, experts: str | N
     return 1.0
 
 
+def sliced_expert_factor(model: Model, accelerator: Accelerator, weight_dtype: str, experts: str | None) -> float:
+    """The share of the matmul rate a mixture-of-experts model's routed-expert GEMMs keep when tensor parallelism
+    slices every expert across the GPUs (fitted.toml [sliced_experts]); 1 for a dense model, and for 4-bit float
+    experts on a chip without FP4, whose dequant_factor was fitted on sliced runs and already holds their rate."""
+    if model.moe is None or dequant_factor(accelerator, weight_dtype, experts) != 1.0:
+        return 1.0
+    return float(fitted()["sliced_experts"]["factor"])
+
+
 def deployment(v: dict) -> Deployment:
     """A Deployment from validated inputs (shared by roofline, latency and goodput). The per-step
     overhead follows v["step_overhead"] (deployment_fields; the default mode when a caller has no such key).
     The compute efficiency is the reader's × dequant_factor (1 unless 4-bit float weights meet a chip without
-    FP4 matmuls)."""
+    FP4 matmuls); routed experts sliced by tensor parallelism run at sliced_expert_factor of it."""
     experts = expert_dtype(v)
     return Deployment(
         v["model"],
@@ -175,6 +189,7 @@ def deployment(v: dict) -> Deployment:
         bytes_per_element(experts, "expert_weight_dtype") if experts else None,
         attention_peak_flops(v["hardware"], v["kv_dtype"], v["compute_dtype"]),
         step_overhead(v["model"], v["hardware"], v["num_gpus"], v.get("step_overhead", DEFAULT_MODE)),
+        sliced_expert_efficiency=sliced_expert_factor(v["model"], v["hardware"], v["weight_dtype"], experts),
     )
 
 
@@ -187,6 +202,18 @@ def attention_weight(dep: Deployment) -> float:
 def _param_counts(model: Model) -> tuple[int, int, int]:
     """(total, active without the embedding lookup, routed-expert params)."""
     return total_params(model), active_params(model, include_embedding=False), expert_params(model)
+
+
+def matmul_flops_per_token(dep: Deployment, counts: tuple | None = None) -> float:
+    """Weight-matmul FLOPs per token in matmul-rate-equivalent units: 2 × active params, the routed experts' share
+    divided by the sliced-expert efficiency when each expert is sliced across GPUs (expert_slices, or num_gpus
+    under plain tensor parallelism, above 1); 2 × active params exactly otherwise."""
+    _, active, experts = counts or _param_counts(dep.model)
+    moe, share = dep.model.moe, dep.sliced_expert_efficiency
+    if moe is None or share == 1.0 or (dep.expert_slices or dep.num_gpus) == 1:
+        return 2 * active
+    routed = experts * moe.experts_per_token / moe.num_experts
+    return 2 * (active + routed * (1 / share - 1))
 
 
 def experts_touched(num_experts: int, top_k: int, tokens: float) -> float:
@@ -258,6 +285,10 @@ class StepModel:
         self.dep = dep
         self._counts = _param_counts(dep.model)
         self.active = self._counts[1]
+        # weight-matmul FLOPs per token at the matmul rate (2 × active, more when TP slices the experts), and
+        # what one true matmul FLOP costs in those units
+        self.matmul_per_token = matmul_flops_per_token(dep, self._counts)
+        self.matmul_weight = self.matmul_per_token / (2 * self.active)
         self._n = self.num_gpus = dep.num_gpus
         self.kv_share = kv_fraction_per_gpu(dep.model, dep.num_gpus, dep.decode_context_parallel)
         self._bandwidth = dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency
@@ -290,9 +321,9 @@ class StepModel:
         self, flops: float, weight_bytes: float, kv_bytes: float, matmul_flops: float = 0.0, overhead_s: float = 0.0
     ) -> StepCost:
         """`flops` in matmul-rate-equivalent units; the StepCost carries the true count (`matmul_flops` of them
-        are weight matmuls, the rest attention at attention_weight)."""
-        w = self.attention_weight
-        true_flops = flops if w == 1.0 else matmul_flops + (flops - matmul_flops) / w
+        are weight matmuls, at matmul_weight, the rest attention at attention_weight)."""
+        w, m = self.attention_weight, self.matmul_weight
+        true_flops = flops if w == 1.0 and m == 1.0 else matmul_flops + (flops - matmul_flops * m) / w
         return StepCost(
             true_flops,
             weight_bytes,
@@ -342,7 +373,8 @@ class StepModel:
         if found is None:  # the same sums as attention_flops_per_token and kv_bytes_per_sequence
             t = context_tokens  # tokens_held(cap, t) = min(t, cap), written out (a memo miss per new context)
             found = self._per_seq[t] = (
-                2 * self.active + sum([c * (t if cap is None or not cap < t else cap) for c, cap in self._attention]),
+                self.matmul_per_token
+                + sum([c * (t if cap is None or not cap < t else cap) for c, cap in self._attention]),
                 sum([c * (t if cap is None or not cap < t else cap) for c, cap in self._kv]) + self._state_as_kv,
             )
         return found
@@ -391,7 +423,7 @@ class StepModel:
         if found is None:  # the same sums as attention_flops_per_token and kv_bytes_per_sequence
             t = prompt_tokens
             attention = sum(c * _causal_keys(cap, t) for c, cap in self._prefill_attention)
-            found = self._per_prompt[t] = (2 * self.active * t + attention, self.per_sequence(t)[1])
+            found = self._per_prompt[t] = (self.matmul_per_token * t + attention, self.per_sequence(t)[1])
         return found
 
     def _prefill_parts(self, prompt_lengths) -> tuple[float, float, float]:
@@ -452,5 +484,6 @@ def effective_ridge(dep: Deployment) -> float:
 
 
 def compute_ceiling_tokens_per_s_per_gpu(dep: Deployment) -> float:
-    """Decode tokens/s per GPU as the batch grows without limit: 2 × active params per token."""
-    return dep.peak_flops_per_s * dep.compute_efficiency / (2 * _param_counts(dep.model)[1])
+    """Decode tokens/s per GPU as the batch grows without limit: 2 × active params per token (at the rate TP-sliced
+    experts keep, matmul_flops_per_token)."""
+    return dep.peak_flops_per_s * dep.compute_efficiency / matmul_flops_per_token(dep)

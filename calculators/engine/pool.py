@@ -33,7 +33,7 @@ class KvPool:
     def name(self, i: int, request: Request) -> None:
         """Name the full blocks of request i's whole sequence (on arrival, when caching), its own tokens' too."""
         whole = (request.prompt_tokens + request.output_tokens) // self.block_size
-        self.names[i] = self.block_names.chain(request.pieces(), self.block_size, whole, owner=i)
+        self.names[i] = self.block_names.chain(request.pieces(), self.block_size, whole, own=True)
 
     def need(self, i: int, tokens: int) -> int:
         """Blocks sequence i still lacks for `tokens` computed tokens (its own and its cached ones count)."""
@@ -63,10 +63,14 @@ class KvPool:
         return own + len(shared)
 
     def register(self, ids, done: list[int]) -> None:
-        """Blocks a sequence has filled with tokens that have a shared name become cached (still held)."""
+        """Blocks a sequence has filled with tokens that have a name become cached (still held)."""
         bs, cache, names, held, blocks = self.block_size, self.cache, self.names, self.held, self.blocks
         for i in ids:
             h, full = held[i], min(done[i] // bs, len(names[i]))
+            if len(h) < full and cache.add_new(names[i][len(h) : full]):  # none cached yet: all at once
+                blocks[i] -= full - len(h)
+                h.extend(names[i][len(h) : full])
+                continue
             while len(h) < full:
                 if not cache.add(names[i][len(h)]):  # computed twice at once: this copy stays i's own
                     names[i] = names[i][: len(h)]

@@ -23,21 +23,22 @@ from collections import OrderedDict
 class BlockNames:
     """Interned names of block-aligned prefixes."""
 
-    __slots__ = ("names", "chains")
+    __slots__ = ("names", "chains", "fresh")
 
     def __init__(self):
         self.names: dict = {}
         self.chains: dict = {}  # (shared pieces, block size) → names: many requests open alike
+        self.fresh = -2  # the next name of a block only its own request holds (-1 is the chain's root)
 
-    def chain(self, pieces: list, block_size: int, blocks: int, owner=None) -> list[int]:
+    def chain(self, pieces: list, block_size: int, blocks: int, own: bool = False) -> list[int]:
         """Names of the first `blocks` full blocks of a sequence made of pieces [(stream, start, length)];
         a stream of None is the request's own. Contiguous pieces of one stream are one run, however the request
         split them (a prompt and the answer it continues). The shared pieces before the first own one are named
-        once for every request that opens with them (a slice: a copy callers may cut). With an `owner` the own
-        pieces are named too, by a stream of that owner's alone, as vLLM hashes every full block a request
-        computes, not only shared ones (v0.33.0: v1/request.py update_block_hashes, for every new full block, with
-        v1/core/kv_cache_utils.py get_request_block_hasher): nobody else
-        can hit them, but the request itself finds them again when it is readmitted after a preemption."""
+        once for every request that opens with them (a slice: a copy callers may cut). With `own` the blocks after
+        them are named too, by names no other request gets, as vLLM hashes every full block a request computes,
+        not only shared ones (v0.33.0: v1/request.py update_block_hashes, for every new full block, with
+        v1/core/kv_cache_utils.py get_request_block_hasher): nobody else can hit them, but the request itself
+        finds them again when it is readmitted after a preemption."""
         shared = []
         for piece in pieces:
             if piece[0] is None:
@@ -47,10 +48,12 @@ class BlockNames:
         if key not in self.chains:  # every full block the shared pieces fill, whatever `blocks` asks
             self.chains[key] = self._chain(shared, block_size, sum(length for _, _, length in shared))
         opening = self.chains[key]
-        if owner is None or blocks <= len(opening):
+        if not own or blocks <= len(opening):
             return opening[:blocks]
-        tail = _after(_owned(pieces, owner), len(opening) * block_size)
-        return opening + self._chain(tail, block_size, blocks - len(opening), opening[-1] if opening else -1)
+        # every block from the first own token on holds this request's own tokens, so no other sequence can name
+        # it: fresh names (negative, apart from the interned ones) say as much without hashing its pieces
+        own, self.fresh = self.fresh, self.fresh - (blocks - len(opening))
+        return opening + list(range(own, self.fresh, -1))
 
     def tokens(self, tokens: list, block_size: int) -> list[int]:
         """Names of the full blocks of a list of token ids: block j is named by (name of block j − 1,
@@ -63,10 +66,8 @@ class BlockNames:
             out.append(parent)
         return out
 
-    def _chain(self, pieces: list, block_size: int, blocks: int, parent: int = -1) -> list[int]:
-        """Names of up to `blocks` full blocks of these pieces, the first one's parent `parent`; an own piece
-        (stream None) ends the chain."""
-        out, at, span = [], 0, []
+    def _chain(self, pieces: list, block_size: int, blocks: int) -> list[int]:
+        out, parent, at, span = [], -1, 0, []
         for stream, start, length in pieces:
             if stream is None:
                 return out
@@ -82,27 +83,6 @@ class BlockNames:
                     out.append(parent)
                     span, at = [], 0
         return out
-
-
-def _owned(pieces: list, owner) -> list:
-    """The pieces with the own ones (stream None) made one stream of the owner's, in order."""
-    out, at = [], 0
-    for stream, start, length in pieces:
-        if stream is None:
-            stream, start, at = ("own", owner), at, at + length
-        out.append((stream, start, length))
-    return out
-
-
-def _after(pieces: list, tokens: int) -> list:
-    """The pieces less their first `tokens` tokens."""
-    out = []
-    for stream, start, length in pieces:
-        skip = min(tokens, length)
-        tokens -= skip
-        if length > skip:
-            out.append((stream, start + skip, length - skip))
-    return out
 
 
 class PrefixCache:
@@ -145,8 +125,21 @@ class PrefixCache:
         self.refs[name] = 1
         return True
 
+    def add_new(self, names: list[int]) -> bool:
+        """add() for each of these names at once, when none is on the GPU or the host (a sequence's fresh blocks,
+        the common case); False, adding none, otherwise."""
+        if self.host or not self.refs.keys().isdisjoint(names):
+            return False
+        self.refs.update(dict.fromkeys(names, 1))
+        return True
+
     def release(self, names: list[int]) -> int:
         """Drop one hold on each name; returns how many became evictable (back in the free pool)."""
+        refs = self.refs
+        if list(map(refs.__getitem__, names)).count(1) == len(names):  # held by this sequence alone: all at once
+            refs.update(dict.fromkeys(names, 0))
+            self.evictable.update(dict.fromkeys(reversed(names)))
+            return len(names)
         freed = 0
         for name in reversed(names):  # the chain's tail first, so it is evicted first (vLLM's order)
             self.refs[name] -= 1
@@ -157,11 +150,15 @@ class PrefixCache:
 
     def evict(self, count: int) -> None:
         """Evict `count` evictable blocks, least recently released first, to the host tier if any."""
+        evictable, refs = self.evictable, self.refs
+        if not self.host_blocks:
+            for _ in range(count):
+                del refs[evictable.popitem(last=False)[0]]
+            return
         for _ in range(count):
-            name, _ = self.evictable.popitem(last=False)
-            del self.refs[name]
-            if self.host_blocks:
-                self.host[name] = None
-                self.host.move_to_end(name)
-                if len(self.host) > self.host_blocks:
-                    self.host.popitem(last=False)
+            name, _ = evictable.popitem(last=False)
+            del refs[name]
+            self.host[name] = None
+            self.host.move_to_end(name)
+            if len(self.host) > self.host_blocks:
+                self.host.popitem(last=False)
