@@ -312,7 +312,12 @@ def _served(row: dict, overhead: str, comm: bool) -> float:
     if key not in _SERVED:
         steps = _deployment(row, False, overhead, comm)
         _SERVED[key] = run_client(StepTimes(steps), _server(row), _client(row))
-    value = _SERVED[key][row["metric"]]
+    return _client_metric(row, _SERVED[key])
+
+
+def _client_metric(row: dict, means: dict) -> float:
+    """The row's metric from run_client's means: a rate per GPU of the core's group, a time as it is."""
+    value = means[row["metric"]]
     return value / row["core_tp"] if row["metric"] == "output_tokens_per_s" else value
 
 
@@ -432,8 +437,7 @@ def fit_sliced_expert_factor(tolerance: float = 0.005) -> float:
             steps = steps_for(v, replace(dep, sliced_expert_efficiency=factor))
             means = run_client(StepTimes(steps), server, client)
             for row in rows:
-                value = means[row["metric"]] / (row["core_tp"] if row["metric"] == "output_tokens_per_s" else 1)
-                errors.append(math.log(1 + speed_error(row["metric"], value, row["value"])))
+                errors.append(math.log(1 + speed_error(row["metric"], _client_metric(row, means), row["value"])))
         return _quantile(sorted(errors), 0.5)
 
     return _zero(median_log_error, 0.05, 1.0, tolerance, rising=True)  # measured slower: a smaller factor

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..schema import (DTYPE_CHOICES, accelerator_field, choice, dtype_field, expert_dtype_field, integer,
                       model_field, number, step)
 from .overhead import DEFAULT_MODE, MODE_CHOICES
-from .steptime import Deployment, StepCost
+from .steptime import Deployment, StepCost, experts_sliced
 
 # int4 formats have no native matmul rate; MXFP8's block-scaled MMA is priced as FP8 (choose fp8)
 COMPUTE_DTYPES = tuple(c for c in DTYPE_CHOICES if c[0] not in ("int4", "int4-awq", "mxfp8"))
@@ -77,7 +77,7 @@ def efficiency_steps(dep: Deployment) -> list[dict]:
              [(dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency], flops, "FLOP/s"),
     ]
     share = dep.sliced_expert_efficiency
-    if dep.model.moe is not None and (dep.expert_slices or dep.num_gpus) > 1 and share != 1.0:
+    if experts_sliced(dep):
         steps.append(step("Effective FLOP/s of the routed experts' matmuls (experts sliced by TP)",
                           "peak × η_compute × s_sliced (fitted; 1 under expert parallelism)",
                           "{} × {}", [(flops, "FLOP/s"), share], flops * share, "FLOP/s"))

@@ -162,11 +162,12 @@ def dequant_factor(accelerator: Accelerator, weight_dtype: str, experts: str | N
     return 1.0
 
 
-def sliced_expert_factor(model: Model, accelerator: Accelerator, weight_dtype: str, experts: str | None) -> float:
+def sliced_expert_factor(model: Model, dequant: float) -> float:
     """The share of the matmul rate a mixture-of-experts model's routed-expert GEMMs keep when tensor parallelism
     slices every expert across the GPUs (fitted.toml [sliced_experts]); 1 for a dense model, and for 4-bit float
-    experts on a chip without FP4, whose dequant_factor was fitted on sliced runs and already holds their rate."""
-    if model.moe is None or dequant_factor(accelerator, weight_dtype, experts) != 1.0:
+    experts on a chip without FP4 (`dequant`, their dequant_factor, below 1), whose share was fitted on sliced runs
+    and already holds their rate."""
+    if model.moe is None or dequant != 1.0:
         return 1.0
     return float(fitted()["sliced_experts"]["factor"])
 
@@ -177,6 +178,7 @@ def deployment(v: dict) -> Deployment:
     The compute efficiency is the reader's × dequant_factor (1 unless 4-bit float weights meet a chip without
     FP4 matmuls); routed experts sliced by tensor parallelism run at sliced_expert_factor of it."""
     experts = expert_dtype(v)
+    dequant = dequant_factor(v["hardware"], v["weight_dtype"], experts)
     return Deployment(
         v["model"],
         v["hardware"],
@@ -185,11 +187,11 @@ def deployment(v: dict) -> Deployment:
         peak_flops(v["hardware"], v["compute_dtype"]),
         v["num_gpus"],
         v["bandwidth_efficiency"],
-        v["compute_efficiency"] * dequant_factor(v["hardware"], v["weight_dtype"], experts),
+        v["compute_efficiency"] * dequant,
         bytes_per_element(experts, "expert_weight_dtype") if experts else None,
         attention_peak_flops(v["hardware"], v["kv_dtype"], v["compute_dtype"]),
         step_overhead(v["model"], v["hardware"], v["num_gpus"], v.get("step_overhead", DEFAULT_MODE)),
-        sliced_expert_efficiency=sliced_expert_factor(v["model"], v["hardware"], v["weight_dtype"], experts),
+        sliced_expert_efficiency=sliced_expert_factor(v["model"], dequant),
     )
 
 
@@ -204,16 +206,21 @@ def _param_counts(model: Model) -> tuple[int, int, int]:
     return total_params(model), active_params(model, include_embedding=False), expert_params(model)
 
 
+def experts_sliced(dep: Deployment) -> bool:
+    """Whether the step prices routed experts at the sliced share: an MoE model whose experts are each cut across
+    GPUs (expert_slices, or num_gpus under plain tensor parallelism, above 1) with a share below 1."""
+    return dep.model.moe is not None and dep.sliced_expert_efficiency != 1.0 and (dep.expert_slices or dep.num_gpus) > 1
+
+
 def matmul_flops_per_token(dep: Deployment, counts: tuple | None = None) -> float:
     """Weight-matmul FLOPs per token in matmul-rate-equivalent units: 2 × active params, the routed experts' share
-    divided by the sliced-expert efficiency when each expert is sliced across GPUs (expert_slices, or num_gpus
-    under plain tensor parallelism, above 1); 2 × active params exactly otherwise."""
+    divided by the sliced-expert efficiency where experts_sliced; 2 × active params exactly otherwise."""
     _, active, experts = counts or _param_counts(dep.model)
-    moe, share = dep.model.moe, dep.sliced_expert_efficiency
-    if moe is None or share == 1.0 or (dep.expert_slices or dep.num_gpus) == 1:
+    if not experts_sliced(dep):
         return 2 * active
+    moe = dep.model.moe
     routed = experts * moe.experts_per_token / moe.num_experts
-    return 2 * (active + routed * (1 / share - 1))
+    return 2 * (active + routed * (1 / dep.sliced_expert_efficiency - 1))
 
 
 def experts_touched(num_experts: int, top_k: int, tokens: float) -> float:

@@ -33,7 +33,7 @@ class KvPool:
     def name(self, i: int, request: Request) -> None:
         """Name the full blocks of request i's whole sequence (on arrival, when caching), its own tokens' too."""
         whole = (request.prompt_tokens + request.output_tokens) // self.block_size
-        self.names[i] = self.block_names.chain(request.pieces(), self.block_size, whole, own=True)
+        self.names[i] = self.block_names.chain(request.pieces(), self.block_size, whole)
 
     def need(self, i: int, tokens: int) -> int:
         """Blocks sequence i still lacks for `tokens` computed tokens (its own and its cached ones count)."""

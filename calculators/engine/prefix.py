@@ -30,12 +30,12 @@ class BlockNames:
         self.chains: dict = {}  # (shared pieces, block size) → names: many requests open alike
         self.fresh = -2  # the next name of a block only its own request holds (-1 is the chain's root)
 
-    def chain(self, pieces: list, block_size: int, blocks: int, own: bool = False) -> list[int]:
+    def chain(self, pieces: list, block_size: int, blocks: int) -> list[int]:
         """Names of the first `blocks` full blocks of a sequence made of pieces [(stream, start, length)];
         a stream of None is the request's own. Contiguous pieces of one stream are one run, however the request
         split them (a prompt and the answer it continues). The shared pieces before the first own one are named
-        once for every request that opens with them (a slice: a copy callers may cut). With `own` the blocks after
-        them are named too, by names no other request gets, as vLLM hashes every full block a request computes,
+        once for every request that opens with them (a slice: a copy callers may cut). The blocks after them are
+        named too, by names no other request gets, as vLLM hashes every full block a request computes,
         not only shared ones (v0.33.0: v1/request.py update_block_hashes, for every new full block, with
         v1/core/kv_cache_utils.py get_request_block_hasher): nobody else can hit them, but the request itself
         finds them again when it is readmitted after a preemption."""
@@ -48,7 +48,7 @@ class BlockNames:
         if key not in self.chains:  # every full block the shared pieces fill, whatever `blocks` asks
             self.chains[key] = self._chain(shared, block_size, sum(length for _, _, length in shared))
         opening = self.chains[key]
-        if not own or blocks <= len(opening):
+        if blocks <= len(opening):
             return opening[:blocks]
         # every block from the first own token on holds this request's own tokens, so no other sequence can name
         # it: fresh names (negative, apart from the interned ones) say as much without hashing its pieces
