@@ -399,11 +399,13 @@ def fit_gpu_per_kernel_s() -> float:
     return _quantile(sorted(values), 0.5)
 
 
+DEQUANT_FIELDS = ("dense_dequant_efficiency", "expert_dequant_efficiency")
+
+
 def fit_dequant_factor(tolerance: float = 0.005) -> float:
     """The dequantising matmul's factor from its training rows: where the median signed log error of the simulated
     mean TTFT, log(measured ÷ simulated), is zero (bisection; the simulated TTFT falls as the factor grows). The
-    factor is applied as the calculators apply it, through the compute efficiency."""
-    current = catalog.fitted()["dequant_matmul"]["factor"]
+    factor is applied as the calculators apply it: to the dequantised weights' matmuls (steptime.matmul_shares)."""
     cases = []  # per training row, what no factor changes: its inputs, deployment, server and client
     for row in _training("dequant_matmul", "ttft_s"):
         v = validate(LATENCY["inputs"], core_inputs(row, overhead=FITTED_MODE))
@@ -412,7 +414,7 @@ def fit_dequant_factor(tolerance: float = 0.005) -> float:
     def median_log_error(factor: float) -> float:
         errors = []
         for measured, v, dep, server, client in cases:
-            steps = steps_for(v, replace(dep, compute_efficiency=dep.compute_efficiency * factor / current))
+            steps = steps_for(v, replace(dep, **{f: factor for f in DEQUANT_FIELDS if getattr(dep, f) != 1.0}))
             errors.append(math.log(measured / run_client(StepTimes(steps), server, client)["ttft_s"]))
         return _quantile(sorted(errors), 0.5)
 

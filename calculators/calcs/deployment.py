@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..schema import (DTYPE_CHOICES, accelerator_field, choice, dtype_field, expert_dtype_field, integer,
                       model_field, number, step)
 from .overhead import DEFAULT_MODE, MODE_CHOICES
-from .steptime import Deployment, StepCost, experts_sliced
+from .steptime import Deployment, StepCost, experts_sliced, matmul_shares
 
 # int4 formats have no native matmul rate; MXFP8's block-scaled MMA is priced as FP8 (choose fp8)
 COMPUTE_DTYPES = tuple(c for c in DTYPE_CHOICES if c[0] not in ("int4", "int4-awq", "mxfp8"))
@@ -76,11 +76,20 @@ def efficiency_steps(dep: Deployment) -> list[dict]:
         step("Effective FLOP/s per GPU", "peak × η_compute", "{} × {}",
              [(dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency], flops, "FLOP/s"),
     ]
-    share = dep.sliced_expert_efficiency
-    if experts_sliced(dep):
-        steps.append(step("Effective FLOP/s of the routed experts' matmuls (experts sliced by TP)",
-                          "peak × η_compute × s_sliced (fitted; 1 under expert parallelism)",
-                          "{} × {}", [(flops, "FLOP/s"), share], flops * share, "FLOP/s"))
+    dense, routed = matmul_shares(dep)
+    moe = dep.model.moe is not None
+    if dense != 1.0:
+        steps.append(step("Effective FLOP/s of the 4-bit float weights' matmuls" if moe and routed == dense
+                          else "Effective FLOP/s of the non-expert weights' matmuls (4-bit float, dequantised)",
+                          "peak × η_compute × s_dequant (fitted: no FP4 rate on this chip)",
+                          "{} × {}", [(flops, "FLOP/s"), dense], flops * dense, "FLOP/s"))
+    if moe and routed != 1.0 and routed != dense:
+        sliced = experts_sliced(dep)
+        steps.append(step("Effective FLOP/s of the routed experts' matmuls"
+                          + (" (experts sliced by TP)" if sliced else " (4-bit float, dequantised)"),
+                          "peak × η_compute × s_sliced (fitted; 1 under expert parallelism)" if sliced
+                          else "peak × η_compute × s_dequant (fitted: no FP4 rate on this chip)",
+                          "{} × {}", [(flops, "FLOP/s"), routed], flops * routed, "FLOP/s"))
     return steps
 
 

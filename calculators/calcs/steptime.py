@@ -27,6 +27,10 @@ Attention (QKᵀ, AV) is not a weight matmul and does not run at the matmul form
 Sliced experts: where each routed expert is cut across GPUs (tensor parallelism without expert parallelism), the
          experts' matmul FLOPs are divided by a share of the matmul rate fitted to the calibration ledger (fitted.toml
          [sliced_experts]; matmul_flops_per_token); StepCost.flops stays the true count. Never in a bound.
+Dequantised weights: a 4-bit float weight format on a chip with no rate for it (MXFP4 or NVFP4 on Hopper, Ada,
+         Ampere) is widened to BF16 inside the GEMM; those weights' matmul FLOPs (the routed experts' only, when only
+         the experts are 4-bit) are divided by a fitted share of the matmul rate (fitted.toml [dequant_matmul]).
+         Attention and the BF16 weights run at their own rates. Never in a bound.
 Per-step overhead (overhead.py): every step adds the fixed time of its launches, by the kind of step
          and its tokens (CUDA graphs on by default, as vLLM v0.33.0 runs), after the roofline max:
          step = max(memory time, compute time) + overhead. Deployment.overhead None adds nothing.
@@ -68,12 +72,24 @@ class Deployment:
     decode_context_parallel: int = 1  # DCP ranks striping each sequence's KV inside the TP group (kv_cache.py)
     sliced_expert_efficiency: float = 1.0  # the routed experts' share of the matmul rate when TP slices them
     expert_slices: int = 0  # GPUs each routed expert is sliced across: 0 num_gpus (TP), 1 whole (expert parallel)
+    # the share of the matmul rate a weight matmul keeps when it dequantises 4-bit float weights the chip has no rate
+    # for (dequant_factor): the non-expert weights', the routed experts'; 1 where the chip multiplies the format
+    dense_dequant_efficiency: float = 1.0
+    expert_dequant_efficiency: float = 1.0
 
 
 def bound_deployment(dep: Deployment) -> Deployment:
     """The same deployment at efficiencies 1.0 and without the per-step overhead: its step times are
     lower bounds, its rates upper bounds."""
-    return replace(dep, bandwidth_efficiency=1.0, compute_efficiency=1.0, overhead=None, sliced_expert_efficiency=1.0)
+    return replace(
+        dep,
+        bandwidth_efficiency=1.0,
+        compute_efficiency=1.0,
+        overhead=None,
+        sliced_expert_efficiency=1.0,
+        dense_dequant_efficiency=1.0,
+        expert_dequant_efficiency=1.0,
+    )
 
 
 def without_overhead(dep: Deployment) -> Deployment:
@@ -154,8 +170,9 @@ def attention_peak_flops(accelerator: Accelerator, kv_dtype: str, compute_dtype:
 
 
 def dequant_factor(accelerator: Accelerator, weight_dtype: str, experts: str | None) -> float:
-    """The share of the matmul rate kept when the (expert) weights are a 4-bit float format this chip has no rate
-    for, dequantised inside the GEMM (fitted.toml [dequant_matmul]); 1 otherwise."""
+    """The share of the matmul rate a weight matmul keeps when its weights (the routed experts' when `experts` is
+    set) are a 4-bit float format this chip has no rate for, dequantised inside the GEMM (fitted.toml
+    [dequant_matmul]); 1 otherwise. Attention never pays it: it multiplies activations, not these weights."""
     fmt = get_format(experts or weight_dtype, "expert_weight_dtype" if experts else "weight_dtype")
     if fmt.bits_per_element == 4 and fmt.flops_key == "fp4" and not accelerator.dense_flops_per_s.get("fp4"):
         return float(fitted()["dequant_matmul"]["factor"])
@@ -175,8 +192,9 @@ def sliced_expert_factor(model: Model, dequant: float) -> float:
 def deployment(v: dict) -> Deployment:
     """A Deployment from validated inputs (shared by roofline, latency and goodput). The per-step
     overhead follows v["step_overhead"] (deployment_fields; the default mode when a caller has no such key).
-    The compute efficiency is the reader's × dequant_factor (1 unless 4-bit float weights meet a chip without
-    FP4 matmuls); routed experts sliced by tensor parallelism run at sliced_expert_factor of it."""
+    The weight matmuls run at the reader's compute efficiency × a share of it: dequant_factor for 4-bit float
+    weights on a chip without FP4 matmuls (the non-expert and the routed-expert weights each by their format),
+    sliced_expert_factor for routed experts sliced by tensor parallelism."""
     experts = expert_dtype(v)
     dequant = dequant_factor(v["hardware"], v["weight_dtype"], experts)
     return Deployment(
@@ -187,11 +205,13 @@ def deployment(v: dict) -> Deployment:
         peak_flops(v["hardware"], v["compute_dtype"]),
         v["num_gpus"],
         v["bandwidth_efficiency"],
-        v["compute_efficiency"] * dequant,
+        v["compute_efficiency"],
         bytes_per_element(experts, "expert_weight_dtype") if experts else None,
         attention_peak_flops(v["hardware"], v["kv_dtype"], v["compute_dtype"]),
         step_overhead(v["model"], v["hardware"], v["num_gpus"], v.get("step_overhead", DEFAULT_MODE)),
         sliced_expert_efficiency=sliced_expert_factor(v["model"], dequant),
+        dense_dequant_efficiency=dequant_factor(v["hardware"], v["weight_dtype"], None),
+        expert_dequant_efficiency=dequant,
     )
 
 
@@ -212,15 +232,24 @@ def experts_sliced(dep: Deployment) -> bool:
     return dep.model.moe is not None and dep.sliced_expert_efficiency != 1.0 and (dep.expert_slices or dep.num_gpus) > 1
 
 
+def matmul_shares(dep: Deployment) -> tuple[float, float]:
+    """(non-expert, routed-expert) weight matmuls' shares of the matmul rate: the dequantising GEMM's for 4-bit float
+    weights on a chip without FP4, the sliced share for experts cut across GPUs (never both: sliced_expert_factor),
+    1 otherwise."""
+    routed = dep.expert_dequant_efficiency * (dep.sliced_expert_efficiency if experts_sliced(dep) else 1.0)
+    return dep.dense_dequant_efficiency, routed
+
+
 def matmul_flops_per_token(dep: Deployment, counts: tuple | None = None) -> float:
-    """Weight-matmul FLOPs per token in matmul-rate-equivalent units: 2 × active params, the routed experts' share
-    divided by the sliced-expert efficiency where experts_sliced; 2 × active params exactly otherwise."""
+    """Weight-matmul FLOPs per token in matmul-rate-equivalent units: 2 × active params, each class of weights
+    divided by its share of the matmul rate (matmul_shares); 2 × active params exactly where both are 1."""
     _, active, experts = counts or _param_counts(dep.model)
-    if not experts_sliced(dep):
+    dense_share, expert_share = matmul_shares(dep)
+    if dense_share == 1.0 and expert_share == 1.0:
         return 2 * active
     moe = dep.model.moe
-    routed = experts * moe.experts_per_token / moe.num_experts
-    return 2 * (active + routed * (1 / dep.sliced_expert_efficiency - 1))
+    routed = experts * moe.experts_per_token / moe.num_experts if moe else 0.0
+    return 2 * ((active - routed) / dense_share + routed / expert_share)
 
 
 def experts_touched(num_experts: int, top_k: int, tokens: float) -> float:

@@ -299,8 +299,12 @@ def test_sliced_experts_slow_the_expert_matmuls_of_a_tp_group_only():
     dense = StepModel(deployment(_v(model="llama-3.1-70b", hardware="h100-sxm", num_gpus=8)))
     fp4 = StepModel(deployment(_v(model="gpt-oss-120b", hardware="h100-sxm", num_gpus=8, expert_weight_dtype="mxfp4")))
     bound = StepModel(bound_deployment(deployment(moe)))
-    for sm in (one, dense, fp4, bound):
+    for sm in (one, dense, bound):
         assert sm.matmul_per_token == 2 * sm.active
+    # 4-bit float experts on H100 pay their dequant share, not the sliced one on top
+    dq, g = catalog.fitted()["dequant_matmul"]["factor"], fp4.dep.model
+    fp4_routed = expert_params(g) * g.moe.experts_per_token / g.moe.num_experts
+    assert fp4.matmul_per_token == pytest.approx(2 * (fp4.active + fp4_routed * (1 / dq - 1)), rel=1e-12)
 
 
 def test_the_decode_row_floor_is_its_fit():
@@ -375,11 +379,11 @@ def test_a_serving_row_is_predicted_by_its_client():
 
 def test_the_serving_rows_ttft_as_the_calibration_page_reads_it():
     # docs/calibration.md, "TTFT under load": gpt-oss-120b's 1K-prompt TTFT within the band on two and four GPUs,
-    # above it (simulated faster) on eight at every concurrency
+    # faster than measured on eight at every concurrency, by about the band's width
     ttft = {p["id"]: p for p in calibration.predictions() if p["metric"] == "ttft_s" and "gptoss" in p["id"]}
     short = [p for i, p in ttft.items() if "8k1k" not in i]
     assert short and all(abs(p["error"]) <= 0.25 for p in short if p["num_gpus"] < 8)
-    assert all(p["error"] > 0.25 for p in short if p["num_gpus"] == 8 and p["estimate"])
+    assert all(0.2 < p["error"] < 0.4 for p in short if p["num_gpus"] == 8 and p["estimate"])
     ahead = [r for r in calibration.rows() if r["id"] in ttft and r["server"].get("schedule_ahead")]
     assert len(ahead) == len(ttft)  # every gpt-oss sweep ran vLLM v0.15.1: async scheduling on
 

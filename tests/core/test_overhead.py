@@ -4,6 +4,8 @@ Hand counts from step_overheads.toml's kernel table; the published figure is vLL
 measurement (Llama 3.1 8B BF16, benchmark_latency.py); bounds must never include the term.
 """
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -287,12 +289,30 @@ def test_the_fitted_mode_adds_every_kernels_floor():
 
 
 def test_dequantised_fp4_weights_keep_a_share_of_the_matmul_rate():
-    # MXFP4 experts on H100 (no FP4 matmuls): compute efficiency × fitted.toml's factor; on B200 (FP4 rate) unchanged
+    # MXFP4 experts on H100 (no FP4 matmuls): the experts' matmuls at fitted.toml's share, attention and the BF16
+    # weights at their own rates; on B200 (FP4 rate) nothing changes; NVFP4 weights throughout: every weight matmul
     from calculators.catalog import fitted
+    from calculators.params import expert_params
 
     factor = fitted()["dequant_matmul"]["factor"]
     h100 = _dep(model="gpt-oss-120b", hardware="h100-sxm", expert_weight_dtype="mxfp4")
     b200 = _dep(model="gpt-oss-120b", hardware="b200", expert_weight_dtype="mxfp4")
-    assert h100.compute_efficiency == pytest.approx(1.0 * factor)  # roofline's efficiencies are 1.0
-    assert b200.compute_efficiency == 1.0
-    assert _dep(model="gpt-oss-120b", hardware="h100-sxm", expert_weight_dtype="fp8").compute_efficiency == 1.0
+    assert h100.compute_efficiency == 1.0
+    assert (h100.dense_dequant_efficiency, h100.expert_dequant_efficiency) == (1.0, factor)
+    assert (b200.dense_dequant_efficiency, b200.expert_dequant_efficiency) == (1.0, 1.0)
+    fp8 = _dep(model="gpt-oss-120b", hardware="h100-sxm", expert_weight_dtype="fp8")
+    assert (fp8.dense_dequant_efficiency, fp8.expert_dequant_efficiency) == (1.0, 1.0)
+    slow, fast = StepModel(h100), StepModel(replace(h100, expert_dequant_efficiency=1.0))
+    moe = h100.model.moe
+    routed = expert_params(h100.model) * moe.experts_per_token / moe.num_experts
+    assert slow.matmul_per_token - fast.matmul_per_token == pytest.approx(2 * routed * (1 / factor - 1), rel=1e-12)
+    # a 32K prefill: the extra compute time is the experts' alone, attention's is untouched; the true FLOPs are equal
+    a, b = slow.prefill([32768]), fast.prefill([32768])
+    assert a.flops == pytest.approx(b.flops, rel=1e-12)
+    assert a.compute_time_s - b.compute_time_s == pytest.approx(
+        32768 * 2 * routed * (1 / factor - 1) / h100.peak_flops_per_s, rel=1e-9
+    )
+    nvfp4 = _dep(model="llama-3.1-70b", hardware="h100-sxm", weight_dtype="nvfp4")
+    assert (nvfp4.dense_dequant_efficiency, nvfp4.expert_dequant_efficiency) == (factor, factor)
+    assert StepModel(nvfp4).matmul_per_token == pytest.approx(2 * StepModel(nvfp4).active / factor, rel=1e-12)
+    assert StepModel(bound_deployment(h100)).matmul_per_token == 2 * slow.active  # never in a bound
