@@ -44,7 +44,7 @@ from .calcs.latency import SCHEMA as LATENCY
 from .calcs.latency import batch_latency
 from .calcs.sharding import steps_for
 from .sharded_steps import ShardedSteps
-from .calcs.steptime import bound_deployment, compute_ceiling_tokens_per_s_per_gpu, deployment
+from .calcs.steptime import bound_deployment, compute_ceiling_tokens_per_s_per_gpu, dequant_factors, deployment
 from .calcs.overhead import DEFAULT_MODE, FITTED_MODE, MODE_CHOICES
 from .calcs.steptime import StepModel
 from .errors import InputError
@@ -402,23 +402,23 @@ def fit_gpu_per_kernel_s() -> float:
 DEQUANT_FIELDS = ("dense_dequant_efficiency", "expert_dequant_efficiency")
 
 
-def fit_dequant_factor(tolerance: float = 0.005) -> float:
-    """The dequantising matmul's factor from its training rows: where the median signed log error of the simulated
-    mean TTFT, log(measured ÷ simulated), is zero (bisection; the simulated TTFT falls as the factor grows). The
-    factor is applied as the calculators apply it: to the dequantised weights' matmuls (steptime.matmul_shares)."""
-    cases = []  # per training row, what no factor changes: its inputs, deployment, server and client
+def fit_dequant_rate(tolerance: float = 5e11) -> float:
+    """The dequantising GEMM's rate in FLOP/s from its training rows: where the median signed log error of the
+    simulated mean TTFT, log(measured ÷ simulated), is zero (bisection; the simulated TTFT falls as the rate grows).
+    The rate is applied as the calculators apply it: to the dequantised weights' matmuls (steptime.dequant_factors)."""
+    cases = []  # per training row, what no rate changes: its inputs, deployment, server and client
     for row in _training("dequant_matmul", "ttft_s"):
         v = validate(LATENCY["inputs"], core_inputs(row, overhead=FITTED_MODE))
         cases.append((row["value"], v, deployment(v), _server(row), _client(row)))
 
-    def median_log_error(factor: float) -> float:
+    def median_log_error(rate: float) -> float:
         errors = []
         for measured, v, dep, server, client in cases:
-            steps = steps_for(v, replace(dep, **{f: factor for f in DEQUANT_FIELDS if getattr(dep, f) != 1.0}))
+            steps = steps_for(v, replace(dep, **dict(zip(DEQUANT_FIELDS, dequant_factors(v, rate)))))
             errors.append(math.log(measured / run_client(StepTimes(steps), server, client)["ttft_s"]))
         return _quantile(sorted(errors), 0.5)
 
-    return _zero(median_log_error, 0.01, 1.0, tolerance, rising=True)  # measured slower: a smaller factor
+    return _zero(median_log_error, 1e13, 2e15, tolerance, rising=True)  # measured slower: a lower rate
 
 
 def fit_sliced_expert_factor(tolerance: float = 0.005) -> float:

@@ -68,6 +68,10 @@ def _effective(dep: Deployment) -> tuple[float, float]:
             dep.peak_flops_per_s * dep.compute_efficiency)
 
 
+# the dequantising GEMM runs at a fitted rate R_dequant (steptime.dequant_factors), a share of the peak at most 1
+DEQUANT_FORMULA = "peak × η_compute × min(1, R_dequant ÷ peak) (R_dequant fitted: no FP4 rate on this chip)"
+
+
 def efficiency_steps(dep: Deployment) -> list[dict]:
     bandwidth, flops = _effective(dep)
     steps = [
@@ -81,14 +85,14 @@ def efficiency_steps(dep: Deployment) -> list[dict]:
     if dense != 1.0:
         steps.append(step("Effective FLOP/s of the 4-bit float weights' matmuls" if moe and routed == dense
                           else "Effective FLOP/s of the non-expert weights' matmuls (4-bit float, dequantised)",
-                          "peak × η_compute × s_dequant (fitted: no FP4 rate on this chip)",
+                          DEQUANT_FORMULA,
                           "{} × {}", [(flops, "FLOP/s"), dense], flops * dense, "FLOP/s"))
     if moe and routed != 1.0 and routed != dense:
         sliced = experts_sliced(dep)
         steps.append(step("Effective FLOP/s of the routed experts' matmuls"
                           + (" (experts sliced by TP)" if sliced else " (4-bit float, dequantised)"),
                           "peak × η_compute × s_sliced (fitted; 1 under expert parallelism)" if sliced
-                          else "peak × η_compute × s_dequant (fitted: no FP4 rate on this chip)",
+                          else DEQUANT_FORMULA,
                           "{} × {}", [(flops, "FLOP/s"), routed], flops * routed, "FLOP/s"))
     return steps
 

@@ -28,9 +28,10 @@ Sliced experts: where each routed expert is cut across GPUs (tensor parallelism 
          experts' matmul FLOPs are divided by a share of the matmul rate fitted to the calibration ledger (fitted.toml
          [sliced_experts]; matmul_flops_per_token); StepCost.flops stays the true count. Never in a bound.
 Dequantised weights: a 4-bit float weight format on a chip with no rate for it (MXFP4 or NVFP4 on Hopper, Ada,
-         Ampere) is widened to BF16 inside the GEMM; those weights' matmul FLOPs (the routed experts' only, when only
-         the experts are 4-bit) are divided by a fitted share of the matmul rate (fitted.toml [dequant_matmul]).
-         Attention and the BF16 weights run at their own rates. Never in a bound.
+         Ampere) is widened to BF16 inside the GEMM, which then runs at a fitted rate in FLOP/s (fitted.toml
+         [dequant_matmul]), not at the chip's peak: those weights' matmul FLOPs (the routed experts' only, when only
+         the experts are 4-bit) are divided by that rate ÷ the peak, at most 1. Attention and the BF16 weights run
+         at their own rates. Never in a bound.
 Per-step overhead (overhead.py): every step adds the fixed time of its launches, by the kind of step
          and its tokens (CUDA graphs on by default, as vLLM v0.33.0 runs), after the roofline max:
          step = max(memory time, compute time) + overhead. Deployment.overhead None adds nothing.
@@ -73,7 +74,7 @@ class Deployment:
     sliced_expert_efficiency: float = 1.0  # the routed experts' share of the matmul rate when TP slices them
     expert_slices: int = 0  # GPUs each routed expert is sliced across: 0 num_gpus (TP), 1 whole (expert parallel)
     # the share of the matmul rate a weight matmul keeps when it dequantises 4-bit float weights the chip has no rate
-    # for (dequant_factor): the non-expert weights', the routed experts'; 1 where the chip multiplies the format
+    # for (dequant_factors): the non-expert weights', the routed experts'; 1 where the chip multiplies the format
     dense_dequant_efficiency: float = 1.0
     expert_dequant_efficiency: float = 1.0
 
@@ -169,22 +170,33 @@ def attention_peak_flops(accelerator: Accelerator, kv_dtype: str, compute_dtype:
     return float(rate) if rate else peak_flops(accelerator, compute_dtype)
 
 
-def dequant_factor(accelerator: Accelerator, weight_dtype: str, experts: str | None) -> float:
-    """The share of the matmul rate a weight matmul keeps when its weights (the routed experts' when `experts` is
-    set) are a 4-bit float format this chip has no rate for, dequantised inside the GEMM (fitted.toml
-    [dequant_matmul]); 1 otherwise. Attention never pays it: it multiplies activations, not these weights."""
-    fmt = get_format(experts or weight_dtype, "expert_weight_dtype" if experts else "weight_dtype")
-    if fmt.bits_per_element == 4 and fmt.flops_key == "fp4" and not accelerator.dense_flops_per_s.get("fp4"):
-        return float(fitted()["dequant_matmul"]["factor"])
-    return 1.0
+def dequantises(accelerator: Accelerator, dtype: str, field: str) -> bool:
+    """Whether weights in this format are widened to BF16 inside the GEMM on this chip: a 4-bit float format (MXFP4,
+    NVFP4) on a chip that lists no FP4 matmul rate."""
+    fmt = get_format(dtype, field)
+    return fmt.bits_per_element == 4 and fmt.flops_key == "fp4" and not accelerator.dense_flops_per_s.get("fp4")
 
 
-def sliced_expert_factor(model: Model, dequant: float) -> float:
+def dequant_factors(v: dict, rate_flops_per_s: float | None = None) -> tuple[float, float]:
+    """(non-expert, routed-expert) weight matmuls' shares of the matmul rate where their weights are dequantised
+    inside the GEMM (dequantises): the dequantising GEMM's rate (fitted.toml [dequant_matmul], or `rate_flops_per_s`)
+    ÷ the chip's matmul peak at the compute format, at most 1; 1 for weights the chip multiplies as they are.
+    Attention never pays it: it multiplies activations, not these weights."""
+    rate = float(fitted()["dequant_matmul"]["flops_per_s"]) if rate_flops_per_s is None else rate_flops_per_s
+    share = min(1.0, rate / peak_flops(v["hardware"], v["compute_dtype"]))
+    experts = expert_dtype(v)
+    dense = share if dequantises(v["hardware"], v["weight_dtype"], "weight_dtype") else 1.0
+    if not experts:  # the experts in the weights' format
+        return dense, dense
+    return dense, share if dequantises(v["hardware"], experts, "expert_weight_dtype") else 1.0
+
+
+def sliced_expert_factor(v: dict) -> float:
     """The share of the matmul rate a mixture-of-experts model's routed-expert GEMMs keep when tensor parallelism
-    slices every expert across the GPUs (fitted.toml [sliced_experts]); 1 for a dense model, and for 4-bit float
-    experts on a chip without FP4 (`dequant`, their dequant_factor, below 1), whose share was fitted on sliced runs
-    and already holds their rate."""
-    if model.moe is None or dequant != 1.0:
+    slices every expert across the GPUs (fitted.toml [sliced_experts]); 1 for a dense model, and for experts
+    dequantised inside the GEMM (dequantises), whose rate was fitted on sliced runs and holds the slicing already."""
+    experts = expert_dtype(v) or v["weight_dtype"]
+    if v["model"].moe is None or dequantises(v["hardware"], experts, "expert_weight_dtype"):
         return 1.0
     return float(fitted()["sliced_experts"]["factor"])
 
@@ -192,11 +204,11 @@ def sliced_expert_factor(model: Model, dequant: float) -> float:
 def deployment(v: dict) -> Deployment:
     """A Deployment from validated inputs (shared by roofline, latency and goodput). The per-step
     overhead follows v["step_overhead"] (deployment_fields; the default mode when a caller has no such key).
-    The weight matmuls run at the reader's compute efficiency × a share of it: dequant_factor for 4-bit float
+    The weight matmuls run at the reader's compute efficiency × a share of it: dequant_factors for 4-bit float
     weights on a chip without FP4 matmuls (the non-expert and the routed-expert weights each by their format),
     sliced_expert_factor for routed experts sliced by tensor parallelism."""
     experts = expert_dtype(v)
-    dequant = dequant_factor(v["hardware"], v["weight_dtype"], experts)
+    dense_dequant, expert_dequant = dequant_factors(v)
     return Deployment(
         v["model"],
         v["hardware"],
@@ -209,9 +221,9 @@ def deployment(v: dict) -> Deployment:
         bytes_per_element(experts, "expert_weight_dtype") if experts else None,
         attention_peak_flops(v["hardware"], v["kv_dtype"], v["compute_dtype"]),
         step_overhead(v["model"], v["hardware"], v["num_gpus"], v.get("step_overhead", DEFAULT_MODE)),
-        sliced_expert_efficiency=sliced_expert_factor(v["model"], dequant),
-        dense_dequant_efficiency=dequant_factor(v["hardware"], v["weight_dtype"], None),
-        expert_dequant_efficiency=dequant,
+        sliced_expert_efficiency=sliced_expert_factor(v),
+        dense_dequant_efficiency=dense_dequant,
+        expert_dequant_efficiency=expert_dequant,
     )
 
 

@@ -288,17 +288,23 @@ def test_the_fitted_mode_adds_every_kernels_floor():
     assert StepModel(bound_deployment(dep)).decode(1, 1000).overhead_s == 0.0  # never in a bound
 
 
-def test_dequantised_fp4_weights_keep_a_share_of_the_matmul_rate():
-    # MXFP4 experts on H100 (no FP4 matmuls): the experts' matmuls at fitted.toml's share, attention and the BF16
-    # weights at their own rates; on B200 (FP4 rate) nothing changes; NVFP4 weights throughout: every weight matmul
-    from calculators.catalog import fitted
+def test_dequantised_fp4_weights_run_at_the_dequantising_rate():
+    # MXFP4 experts on H100 (no FP4 matmuls): the experts' matmuls at fitted.toml's rate, attention and the BF16
+    # weights at their own rates; on B200 (FP4 rate) nothing changes; NVFP4 weights throughout: every weight matmul.
+    # A rate, not a share: on A100 the same rate is a larger share of a smaller peak
+    from calculators.catalog import accelerator_presets, fitted
     from calculators.params import expert_params
 
-    factor = fitted()["dequant_matmul"]["factor"]
+    rate = fitted()["dequant_matmul"]["flops_per_s"]
     h100 = _dep(model="gpt-oss-120b", hardware="h100-sxm", expert_weight_dtype="mxfp4")
+    factor = rate / h100.peak_flops_per_s
+    assert 0.1 < factor < 0.5 and h100.compute_efficiency == 1.0
+    assert (h100.dense_dequant_efficiency, h100.expert_dequant_efficiency) == (1.0, pytest.approx(factor, rel=1e-12))
+    a100 = _dep(model="gpt-oss-120b", hardware="a100-80gb", expert_weight_dtype="mxfp4")
+    a100_peak = accelerator_presets()["a100-80gb"].dense_flops_per_s["bf16"]
+    assert a100.expert_dequant_efficiency == pytest.approx(min(1.0, rate / a100_peak), rel=1e-12)
+    assert a100.expert_dequant_efficiency > 2 * factor
     b200 = _dep(model="gpt-oss-120b", hardware="b200", expert_weight_dtype="mxfp4")
-    assert h100.compute_efficiency == 1.0
-    assert (h100.dense_dequant_efficiency, h100.expert_dequant_efficiency) == (1.0, factor)
     assert (b200.dense_dequant_efficiency, b200.expert_dequant_efficiency) == (1.0, 1.0)
     fp8 = _dep(model="gpt-oss-120b", hardware="h100-sxm", expert_weight_dtype="fp8")
     assert (fp8.dense_dequant_efficiency, fp8.expert_dequant_efficiency) == (1.0, 1.0)
@@ -313,6 +319,9 @@ def test_dequantised_fp4_weights_keep_a_share_of_the_matmul_rate():
         32768 * 2 * routed * (1 / factor - 1) / h100.peak_flops_per_s, rel=1e-9
     )
     nvfp4 = _dep(model="llama-3.1-70b", hardware="h100-sxm", weight_dtype="nvfp4")
-    assert (nvfp4.dense_dequant_efficiency, nvfp4.expert_dequant_efficiency) == (factor, factor)
-    assert StepModel(nvfp4).matmul_per_token == pytest.approx(2 * StepModel(nvfp4).active / factor, rel=1e-12)
+    assert (nvfp4.dense_dequant_efficiency, nvfp4.expert_dequant_efficiency) == (
+        pytest.approx(rate / nvfp4.peak_flops_per_s, rel=1e-12),
+    ) * 2
+    share = nvfp4.dense_dequant_efficiency
+    assert StepModel(nvfp4).matmul_per_token == pytest.approx(2 * StepModel(nvfp4).active / share, rel=1e-12)
     assert StepModel(bound_deployment(h100)).matmul_per_token == 2 * slow.active  # never in a bound
