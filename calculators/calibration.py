@@ -44,7 +44,13 @@ from .calcs.latency import SCHEMA as LATENCY
 from .calcs.latency import batch_latency
 from .calcs.sharding import steps_for
 from .sharded_steps import ShardedSteps
-from .calcs.steptime import bound_deployment, compute_ceiling_tokens_per_s_per_gpu, dequant_factors, deployment
+from .calcs.steptime import (
+    bound_deployment,
+    compute_ceiling_tokens_per_s_per_gpu,
+    dequant_factors,
+    deployment,
+    sliced_expert_factor,
+)
 from .calcs.overhead import DEFAULT_MODE, FITTED_MODE, MODE_CHOICES
 from .calcs.steptime import StepModel
 from .errors import InputError
@@ -436,7 +442,7 @@ def fit_sliced_expert_factor(tolerance: float = 0.005) -> float:
     def median_log_error(factor: float) -> float:
         errors = []
         for v, dep, server, client, rows in points.values():
-            steps = steps_for(v, replace(dep, sliced_expert_efficiency=factor))
+            steps = steps_for(v, replace(dep, sliced_expert_efficiency=sliced_expert_factor(v, factor)))
             means = run_client(StepTimes(steps), server, client)
             for row in rows:
                 errors.append(math.log(1 + speed_error(row["metric"], _client_metric(row, means), row["value"])))

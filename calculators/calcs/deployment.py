@@ -68,6 +68,8 @@ def _effective(dep: Deployment) -> tuple[float, float]:
             dep.peak_flops_per_s * dep.compute_efficiency)
 
 
+# the sliced experts keep a fitted share s_sliced of the BF16 rate whatever the format (steptime.sliced_expert_factor)
+SLICED_FORMULA = "peak × η_compute × s_sliced × peak_BF16 ÷ peak (s_sliced fitted; 1 under expert parallelism)"
 # the dequantising GEMM runs at a fitted rate R_dequant (steptime.dequant_factors), a share of the peak at most 1
 DEQUANT_FORMULA = "peak × η_compute × min(1, R_dequant ÷ peak) (R_dequant fitted: no FP4 rate on this chip)"
 
@@ -91,8 +93,7 @@ def efficiency_steps(dep: Deployment) -> list[dict]:
         sliced = experts_sliced(dep)
         steps.append(step("Effective FLOP/s of the routed experts' matmuls"
                           + (" (experts sliced by TP)" if sliced else " (4-bit float, dequantised)"),
-                          "peak × η_compute × s_sliced (fitted; 1 under expert parallelism)" if sliced
-                          else DEQUANT_FORMULA,
+                          SLICED_FORMULA if sliced else DEQUANT_FORMULA,
                           "{} × {}", [(flops, "FLOP/s"), routed], flops * routed, "FLOP/s"))
     return steps
 

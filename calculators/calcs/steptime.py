@@ -25,8 +25,9 @@ Attention (QKᵀ, AV) is not a weight matmul and does not run at the matmul form
          flash_attn_supports_kv_cache_dtype); FlashInfer keeps BF16 queries on FA2-only chips (SM89, SM120) and
          for Hopper's XQA decode (flashinfer.py get_q_data_type), so on Ada and RTX 5090 this is optimistic.
 Sliced experts: where each routed expert is cut across GPUs (tensor parallelism without expert parallelism), the
-         experts' matmul FLOPs are divided by a share of the matmul rate fitted to the calibration ledger (fitted.toml
-         [sliced_experts]; matmul_flops_per_token); StepCost.flops stays the true count. Never in a bound.
+         experts' matmul FLOPs are divided by a share of the chip's BF16 rate fitted to the calibration ledger
+         (fitted.toml [sliced_experts]; matmul_flops_per_token), whatever the compute format: FP8 experts gain
+         nothing from the FP8 rate there. StepCost.flops stays the true count. Never in a bound.
 Dequantised weights: a 4-bit float weight format on a chip with no rate for it (MXFP4 or NVFP4 on Hopper, Ada,
          Ampere) is widened to BF16 inside the GEMM, which then runs at a fitted rate in FLOP/s (fitted.toml
          [dequant_matmul]), not at the chip's peak: those weights' matmul FLOPs (the routed experts' only, when only
@@ -191,14 +192,17 @@ def dequant_factors(v: dict, rate_flops_per_s: float | None = None) -> tuple[flo
     return dense, share if dequantises(v["hardware"], experts, "expert_weight_dtype") else 1.0
 
 
-def sliced_expert_factor(v: dict) -> float:
+def sliced_expert_factor(v: dict, share: float | None = None) -> float:
     """The share of the matmul rate a mixture-of-experts model's routed-expert GEMMs keep when tensor parallelism
-    slices every expert across the GPUs (fitted.toml [sliced_experts]); 1 for a dense model, and for experts
-    dequantised inside the GEMM (dequantises), whose rate was fitted on sliced runs and holds the slicing already."""
+    slices every expert across the GPUs: a share of the chip's BF16 rate (fitted.toml [sliced_experts], or `share`)
+    whatever the compute format, so FP8 experts keep half as large a share of the FP8 rate. 1 for a dense model,
+    and for experts dequantised inside the GEMM (dequantises), whose rate was fitted on sliced runs and holds the
+    slicing already."""
     experts = expert_dtype(v) or v["weight_dtype"]
     if v["model"].moe is None or dequantises(v["hardware"], experts, "expert_weight_dtype"):
         return 1.0
-    return float(fitted()["sliced_experts"]["factor"])
+    share = float(fitted()["sliced_experts"]["factor"]) if share is None else share
+    return share * peak_flops(v["hardware"], "bf16") / peak_flops(v["hardware"], v["compute_dtype"])
 
 
 def deployment(v: dict) -> Deployment:

@@ -301,6 +301,10 @@ def test_sliced_experts_slow_the_expert_matmuls_of_a_tp_group_only():
     bound = StepModel(bound_deployment(deployment(moe)))
     for sm in (one, dense, bound):
         assert sm.matmul_per_token == 2 * sm.active
+    # a share of the BF16 rate whatever the format: FP8 experts on H100 keep half the share of the FP8 rate
+    fp8_inputs = dict(weight_dtype="fp8", compute_dtype="fp8")
+    fp8 = deployment(_v(model="qwen3-235b-a22b", hardware="h100-sxm", num_gpus=8, **fp8_inputs))
+    assert (tp.dep.sliced_expert_efficiency, fp8.sliced_expert_efficiency) == (f, pytest.approx(f / 2, rel=1e-3))
     # 4-bit float experts on H100 pay their dequant share, not the sliced one on top
     dq, g = catalog.fitted()["dequant_matmul"]["flops_per_s"] / fp4.dep.peak_flops_per_s, fp4.dep.model
     fp4_routed = expert_params(g) * g.moe.experts_per_token / g.moe.num_experts
