@@ -14,9 +14,9 @@ calculator's default efficiencies for the estimate and at efficiencies 1.0 for t
   tokens_per_s_per_user 1 ÷ TPOT
 Error = predicted speed ÷ measured speed − 1, speed being the rate, or 1 ÷ the time: +25% means the core
 was 25% too fast (optimistic), −25% too slow, whatever the metric. Four constants were fitted to the ledger
-(data/fitted.toml: the kernel floor of the "fitted" step-overhead mode, the matmul share of dequantised 4-bit float
-weights, the matmul share of routed experts that tensor parallelism slices, the time per decode sequence per layer
-on AMD's CDNA3 chips), each on named groups; fit_* recompute
+(data/fitted.toml: the kernel floor of the "fitted" step-overhead mode, the rate of the GEMM that dequantises 4-bit
+float weights, the share of the BF16 rate kept by routed experts that tensor parallelism slices, the time per decode
+sequence per layer on AMD's CDNA3 chips), each on named groups; fit_* recompute
 them and `held_out` marks the rows no fit has seen.
 A serving sweep's row (its group has a `client`) is predicted as its client measured it: engine/client.py runs the
 benchmark's closed loop on the simulator with the sweep's server settings (`server`).
@@ -428,7 +428,7 @@ def fit_dequant_rate(tolerance: float = 5e11) -> float:
 
 
 def fit_sliced_expert_factor(tolerance: float = 0.005) -> float:
-    """The sliced experts' share of the matmul rate from its training group: where the median signed log error of the
+    """The sliced experts' share of the BF16 rate from its training group: where the median signed log error of the
     group's simulated metrics, log(predicted speed ÷ measured speed), is zero (bisection; the simulated speeds rise
     with the factor). Every training row is a point of one serving sweep, simulated once per factor."""
     points: dict = {}  # per training point, what no factor changes: its inputs, deployment, server, client, rows

@@ -50,9 +50,9 @@ SCHEMA = {
         "calculator's default efficiencies: the error statistics and predicted against measured. "
         "Error = predicted speed ÷ measured speed − 1, so + means the core was faster than "
         "the measurement. Four constants were fitted to a few groups of rows (the kernel floor of the fitted "
-        "per-step overhead, the matmul share kept when 4-bit float weights meet a chip without FP4, the "
-        "matmul share of routed experts that tensor parallelism slices, and the time per decode sequence per "
-        "layer on AMD's CDNA3 chips); "
+        "per-step overhead, the rate of the GEMM that dequantises 4-bit float weights on a chip without FP4, "
+        "the share of the BF16 rate kept by routed experts that tensor parallelism slices, and the time per "
+        "decode sequence per layer on AMD's CDNA3 chips); "
         "choose held-out rows to see the error on rows no fit has seen."
     ),
     "inputs": [
