@@ -100,6 +100,8 @@ def render_fits() -> str:
     for name, entry in catalog.fitted().items():
         key = next(k for k in FIT_VALUES if k in entry)
         shown = FIT_VALUES[key](entry[key])
+        if "share_of" in entry:
+            shown += " of " + entry["share_of"]
         if "accelerators" in entry:
             shown += " on " + ", ".join(entry["accelerators"])
         rows.append([cell(name.replace("_", " ")), shown, ", ".join(entry["fitted_on"]), cell(entry["method"])])
