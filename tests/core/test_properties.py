@@ -112,36 +112,35 @@ def _value_strategy(spec):
     return st.sampled_from(MODELS if t == "model" else ACCELERATORS)
 
 
+# Upper limits that keep a calculator's random draws useful: simulations small enough for many examples, and
+# lengths that fit a replica (a million-token prompt fits none, so most draws would be refused)
+CAPS = {
+    "goodput": {"num_requests": 400, "output_tokens_mean": 400},
+    "prefix_cache": {
+        "num_requests": 40,
+        "system_prompt_tokens": 4000,
+        "message_tokens_mean": 2000,
+        "output_tokens_mean": 400,
+        "turns": 8,
+    },
+    "noisy_neighbour": {  # the three tenant simulations
+        "quiet_rate_per_s": 2.0,
+        "aggressive_rate_per_s": 15.0,
+        "duration_s": 20.0,
+        "input_tokens_mean": 4000,
+        "output_tokens_mean": 400,
+    },
+    "price_decoder": {"input_tokens": 32768, "output_tokens": 32768},
+}
+
+
 def _inputs(name):
     specs = schema(name)["inputs"]
-    if name == "goodput":  # keep the simulation small enough for many examples
-        specs = [
-            dict(s, max=min(s["max"], 400)) if s["key"] in ("num_requests", "output_tokens_mean") else s for s in specs
-        ]
-    if name == "prefix_cache":  # the same, for the prefix-cache simulation
-        small = {
-            "num_requests": 40,
-            "system_prompt_tokens": 4000,
-            "message_tokens_mean": 2000,
-            "output_tokens_mean": 400,
-            "turns": 8,
-        }
-        specs = [dict(s, max=min(s["max"], small[s["key"]])) if s["key"] in small else s for s in specs]
+    caps = CAPS.get(name, {})
+    specs = [dict(s, max=min(s["max"], caps[s["key"]])) if s["key"] in caps else s for s in specs]
     if name == "sharding_breakdown":  # random degrees and cluster sizes are nearly all invalid together: keep
         fixed = {"tp", "pp", "dp", "ep", "cp", "dcp", "nodes", "gpus_per_node"}  # the defaults (TP 8 × PP 2)
         specs = [s for s in specs if s["key"] not in fixed]
-    if name == "noisy_neighbour":  # the same, for the three tenant simulations
-        small = {
-            "quiet_rate_per_s": 2.0,
-            "aggressive_rate_per_s": 15.0,
-            "duration_s": 20.0,
-            "input_tokens_mean": 4000,
-            "output_tokens_mean": 400,
-        }
-        specs = [dict(s, max=min(s["max"], small[s["key"]])) if s["key"] in small else s for s in specs]
-    if name == "price_decoder":  # a million-token prompt fits no replica: most random draws would be refused
-        small = {"input_tokens": 32768, "output_tokens": 32768}
-        specs = [dict(s, max=min(s["max"], small[s["key"]])) if s["key"] in small else s for s in specs]
     return st.fixed_dictionaries({}, optional={s["key"]: _value_strategy(s) for s in specs})
 
 
