@@ -21,6 +21,8 @@ TP group's StepModel sums, so the engine's accounting of chunks and decodes is u
 
 from __future__ import annotations
 
+import math
+
 from .calcs.steptime import StepCost
 from .parallel import (
     DeploymentModel,
@@ -110,7 +112,7 @@ class ShardedSteps:
         """One prefill of the given prompts together, each on one attention rank (split over cp), as `micro`
         pipeline micro-batches (None: the deployment's)."""
         costs = [self.per_prompt(t) for t in prompt_lengths]
-        flops, kv = sum(c[0] for c in costs), sum(c[1] for c in costs)
+        flops, kv = math.fsum(c[0] for c in costs), math.fsum(c[1] for c in costs)  # as StepModel._prefill_parts
         return self._cost(sum(prompt_lengths), flops, kv, len(costs), True, micro)
 
     def prefill_time(self, prompt_lengths) -> float:

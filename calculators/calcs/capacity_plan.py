@@ -24,6 +24,7 @@ from ..schema import integer, mark, number, output, series, step
 from .cost import HOURS_PER_MONTH, gpu_hour_field
 from .deployment import deployment_fields, efficiency_steps
 from .engine_defaults import vllm_max_num_seqs
+from .kv_cache import pool_tokens_held
 from .memory import engine_fields, kv_pool_tokens
 from .steptime import StepModel, deployment
 from .sharding import steps_for
@@ -117,7 +118,7 @@ def replica(v: dict, steps: StepModel, uncached: int) -> dict:
     """One replica at the TPOT target: batch, TPOT, prefill time, server time per request, capacity."""
     out, total = v["output_tokens"], v["input_tokens"] + v["output_tokens"]
     pool = kv_pool_tokens(v)
-    fits = int(pool // total)
+    fits = int(pool // pool_tokens_held(v["model"], total))  # windowed layers hold only their window
     most = min(fits, vllm_max_num_seqs(v["hardware"]))
     context = v["input_tokens"] + out / 2  # mean context over the generation, as latency.py
     prefill_s = steps.prefill_time([uncached])
@@ -256,7 +257,8 @@ def _replica_steps(v: dict, rep: dict) -> list[dict]:
     return [
         step(
             "Batch within the TPOT target",
-            "largest B ≤ min(KV pool ÷ (prompt + output), max_num_seqs) with "
+            "largest B ≤ min(KV pool ÷ (prompt + output, windowed layers' share capped at the window), "
+            "max_num_seqs) with "
             "step(B) + B × prefill ÷ (output − 1) ≤ target",
             "B ≤ {}, target {}",
             [min(rep["fits"], vllm_max_num_seqs(v["hardware"])), (v["tpot_slo_s"], "s")],

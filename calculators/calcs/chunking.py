@@ -29,6 +29,7 @@ from ..engine.steps import StepTimes
 from ..errors import InputError
 from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import deployment_fields, efficiency_steps
+from .kv_cache import pool_tokens_held
 from .memory import engine_fields, kv_pool_tokens
 from .overhead import EXTRA_OVERHEAD_HELP
 from .steptime import deployment
@@ -137,7 +138,8 @@ class Scene:
         prompt unchunked), the long prompt's chunks and the window."""
         b, chunk = self.b, max(1, tokens - self.b)
         out = -(-b * self.c // chunk) + b + 2 + -(-self.p // chunk) + self.w + LONG_OUTPUT + 4
-        need = b * (self.c + out) + self.p + LONG_OUTPUT
+        model = self.dep.model  # pool tokens per sequence: a windowed layer holds only its window
+        need = round(b * pool_tokens_held(model, self.c + out) + pool_tokens_held(model, self.p + LONG_OUTPUT))
         if need > self.capacity:
             raise InputError(
                 "decode_batch",

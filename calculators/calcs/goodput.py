@@ -216,7 +216,7 @@ def _measure(v: dict, sim: Simulation, rate: float, probe: bool = False) -> dict
     else:
         batch, gaps = min(SIZE_CAP, load.batch(rate)), Gaps() if sim.itl else None
         (settle, tail), n = _stretch(sim, rate, batch), v["num_requests"]
-        warm = warm_start(_sample(workload), batch, v["seed"], capacity)
+        warm = warm_start(_sample(workload), batch, v["seed"], capacity, sim.steps)
         stop = (v["ttft_slo_s"], v["tpot_slo_s"], math.floor(n * (1 - sim.target) + 1e-9)) if probe else None
         result = run_server(sim.times, capacity, sim.max_seqs, workload.first(settle + n + tail), rate, warm,
                             (settle, settle + n), gaps, stop, sessions)
@@ -240,7 +240,7 @@ def _overloaded(v: dict, sim: Simulation, rate: float, gaps: Gaps) -> list:
     if kept.saturated is None:
         n, batch = v["num_requests"], min(SIZE_CAP, sim.load.full_batch)
         queued = [(0.0, a, b) for _, a, b in sim.workload.first(n + batch)]
-        warm = warm_start(_sample(sim.workload), batch, v["seed"], sim.capacity)
+        warm = warm_start(_sample(sim.workload), batch, v["seed"], sim.capacity, sim.steps)
         kept.saturated_gaps = Gaps()
         kept.saturated = run_server(sim.times, sim.capacity, sim.max_seqs, queued, 1.0, warm, (0, n),
                                     kept.saturated_gaps)

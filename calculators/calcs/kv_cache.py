@@ -152,6 +152,28 @@ def kv_terms(model: Model, elem_bytes: float) -> list[tuple[str, float, int | No
     return [(g.kind, g.layers * per_layer_token, g.cap_tokens) for g in layer_groups(model, storing=True)]
 
 
+def windowed_layers(model: Model) -> tuple[int, tuple[tuple[int, int], ...]] | None:
+    """(full-attention layers, ((layers, window in tokens) per windowed kind)) of a model that mixes
+    full-attention layers with windowed ones (sliding or chunked local attention), else None. An engine's paged
+    pool keeps only the last window of the latter for each sequence (engine/pool.py), so a sequence holds less
+    than its length at every layer; a model whose every layer is windowed is counted at every token."""
+    groups = layer_groups(model, storing=True)
+    full = sum(g.layers for g in groups if g.cap_tokens is None)
+    windowed = tuple((g.layers, g.cap_tokens) for g in groups if g.cap_tokens is not None)
+    return (full, windowed) if full and windowed else None
+
+
+def pool_tokens_held(model: Model, tokens: float) -> float:
+    """Tokens of the KV pool, counted at every storing layer's KV per token (as kv_pool_tokens and the engines'
+    logs count them), that one sequence of `tokens` tokens holds: its windowed layers keep only their window."""
+    w = windowed_layers(model)
+    if w is None:
+        return tokens
+    full, windowed = w
+    held = math.fsum(n * min(tokens, cap) for n, cap in windowed)  # fsum: CPython 3.11 and 3.12+ agree
+    return (full * tokens + held) / (full + sum(n for n, _ in windowed))
+
+
 def kv_bytes_by_kind(model: Model, context_tokens: float, elem_bytes: float, state_bytes: float = 2.0) -> dict:
     """Bytes one sequence of `context_tokens` holds, per layer kind ("linear": the constant state)."""
     out = {kind: per_token * tokens_held(cap, context_tokens) for kind, per_token, cap in kv_terms(model, elem_bytes)}

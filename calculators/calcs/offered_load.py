@@ -10,6 +10,7 @@ import math
 import random
 from dataclasses import dataclass
 
+from .kv_cache import pool_tokens_held
 from .steptime import StepModel
 
 ANALYSIS_REQUESTS = 300  # sample that the offered-load estimate averages over
@@ -53,16 +54,26 @@ class Load:
         return b
 
 
-def offered_load(steps: StepModel, work, max_batch: int, kv_capacity: float) -> Load:
-    fits = [(a, b) for _, a, b in work if a + b <= kv_capacity]
+def offered_load(steps: StepModel, work, max_batch: int, kv_capacity: float, held=None) -> Load:
+    """The Load of `work` on a pool of kv_capacity tokens: `held` maps a sequence's tokens to the pool tokens it
+    holds (None: kv_cache.pool_tokens_held for the steps' model, whose windowed layers keep only their window)."""
+    held = held or _held(steps)
+    fits = [(a, b) for _, a, b in work if held(a + b) <= kv_capacity]
     share = len(fits) / len(work)
     fits = fits or [(1, 1)]
     n, s = len(fits), [b - 1 for _, b in fits]
     weight = sum(s) or 1
     context = round(sum(k * (a + 1 + (k - 1) / 2) for (a, _), k in zip(fits, s)) / weight)
-    kv_batch = kv_capacity * weight / sum(k * (a + b) for (a, b), k in zip(fits, s)) if any(s) else max_batch
+    # fsum: a windowed model's pool tokens are fractions, and CPython 3.11 and Pyodide's 3.14 sum() round differently
+    kv_batch = kv_capacity * weight / math.fsum(k * held(a + b) for (a, b), k in zip(fits, s)) if any(s) else max_batch
     full = max(1, min(max_batch, math.floor(kv_batch)))
     return Load(_prefill_s(steps, fits, full * n / weight), sum(s) / n, max(1, context), full, steps, share)
+
+
+def _held(steps: StepModel):
+    """Pool tokens a sequence of t tokens holds, for the model the steps price."""
+    model = steps.dep.model
+    return lambda tokens: pool_tokens_held(model, tokens)
 
 
 def _prefill_s(steps: StepModel, fits, finishing: float) -> float:
@@ -75,16 +86,18 @@ def _prefill_s(steps: StepModel, fits, finishing: float) -> float:
     return max(memory, steps.prefill([a for a, _ in fits]).compute_time_s / len(fits))
 
 
-def warm_start(work, count: int, seed: int, kv_capacity: float) -> list[tuple[int, int, int]]:
+def warm_start(work, count: int, seed: int, kv_capacity: float, steps: StepModel) -> list[tuple[int, int, int]]:
     """(prompt, output, decode steps left) of `count` sequences caught mid-decode: each picked with
-    weight (output − 1), the time it spends decoding, and a uniform share of its steps still to go."""
-    pool = [(a, b) for _, a, b in work if b > 1 and a + b <= kv_capacity]
+    weight (output − 1), the time it spends decoding, and a uniform share of its steps still to go; they fill at
+    most the pool (each holding what pool_tokens_held says for the steps' model)."""
+    held = _held(steps)
+    pool = [(a, b) for _, a, b in work if b > 1 and held(a + b) <= kv_capacity]
     if not pool or count <= 0:
         return []
     rng, out, used = random.Random(f"warm start {seed}"), [], 0
     for a, b in rng.choices(pool, weights=[b - 1 for _, b in pool], k=count):
-        if used + a + b > kv_capacity:
+        if used + held(a + b) > kv_capacity:
             break
-        used += a + b
+        used += held(a + b)
         out.append((a, b, 1 + math.floor(rng.random() * (b - 1))))
     return out

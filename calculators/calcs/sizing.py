@@ -174,6 +174,11 @@ def _tpot_batch(v: dict, steps: StepModel, most: int) -> int:
     return lo
 
 
+def _as_is(tokens: float) -> float:
+    """A sequence's pool tokens where the pool is counted in the request's own length (_option)."""
+    return tokens
+
+
 def _option(v: dict, tp: int, usable: float) -> Option:
     total = v["context_tokens"] + v["output_tokens"]
     b = budget(footprint(v), usable, tp, total)
@@ -187,7 +192,7 @@ def _option(v: dict, tp: int, usable: float) -> Option:
     # the pool in tokens of this request's length: per_seq, not per_token × length, since sliding-window layers cap
     # a sequence's KV (Gemma 2 at 33K tokens holds a sequence where per_token × length says it cannot)
     pool_tokens = b.kv_budget / b.per_seq * total * b.ranks
-    capacity = offered_load(steps, work, served, pool_tokens).capacity() if served and ttft_ok else 0.0
+    capacity = offered_load(steps, work, served, pool_tokens, _as_is).capacity() if served and ttft_ok else 0.0
     return Option(tp, b.sequences, tpot_batch, cap, ttft, ttft_ok, capacity, steps)
 
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from math import fsum
 
 from ..catalog import fitted
 from ..schema import expert_dtype
@@ -480,7 +481,8 @@ class StepModel:
 
     def _prefill_parts(self, prompt_lengths) -> tuple[float, float, float]:
         costs = [self.per_prompt(t) for t in prompt_lengths]
-        return sum(c[0] for c in costs), self.weight_bytes(sum(prompt_lengths)), sum(c[1] for c in costs)
+        # fsum: prompts of different lengths give fractions that CPython 3.11 and Pyodide's 3.14 sum() round apart
+        return fsum(c[0] for c in costs), self.weight_bytes(sum(prompt_lengths)), fsum(c[1] for c in costs)
 
     def prefill(self, prompt_lengths) -> StepCost:
         """One prefill of the given prompts together: weights read once, KV written once."""
@@ -505,9 +507,9 @@ class StepModel:
             costs = [per_prompt_memo.get(t) or per_prompt(t) for t in prompt_lengths]
             tokens = sum(prompt_lengths)
             memory = (
-                (weights.get(tokens) or weight_bytes(tokens)) / n + sum([c[1] for c in costs]) * share
+                (weights.get(tokens) or weight_bytes(tokens)) / n + fsum([c[1] for c in costs]) * share
             ) / bandwidth
-            compute = sum([c[0] for c in costs]) / n / peak
+            compute = fsum([c[0] for c in costs]) / n / peak
             return (compute if compute > memory else memory) + overhead(tokens)  # max(memory, compute) + overhead
 
         return prefill_time

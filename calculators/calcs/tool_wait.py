@@ -22,7 +22,7 @@ from ..catalog import host_links
 from ..errors import InputError
 from ..schema import choice, integer, number, output, series, step, mark
 from .deployment import deployment_fields
-from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu
+from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu, pool_tokens_held
 from .memory import engine_fields, kv_pool_tokens
 from .steptime import deployment
 from .cost import gpu_hour_field
@@ -143,7 +143,7 @@ class Wait:
                 "num_gpus", "the weights leave no KV pool on these GPUs: add GPUs or use a smaller weight format"
             )
         self.price_s = v["usd_per_gpu_hour"] / 3600
-        self.share = self.tokens / self.pool
+        self.share = pool_tokens_held(dep.model, self.tokens) / self.pool  # a windowed layer holds its window
         self.k = self.share * self.n * self.price_s  # $ per second of HBM held
         if v["host_link"] == "custom":
             self.link = v["host_link_gb_per_s"] * 1e9 * v["link_efficiency"]

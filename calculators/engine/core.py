@@ -117,7 +117,7 @@ class Engine:
         self.arrival, self.prompt, self.out, self.tokens, self.done, self.gen = [], [], [], [], [], []
         self.first, self.last, self.started, self.finished = [], [], [], []
         self.preemptions, self.state, self.swapped, self.measured = [], [], [], []
-        self.requests, self.hit_gpu, self.hit_host, self.pool = [], [], [], KvPool(cfg, 0)
+        self.requests, self.hit_gpu, self.hit_host, self.pool = [], [], [], KvPool(cfg, 0, times.window)
         self.running, self.prefilling, self.admitted = {}, set(), 0
         self.waiting = WaitingQueue(cfg.policy, cfg.ageing_s, self.arrival, [])
         self.now, self.gaps, self.until = 0.0, Gaps(), math.inf
@@ -162,7 +162,7 @@ class Engine:
         self.hit_host += [0] * k
         self.measured += [self.lo <= i < self.hi for i in range(base, self.n)]
         self.left += sum(self.measured[base:])
-        self.pool.extend(k)
+        self.pool.extend(k, [r.prompt_tokens + r.output_tokens for r in requests])
         for i, r in enumerate(requests, base):
             if r.after >= 0:
                 self.followers.setdefault(r.after, []).append(i)
@@ -209,7 +209,7 @@ class Engine:
             t, i = heapq.heappop(pending)
             arrival[i] = t
             whole = self.prompt[i] + self.out[i]  # never fits the pool, or (no chunking) never the budget
-            too_long = self.pool.blocks_for(whole) > cfg.kv_blocks or (
+            too_long = self.pool.whole(i, whole) > self.pool.total or (
                 not cfg.chunked_prefill and whole > cfg.max_num_batched_tokens
             )
             if too_long or self._shed(i):
@@ -270,7 +270,7 @@ class Engine:
         self.state[i] = WAITING
         if self.cfg.preemption == "swap":
             self.swapped[i] = True
-            self.extra_s += held * self.cfg.kv_bytes_per_block / self.cfg.swap_bytes_per_s
+            self.extra_s += held * self.pool.block_bytes / self.cfg.swap_bytes_per_s
         else:
             self.done[i] = 0  # to prefill again when readmitted
         self.waiting.push_preempted(i)
@@ -319,7 +319,7 @@ class Engine:
             new = min(remaining, budget)
             reserve = self.prompt[i] + self.out[i] if cfg.reserve_full_length else start + new
             must_fit = max(reserve, self.tokens[i]) if cfg.whole_prompt_must_fit else reserve
-            if self.pool.blocks_for(must_fit) - gpu + evictable > self.pool.free:
+            if self.pool.blocks_for(must_fit) + self.pool.owed(i) - gpu + evictable > self.pool.free:
                 return
             waiting.pop()
             if gpu + host:
@@ -338,7 +338,7 @@ class Engine:
     def _start(self, i: int, tokens: int) -> None:
         if self.swapped[i]:  # its KV comes back from host memory first
             self.swapped[i] = False
-            self.extra_s += self.pool.blocks_for(self.done[i]) * self.cfg.kv_bytes_per_block / self.cfg.swap_bytes_per_s
+            self.extra_s += self.pool.whole(i, self.done[i]) * self.pool.block_bytes / self.cfg.swap_bytes_per_s
         if self.gen[i] == 0 or self.done[i] < self.tokens[i] - 1:  # prompt (or recomputed) tokens to go
             self.prefilling.add(i)
         self.pool.allocate(i, tokens)
@@ -353,7 +353,7 @@ class Engine:
         plan, waiting = {}, self.waiting
         while len(waiting) and len(plan) < self.cfg.max_num_seqs:
             i = waiting.peek()
-            if self.pool.blocks_for(self.prompt[i] + self.out[i]) > self.pool.free:
+            if self.pool.blocks_for(self.prompt[i] + self.out[i]) + self.pool.owed(i) > self.pool.free:
                 break
             waiting.pop()
             self._start(i, self.prompt[i] + self.out[i])
@@ -576,7 +576,7 @@ class Engine:
         first, in running order, then plan's sequences."""
         unseen = _due_by(self.pending, start)  # arrived after this step was planned: queued all the same
         waiting = len(self.waiting.heap) + len(unseen)
-        self.occupancy.append((start, len(self.running), waiting, self.cfg.kv_blocks - self.pool.free))
+        self.occupancy.append((start, len(self.running), waiting, self.pool.total - self.pool.free))
         if self.steps < self.cfg.trace_steps:
             dec = self.decoding
             ran = [(i, 1) for i in self.running if i in dec] if n else []

@@ -64,7 +64,7 @@ class ReplicaEngine(Engine):
             return float(self.outstanding())
         if kind == "queue":
             return float(len(self.waiting.heap))
-        return (self.cfg.kv_blocks - self.pool.free) / self.cfg.kv_blocks
+        return (self.pool.total - self.pool.free) / self.pool.total
 
 
 @dataclass(frozen=True)

@@ -3,32 +3,106 @@
 Own blocks (blocks[i]) belong to one sequence; cached blocks (held[i]) are named and may be shared,
 and count once in the pool however many hold them. `free` counts empty blocks and cached ones nobody
 holds (those are evicted, oldest released first, when a sequence needs the room).
+
+Windowed layers. EngineConfig.kv_blocks counts blocks of every layer's KV (the pool as the engine prints it, in
+tokens ÷ block size). A model that mixes full-attention layers with sliding-window (or chunked local) layers
+keeps only the last window of the latter: vLLM V1 frees a sequence's blocks once they leave the window
+(SlidingWindowManager.remove_skipped_blocks, vllm/v1/core/single_type_kv_cache_manager.py, read at commit
+002f349). For such a model (a WindowCharge) the pool counts blocks of the full-attention layers alone, `total` of
+them (kv_blocks × all layers' bytes ÷ full layers' bytes), and each running sequence also holds a fixed charge
+for its windowed layers: per windowed kind, min(its blocks at its final length, ⌈(window − 1) ÷ block⌉ + 1)
+blocks of that kind, in full-layer blocks. The charge is taken whole at admission (what the sequence holds at
+its longest, so a short one reserves a little early) and given back when it leaves, so the blocks a sequence
+takes as it grows stay one per block of tokens.
 """
 
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
+from ..calcs.kv_cache import windowed_layers
 from .config import EngineConfig, Request
 from .prefix import BlockNames, PrefixCache
 
 
-class KvPool:
-    __slots__ = ("block_size", "free", "blocks", "held", "names", "cache", "block_names", "host_copy_s")
+class WindowCharge(NamedTuple):
+    """A model's windowed layers against its full-attention ones (kv_cache.windowed_layers): all storing layers
+    ÷ the full-attention ones, and per windowed kind (its layers ÷ the full-attention ones, its window in tokens)."""
 
-    def __init__(self, cfg: EngineConfig, n: int):
-        self.block_size, self.free, self.blocks = cfg.block_size_tokens, cfg.kv_blocks, [0] * n
+    all_over_full: float
+    kinds: tuple[tuple[float, int], ...]
+
+
+def window_charge(step_model) -> WindowCharge | None:
+    """The WindowCharge of the model a StepModel (or ShardedSteps) prices; None where every layer keeps every
+    token, or every layer is windowed (that pool is counted at every token, as before)."""
+    w = windowed_layers(step_model.dep.model)
+    if w is None:
+        return None
+    full, windowed = w
+    return WindowCharge(1.0 + sum(n for n, _ in windowed) / full, tuple((n / full, cap) for n, cap in windowed))
+
+
+class KvPool:
+    __slots__ = (
+        "block_size",
+        "total",
+        "free",
+        "blocks",
+        "held",
+        "names",
+        "cache",
+        "block_names",
+        "host_copy_s",
+        "window",
+        "charge",
+        "charged",
+        "block_bytes",
+    )
+
+    def __init__(self, cfg: EngineConfig, n: int, window: WindowCharge | None = None):
+        """`window`: the model's windowed layers (window_charge), None for a pool of full-attention layers."""
+        self.window = window
+        scale = window.all_over_full if window else 1.0
+        self.block_size, self.blocks = cfg.block_size_tokens, [0] * n
+        self.total = self.free = math.floor(cfg.kv_blocks * scale + 1e-9)  # full-layer blocks
+        self.block_bytes = cfg.kv_bytes_per_block / scale  # bytes of one of them (a swap moves these)
+        self.charge, self.charged = [0] * n, [0] * n  # each sequence's windowed-layer charge, and what it holds of it
         self.cache = PrefixCache(cfg.host_cache_blocks) if cfg.prefix_caching else None
         self.held = [[] for _ in range(n)] if self.cache else [()] * n
         self.names, self.block_names = [()] * n, BlockNames()
-        self.host_copy_s = cfg.kv_bytes_per_block / cfg.host_cache_bytes_per_s if cfg.host_cache_blocks else 0.0
+        self.host_copy_s = self.block_bytes / cfg.host_cache_bytes_per_s if cfg.host_cache_blocks else 0.0
 
-    def extend(self, count: int) -> None:
-        """Room for `count` more sequences (requests joining a run: Engine.extend)."""
+    def extend(self, count: int, final_tokens: list[int] | None = None) -> None:
+        """Room for `count` more sequences (requests joining a run: Engine.extend), each `final_tokens` long at
+        the end (prompt + output: what sets its windowed-layer charge)."""
         self.blocks += [0] * count
         self.held += [[] for _ in range(count)] if self.cache else [()] * count
         self.names += [()] * count
+        self.charged += [0] * count
+        if self.window is None or final_tokens is None:
+            self.charge += [0] * count
+        else:
+            self.charge += [self._charge_for(t) for t in final_tokens]
+
+    def _charge_for(self, tokens: int) -> int:
+        """Full-layer blocks a sequence of `tokens` tokens holds for its windowed layers at most."""
+        bs, longest = self.block_size, self.blocks_for(tokens)
+        held = math.fsum(share * min(longest, -(-(cap - 1) // bs) + 1) for share, cap in self.window.kinds)
+        return math.ceil(held - 1e-9)  # fsum: CPython 3.11 and Pyodide's 3.14 agree
 
     def blocks_for(self, tokens: int) -> int:
+        """Full-layer blocks for `tokens` tokens (the windowed layers' charge apart: owed())."""
         return -(-tokens // self.block_size)
+
+    def owed(self, i: int) -> int:
+        """The part of sequence i's windowed-layer charge it does not hold yet (all of it before admission)."""
+        return self.charge[i] - self.charged[i]
+
+    def whole(self, i: int, tokens: int) -> int:
+        """Blocks sequence i holds at `tokens` tokens, its windowed-layer charge included."""
+        return self.blocks_for(tokens) + self.charge[i]
 
     def name(self, i: int, request: Request) -> None:
         """Name the full blocks of request i's whole sequence (on arrival, when caching), its own tokens' too."""
@@ -36,12 +110,17 @@ class KvPool:
         self.names[i] = self.block_names.chain(request.pieces(), self.block_size, whole)
 
     def need(self, i: int, tokens: int) -> int:
-        """Blocks sequence i still lacks for `tokens` computed tokens (its own and its cached ones count)."""
-        return self.blocks_for(tokens) - self.blocks[i] - len(self.held[i])
+        """Blocks sequence i still lacks for `tokens` computed tokens (its own and its cached ones count, and
+        the windowed-layer charge it does not hold yet)."""
+        return self.blocks_for(tokens) - self.blocks[i] - len(self.held[i]) + self.charge[i] - self.charged[i]
 
     def allocate(self, i: int, tokens: int) -> None:
-        """Blocks for `tokens` computed tokens of sequence i."""
-        need = self.need(i, tokens)
+        """Blocks for `tokens` computed tokens of sequence i (and its windowed-layer charge, once)."""
+        owed = self.charge[i] - self.charged[i]
+        if owed:
+            self.take(owed)
+            self.charged[i] = self.charge[i]
+        need = self.blocks_for(tokens) - self.blocks[i] - len(self.held[i])
         if need > 0:
             self.take(need)
             self.blocks[i] += need
@@ -55,12 +134,13 @@ class KvPool:
         self.free -= count
 
     def release(self, i: int) -> int:
-        """Give back i's blocks (its own to the pool, its cached ones to the cache); returns how many it held."""
-        own, shared, self.blocks[i] = self.blocks[i], self.held[i], 0
-        self.free += own + (self.cache.release(shared) if shared else 0)
+        """Give back i's blocks (its own and its windowed-layer charge to the pool, its cached ones to the cache);
+        returns how many it held."""
+        own, shared, window, self.blocks[i], self.charged[i] = self.blocks[i], self.held[i], self.charged[i], 0, 0
+        self.free += own + window + (self.cache.release(shared) if shared else 0)
         if shared:
             self.held[i] = []
-        return own + len(shared)
+        return own + window + len(shared)
 
     def register(self, ids, done: list[int]) -> None:
         """Blocks a sequence has filled with tokens that have a name become cached (still held)."""

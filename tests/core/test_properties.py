@@ -158,7 +158,9 @@ def _all_finite(x):
 def test_no_nan_or_inf_for_any_valid_input(name):
     keys = {s["key"] for s in schema(name)["inputs"]}
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    # filter_too_much: random fields often break a cross-field rule (assume(False) below); the examples that pass are
+    # the test, and a calculator with many such rules (goodput) must not fail the health check by chance
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(_inputs(name))
     def check(inputs):
         try:
