@@ -37,7 +37,8 @@ class Request(NamedTuple):
 class EngineConfig:
     """One replica's scheduler and KV pool.
 
-    kv_blocks × block_size_tokens is the KV pool in tokens (per replica, after the memory budget);
+    kv_blocks × block_size_tokens is the KV pool in tokens (per replica, after the memory budget), each token
+    priced at every layer, as engines print the pool (a model with sliding-window layers holds more: pool.py);
     max_num_batched_tokens is the token budget per step and max_num_seqs the running-sequence cap, as
     vLLM V1 names them; "static" batching admits a batch only when the engine is idle and runs it until
     its longest member finishes (the pre-Orca baseline). ageing_s is the starvation guard: a request
