@@ -1,7 +1,8 @@
 """Keep, offload or recompute: what to do with an agent session's KV while it waits for a tool.
 
 A session of L tokens of context stops for w seconds (a tool call, a user). Its KV can:
-  keep       stay in HBM: it holds L ÷ P of the replica's KV pool (P tokens) that other sequences cannot use
+  keep       stay in HBM: it holds L ÷ P of the replica's KV pool (P tokens; sliding-window layers count only their
+             window) that other sequences cannot use
              for w seconds; priced at that share of the replica's hourly price (an opportunity cost, which
              is real when the pool is the binding limit, as it is for long contexts):
              k = (L ÷ P) × N × $/GPU-h ÷ 3600 per second;        keep(w) = k × w
@@ -143,7 +144,8 @@ class Wait:
                 "num_gpus", "the weights leave no KV pool on these GPUs: add GPUs or use a smaller weight format"
             )
         self.price_s = v["usd_per_gpu_hour"] / 3600
-        self.share = pool_tokens_held(dep.model, self.tokens) / self.pool  # a windowed layer holds its window
+        self.held = pool_tokens_held(dep.model, self.tokens)  # pool tokens: a windowed layer holds only its window
+        self.share = self.held / self.pool
         self.k = self.share * self.n * self.price_s  # $ per second of HBM held
         if v["host_link"] == "custom":
             self.link = v["host_link_gb_per_s"] * 1e9 * v["link_efficiency"]
@@ -213,9 +215,9 @@ def _derivation(v: dict, c: Wait, out: dict) -> list[dict]:
     return [
         step(
             "Share of the pool held",
-            "L ÷ P",
+            "L ÷ P (L in pool tokens: windowed layers' share capped at the window)",
             "{} ÷ {}",
-            [(c.tokens, "tokens"), (int(c.pool), "tokens")],
+            [(round(c.held), "tokens"), (int(c.pool), "tokens")],
             c.share,
             "share",
         ),
