@@ -18,6 +18,7 @@ Formulas (Kwon et al., PagedAttention, arXiv 2309.06180 §3; DeepSeek-V2, arXiv 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from dataclasses import dataclass
 
 from ..schema import dtype_field, integer, mark, model_field, output, series, step
@@ -152,6 +153,7 @@ def kv_terms(model: Model, elem_bytes: float) -> list[tuple[str, float, int | No
     return [(g.kind, g.layers * per_layer_token, g.cap_tokens) for g in layer_groups(model, storing=True)]
 
 
+@lru_cache(maxsize=256)  # per model: pool_tokens_held asks once per request of a workload
 def windowed_layers(model: Model) -> tuple[int, tuple[tuple[int, int], ...]] | None:
     """(full-attention layers, ((layers, window in tokens) per windowed kind)) of a model that mixes
     full-attention layers with windowed ones (sliding or chunked local attention), else None. An engine's paged

@@ -96,8 +96,8 @@ def warm_start(work, count: int, seed: int, kv_capacity: float, steps: StepModel
         return []
     rng, out, used = random.Random(f"warm start {seed}"), [], 0
     for a, b in rng.choices(pool, weights=[b - 1 for _, b in pool], k=count):
-        if used + held(a + b) > kv_capacity:
-            break
         used += held(a + b)
+        if used > kv_capacity:
+            break
         out.append((a, b, 1 + math.floor(rng.random() * (b - 1))))
     return out

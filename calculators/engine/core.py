@@ -319,7 +319,7 @@ class Engine:
             new = min(remaining, budget)
             reserve = self.prompt[i] + self.out[i] if cfg.reserve_full_length else start + new
             must_fit = max(reserve, self.tokens[i]) if cfg.whole_prompt_must_fit else reserve
-            if self.pool.blocks_for(must_fit) + self.pool.owed(i) - gpu + evictable > self.pool.free:
+            if self.pool.whole(i, must_fit) - gpu + evictable > self.pool.free:
                 return
             waiting.pop()
             if gpu + host:
@@ -353,7 +353,7 @@ class Engine:
         plan, waiting = {}, self.waiting
         while len(waiting) and len(plan) < self.cfg.max_num_seqs:
             i = waiting.peek()
-            if self.pool.blocks_for(self.prompt[i] + self.out[i]) + self.pool.owed(i) > self.pool.free:
+            if self.pool.whole(i, self.prompt[i] + self.out[i]) > self.pool.free:
                 break
             waiting.pop()
             self._start(i, self.prompt[i] + self.out[i])

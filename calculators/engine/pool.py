@@ -93,15 +93,12 @@ class KvPool:
         return math.ceil(held - 1e-9)  # fsum: CPython 3.11 and Pyodide's 3.14 agree
 
     def blocks_for(self, tokens: int) -> int:
-        """Full-layer blocks for `tokens` tokens (the windowed layers' charge apart: owed())."""
+        """Full-layer blocks for `tokens` tokens (the windowed layers' charge apart: whole())."""
         return -(-tokens // self.block_size)
 
-    def owed(self, i: int) -> int:
-        """The part of sequence i's windowed-layer charge it does not hold yet (all of it before admission)."""
-        return self.charge[i] - self.charged[i]
-
     def whole(self, i: int, tokens: int) -> int:
-        """Blocks sequence i holds at `tokens` tokens, its windowed-layer charge included."""
+        """Blocks sequence i holds at `tokens` tokens, its windowed-layer charge included (what a waiting sequence,
+        which holds none of its charge, must find free)."""
         return self.blocks_for(tokens) + self.charge[i]
 
     def name(self, i: int, request: Request) -> None:
