@@ -5,15 +5,17 @@ and count once in the pool however many hold them. `free` counts empty blocks an
 holds (those are evicted, oldest released first, when a sequence needs the room).
 
 Windowed layers. EngineConfig.kv_blocks counts blocks of every layer's KV (the pool as the engine prints it, in
-tokens ÷ block size). A model that mixes full-attention layers with sliding-window (or chunked local) layers
-keeps only the last window of the latter: vLLM V1 frees a sequence's blocks once they leave the window
-(SlidingWindowManager.remove_skipped_blocks, vllm/v1/core/single_type_kv_cache_manager.py, read at commit
-002f349). For such a model (a WindowCharge) the pool counts blocks of the full-attention layers alone, `total` of
-them (kv_blocks × all layers' bytes ÷ full layers' bytes), and each running sequence also holds a fixed charge
-for its windowed layers: per windowed kind, min(its blocks at its final length, ⌈(window − 1) ÷ block⌉ + 1)
-blocks of that kind, in full-layer blocks. The charge is taken whole at admission (what the sequence holds at
-its longest, so a short one reserves a little early) and given back when it leaves, so the blocks a sequence
-takes as it grows stay one per block of tokens.
+tokens ÷ block size). A model that mixes full-attention layers with sliding-window (or chunked local) layers keeps
+only the last window of the latter: vLLM V1 frees a sequence's blocks once they leave the window
+(SlidingWindowManager.remove_skipped_blocks, vllm/v1/core/single_type_kv_cache_manager.py, read at commit 002f349
+of the main branch; only with the hybrid KV-cache manager on, which some releases turn off for chunked local
+attention). While a prompt is prefilled vLLM holds a whole chunk's blocks of those layers for a step; this charge
+is the window only. For such a model (a WindowCharge) the pool counts blocks of the full-attention layers alone,
+`total` of them (kv_blocks × all layers' bytes ÷ full layers' bytes), and each running sequence also holds a fixed
+charge for its windowed layers: per windowed kind, min(its blocks at its final length, ⌈(window − 1) ÷ block⌉ + 1)
+blocks of that kind, in full-layer blocks. The charge is taken whole at admission (what the sequence holds at its
+longest, so a short one reserves a little early) and given back when it leaves, so the blocks a sequence takes as
+it grows stay one per block of tokens.
 """
 
 from __future__ import annotations
