@@ -47,6 +47,7 @@ class ShardedSteps:
         self.dep, self.active, self.overhead = group.dep, group.active, group.overhead
         self.attention_weight = group.attention_weight
         self.per_sequence, self.per_prompt = group.per_sequence, group.per_prompt
+        self.state_pool_tokens = group.state_pool_tokens
         self.num_gpus = p.gpus
         self.micro = pipeline_micro_batches(p)
         self._frac = stage_fraction(dm.model, p.pp)

@@ -25,8 +25,7 @@ from ..engine.steps import StepTimes
 from ..engine.workload import Workload
 from .deployment import deployment_fields, efficiency_steps
 from .engine_defaults import vllm_max_num_batched_tokens, vllm_max_num_seqs
-from .kv_cache import pool_tokens_held
-from .memory import engine_fields, kv_pool_tokens
+from .memory import engine_fields, kv_pool_tokens, sequence_pool_tokens
 from .steptime import deployment
 from .sharding import steps_for
 
@@ -121,7 +120,7 @@ def _pair(v: dict, times: StepTimes, config: EngineConfig, users: int) -> dict:
 def compute(v: dict) -> dict:
     dep = deployment(v)
     times, config = StepTimes(steps_for(v, dep)), _config(v)
-    if config.kv_blocks * BLOCK < pool_tokens_held(v["model"], v["input_tokens_mean"] + v["output_tokens_mean"]):
+    if config.kv_blocks * BLOCK < sequence_pool_tokens(v, v["input_tokens_mean"] + v["output_tokens_mean"]):
         raise InputError(
             "num_gpus",
             f"the KV pool of one replica ({max(0, int(kv_pool_tokens(v))):,} tokens) must hold "

@@ -24,8 +24,7 @@ from ..schema import integer, mark, number, output, series, step
 from .cost import HOURS_PER_MONTH, gpu_hour_field
 from .deployment import deployment_fields, efficiency_steps
 from .engine_defaults import vllm_max_num_seqs
-from .kv_cache import pool_tokens_held
-from .memory import engine_fields, kv_pool_tokens
+from .memory import engine_fields, kv_pool_tokens, sequence_pool_tokens
 from .steptime import StepModel, deployment
 from .sharding import steps_for
 
@@ -118,7 +117,7 @@ def replica(v: dict, steps: StepModel, uncached: int) -> dict:
     """One replica at the TPOT target: batch, TPOT, prefill time, server time per request, capacity."""
     out, total = v["output_tokens"], v["input_tokens"] + v["output_tokens"]
     pool = kv_pool_tokens(v)
-    fits = int(pool // pool_tokens_held(v["model"], total))  # windowed layers hold only their window
+    fits = int(pool // sequence_pool_tokens(v, total))  # windowed layers hold only their window, plus any state
     most = min(fits, vllm_max_num_seqs(v["hardware"]))
     context = v["input_tokens"] + out / 2  # mean context over the generation, as latency.py
     prefill_s = steps.prefill_time([uncached])

@@ -22,6 +22,8 @@ the batch is wholly decoding, with its context within a few tokens of C, when it
 
 from __future__ import annotations
 
+from functools import partial
+
 from ..engine.config import EngineConfig, Request
 from ..engine.metrics import percentile
 from ..engine.run import simulate
@@ -29,8 +31,7 @@ from ..engine.steps import StepTimes
 from ..errors import InputError
 from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import deployment_fields, efficiency_steps
-from .kv_cache import pool_tokens_held
-from .memory import engine_fields, kv_pool_tokens
+from .memory import engine_fields, kv_pool_tokens, sequence_pool_tokens
 from .overhead import EXTRA_OVERHEAD_HELP
 from .steptime import deployment
 from .sharding import steps_for
@@ -138,8 +139,8 @@ class Scene:
         prompt unchunked), the long prompt's chunks and the window."""
         b, chunk = self.b, max(1, tokens - self.b)
         out = -(-b * self.c // chunk) + b + 2 + -(-self.p // chunk) + self.w + LONG_OUTPUT + 4
-        model = self.dep.model  # pool tokens per sequence: a windowed layer holds only its window
-        need = round(b * pool_tokens_held(model, self.c + out) + pool_tokens_held(model, self.p + LONG_OUTPUT))
+        held = partial(sequence_pool_tokens, self.v)  # a windowed layer holds only its window, plus any state
+        need = round(b * held(self.c + out) + held(self.p + LONG_OUTPUT))
         if need > self.capacity:
             raise InputError(
                 "decode_batch",

@@ -165,15 +165,29 @@ def windowed_layers(model: Model) -> tuple[int, tuple[tuple[int, int], ...]] | N
     return (full, windowed) if full and windowed else None
 
 
-def pool_tokens_held(model: Model, tokens: float) -> float:
+def pool_tokens_held(model: Model, tokens: float, state_tokens: float = 0.0) -> float:
     """Tokens of the KV pool, counted at every storing layer's KV per token (as kv_pool_tokens and the engines'
-    logs count them), that one sequence of `tokens` tokens holds: its windowed layers keep only their window."""
+    logs count them), that one sequence of `tokens` tokens holds: its windowed layers keep only their window, and
+    a hybrid model's linear-layer state adds `state_tokens` (state_pool_tokens) whatever the length."""
     w = windowed_layers(model)
     if w is None:
-        return tokens
+        return tokens + state_tokens
     full, windowed = w
     held = math.fsum(n * min(tokens, cap) for n, cap in windowed)  # fsum: CPython 3.11 and 3.12+ agree
-    return (full * tokens + held) / (full + sum(n for n, _ in windowed))
+    return (full * tokens + held) / (full + sum(n for n, _ in windowed)) + state_tokens
+
+
+def state_pool_tokens(
+    model: Model, kv_elem_bytes: float, state_elem_bytes: float, tensor_parallel: int, dcp: int = 1
+) -> float:
+    """A hybrid model's linear-layer state per sequence as tokens of its KV pool (kv_pool_tokens' unit: one token's
+    KV at every storing attention layer, on one rank): the state per GPU ÷ that token's KV per GPU, as
+    memory.budget splits them (0 without linear layers)."""
+    if model.linear_mixer is None:
+        return 0.0
+    state = state_bytes_per_sequence(model, state_elem_bytes) * state_fraction_per_gpu(model, tensor_parallel)
+    token = kv_bytes_per_token_all_layers(model, kv_elem_bytes) * kv_fraction_per_gpu(model, tensor_parallel, dcp)
+    return state / token
 
 
 def kv_bytes_by_kind(model: Model, context_tokens: float, elem_bytes: float, state_bytes: float = 2.0) -> dict:

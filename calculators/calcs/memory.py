@@ -50,9 +50,11 @@ from .kv_cache import (
     kv_bytes_per_sequence,
     kv_bytes_per_token_all_layers,
     kv_fraction_per_gpu,
+    pool_tokens_held,
     state_bytes_per_sequence,
     state_dtype_field,
     state_fraction_per_gpu,
+    state_pool_tokens,
 )
 
 GIB = 2**30
@@ -208,6 +210,16 @@ def kv_pool_tokens(v: dict) -> float:
     """The KV pool, in tokens, of one replica of v's deployment under its engine rule (what a simulated
     replica holds; no context length)."""
     return budget(footprint(v), usable_bytes_per_gpu(v), v["num_gpus"], None, deployment_of(v, v["num_gpus"])).tokens
+
+
+def sequence_pool_tokens(v: dict, tokens: float) -> float:
+    """Tokens of kv_pool_tokens(v)'s pool that one sequence of `tokens` tokens holds in v's deployment: its windowed
+    layers keep only their window and a hybrid model's linear-layer state counts in the same unit, so that the
+    pool ÷ this is budget(...).sequences (the simulator's pool charges the same: engine/pool.py)."""
+    f = footprint(v)
+    kv_b, state_b = bytes_per_element(f.kv_dtype, "kv_dtype"), bytes_per_element(f.state_dtype, "state_dtype")
+    state = state_pool_tokens(f.model, kv_b, state_b, v["num_gpus"], f.decode_context_parallel)
+    return pool_tokens_held(f.model, tokens, state)
 
 
 def engine_fields() -> list[dict]:

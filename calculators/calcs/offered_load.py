@@ -71,9 +71,9 @@ def offered_load(steps: StepModel, work, max_batch: int, kv_capacity: float, hel
 
 
 def _held(steps: StepModel):
-    """Pool tokens a sequence of t tokens holds, for the model the steps price."""
-    model = steps.dep.model
-    return lambda tokens: pool_tokens_held(model, tokens)
+    """Pool tokens a sequence of t tokens holds, for the deployment the steps price (its window and any state)."""
+    model, state = steps.dep.model, steps.state_pool_tokens
+    return lambda tokens: pool_tokens_held(model, tokens, state)
 
 
 def _prefill_s(steps: StepModel, fits, finishing: float) -> float:

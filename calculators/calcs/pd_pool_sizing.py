@@ -22,8 +22,7 @@ from ..engine.steps import StepTimes
 from ..errors import InputError
 from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import deployment_fields
-from .kv_cache import pool_tokens_held
-from .memory import engine_fields, kv_pool_tokens
+from .memory import engine_fields, kv_pool_tokens, sequence_pool_tokens
 from .sharding import steps_for
 from .steptime import StepModel, deployment
 
@@ -128,10 +127,10 @@ def size(v: dict) -> dict:
     pg, dg = v["num_gpus"], v["decode_gpus"]
     isl, osl, hit = v["input_tokens"], v["output_tokens"], v["prefix_hit_percent"] / 100
     _, ptimes, _ = replica_times(v, pg)
-    _, dtimes, dpool = replica_times(v, dg)
+    dv, dtimes, dpool = replica_times(v, dg)
     ptps, busy = prefill_tokens_per_s_per_gpu(ptimes, isl, hit, pg)
     context = round(isl + osl / 2)
-    kv_limit = int(dpool // pool_tokens_held(v["model"], isl + osl)) if dpool else 0
+    kv_limit = int(dpool // sequence_pool_tokens(dv, isl + osl)) if dpool else 0
     batch = decode_batch_meeting(dtimes, context, v["itl_slo_ms"] / 1000, min(v["max_num_seqs"], kv_limit))
     dstep = dtimes.decode(batch, batch * context) if batch else dtimes.decode(1, context)
     dtps = batch / dstep / dg if batch else 0.0

@@ -20,8 +20,7 @@ from ..schema import integer, mark, number, output, series, step
 from .capacity_plan import tpot_at
 from .deployment import deployment_fields, efficiency_steps
 from .engine_defaults import vllm_max_num_seqs
-from .kv_cache import pool_tokens_held
-from .memory import engine_fields, kv_pool_tokens
+from .memory import engine_fields, kv_pool_tokens, sequence_pool_tokens
 from .steptime import StepModel, deployment
 from .sharding import steps_for
 
@@ -139,7 +138,7 @@ def break_even_batch(rep: Replica, need: float, most: int) -> int:
 
 def _most(v: dict) -> int:
     """The largest batch whose KV fits one replica and vLLM's max_num_seqs allows; the batch entered checked."""
-    held = pool_tokens_held(v["model"], v["input_tokens"] + v["output_tokens"])
+    held = sequence_pool_tokens(v, v["input_tokens"] + v["output_tokens"])
     most = min(int(kv_pool_tokens(v) // held), vllm_max_num_seqs(v["hardware"]))
     if most < 1:
         raise InputError("input_tokens", "prompt + output must fit the KV pool of one replica: none does")

@@ -52,7 +52,14 @@ from ..errors import InputError
 from ..formats import bytes_per_element, get_format
 from ..model import Accelerator, Model
 from ..params import active_params, embedding_params, expert_params, total_params
-from .kv_cache import kv_fraction_per_gpu, kv_terms, layer_groups, state_bytes_per_sequence, state_fraction_per_gpu
+from .kv_cache import (
+    kv_fraction_per_gpu,
+    kv_terms,
+    layer_groups,
+    state_bytes_per_sequence,
+    state_fraction_per_gpu,
+    state_pool_tokens,
+)
 from .overhead import DEFAULT_MODE, StepOverhead, step_overhead
 
 STATE_ELEM_BYTES = 2.0  # hybrid models' recurrent state at BF16, the default of memory's state_dtype
@@ -362,6 +369,10 @@ class StepModel:
         # memory.py's default).
         state = state_bytes_per_sequence(dep.model, STATE_ELEM_BYTES)
         self._state_as_kv = state * state_fraction_per_gpu(dep.model, dep.num_gpus) / self.kv_share if state else 0.0
+        # the same state as tokens of the KV pool, which the engine's pool charges each sequence (engine/pool.py)
+        self.state_pool_tokens = state_pool_tokens(
+            dep.model, dep.kv_elem_bytes, STATE_ELEM_BYTES, dep.num_gpus, dep.decode_context_parallel
+        )
         # decode(...).time_s and prefill(...).time_s, bit for bit, for the simulator's hot path
         self.decode_time = self._decode_timer()
         self.prefill_time = self._prefill_timer()

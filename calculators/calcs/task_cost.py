@@ -19,8 +19,7 @@ import math
 from ..engine.steps import StepTimes
 from ..schema import integer, output, series, step
 from .deployment import deployment_fields
-from .kv_cache import pool_tokens_held
-from .memory import engine_fields, kv_pool_tokens
+from .memory import engine_fields, kv_pool_tokens, sequence_pool_tokens
 from .steptime import deployment
 from .workload_shape import SHAPE_FIELDS, Shape, shape_from, totals, turns
 from .cost import gpu_hour_field
@@ -162,7 +161,7 @@ def compute(v: dict) -> dict:
     }
     pool = kv_pool_tokens(v)
     out["kv_pool_tokens"] = int(pool)
-    held = pool_tokens_held(v["model"], tot.final_context)
+    held = sequence_pool_tokens(v, tot.final_context)
     out["sessions_fit_at_end"] = int(pool // held) if tot.final_context else 0
     out["notes"] = _notes(p, tot, pool, out["sessions_fit_at_end"])
     out["derivation"] = _derivation(v, shape, p, tot, run, out)

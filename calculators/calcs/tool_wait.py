@@ -23,8 +23,8 @@ from ..catalog import host_links
 from ..errors import InputError
 from ..schema import choice, integer, number, output, series, step, mark
 from .deployment import deployment_fields
-from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu, pool_tokens_held
-from .memory import engine_fields, kv_pool_tokens
+from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu
+from .memory import engine_fields, kv_pool_tokens, sequence_pool_tokens
 from .steptime import deployment
 from .cost import gpu_hour_field
 from .sharding import steps_for
@@ -144,7 +144,7 @@ class Wait:
                 "num_gpus", "the weights leave no KV pool on these GPUs: add GPUs or use a smaller weight format"
             )
         self.price_s = v["usd_per_gpu_hour"] / 3600
-        self.held = pool_tokens_held(dep.model, self.tokens)  # pool tokens: a windowed layer holds only its window
+        self.held = sequence_pool_tokens(v, self.tokens)  # pool tokens: a windowed layer holds only its window
         self.share = self.held / self.pool
         self.k = self.share * self.n * self.price_s  # $ per second of HBM held
         if v["host_link"] == "custom":

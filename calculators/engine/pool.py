@@ -16,6 +16,12 @@ charge for its windowed layers: per windowed kind, min(its blocks at its final l
 blocks of that kind, in full-layer blocks. The charge is taken whole at admission (what the sequence holds at its
 longest, so a short one reserves a little early) and given back when it leaves, so the blocks a sequence takes as
 it grows stay one per block of tokens.
+
+Linear-attention and SSM layers (hybrid models: Qwen3-Next, Jamba, Nemotron-H) keep a constant state per sequence in
+the same paged pool (vLLM v0.33.0 aligns the state's page with the attention blocks': Part 4, "The engine pads").
+The charge adds that state as tokens of the pool (StepModel.state_pool_tokens: the state per GPU ÷ one token's KV
+per GPU, as memory.budget splits them), rounded up to whole blocks with the window's; the page padding is left to
+the engine-faithful capacity (engine_capacity.py).
 """
 
 from __future__ import annotations
@@ -28,22 +34,25 @@ from .config import EngineConfig, Request
 from .prefix import BlockNames, PrefixCache
 
 
-class WindowCharge(NamedTuple):
-    """A model's windowed layers against its full-attention ones (kv_cache.windowed_layers): all storing layers
-    ÷ the full-attention ones, and per windowed kind (its layers ÷ the full-attention ones, its window in tokens)."""
+class PoolCharge(NamedTuple):
+    """What a sequence holds beyond a block per block of tokens. A model's windowed layers against its full-attention
+    ones (kv_cache.windowed_layers): all storing layers ÷ the full-attention ones, and per windowed kind (its layers
+    ÷ the full-attention ones, its window in tokens); and a hybrid model's linear-layer state in pool tokens."""
 
     all_over_full: float
     kinds: tuple[tuple[float, int], ...]
+    state_tokens: float = 0.0
 
 
-def window_charge(step_model) -> WindowCharge | None:
-    """The WindowCharge of the model a StepModel (or ShardedSteps) prices; None where every layer keeps every
-    token, or every layer is windowed (that pool is counted at every token, as before)."""
-    w = windowed_layers(step_model.dep.model)
+def pool_charge(step_model) -> PoolCharge | None:
+    """The PoolCharge of the deployment a StepModel (or ShardedSteps) prices; None where every layer keeps every
+    token and there is no state (a model whose every layer is windowed is counted at every token)."""
+    w, state = windowed_layers(step_model.dep.model), step_model.state_pool_tokens
     if w is None:
-        return None
+        return PoolCharge(1.0, (), state) if state else None
     full, windowed = w
-    return WindowCharge(1.0 + sum(n for n, _ in windowed) / full, tuple((n / full, cap) for n, cap in windowed))
+    kinds = tuple((n / full, cap) for n, cap in windowed)
+    return PoolCharge(1.0 + sum(n for n, _ in windowed) / full, kinds, state)
 
 
 class KvPool:
@@ -63,14 +72,14 @@ class KvPool:
         "block_bytes",
     )
 
-    def __init__(self, cfg: EngineConfig, n: int, window: WindowCharge | None = None):
-        """`window`: the model's windowed layers (window_charge), None for a pool of full-attention layers."""
+    def __init__(self, cfg: EngineConfig, n: int, window: PoolCharge | None = None):
+        """`window`: the model's windowed layers and state (pool_charge), None for a pool of full-attention layers."""
         self.window = window
         scale = window.all_over_full if window else 1.0
         self.block_size, self.blocks = cfg.block_size_tokens, [0] * n
         self.total = self.free = math.floor(cfg.kv_blocks * scale + 1e-9)  # full-layer blocks
         self.block_bytes = cfg.kv_bytes_per_block / scale  # bytes of one of them (a swap moves these)
-        self.charge, self.charged = [0] * n, [0] * n  # each sequence's windowed-layer charge, and what it holds of it
+        self.charge, self.charged = [0] * n, [0] * n  # each sequence's charge (window, state), and what it holds of it
         self.cache = PrefixCache(cfg.host_cache_blocks) if cfg.prefix_caching else None
         self.held = [[] for _ in range(n)] if self.cache else [()] * n
         self.names, self.block_names = [()] * n, BlockNames()
@@ -78,7 +87,7 @@ class KvPool:
 
     def extend(self, count: int, final_tokens: list[int] | None = None) -> None:
         """Room for `count` more sequences (requests joining a run: Engine.extend), each `final_tokens` long at
-        the end (prompt + output: what sets its windowed-layer charge)."""
+        the end (prompt + output: what sets its windowed-layer charge; the state is the same for all)."""
         self.blocks += [0] * count
         self.held += [[] for _ in range(count)] if self.cache else [()] * count
         self.names += [()] * count
@@ -89,10 +98,10 @@ class KvPool:
             self.charge += [self._charge_for(t) for t in final_tokens]
 
     def _charge_for(self, tokens: int) -> int:
-        """Full-layer blocks a sequence of `tokens` tokens holds for its windowed layers at most."""
-        bs, longest = self.block_size, self.blocks_for(tokens)
-        held = math.fsum(share * min(longest, -(-(cap - 1) // bs) + 1) for share, cap in self.window.kinds)
-        return math.ceil(held - 1e-9)  # fsum: CPython 3.11 and Pyodide's 3.14 agree
+        """Full-layer blocks a sequence of `tokens` tokens holds for its windowed layers at most, and its state."""
+        w, bs, longest = self.window, self.block_size, self.blocks_for(tokens)
+        held = math.fsum(share * min(longest, -(-(cap - 1) // bs) + 1) for share, cap in w.kinds)
+        return math.ceil(held + w.state_tokens * w.all_over_full / bs - 1e-9)  # fsum: CPython 3.11 and 3.14 agree
 
     def blocks_for(self, tokens: int) -> int:
         """Full-layer blocks for `tokens` tokens (the windowed layers' charge apart: whole())."""

@@ -14,7 +14,7 @@ read once, plus the drafting time.
 from __future__ import annotations
 
 from ..calcs.steptime import StepModel
-from .pool import window_charge
+from .pool import pool_charge
 from .speculation import Speculation, SpeculativeSteps
 
 
@@ -26,7 +26,7 @@ class StepTimes:
         self._spec = SpeculativeSteps(speculation, model) if speculation else None
         self.decode_time = self._spec.decode_time if speculation else model.decode_time
         self.alone: dict = {}  # a step that prefills one whole prompt and nothing else, by length
-        self.window = window_charge(model)  # the KV pool's windowed layers (pool.py), None for full attention alone
+        self.window = pool_charge(model)  # the KV pool's windowed layers and state (pool.py), None for neither
 
     def tokens_per_step(self, batch: int) -> float:
         """Mean tokens each decoding sequence keeps in a decode step of `batch` (1 without speculation)."""
