@@ -10,7 +10,7 @@ only the last window of the latter: vLLM V1 frees a sequence's blocks once they 
 (SlidingWindowManager.remove_skipped_blocks, vllm/v1/core/single_type_kv_cache_manager.py, read at commit 002f349
 of the main branch; only with the hybrid KV-cache manager on, which some releases turn off for chunked local
 attention). While a prompt is prefilled vLLM holds a whole chunk's blocks of those layers for a step; this charge
-is the window only. For such a model (a WindowCharge) the pool counts blocks of the full-attention layers alone,
+is the window only. For such a model (a PoolCharge) the pool counts blocks of the full-attention layers alone,
 `total` of them (kv_blocks × all layers' bytes ÷ full layers' bytes), and each running sequence also holds a fixed
 charge for its windowed layers: per windowed kind, min(its blocks at its final length, ⌈(window − 1) ÷ block⌉ + 1)
 blocks of that kind, in full-layer blocks. The charge is taken whole at admission (what the sequence holds at its
@@ -20,8 +20,9 @@ it grows stay one per block of tokens.
 Linear-attention and SSM layers (hybrid models: Qwen3-Next, Jamba, Nemotron-H) keep a constant state per sequence in
 the same paged pool (vLLM v0.33.0 aligns the state's page with the attention blocks': Part 4, "The engine pads").
 The charge adds that state as tokens of the pool (StepModel.state_pool_tokens: the state per GPU ÷ one token's KV
-per GPU, as memory.budget splits them), rounded up to whole blocks with the window's; the page padding is left to
-the engine-faithful capacity (engine_capacity.py).
+per GPU, as memory.budget splits them), rounded up to whole blocks with the window's. The engine's padding of the
+state's page (and the larger attention blocks that come with it) is not modelled; engine_capacity.py refuses hybrid
+models.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class KvPool:
     )
 
     def __init__(self, cfg: EngineConfig, n: int, window: PoolCharge | None = None):
-        """`window`: the model's windowed layers and state (pool_charge), None for a pool of full-attention layers."""
+        """`window`: the windowed layers and state (pool_charge), None for full-attention layers without state."""
         self.window = window
         scale = window.all_over_full if window else 1.0
         self.block_size, self.blocks = cfg.block_size_tokens, [0] * n
