@@ -117,7 +117,7 @@ class Engine:
         self.arrival, self.prompt, self.out, self.tokens, self.done, self.gen = [], [], [], [], [], []
         self.first, self.last, self.started, self.finished = [], [], [], []
         self.preemptions, self.state, self.swapped, self.measured = [], [], [], []
-        self.requests, self.hit_gpu, self.hit_host, self.pool = [], [], [], KvPool(cfg, 0, times.window)
+        self.requests, self.hit_gpu, self.hit_host, self.pool = [], [], [], KvPool(cfg, 0, times.pool_charge)
         self.running, self.prefilling, self.admitted = {}, set(), 0
         self.waiting = WaitingQueue(cfg.policy, cfg.ageing_s, self.arrival, [])
         self.now, self.gaps, self.until = 0.0, Gaps(), math.inf

@@ -67,16 +67,16 @@ class KvPool:
         "cache",
         "block_names",
         "host_copy_s",
-        "window",
+        "layout",
         "charge",
         "charged",
         "block_bytes",
     )
 
-    def __init__(self, cfg: EngineConfig, n: int, window: PoolCharge | None = None):
-        """`window`: the windowed layers and state (pool_charge), None for full-attention layers without state."""
-        self.window = window
-        scale = window.all_over_full if window else 1.0
+    def __init__(self, cfg: EngineConfig, n: int, layout: PoolCharge | None = None):
+        """`layout`: the windowed layers and state (pool_charge), None for full-attention layers without state."""
+        self.layout = layout
+        scale = layout.all_over_full if layout else 1.0
         self.block_size, self.blocks = cfg.block_size_tokens, [0] * n
         self.total = self.free = math.floor(cfg.kv_blocks * scale + 1e-9)  # full-layer blocks
         self.block_bytes = cfg.kv_bytes_per_block / scale  # bytes of one of them (a swap moves these)
@@ -93,23 +93,23 @@ class KvPool:
         self.held += [[] for _ in range(count)] if self.cache else [()] * count
         self.names += [()] * count
         self.charged += [0] * count
-        if self.window is None or final_tokens is None:
+        if self.layout is None or final_tokens is None:
             self.charge += [0] * count
         else:
             self.charge += [self._charge_for(t) for t in final_tokens]
 
     def _charge_for(self, tokens: int) -> int:
         """Full-layer blocks a sequence of `tokens` tokens holds for its windowed layers at most, and its state."""
-        w, bs, longest = self.window, self.block_size, self.blocks_for(tokens)
+        w, bs, longest = self.layout, self.block_size, self.blocks_for(tokens)
         held = math.fsum(share * min(longest, -(-(cap - 1) // bs) + 1) for share, cap in w.kinds)
         return math.ceil(held + w.state_tokens * w.all_over_full / bs - 1e-9)  # fsum: CPython 3.11 and 3.14 agree
 
     def blocks_for(self, tokens: int) -> int:
-        """Full-layer blocks for `tokens` tokens (the windowed layers' charge apart: whole())."""
+        """Full-layer blocks for `tokens` tokens (the window and state charge apart: whole())."""
         return -(-tokens // self.block_size)
 
     def whole(self, i: int, tokens: int) -> int:
-        """Blocks sequence i holds at `tokens` tokens, its windowed-layer charge included (what a waiting sequence,
+        """Blocks sequence i holds at `tokens` tokens, its charge (window, state) included (what a waiting sequence,
         which holds none of its charge, must find free)."""
         return self.blocks_for(tokens) + self.charge[i]
 
@@ -120,11 +120,11 @@ class KvPool:
 
     def need(self, i: int, tokens: int) -> int:
         """Blocks sequence i still lacks for `tokens` computed tokens (its own and its cached ones count, and
-        the windowed-layer charge it does not hold yet)."""
+        the charge (window, state) it does not hold yet)."""
         return self.blocks_for(tokens) - self.blocks[i] - len(self.held[i]) + self.charge[i] - self.charged[i]
 
     def allocate(self, i: int, tokens: int) -> None:
-        """Blocks for `tokens` computed tokens of sequence i (and its windowed-layer charge, once)."""
+        """Blocks for `tokens` computed tokens of sequence i (and its charge for window and state, once)."""
         owed = self.charge[i] - self.charged[i]
         if owed:
             self.take(owed)
@@ -143,13 +143,13 @@ class KvPool:
         self.free -= count
 
     def release(self, i: int) -> int:
-        """Give back i's blocks (its own and its windowed-layer charge to the pool, its cached ones to the cache);
+        """Give back i's blocks (its own and its window and state charge to the pool, its cached ones to the cache);
         returns how many it held."""
-        own, shared, window, self.blocks[i], self.charged[i] = self.blocks[i], self.held[i], self.charged[i], 0, 0
-        self.free += own + window + (self.cache.release(shared) if shared else 0)
+        own, shared, charged, self.blocks[i], self.charged[i] = self.blocks[i], self.held[i], self.charged[i], 0, 0
+        self.free += own + charged + (self.cache.release(shared) if shared else 0)
         if shared:
             self.held[i] = []
-        return own + window + len(shared)
+        return own + charged + len(shared)
 
     def register(self, ids, done: list[int]) -> None:
         """Blocks a sequence has filled with tokens that have a name become cached (still held)."""

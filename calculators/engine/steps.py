@@ -19,14 +19,14 @@ from .speculation import Speculation, SpeculativeSteps
 
 
 class StepTimes:
-    __slots__ = ("model", "overhead_s", "decode_time", "alone", "speculation", "_spec", "window")
+    __slots__ = ("model", "overhead_s", "decode_time", "alone", "speculation", "_spec", "pool_charge")
 
     def __init__(self, model: StepModel, overhead_s: float = 0.0, speculation: Speculation | None = None):
         self.model, self.overhead_s, self.speculation = model, overhead_s, speculation
         self._spec = SpeculativeSteps(speculation, model) if speculation else None
         self.decode_time = self._spec.decode_time if speculation else model.decode_time
         self.alone: dict = {}  # a step that prefills one whole prompt and nothing else, by length
-        self.window = pool_charge(model)  # the KV pool's windowed layers and state (pool.py), None for neither
+        self.pool_charge = pool_charge(model)  # the KV pool's windowed layers and state (pool.py), None for neither
 
     def tokens_per_step(self, batch: int) -> float:
         """Mean tokens each decoding sequence keeps in a decode step of `batch` (1 without speculation)."""

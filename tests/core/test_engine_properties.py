@@ -12,7 +12,7 @@ from calculators.engine.result import summarise
 class Stub:
     # one token per decode step, as engine.steps.StepTimes without speculation
     speculation = None
-    window = None  # every layer keeps every token (StepTimes.window)
+    pool_charge = None  # every layer keeps every token, no state (StepTimes.pool_charge)
 
     def tokens_per_step(self, batch):
         return 1.0

@@ -23,7 +23,7 @@ class SpecStub:
     """Decode steps 10 ms, steps with a prefill chunk 50 ms; each decoding sequence keeps `per_step` tokens."""
 
     speculation = "on"  # not None: the engine asks tokens_per_step and decode_tokens
-    window = None  # every layer keeps every token (StepTimes.window)
+    pool_charge = None  # every layer keeps every token, no state (StepTimes.pool_charge)
 
     def __init__(self, per_step: float, k: int = 3):
         self.per_step, self.k = per_step, k

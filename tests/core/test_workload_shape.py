@@ -118,7 +118,7 @@ class Stub:
     """Decode steps 10 ms, any step with a prefill 50 ms, one token per decode step."""
 
     speculation = None
-    window = None  # every layer keeps every token (StepTimes.window)
+    pool_charge = None  # every layer keeps every token, no state (StepTimes.pool_charge)
 
     def tokens_per_step(self, batch):
         return 1.0
