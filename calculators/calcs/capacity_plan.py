@@ -256,8 +256,8 @@ def _replica_steps(v: dict, rep: dict) -> list[dict]:
     return [
         step(
             "Batch within the TPOT target",
-            "largest B ≤ min(KV pool ÷ (prompt + output, windowed layers' share capped at the window), "
-            "max_num_seqs) with "
+            "largest B ≤ min(KV pool ÷ (prompt + output, windowed layers' share capped at the window, plus a "
+            "hybrid's state), max_num_seqs) with "
             "step(B) + B × prefill ÷ (output − 1) ≤ target",
             "B ≤ {}, target {}",
             [min(rep["fits"], vllm_max_num_seqs(v["hardware"])), (v["tpot_slo_s"], "s")],

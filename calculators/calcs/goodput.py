@@ -511,8 +511,8 @@ def _capacity_steps(v: dict, sim: Simulation) -> list[dict]:
              "else 256" if v["max_seqs_rule"] == "vllm" else "set by you", "{}", [cap], cap, "sequences"),
         step("KV pool", "engine budget ÷ KV per token (all layers)", "{}", [(capacity, "tokens")], capacity, "tokens"),
         step("Batch when saturated", "min(max sequences, KV pool ÷ KV reserved per sequence)",
-             "min({}, pool ÷ mean(prompt + output, windowed layers' share capped at the window), weighted by time "
-             "decoding)", [cap], load.full_batch, "sequences"),
+             "min({}, pool ÷ mean(prompt + output, windowed layers' share capped at the window, plus a hybrid's "
+             "state), weighted by time decoding)", [cap], load.full_batch, "sequences"),
         step("Server time per request, saturated",
              "prefill (shared with prompts admitted alongside) + (output − 1) × decode step(B) ÷ B",
              "{} + {} × step({}, {}) ÷ {}",

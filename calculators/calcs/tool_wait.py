@@ -2,7 +2,7 @@
 
 A session of L tokens of context stops for w seconds (a tool call, a user). Its KV can:
   keep       stay in HBM: it holds L ÷ P of the replica's KV pool (P tokens; sliding-window layers count only their
-             window) that other sequences cannot use
+             window, and a hybrid model's state counts as the tokens of pool it takes) that other sequences cannot use
              for w seconds; priced at that share of the replica's hourly price (an opportunity cost, which
              is real when the pool is the binding limit, as it is for long contexts):
              k = (L ÷ P) × N × $/GPU-h ÷ 3600 per second;        keep(w) = k × w
@@ -144,7 +144,7 @@ class Wait:
                 "num_gpus", "the weights leave no KV pool on these GPUs: add GPUs or use a smaller weight format"
             )
         self.price_s = v["usd_per_gpu_hour"] / 3600
-        self.held = sequence_pool_tokens(v, self.tokens)  # pool tokens: a windowed layer holds only its window
+        self.held = sequence_pool_tokens(v, self.tokens)  # pool tokens: windowed layers' window, plus any state
         self.share = self.held / self.pool
         self.k = self.share * self.n * self.price_s  # $ per second of HBM held
         if v["host_link"] == "custom":
@@ -215,7 +215,7 @@ def _derivation(v: dict, c: Wait, out: dict) -> list[dict]:
     return [
         step(
             "Share of the pool held",
-            "L ÷ P (L in pool tokens: windowed layers' share capped at the window)",
+            "L ÷ P (L in pool tokens: windowed layers' share capped at the window, plus a hybrid's state)",
             "{} ÷ {}",
             [(round(c.held), "tokens"), (int(c.pool), "tokens")],
             c.share,
