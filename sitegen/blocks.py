@@ -215,6 +215,16 @@ def advanced(schema: dict) -> list[str]:
     return [s["key"] for s in schema["inputs"] if (s["key"] in ADVANCED or s["key"] in also) and s["key"] not in keep]
 
 
+def _set_by_block(schema: dict, values: dict) -> dict:
+    """The inputs a block sets away from their defaults: the worked example, with the schema's defaults for the rest."""
+    return {s["key"]: values[s["key"]] for s in schema["inputs"] if not _same(values[s["key"]], s["default"])}
+
+
+def _single_quoted(text: str) -> str:
+    # JSON's double quotes may stand bare in a single-quoted attribute; &quot; for each would cost five bytes.
+    return escape(text, quote=False).replace("'", "&#x27;")
+
+
 def _same(a, b) -> bool:
     """A block's value and a default are the same input (0.9 and "0.9", 1 and 1.0; a definition by equality)."""
     try:
@@ -246,7 +256,7 @@ def calculator_html(
     fields = _fields_html(schema, values, root, presets)
     return (
         f'<div class="calc" id="{root}" {DOM["calc"]}="{_attr(schema["name"])}" '
-        f"{DOM['inputs']}='{_attr(json.dumps(values))}'>"
+        f"{DOM['inputs']}='{_single_quoted(json.dumps(_set_by_block(schema, values), separators=(',', ':')))}'>"
         f'<p class="calc__title"><strong>{escape(title or schema["title"])}</strong></p>'
         f"{headline_html(shown)}"
         f'<p class="calc__desc">{escape(schema["description"])}</p>'

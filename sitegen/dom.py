@@ -9,7 +9,7 @@ from __future__ import annotations
 
 NAMES = (
     "calc",  # the block's root: the calculator's name
-    "inputs",  # on the root: the worked example's inputs, as JSON
+    "inputs",  # on the root: the inputs the worked example sets (the rest are the defaults), as JSON
     "field",  # one input's wrapper: the input key
     "out",  # one result row: the output key
     "calc-results",  # the results table's body

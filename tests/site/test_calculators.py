@@ -45,8 +45,15 @@ def expected_outputs(name, inputs):
     return [[o["key"], o["text"]] for o in calc_page.present(name, inputs)["outputs"]]
 
 
+def with_defaults(name, given):
+    """A block's inputs: those its data-inputs sets, over the schema's defaults."""
+    return {**{f["key"]: f["default"] for f in calculators.schema(name)["inputs"]}, **given}
+
+
 def roots(page):
-    return page.eval_on_selector_all(".calc[data-calc]", "els => els.map(e => [e.id, e.dataset.calc, JSON.parse(e.dataset.inputs)])")
+    found = page.eval_on_selector_all(
+        ".calc[data-calc]", "els => els.map(e => [e.id, e.dataset.calc, JSON.parse(e.dataset.inputs)])")
+    return [(root_id, name, with_defaults(name, given)) for root_id, name, given in found]
 
 
 # The DOM contract between sitegen/blocks.py and the scripts, by role (attribute without "data-").
@@ -331,7 +338,7 @@ def test_without_a_usable_snapshot_python_starts_from_the_wheel(browser, server,
     wait_live(page, "workbench-kv-cache")
     marks = boot_marks(page)
     assert marks["via"] == "wheel" and marks["snapshotError"], marks
-    inputs = json.loads(page.get_attribute("#workbench-kv-cache", "data-inputs"))
+    inputs = with_defaults("kv_cache", json.loads(page.get_attribute("#workbench-kv-cache", "data-inputs")))
     assert shown_outputs(page, "workbench-kv-cache") == expected_outputs("kv_cache", inputs)
     context.close()
 
