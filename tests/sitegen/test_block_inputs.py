@@ -7,8 +7,7 @@ import json
 from html.parser import HTMLParser
 
 from calculators.api import schema
-from calculators.page import present
-from sitegen import blocks, pages
+from sitegen import blocks, markup, pages
 from sitegen.dom import DOM
 
 
@@ -27,25 +26,16 @@ def _root_inputs(html: str) -> dict:
     return json.loads(parser.attrs[DOM["inputs"]])
 
 
-def _html(name: str, **values) -> str:
-    spec = schema(name)
-    merged = {s["key"]: s["default"] for s in spec["inputs"]} | values
-    return blocks.calculator_html(
-        root="t",
-        schema=spec,
-        title="",
-        values=merged,
-        shown=present(name, values),
-        presets=pages.preset_choices(),
-        plot=None,
-    )
+def _html(yaml: str) -> str:
+    return pages.block_html(markup.parse_block(yaml), "calc-x")
 
 
 def test_only_the_inputs_set_away_from_their_defaults_are_written():
-    assert _root_inputs(_html("goodput")) == {}
-    assert _root_inputs(_html("goodput", seed=7, request_rate_per_s=3.5)) == {"seed": 7, "request_rate_per_s": 3.5}
+    assert _root_inputs(_html("name: goodput\n")) == {}
+    set_two = _html("name: goodput\ninputs: {seed: 7, request_rate_per_s: 3.5}\n")
+    assert _root_inputs(set_two) == {"seed": 7, "request_rate_per_s": 3.5}
     default = next(s["default"] for s in schema("goodput")["inputs"] if s["key"] == "seed")
-    assert _root_inputs(_html("goodput", seed=str(default))) == {}  # "0" is the default 0
+    assert _root_inputs(_html(f"name: goodput\ninputs: {{seed: '{default}'}}\n")) == {}  # "0" is the default 0
 
 
 def test_quotes_apostrophes_and_markup_in_a_value_survive_the_attribute():
