@@ -11,6 +11,7 @@ equal.
 from __future__ import annotations
 
 from .. import calibration
+from ..catalog import model_presets
 from ..schema import choice, output, series, step
 from .overhead import DEFAULT_MODE, MODE_CHOICES
 
@@ -27,6 +28,15 @@ ROW_SETS = [
     ("all", "Every row"),
     ("held_out", "Held out: rows of no group a constant was fitted on"),
 ]
+
+
+def _measured_models() -> list[tuple[str, str]]:
+    """The models the ledger measured, by the preset's name (a ledger variant by its id)."""
+    presets = model_presets()
+    ids = sorted({g["model"] for g in calibration.ledger()["group"]})
+    return [("any", "Any")] + [(m, presets[m].name if m in presets else m) for m in ids]
+
+
 COMM_CHOICES = [("priced", "Priced (the site's estimates)"), ("none", "Left out (kernels only)")]
 
 
@@ -36,6 +46,7 @@ def _keep(v: dict, p: dict) -> bool:
         v["metric"] == p["metric"]
         and v["gpus"] in ("any", "single" if f["gpus"] == 1 else "multi")
         and v["model_kind"] in ("any", "moe" if f["moe"] else "dense")
+        and v["measured_model"] in ("any", p["model"])
         and v["vendor"] in ("any", f["vendor"])
         and v["load"] in ("any", f["load"])
         and (v["row_set"] == "all" or calibration.held_out(p))
@@ -59,6 +70,7 @@ SCHEMA = {
         choice("metric", "Kind of estimate", "tpot_s", METRICS),
         choice("gpus", "GPUs in the measurement", "any", GPUS),
         choice("model_kind", "Model", "any", MODEL_KINDS),
+        choice("measured_model", "Measured model", "any", _measured_models()),
         choice("vendor", "Accelerator vendor", "any", VENDORS),
         choice(
             "load",
