@@ -50,6 +50,7 @@ from .calcs.steptime import (
     dequant_factors,
     deployment,
     sliced_expert_factor,
+    sparse_mla_kernel,
 )
 from .calcs.overhead import DEFAULT_MODE, FITTED_MODE, MODE_CHOICES
 from .calcs.steptime import StepModel
@@ -178,6 +179,8 @@ DEPLOYMENT_KEYS = (
     "ep",
     "gpus_per_node",
     "overlap",
+    "engine",
+    "engine_version",
 )
 
 
@@ -191,14 +194,19 @@ def _deployment_for(key: tuple, bound: bool, overhead: str, comm: bool = True):
     latency calculator's for an estimate (sharding.steps_for: the deployment's communication on more than one
     GPU; comm False leaves it out, as the core did before issue #16), its all-to-all hidden under the kernels
     where the row's source states two-micro-batch overlap (overlap = "two-batch"); for a bound StepModel at
-    efficiencies 1.0 without overhead or communication."""
+    efficiencies 1.0 without overhead or communication. A vLLM row's sparse-attention kernels are its release's
+    (sparse_mla_kernel)."""
     row = dict(zip(DEPLOYMENT_KEYS, key))
     v = validate(LATENCY["inputs"], core_inputs(row, bound, overhead, comm))
+    dep = deployment(v)
+    if row["engine"] == "vLLM":
+        _, all_slots = sparse_mla_kernel(v["model"], v["hardware"], v["kv_dtype"], row["engine_version"])
+        dep = replace(dep, sparse_all_slots=all_slots)
     if bound:
-        return StepModel(bound_deployment(deployment(v)))
+        return StepModel(bound_deployment(dep))
     if not comm:
-        return StepModel(deployment(v))
-    return steps_for(v, overlap="none" if row["overlap"] == "same" else row["overlap"])
+        return StepModel(dep)
+    return steps_for(v, dep, overlap="none" if row["overlap"] == "same" else row["overlap"])
 
 
 def _context(row: dict, bound: bool) -> float:

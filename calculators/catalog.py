@@ -150,6 +150,11 @@ def step_overheads() -> dict:
     return _load("step_overheads.toml")
 
 
+def attention_kernels() -> dict:
+    """How attention kernels' shapes add work beyond the model's FLOPs (attention_kernels.toml), as written."""
+    return _load("attention_kernels.toml")
+
+
 def fitted() -> dict:
     """The constants fitted to the calibration ledger, each with the groups it was fitted on (fitted.toml)."""
     return _load("fitted.toml")

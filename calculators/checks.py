@@ -101,17 +101,28 @@ def attention_from_dict(d: dict, field: str) -> Attention:
         output_gate=flag(d, "output_gate", field, False),
         index_head_dim=_num(d, "index_head_dim", field, 0, 4096, default=0),
         index_n_heads=_num(d, "index_n_heads", field, 0, 4096, default=0),
+        index_topk=_num(d, "index_topk", field, 0, 10_000_000, default=0),
         qkv_bias=flag(d, "qkv_bias", field, False),
         o_bias=flag(d, "o_bias", field, False),
     )
     if kind == "mla" and not (a.kv_lora_rank and a.qk_rope_head_dim):
         raise InputError(f"{field}.kv_lora_rank", "must be above 0 for MLA, as must qk_rope_head_dim")
-    if a.index_head_dim and (kind != "mla" or not a.index_n_heads or not a.q_lora_rank):
+    _check_indexer(a, field)
+    return a
+
+
+def _check_indexer(a: Attention, field: str) -> None:
+    """A DeepSeek-sparse-attention indexer needs MLA with compressed queries, its heads and its top-k."""
+    if a.index_head_dim and (a.kind != "mla" or not a.index_n_heads or not a.q_lora_rank):
         raise InputError(
             f"{field}.index_head_dim",
             "a sparse-attention indexer needs MLA attention with q_lora_rank and index_n_heads above 0",
         )
-    return a
+    if a.index_head_dim and not a.index_topk:
+        raise InputError(
+            f"{field}.index_topk",
+            "a sparse-attention indexer needs index_topk, the tokens each query attends (2,048 on DeepSeek-V3.2)",
+        )
 
 
 def moe_from_dict(d: dict, field: str, num_layers: int) -> MoE:

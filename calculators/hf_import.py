@@ -267,6 +267,7 @@ def _attention(cfg: dict, fam: str, hidden: int, field: str) -> dict:
             q_lora_rank=_int(cfg, field, "q_lora_rank", default=0),
             index_head_dim=_int(cfg, field, "index_head_dim", default=0),  # DeepSeek-V3.2 indexer
             index_n_heads=_int(cfg, field, "index_n_heads", default=0),
+            index_topk=_int(cfg, field, "index_topk", default=0),
         )
     kv = _kv_heads(cfg, fam, heads, field)
     kind = "mha" if kv == heads else "mqa" if kv == 1 else "gqa"

@@ -39,9 +39,11 @@ class Attention:
     q_lora_rank: int = 0  # 0 = queries not compressed
     output_gate: bool = False  # Qwen3-Next gated attention: q_proj also emits a sigmoid gate per head
     # DeepSeek sparse attention (V3.2): a lightning indexer per layer caches one key of
-    # index_head_dim per token (FP8 plus an FP32 scale per 128) and scores it with index_n_heads.
+    # index_head_dim per token (FP8 plus an FP32 scale per 128) and scores it with index_n_heads;
+    # each query then attends over the index_topk tokens it scored highest.
     index_head_dim: int = 0
     index_n_heads: int = 0
+    index_topk: int = 0
     qkv_bias: bool = False
     o_bias: bool = False
 

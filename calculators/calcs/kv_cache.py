@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..schema import dtype_field, integer, mark, model_field, output, series, step
 from ..errors import InputError
@@ -151,6 +151,24 @@ def kv_terms(model: Model, elem_bytes: float) -> list[tuple[str, float, int | No
     """(kind, bytes per held token over that kind's layers, cap) per layer kind."""
     per_layer_token = kv_bytes_per_token_per_layer(model.attention, elem_bytes)
     return [(g.kind, g.layers * per_layer_token, g.cap_tokens) for g in layer_groups(model, storing=True)]
+
+
+def kv_read_terms(model: Model, elem_bytes: float) -> list[tuple[float, int | None]]:
+    """(bytes a decode step reads per token over that kind's layers, cap) per layer kind: kv_terms, except that a
+    DeepSeek-sparse-attention model's full layers read every token's indexer key but only the index_topk selected
+    tokens' latents."""
+    a = model.attention
+    if not a.index_topk:
+        return [(per_token, cap) for _, per_token, cap in kv_terms(model, elem_bytes)]
+    per_layer_token = kv_bytes_per_token_per_layer(a, elem_bytes)
+    latent = kv_bytes_per_token_per_layer(replace(a, index_head_dim=0, index_n_heads=0, index_topk=0), elem_bytes)
+    terms = []
+    for g in layer_groups(model, storing=True):
+        if g.cap_tokens is None:
+            terms += [(g.layers * latent, a.index_topk), (g.layers * _scaled_fp8_bytes(a.index_head_dim), None)]
+        else:
+            terms.append((g.layers * per_layer_token, g.cap_tokens))
+    return terms
 
 
 @lru_cache(maxsize=256)  # per model: pool_tokens_held asks once per request of a workload

@@ -34,7 +34,7 @@ from .deployment import deployment_fields, efficiency_steps
 from .kv_cache import kv_bytes_per_sequence, kv_bytes_per_token_per_layer, layer_groups
 from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
 from .ring import ring_time, scale_up_ring
-from .steptime import StepModel, _causal_keys, attention_terms, deployment
+from .steptime import StepModel, deployment
 
 GIB = 2**30
 GRID = [4096 * 2**k for k in range(9)]  # 4K … 1M tokens
@@ -141,19 +141,6 @@ SCHEMA = {
 }
 
 
-def _attention_split(sm: StepModel, t: int) -> tuple[float, float, float]:
-    """(matmul-rate-equivalent attention FLOPs over full layers, over windowed layers, true attention FLOPs)."""
-    full = windowed = true = 0.0
-    for (per_key, cap), (eq, _) in zip(attention_terms(sm.dep.model, prefill=True), sm._prefill_attention):
-        keys = _causal_keys(cap, t)
-        true += per_key * keys
-        if cap is None:
-            full += eq * keys
-        else:
-            windowed += eq * keys
-    return full, windowed, true
-
-
 def _rate(sm: StepModel) -> float:
     """Effective FLOP/s of one N-GPU group."""
     return sm.dep.num_gpus * sm.dep.peak_flops_per_s * sm.dep.compute_efficiency
@@ -182,7 +169,7 @@ def _cp_ring(v: dict, cp: int):
 def context_parallel(v: dict, sm: StepModel, t: int) -> dict:
     """Prefill time of one prompt of t tokens over CP groups of N GPUs with ring attention (pass-KV)."""
     cp, model, rate = v["context_parallel"], sm.dep.model, _rate(sm)
-    full, windowed, _ = _attention_split(sm, t)
+    full, windowed, _ = sm.prefill_attention(t)
     linear = sm.matmul_per_token * t / rate
     prefill = sm.prefill([t])
     if cp == 1:
@@ -215,7 +202,7 @@ def _point(v: dict, sm: StepModel, t: int) -> dict:
     """Every quantity at one context length."""
     prefill = sm.prefill([t])
     rate = _rate(sm)
-    full, windowed, true_attention = _attention_split(sm, t)
+    full, windowed, true_attention = sm.prefill_attention(t)
     fit = _sequences(v, t)
     batch = max(1, min(v["decode_batch"], fit))
     tpot = sm.decode(batch, t).time_s

@@ -106,7 +106,8 @@ def _constants(v: dict, t: int) -> dict:
     full_layers, _ = _layers(model)
     latent = kv_bytes_per_token_per_layer(replace(model.attention, index_head_dim=0, index_n_heads=0), b)
     windowed = [(g.layers, g.cap_tokens) for g in layer_groups(model, storing=True) if g.cap_tokens]
-    decode_terms, prefill_terms = attention_terms(model), attention_terms(model, prefill=True)
+    decode_terms = attention_terms(model, sparse=False)  # every method against full attention
+    prefill_terms = attention_terms(model, prefill=True, sparse=False)
     return {
         "layers": full_layers,
         "latent": latent,

@@ -24,6 +24,16 @@ Attention (QKᵀ, AV) is not a weight matmul and does not run at the matmul form
          vLLM v0.33.0 runs FP8-KV attention in FP8 only on SM90/SM100 and never for E5M2 (fa_utils.py
          flash_attn_supports_kv_cache_dtype); FlashInfer keeps BF16 queries on FA2-only chips (SM89, SM120) and
          for Hopper's XQA decode (flashinfer.py get_q_data_type), so on Ada and RTX 5090 this is optimistic.
+DeepSeek sparse attention (index_topk above 0; DeepSeek-V3.2-Exp report §1, vLLM's FLASHMLA_SPARSE backend):
+         both phases attend in the absorbed form over at most index_topk selected keys, 2 × H × (r_kv + d_rope +
+         r_kv) FLOPs per key, and the indexer scores every earlier key, 2 × H_I × d_I; a decode step reads the
+         selected keys' latents and every key's indexer entry. The kernels' shape adds work (attention_kernels.toml):
+         a GPU's query heads are padded to the kernel's head tile (64 on Hopper, 128 on Blackwell), and where the
+         kernel is not told how many of a query's k slots are valid it works through all k (vLLM v0.11.0-v0.13.0;
+         the FP8 cache's decode kernel still). Both run at the BF16 rate (FlashMLA's sparse kernels multiply in BF16,
+         FP8 cache or not); the indexer's scores are FP8 in the reference and are priced at that same BF16 rate,
+         which overstates the indexer (a fifth of the attention work at 32K context) by up to 2×. A bound drops
+         the padding and the unused slots.
 Sliced experts: where each routed expert is cut across GPUs (tensor parallelism without expert parallelism), the
          experts' matmul FLOPs are divided by a share of the chip's BF16 rate fitted to the calibration ledger
          (fitted.toml [sliced_experts]; matmul_flops_per_token), whatever the compute format: FP8 experts gain
@@ -44,9 +54,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
+import math
 from math import fsum
 
-from ..catalog import fitted
+from ..catalog import attention_kernels, fitted
 from ..schema import expert_dtype
 from ..errors import InputError
 from ..formats import bytes_per_element, get_format
@@ -54,7 +65,7 @@ from ..model import Accelerator, Model
 from ..params import active_params, embedding_params, expert_params, total_params
 from .kv_cache import (
     kv_fraction_per_gpu,
-    kv_terms,
+    kv_read_terms,
     layer_groups,
     state_bytes_per_sequence,
     state_fraction_per_gpu,
@@ -86,6 +97,10 @@ class Deployment:
     # for (dequant_factors): the non-expert weights', the routed experts'; 1 where the chip multiplies the format
     dense_dequant_efficiency: float = 1.0
     expert_dequant_efficiency: float = 1.0
+    # DeepSeek sparse attention's kernels (sparse_mla_kernel): query heads per GPU padded to a multiple of this
+    # (1: none), and whether each query works through all index_topk slots rather than the valid ones
+    sparse_head_tile: int = 1
+    sparse_all_slots: bool = False
 
 
 def bound_deployment(dep: Deployment) -> Deployment:
@@ -99,6 +114,8 @@ def bound_deployment(dep: Deployment) -> Deployment:
         sliced_expert_efficiency=1.0,
         dense_dequant_efficiency=1.0,
         expert_dequant_efficiency=1.0,
+        sparse_head_tile=1,
+        sparse_all_slots=False,
     )
 
 
@@ -221,6 +238,9 @@ def deployment(v: dict) -> Deployment:
     sliced_expert_factor for routed experts sliced by tensor parallelism."""
     experts = expert_dtype(v)
     dense_dequant, expert_dequant = dequant_factors(v)
+    head_tile, all_slots = sparse_mla_kernel(v["model"], v["hardware"], v["kv_dtype"])
+    sparse = v["model"].attention.index_topk > 0  # FlashMLA's sparse kernels multiply in BF16 whatever the cache
+    attention_rate = peak_flops(v["hardware"], "bf16") if sparse else None
     return Deployment(
         v["model"],
         v["hardware"],
@@ -231,12 +251,46 @@ def deployment(v: dict) -> Deployment:
         v["bandwidth_efficiency"],
         v["compute_efficiency"],
         bytes_per_element(experts, "expert_weight_dtype") if experts else None,
-        attention_peak_flops(v["hardware"], v["kv_dtype"], v["compute_dtype"]),
+        attention_rate or attention_peak_flops(v["hardware"], v["kv_dtype"], v["compute_dtype"]),
         step_overhead(v["model"], v["hardware"], v["num_gpus"], v.get("step_overhead", DEFAULT_MODE)),
         sliced_expert_efficiency=sliced_expert_factor(v),
         dense_dequant_efficiency=dense_dequant,
         expert_dequant_efficiency=expert_dequant,
+        sparse_head_tile=head_tile,
+        sparse_all_slots=all_slots,
     )
+
+
+def sparse_mla_kernel(
+    model: Model, accelerator: Accelerator, kv_dtype: str, release: str | None = None
+) -> tuple[int, bool]:
+    """(head tile, all slots) of vLLM's sparse MLA kernels for a DeepSeek-sparse-attention model on this chip
+    (attention_kernels.toml [sparse_mla]): the multiple a GPU's query heads are padded to, and whether each query
+    works through all index_topk slots. `release`: a vLLM version string as the ledger writes it (None: the newest
+    release read). (1, False) for any other model, and on a chip FlashMLA's sparse kernels do not run on."""
+    if not model.attention.index_topk:
+        return 1, False
+    rules = attention_kernels()["sparse_mla"]
+    arch = next((a for a in ("sm90", "sm100") if accelerator.id in rules[a]), None)
+    if arch is None:  # no FlashMLA kernel on this chip
+        return 1, False
+    if release is not None and _release(release) <= _release(rules["all_slots_until"]):
+        return rules["head_tile"][arch], True
+    fp8 = get_format(kv_dtype, "kv_dtype").flops_key == "fp8"
+    return rules["head_tile"][arch], fp8 and rules["fp8_kv_all_slots"]
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """'v0.13.0' -> (0, 13, 0); a suffix after the numbers (rc1, .post1) is dropped."""
+    parts = []
+    for piece in version.lstrip("v").split("."):
+        digits = len(piece) - len(piece.lstrip("0123456789"))
+        if not digits:
+            break
+        parts.append(int(piece[:digits]))
+        if digits < len(piece):
+            break
+    return tuple(parts)
 
 
 def attention_weight(dep: Deployment) -> float:
@@ -318,11 +372,27 @@ def attention_widths(model: Model, prefill: bool) -> tuple[int, int]:
     return a.kv_lora_rank + a.qk_rope_head_dim, a.kv_lora_rank  # every head against the shared latent
 
 
-def attention_terms(model: Model, prefill: bool = False) -> list[tuple[int, int | None]]:
-    """(FLOPs per key seen over that kind's layers, cap) per layer kind: 2 × H × (d_qk + d_v) × layers."""
+def attention_terms(model: Model, prefill: bool = False, sparse: bool = True) -> list[tuple[int, int | None]]:
+    """(FLOPs per key seen over that kind's layers, cap) per layer kind: 2 × H × (d_qk + d_v) × layers. A model with
+    DeepSeek sparse attention (`sparse` False: as if it attended every key) has its full-attention layers as two
+    terms, first, in both phases: the absorbed form over at most index_topk keys, then the indexer over every key."""
+    a, groups = model.attention, layer_groups(model)
     qk, vd = attention_widths(model, prefill)
-    heads = model.attention.num_heads
-    return [(g.layers * 2 * heads * (qk + vd), g.cap_tokens) for g in layer_groups(model)]
+    own = [(g.layers * 2 * a.num_heads * (qk + vd), g.cap_tokens) for g in groups]
+    if not (sparse and a.index_topk):
+        return own
+    full = sum(g.layers for g in groups if g.cap_tokens is None)
+    absorbed = sum(attention_widths(model, prefill=False))
+    selected = (full * 2 * a.num_heads * absorbed, a.index_topk)
+    indexer = (full * 2 * a.index_n_heads * a.index_head_dim, None)
+    return [selected, indexer] + [term for term in own if term[1] is not None]
+
+
+def sparse_head_padding(dep: Deployment) -> float:
+    """Query heads a GPU's sparse MLA kernel computes ÷ the heads it holds (Deployment.sparse_head_tile)."""
+    held = max(1, dep.model.attention.num_heads // dep.num_gpus)
+    tile = dep.sparse_head_tile
+    return math.ceil(held / tile) * tile / held
 
 
 def attention_flops_per_token(model: Model, held_tokens_sum, prefill: bool = False) -> float:
@@ -360,10 +430,9 @@ class StepModel:
         self._per_seq: dict = {}
         self._per_prompt: dict = {}
         # attention FLOPs in matmul-rate-equivalent units (× matmul peak ÷ attention peak; 1 at one rate)
-        self.attention_weight = w = attention_weight(dep)
-        self._attention = [(c * w, cap) for c, cap in attention_terms(dep.model)]  # decode (MLA absorbed)
-        self._prefill_attention = [(c * w, cap) for c, cap in attention_terms(dep.model, prefill=True)]  # expanded
-        self._kv = [(per_token, cap) for _, per_token, cap in kv_terms(dep.model, dep.kv_elem_bytes)]
+        self.attention_weight = attention_weight(dep)
+        self._set_attention_terms(dep)
+        self._kv = kv_read_terms(dep.model, dep.kv_elem_bytes)
         # Hybrid models' linear-layer state is read every step like KV but splits over ranks by its own
         # heads; carried in this deployment's KV units so that KV × kv_share is exact per GPU (BF16 state,
         # memory.py's default).
@@ -376,6 +445,23 @@ class StepModel:
         # decode(...).time_s and prefill(...).time_s, bit for bit, for the simulator's hot path
         self.decode_time = self._decode_timer()
         self.prefill_time = self._prefill_timer()
+
+    def _set_attention_terms(self, dep: Deployment) -> None:
+        """Decode (MLA absorbed) and prefill (expanded) attention terms in matmul-rate-equivalent FLOPs. A sparse-
+        attention model's selected-key term comes first, its kernel's padded heads included; where the kernel works
+        through every slot it leaves the terms for a cost per query whatever the context (_fixed_attention)."""
+        w = self.attention_weight
+        decode, prefill = attention_terms(dep.model), attention_terms(dep.model, prefill=True)
+        self._fixed_attention = 0.0
+        sparse = dep.model.attention.index_topk > 0
+        if sparse:
+            selected, k = decode[0][0] * sparse_head_padding(dep), decode[0][1]
+            if dep.sparse_all_slots:
+                self._fixed_attention, selected = selected * k * w, 0
+            decode[0] = prefill[0] = (selected, k)
+        self._attention = [(c * w, cap) for c, cap in decode]
+        self._prefill_attention = [(c * w, cap) for c, cap in prefill]
+        self._full_layer_term = [cap is None or (sparse and i == 0) for i, (_, cap) in enumerate(prefill)]
 
     def _times(self, flops: float, weight_bytes: float, kv_bytes: float) -> tuple[float, float]:
         """(memory time, compute time): (W ÷ N + KV × share) ÷ (BW × η_bw), FLOPs ÷ (N × peak × η_compute)."""
@@ -438,6 +524,7 @@ class StepModel:
             t = context_tokens  # tokens_held(cap, t) = min(t, cap), written out (a memo miss per new context)
             found = self._per_seq[t] = (
                 self.matmul_per_token
+                + self._fixed_attention
                 + sum([c * (t if cap is None or not cap < t else cap) for c, cap in self._attention]),
                 sum([c * (t if cap is None or not cap < t else cap) for c, cap in self._kv]) + self._state_as_kv,
             )
@@ -486,9 +573,21 @@ class StepModel:
         found = self._per_prompt.get(prompt_tokens)
         if found is None:  # the same sums as attention_flops_per_token and kv_bytes_per_sequence
             t = prompt_tokens
-            attention = sum(c * _causal_keys(cap, t) for c, cap in self._prefill_attention)
+            attention = sum(c * _causal_keys(cap, t) for c, cap in self._prefill_attention) + self._fixed_attention * t
             found = self._per_prompt[t] = (self.matmul_per_token * t + attention, self.per_sequence(t)[1])
         return found
+
+    def prefill_attention(self, prompt_tokens: int) -> tuple[float, float, float]:
+        """One prompt's prefill attention: (matmul-rate-equivalent FLOPs of its full-attention layers, of its windowed
+        layers, as the kernels run them (padded heads, every slot), and the attention FLOPs the model itself asks)."""
+        t, full, windowed = prompt_tokens, self._fixed_attention * prompt_tokens, 0.0
+        for (c, cap), is_full in zip(self._prefill_attention, self._full_layer_term):
+            if is_full:
+                full += c * _causal_keys(cap, t)
+            else:
+                windowed += c * _causal_keys(cap, t)
+        own = sum(c * _causal_keys(cap, t) for c, cap in attention_terms(self.dep.model, prefill=True))
+        return full, windowed, own
 
     def _prefill_parts(self, prompt_lengths) -> tuple[float, float, float]:
         costs = [self.per_prompt(t) for t in prompt_lengths]

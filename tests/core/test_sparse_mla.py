@@ -40,16 +40,39 @@ def test_indexer_adds_its_projections_to_the_v3_count():
     assert total_params(V32) - total_params(model_presets()["deepseek-v3"]) == 61 * per_layer
 
 
-def test_indexer_needs_mla():
-    bad = {
+def _model_with(attention: dict) -> dict:
+    return {
         "id": "x",
         "name": "x",
         "num_layers": 2,
         "hidden_size": 64,
         "vocab_size": 10,
         "intermediate_size": 64,
-        "attention": {"kind": "gqa", "num_heads": 4, "num_kv_heads": 2, "head_dim": 16, "index_head_dim": 128},
+        "attention": attention,
     }
+
+
+def test_indexer_needs_mla():
+    bad = _model_with({"kind": "gqa", "num_heads": 4, "num_kv_heads": 2, "head_dim": 16, "index_head_dim": 128})
     with pytest.raises(InputError) as e:
         run("kv_cache", {"model": bad})
     assert e.value.field.endswith("index_head_dim")
+
+
+def test_an_indexer_without_top_k_is_refused_naming_the_field():
+    mla = {
+        "kind": "mla",
+        "num_heads": 4,
+        "head_dim": 24,
+        "v_head_dim": 16,
+        "kv_lora_rank": 32,
+        "qk_rope_head_dim": 8,
+        "qk_nope_head_dim": 16,
+        "q_lora_rank": 32,
+        "index_head_dim": 16,
+        "index_n_heads": 4,
+    }
+    with pytest.raises(InputError) as e:
+        run("kv_cache", {"model": _model_with(mla)})
+    assert e.value.field.endswith("index_topk")
+    assert run("kv_cache", {"model": _model_with(mla | {"index_topk": 8})})["kv_bytes_per_token"] > 0
