@@ -50,7 +50,6 @@ from .calcs.steptime import (
     dequant_factors,
     deployment,
     sliced_expert_factor,
-    sparse_mla_kernel,
 )
 from .calcs.overhead import DEFAULT_MODE, FITTED_MODE, MODE_CHOICES
 from .calcs.steptime import StepModel
@@ -198,10 +197,7 @@ def _deployment_for(key: tuple, bound: bool, overhead: str, comm: bool = True):
     (sparse_mla_kernel)."""
     row = dict(zip(DEPLOYMENT_KEYS, key))
     v = validate(LATENCY["inputs"], core_inputs(row, bound, overhead, comm))
-    dep = deployment(v)
-    if row["engine"] == "vLLM":
-        _, all_slots = sparse_mla_kernel(v["model"], v["hardware"], v["kv_dtype"], row["engine_version"])
-        dep = replace(dep, sparse_all_slots=all_slots)
+    dep = deployment(v, row["engine_version"] if row["engine"] == "vLLM" else None)
     if bound:
         return StepModel(bound_deployment(dep))
     if not comm:

@@ -30,7 +30,7 @@ from ..schema import integer, output, series, step
 from .deployment import deployment_fields
 from .kv_cache import kv_bytes_per_token_all_layers, kv_fraction_per_gpu
 from .memory import engine_budget, engine_fields
-from .steptime import attention_peak_flops, deployment, peak_flops
+from .steptime import attention_fields, attention_peak_flops, deployment, peak_flops
 from .sharding import steps_for
 
 GIB = 2**30
@@ -154,7 +154,7 @@ def _row(v: dict, base, weight: str, compute: str) -> dict:
         weight_elem_bytes=bytes_per_element(weight),
         expert_elem_bytes=None,
         peak_flops_per_s=peak,
-        attention_flops_per_s=attention_peak_flops(v["hardware"], v["kv_dtype"], compute),
+        **attention_fields(v["model"], v["hardware"], v["kv_dtype"], compute),
     )
     sm = steps_for(v, dep)
     decode = sm.decode(v["batch_size"], v["context_tokens"])
@@ -189,7 +189,7 @@ def _kv_rows(v: dict, base) -> dict:
             expert_elem_bytes=None,
             peak_flops_per_s=peak_flops(v["hardware"], "bf16"),
             kv_elem_bytes=bytes_per_element(kv, "kv_dtype"),
-            attention_flops_per_s=attention_peak_flops(v["hardware"], kv, "bf16"),
+            **attention_fields(v["model"], v["hardware"], kv, "bf16"),
         )
         sm, fit = steps_for(v, dep), _fits(v, "bf16", kv)
         t = sm.decode(v["batch_size"], v["context_tokens"]).time_s
@@ -334,7 +334,7 @@ def compute(v: dict) -> dict:
         **headline,
         "rows_unable_to_run": sum(not r["runs"] for r in rows.values()),
         "kv_bytes_per_gpu": _kv_bytes_per_gpu(v),
-        "attention_flops_per_s": attention_peak_flops(v["hardware"], v["kv_dtype"], "bf16"),
+        "attention_flops_per_s": attention_peak_flops(v["hardware"], v["kv_dtype"], "bf16", v["model"]),
         "rows": _plain(rows),
         "kv_rows": kv_rows,
         "derivation": _derivation(v, rows),

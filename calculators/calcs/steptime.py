@@ -183,14 +183,18 @@ def peak_flops(accelerator: Accelerator, compute_dtype: str, field: str = "compu
     return float(rate)
 
 
-def attention_peak_flops(accelerator: Accelerator, kv_dtype: str, compute_dtype: str) -> float:
-    """Dense FLOP/s attention runs at: FP8 when the KV cache is an 8-bit float and the chip lists FP8,
-    else BF16 (FP16); the matmul rate when the matmuls are wider than 16 bits or the chip lists no BF16/FP16."""
+def attention_peak_flops(
+    accelerator: Accelerator, kv_dtype: str, compute_dtype: str, model: Model | None = None
+) -> float:
+    """Dense FLOP/s attention runs at: FP8 when the KV cache is an 8-bit float and the chip lists FP8 (not for
+    DeepSeek sparse attention: FlashMLA's sparse kernels multiply in BF16 whatever the cache), else BF16 (FP16); the
+    matmul rate when the matmuls are wider than 16 bits or the chip lists no BF16/FP16."""
     rates = accelerator.dense_flops_per_s
     matmul = get_format(compute_dtype, "compute_dtype")
     if matmul.bits_per_element > 16:
         return peak_flops(accelerator, compute_dtype)
-    if get_format(kv_dtype, "kv_dtype").flops_key == "fp8" and rates.get("fp8"):
+    fp8_kv = get_format(kv_dtype, "kv_dtype").flops_key == "fp8"
+    if fp8_kv and rates.get("fp8") and not (model and model.attention.index_topk):
         return float(rates["fp8"])
     rate = rates.get("bf16") or rates.get("fp16")
     return float(rate) if rate else peak_flops(accelerator, compute_dtype)
@@ -230,17 +234,26 @@ def sliced_expert_factor(v: dict, share: float | None = None) -> float:
     return share * peak_flops(v["hardware"], "bf16") / peak_flops(v["hardware"], v["compute_dtype"])
 
 
-def deployment(v: dict) -> Deployment:
+def attention_fields(model: Model, accelerator: Accelerator, kv_dtype: str, compute_dtype: str, release=None) -> dict:
+    """The Deployment fields the KV format sets through the attention kernels: their rate (attention_peak_flops) and
+    the sparse MLA kernels' head tile and slots (sparse_mla_kernel, at vLLM `release`; None: the newest read)."""
+    tile, all_slots = sparse_mla_kernel(model, accelerator, kv_dtype, release)
+    return {
+        "attention_flops_per_s": attention_peak_flops(accelerator, kv_dtype, compute_dtype, model),
+        "sparse_head_tile": tile,
+        "sparse_all_slots": all_slots,
+    }
+
+
+def deployment(v: dict, release: str | None = None) -> Deployment:
     """A Deployment from validated inputs (shared by roofline, latency and goodput). The per-step
     overhead follows v["step_overhead"] (deployment_fields; the default mode when a caller has no such key).
     The weight matmuls run at the reader's compute efficiency × a share of it: dequant_factors for 4-bit float
     weights on a chip without FP4 matmuls (the non-expert and the routed-expert weights each by their format),
-    sliced_expert_factor for routed experts sliced by tensor parallelism."""
+    sliced_expert_factor for routed experts sliced by tensor parallelism. `release`: the vLLM release whose attention
+    kernels to price (attention_fields)."""
     experts = expert_dtype(v)
     dense_dequant, expert_dequant = dequant_factors(v)
-    head_tile, all_slots = sparse_mla_kernel(v["model"], v["hardware"], v["kv_dtype"])
-    sparse = v["model"].attention.index_topk > 0  # FlashMLA's sparse kernels multiply in BF16 whatever the cache
-    attention_rate = peak_flops(v["hardware"], "bf16") if sparse else None
     return Deployment(
         v["model"],
         v["hardware"],
@@ -251,13 +264,11 @@ def deployment(v: dict) -> Deployment:
         v["bandwidth_efficiency"],
         v["compute_efficiency"],
         bytes_per_element(experts, "expert_weight_dtype") if experts else None,
-        attention_rate or attention_peak_flops(v["hardware"], v["kv_dtype"], v["compute_dtype"]),
-        step_overhead(v["model"], v["hardware"], v["num_gpus"], v.get("step_overhead", DEFAULT_MODE)),
+        overhead=step_overhead(v["model"], v["hardware"], v["num_gpus"], v.get("step_overhead", DEFAULT_MODE)),
         sliced_expert_efficiency=sliced_expert_factor(v),
         dense_dequant_efficiency=dense_dequant,
         expert_dequant_efficiency=expert_dequant,
-        sparse_head_tile=head_tile,
-        sparse_all_slots=all_slots,
+        **attention_fields(v["model"], v["hardware"], v["kv_dtype"], v["compute_dtype"], release),
     )
 
 

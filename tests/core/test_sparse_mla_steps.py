@@ -12,10 +12,11 @@ from dataclasses import replace
 
 import pytest
 
-from calculators import schema
+from calculators import run, schema
 from calculators.calcs.steptime import (
     StepModel,
     _release,
+    attention_fields,
     attention_terms,
     bound_deployment,
     deployment,
@@ -108,3 +109,17 @@ def test_the_ledgers_v32_rows_run_vllm_v0_13_0_kernels():
     group = getattr(steps, "group", steps)  # the sharded deployment's TP group, or the step model itself
     assert group.dep.sparse_all_slots and sparse_head_padding(group.dep) == 4.0
     assert not _deployment(v32[0], True).dep.sparse_all_slots  # the bound drops the unused slots
+
+
+def test_every_calculator_takes_the_kernels_from_the_kv_format_alike():
+    """The quantization calculator swaps KV formats on one deployment: it must get the sparse kernels' BF16 rate and
+    the FP8 cache's every-slot rule as deployment() does (attention_fields)."""
+    h200 = accelerator_presets()["h200"]
+    bf16 = h200.dense_flops_per_s["bf16"]
+    fields = attention_fields(V32, h200, "fp8", "fp8")
+    assert fields == {"attention_flops_per_s": bf16, "sparse_head_tile": 64, "sparse_all_slots": True}
+    assert attention_fields(V32, h200, "fp8", "fp8") == {
+        k: getattr(dep("h200", 8, kv="fp8", weight_dtype="fp8", compute_dtype="fp8"), k) for k in fields
+    }
+    q = run("quantization", {"model": "deepseek-v3.2", "hardware": "h200", "num_gpus": 8, "kv_dtype": "fp8"})
+    assert q["attention_flops_per_s"] == bf16
