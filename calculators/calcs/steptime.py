@@ -29,11 +29,11 @@ DeepSeek sparse attention (index_topk above 0; DeepSeek-V3.2-Exp report §1, vLL
          r_kv) FLOPs per key, and the indexer scores every earlier key, 2 × H_I × d_I; a decode step reads the
          selected keys' latents and every key's indexer entry. The kernels' shape adds work (attention_kernels.toml):
          a GPU's query heads are padded to the kernel's head tile (64 on Hopper, 128 on Blackwell), and where the
-         kernel is not told how many of a query's k slots are valid it works through all k (vLLM v0.11.0-v0.13.0;
-         the FP8 cache's decode kernel still). Both run at the BF16 rate (FlashMLA's sparse kernels multiply in BF16,
-         FP8 cache or not); the indexer's scores are FP8 in the reference and are priced at that same BF16 rate,
-         which overstates the indexer (a fifth of the attention work at 32K context) by up to 2×. A bound drops
-         the padding and the unused slots.
+         kernel is not told how many of a query's k slots are valid it works through all k (vLLM v0.11.0-v0.13.0 as
+         read, likely until vLLM PR #36616 of 2026; the FP8 cache's decode kernel still). Both run at the BF16
+         rate (FlashMLA's sparse kernels multiply in BF16, FP8 cache or not); the indexer's scores are FP8 in the
+         reference and are priced at that same BF16 rate, which overstates the indexer (a fifth of the attention
+         work at 32K context) by up to 2×. A bound drops the padding and the unused slots.
 Sliced experts: where each routed expert is cut across GPUs (tensor parallelism without expert parallelism), the
          experts' matmul FLOPs are divided by a share of the chip's BF16 rate fitted to the calibration ledger
          (fitted.toml [sliced_experts]; matmul_flops_per_token), whatever the compute format: FP8 experts gain
