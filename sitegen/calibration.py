@@ -162,10 +162,8 @@ def _conditions(p: dict) -> str:
     )
     lengths = f"{p.get('input_tokens', '?')} in / {p.get('output_tokens', '?')} out"
     batch = f"batch {p['batch']:,}" if "batch" in p else "batch not stated"
-    return cell(
-        f"{p['model']}, {acc.name} × {p['num_gpus']} ({p.get('parallelism', '')}), {fmt}, {batch} "
-        f"({p['batch_is']}), {lengths}"
-    )
+    split = f" ({p['parallelism']})" if p.get("parallelism") else ""  # some publications do not state it
+    return cell(f"{p['model']}, {acc.name} × {p['num_gpus']}{split}, {fmt}, {batch} ({p['batch_is']}), {lengths}")
 
 
 def render_rows() -> str:
