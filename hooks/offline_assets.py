@@ -2,7 +2,8 @@
 
 When it runs: on_files, once per build, before any page is read (files are added with
 ``File.generated`` so the privacy plugin audits them like any other page asset); on_post_build,
-once the site is written, to minify the site's own scripts (`sitegen.minify`).
+once the site is written, to minify the site's own scripts (`sitegen.minify`); on_post_page, every page, to drop
+the templates' indentation from its HTML (`sitegen.minify.drop_indentation`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ def on_files(files: Files, *, config: MkDocsConfig) -> Files:
     for uri, data in core.values():
         files.append(File.generated(config, uri, content=data))
     return files
+
+
+def on_post_page(output: str, **kwargs) -> str:
+    return minify.drop_indentation(output)
 
 
 def on_post_build(*, config: MkDocsConfig) -> None:

@@ -1,4 +1,5 @@
-"""The site's own scripts and style sheets, minified in the built site by esbuild (pinned in package.json).
+"""The site's own scripts and style sheets, minified in the built site by esbuild (pinned in package.json), and
+every page's indentation dropped (`drop_indentation`).
 
 The sources in docs/assets stay readable; site/ gets each file minified on its own (no bundling:
 imports between the modules stay as they are), about half the bytes of the scripts and a third of
@@ -8,6 +9,7 @@ are minified by their publishers already.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -43,3 +45,21 @@ def minify(site_dir: Path, esbuild: Path = NODE / ".bin" / "esbuild") -> list[Pa
         if done.returncode:
             raise AssetError(f"esbuild could not minify {path.name}: {done.stderr.strip()}")
     return files
+
+
+# Elements whose text keeps its whitespace: preformatted text, form text, and code whose strings may span lines.
+_KEPT = re.compile(r"(<(pre|textarea|script|style)\b.*?</\2\s*>)", re.S | re.I)
+_INDENT = re.compile(r"\n[ \t]+")
+
+
+def drop_indentation(html: str) -> str:
+    """The page without the spaces and tabs that open its lines, outside <pre>, <textarea>, <script> and <style>.
+    A line break is kept, so the text renders as before (HTML collapses the run of white space to one space);
+    about 5% of a page (11.5 kB of the engine workbench's 235 kB) is the templates' indentation."""
+    out = []
+    for i, part in enumerate(_KEPT.split(html)):  # text, a kept element, its tag name, text, ...
+        if i % 3 == 0:
+            out.append(_INDENT.sub("\n", part))
+        elif i % 3 == 1:
+            out.append(part)
+    return "".join(out)

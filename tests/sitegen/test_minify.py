@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from sitegen import minify
 from sitegen.assets import ROOT
 
@@ -31,3 +33,25 @@ def test_a_script_esbuild_cannot_parse_fails_the_build_naming_it(tmp_path):
         assert "broken.js" in str(exc)
     else:
         raise AssertionError("a broken script was minified silently")
+
+
+def test_indentation_goes_but_preformatted_text_and_scripts_keep_theirs():
+    page = (
+        "<div>\n    <p>a\n      b</p>\n<pre><code>\n  x\n    y</code></pre>\n"
+        "  <script>\nconst s = `\n  q`;\n</script>\n"
+        '\t<textarea rows="2">\n  t</textarea>\n  <style>\n  a { color: red; }\n</style>\n  end'
+    )
+    assert minify.drop_indentation(page) == (
+        "<div>\n<p>a\nb</p>\n<pre><code>\n  x\n    y</code></pre>\n"
+        "<script>\nconst s = `\n  q`;\n</script>\n"
+        '<textarea rows="2">\n  t</textarea>\n<style>\n  a { color: red; }\n</style>\nend'
+    )
+
+
+def test_the_built_pages_carry_no_indentation_outside_preformatted_text():
+    pages = sorted((ROOT / "site").glob("**/index.html"))
+    if not pages:
+        pytest.skip("site/ not built")
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        assert minify.drop_indentation(html) == html, page
