@@ -85,6 +85,18 @@ def sources() -> dict[str, dict]:
     return {s["id"]: s for s in ledger()["source"]}
 
 
+def parses_chat_template(row: dict) -> bool:
+    """Whether the row's engine parsed each chat request's template on its API server's event loop
+    (ledger.toml [chat_template_parse]: a chat client, that engine release, a model it renders with Jinja)."""
+    rule = ledger()["chat_template_parse"]
+    return (
+        row.get("endpoint") == "chat"
+        and row["engine"] == rule["engine"]
+        and row["engine_version"] in rule["versions"]
+        and row["model"] not in rule["rendered_otherwise"]
+    )
+
+
 @cache
 def _model_cached(model_id: str):
     return _model(model_id)

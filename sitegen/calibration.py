@@ -136,7 +136,9 @@ LEFT_OUT_NOTE = (
     "step model leaves out that the row's conditions contain (facts, not a diagnosis): *comm overlap*, the overlap "
     "of communication with compute (more than one GPU); *routing skew*, tokens routed evenly across the experts "
     "(a mixture-of-experts model); *serving path*, the HTTP server, tokenisation and the hand-off of a request to "
-    "the scheduler (a TTFT). The Source column links to the publication's line in the table of sources."
+    "the scheduler (a TTFT); *template parse*, the chat template parsed anew for every request on the API "
+    "server's event loop (vLLM v0.11.0 with a chat client, ledger.toml [chat_template_parse]). The Source column "
+    "links to the publication's line in the table of sources."
 )
 
 
@@ -149,6 +151,7 @@ def _left_out(p: dict) -> str:
             ("comm overlap", p["num_gpus"] > 1),
             ("routing skew", model.moe is not None),
             ("serving path", p["metric"] == "ttft_s"),
+            ("template parse", calibration.parses_chat_template(p)),
         )
         if applies
     ]

@@ -366,6 +366,24 @@ def test_a_throughput_run_is_told_apart_by_its_client():
     assert counts["bounded"] + counts["all_at_once"] == counts["any"]
 
 
+def test_the_chat_template_parse_marks_vllm_v0110_chat_rows_of_jinja_models_only():
+    # vLLM v0.11.0 parses a chat request's Jinja template on its event loop (ledger.toml [chat_template_parse]);
+    # v0.10.2 does not, v0.13.0 caches it, and gpt-oss's chat is rendered by openai_harmony
+    marked = {r["group"] for r in ROWS if calibration.parses_chat_template(r)}
+    assert "gpustack-deepseek-r1-h200-vllm-baseline" in marked and "gpustack-qwen3-8b-h100-vllm-bf16" in marked
+    for unmarked in (
+        "gpustack-gpt-oss-120b-a100-vllm-baseline",  # v0.11.0, harmony
+        "gpustack-gpt-oss-120b-h100-vllm-baseline",  # v0.10.2
+        "gpustack-deepseek-v3.2-h200-vllm-baseline",  # v0.13.0
+        "gpustack-qwen3-8b-h100-sglang-bf16",  # SGLang
+        "inferencex-gptoss-h100-1k1k",  # completions client
+    ):
+        assert unmarked not in marked
+    # every GPUStack run used vllm bench serve --backend openai-chat; no other source's client is said to be chat
+    assert all((r.get("endpoint") == "chat") == r["group"].startswith("gpustack-") for r in ROWS)
+    assert all(r["engine"] == "vLLM" and r["engine_version"] == "v0.11.0" for r in ROWS if r["group"] in marked)
+
+
 def test_rows_a_source_flags_are_bound_checks_only():
     # InferenceX #828 reports two runs as a regression and an anomaly, #870 a throttled node and a 5.7 s TTFT run
     flagged = [r for r in ROWS if "issue" in r.get("estimate_note", "")]

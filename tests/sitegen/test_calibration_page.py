@@ -26,3 +26,12 @@ def test_every_row_and_kind_is_on_the_page():
 def test_unknown_marker_fails():
     with pytest.raises(ValueError, match="unknown markers"):
         render_calibration("<!-- calibration:summry -->")
+
+
+def test_the_rows_table_marks_the_chat_template_parse_on_its_rows_only():
+    # the "Not in the core's model" column: DeepSeek-R1's v0.11.0 chat runs carry it, gpt-oss's (harmony) do not
+    lines = _body_lines(render_calibration("<!-- calibration:rows -->"))
+    marked = [line for line in lines if "template parse" in line.split("|")[-3]]
+    assert len(marked) == sum(1 for r in calibration.rows() if calibration.parses_chat_template(r))
+    assert any("deepseek-r1" in line and "v0.11.0" in line for line in marked)
+    assert not any("gpt-oss" in line for line in marked)
