@@ -13,10 +13,11 @@ calculator's default efficiencies for the estimate and at efficiencies 1.0 for t
   input_tokens_per_s    per GPU: prompts × T_in ÷ prefill time
   tokens_per_s_per_user 1 ÷ TPOT
 Error = predicted speed ÷ measured speed − 1, speed being the rate, or 1 ÷ the time: +25% means the core
-was 25% too fast (optimistic), −25% too slow, whatever the metric. Four constants were fitted to the ledger
+was 25% too fast (optimistic), −25% too slow, whatever the metric. Five constants were fitted to the ledger
 (data/fitted.toml: the kernel floor of the "fitted" step-overhead mode, the rate of the GEMM that dequantises 4-bit
 float weights, the share of the BF16 rate kept by routed experts that tensor parallelism slices, the time per decode
-sequence per layer on AMD's CDNA3 chips), each on named groups; fit_* recompute
+sequence per layer on AMD's CDNA3 chips, the share of the attention rate Triton's kernel keeps where vLLM runs it for
+attention sinks below Hopper), each on named groups; fit_* recompute
 them and `held_out` marks the rows no fit has seen.
 A serving sweep's row (its group has a `client`) is predicted as its client measured it: engine/client.py runs the
 benchmark's closed loop on the simulator with the sweep's server settings (`server`).
@@ -50,6 +51,7 @@ from .calcs.steptime import (
     dequant_factors,
     deployment,
     sliced_expert_factor,
+    triton_attention_share,
 )
 from .calcs.overhead import DEFAULT_MODE, FITTED_MODE, MODE_CHOICES
 from .calcs.steptime import StepModel
@@ -465,6 +467,23 @@ def fit_sliced_expert_factor(tolerance: float = 0.005) -> float:
         return _quantile(sorted(errors), 0.5)
 
     return _zero(median_log_error, 0.05, 1.0, tolerance, rising=True)  # measured slower: a smaller factor
+
+
+def fit_triton_attention_share(tolerance: float = 0.005) -> float:
+    """The Triton attention kernel's share of the attention rate from its training group: on the group's longest-
+    prompt run, where the simulated mean TTFT equals the measured (bisection; the TTFT falls as the share grows)."""
+    rows = _training("triton_attention", "ttft_s")
+    row = max(rows, key=lambda r: r["input_tokens"])
+    v = validate(LATENCY["inputs"], core_inputs(row, overhead=FITTED_MODE))
+    dep, server, client = deployment(v, row["engine_version"]), _server(row), _client(row)
+
+    def log_error(share: float) -> float:
+        steps = steps_for(
+            v, replace(dep, attention_kernel_efficiency=triton_attention_share(v["model"], v["hardware"], share))
+        )
+        return math.log(row["value"] / run_client(StepTimes(steps), server, client)["ttft_s"])
+
+    return _zero(log_error, 0.02, 1.0, tolerance, rising=True)  # measured slower: a smaller share
 
 
 def fit_decode_row_s(tolerance: float = 1e-8) -> float:

@@ -155,6 +155,11 @@ def attention_kernels() -> dict:
     return _load("attention_kernels.toml")
 
 
+def weight_layouts() -> dict:
+    """How engines' kernels lay weights out where it takes more room than the checkpoint (weight_layouts.toml)."""
+    return _load("weight_layouts.toml")
+
+
 def fitted() -> dict:
     """The constants fitted to the calibration ledger, each with the groups it was fitted on (fitted.toml)."""
     return _load("fitted.toml")

@@ -283,6 +283,7 @@ def _attention(cfg: dict, fam: str, hidden: int, field: str) -> dict:
         qkv_bias=bias,
         o_bias=bias and fam not in qkv_only,
         output_gate=bool(cfg.get("attn_output_gate", fam == "qwen3_next")),
+        sinks=fam == "gpt_oss",  # GptOssAttention's learned sinks (transformers modeling_gpt_oss.py: self.sinks)
     )
 
 

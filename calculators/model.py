@@ -46,6 +46,7 @@ class Attention:
     index_topk: int = 0
     qkv_bias: bool = False
     o_bias: bool = False
+    sinks: bool = False  # learned attention sinks (gpt-oss): a logit per head in each softmax
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,10 @@ Engine rules (the reader picks one; reserves are explicit inputs):
           v0.20.0 through v0.33.0, 0.9 up to v0.19: vllm/config/cache.py at those tags)
   SGLang: budget = mem_fraction_static × memory − weights   (default mem_fraction_static 0.88 here;
           SGLang picks it from GPU size and TP when unset)
-Weights split evenly over TP ranks (replicated norms and embeddings ignored). With pipeline, attention-data
+Weights split evenly over TP ranks (replicated norms and embeddings ignored), as the engine holds them: under the
+vLLM rule a MoE model's MXFP4 experts on an NVIDIA chip without FP4 matmuls are padded to the Marlin kernel's tiles,
+each GPU's slice of them (weight_layouts.toml; marlin_padding). The parallelism calculators' step model (parallel.py,
+sharding.py) reads the checkpoint's bytes. With pipeline, attention-data
 or expert parallelism (Advanced), a GPU holds what parallel.gpu_memory gives the worst stage (its layers'
 share, the larger of embedding and LM head, its routed experts), and the KV of its stage's layers. KV heads split
 over ranks, but a rank holds at least one head, so TP beyond H_kv replicates KV; MLA's latent
@@ -24,6 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..catalog import weight_layouts
 from ..display import auto_bytes
 from ..formats import bytes_per_element
 from ..model import Model
@@ -45,6 +49,7 @@ from ..schema import (
     step,
     mark,
 )
+from .steptime import dequantises
 from .kv_cache import (
     decode_context_parallel_allowed,
     kv_bytes_per_sequence,
@@ -96,6 +101,7 @@ class Footprint:
     expert_dtype: str | None = None  # routed experts' format; None = the weight format
     state_dtype: str = "bf16"  # hybrid models' recurrent state
     decode_context_parallel: int = 1
+    expert_padding: tuple[int, int] | None = None  # multiples the engine's MoE kernel pads each expert matrix to
 
 
 def footprint(v: dict) -> Footprint:
@@ -107,7 +113,53 @@ def footprint(v: dict) -> Footprint:
         expert_dtype(v),
         v.get("state_dtype", "bf16"),
         v.get("decode_context_parallel", 1),
+        marlin_padding(v),
     )
+
+
+def marlin_padding(v: dict) -> tuple[int, int] | None:
+    """The (intermediate, hidden) multiples vLLM's MoE kernel pads each routed-expert matrix to, where
+    weight_layouts.toml [marlin_mxfp4_moe] applies: the experts in a format it names, on a chip of its vendor without
+    FP4 matmuls (Marlin is a CUDA kernel; ROCm pads by its own rule), under the vLLM rule. None elsewhere."""
+    rule, model = weight_layouts()["marlin_mxfp4_moe"], v["model"]
+    experts = expert_dtype(v) or v["weight_dtype"]
+    if (
+        model.moe is None
+        or v.get("engine_rule", "vllm") != "vllm"
+        or experts not in rule["formats"]
+        or v["hardware"].vendor != rule["vendor"]
+        or not dequantises(v["hardware"], experts, "expert_weight_dtype")
+    ):
+        return None
+    return rule["intermediate_multiple"], rule["hidden_multiple"]
+
+
+def expert_layout_ratio(f: Footprint, slices: int) -> float:
+    """The routed experts' elements as the kernel holds them ÷ the checkpoint's, each expert sliced across `slices`
+    GPUs (the kernel pads each GPU's slice of the intermediate size, vLLM's intermediate_size_per_partition)."""
+    if f.expert_padding is None:
+        return 1.0
+    inner_multiple, hidden_multiple = f.expert_padding
+    inner, hidden = f.model.moe.expert_intermediate_size, f.model.hidden_size
+    padded = _round_up(-(-inner // slices), inner_multiple) * slices * _round_up(hidden, hidden_multiple)
+    return padded / (inner * hidden)
+
+
+def _round_up(x: int, multiple: int) -> int:
+    return -(-x // multiple) * multiple
+
+
+def loaded_weight_bytes(f: Footprint, slices: int) -> float:
+    """All the weights' bytes as the engine holds them: the checkpoint's, the routed experts × their layout."""
+    extra = (expert_layout_ratio(f, slices) - 1.0) * expert_params(f.model) * _expert_bytes(f)
+    return weight_bytes(f.model, f.weight_dtype, "weight_dtype", f.expert_dtype) + extra
+
+
+def _expert_bytes(f: Footprint) -> float:
+    """Bytes per routed-expert parameter in the checkpoint: the experts' own format, else the weights'."""
+    if f.expert_dtype is None:
+        return bytes_per_element(f.weight_dtype, "weight_dtype")
+    return bytes_per_element(f.expert_dtype, "expert_weight_dtype")
 
 
 @dataclass(frozen=True)
@@ -149,16 +201,18 @@ def budget(
     per_token = kv_bytes_per_token_all_layers(f.model, bytes_per_element(f.kv_dtype, "kv_dtype")) * share
     per_seq = None if context_tokens is None else _per_sequence(f, tensor_parallel, context_tokens, share)
     if p is None:
-        weights = weight_bytes(f.model, f.weight_dtype, "weight_dtype", f.expert_dtype) / tensor_parallel
+        weights = loaded_weight_bytes(f, tensor_parallel) / tensor_parallel
         return Budget(weights, max(0.0, usable - weights), per_token, per_seq)
-    weights = gpu_memory(f.model, p, _formats(f), usable, context_tokens or 1).weights
+    weights = gpu_memory(f.model, p, _formats(f, p.expert_slices), usable, context_tokens or 1).weights
     frac = stage_fraction(f.model, p.pp)
     per_seq = None if per_seq is None else per_seq * frac
     return Budget(weights, max(0.0, usable - weights), per_token * frac, per_seq, p.attention_ranks)
 
 
-def _formats(f: Footprint) -> Formats:
-    experts = None if f.expert_dtype is None else bytes_per_element(f.expert_dtype, "expert_weight_dtype")
+def _formats(f: Footprint, slices: int) -> Formats:
+    """Bytes per element for parallel.gpu_memory, the routed experts' × their layout ratio at `slices`."""
+    layout = expert_layout_ratio(f, slices)
+    experts = None if f.expert_dtype is None and layout == 1.0 else _expert_bytes(f) * layout
     return Formats(
         bytes_per_element(f.weight_dtype, "weight_dtype"), bytes_per_element(f.kv_dtype, "kv_dtype"), experts
     )
@@ -178,7 +232,7 @@ def total_weight_bytes(v: dict, b: Budget, tensor_parallel: int) -> float:
         return b.weights * tensor_parallel
     f = footprint(v)
     dense = (total_params(f.model) - expert_params(f.model)) * bytes_per_element(f.weight_dtype, "weight_dtype")
-    return weight_bytes(f.model, f.weight_dtype, "weight_dtype", f.expert_dtype) + (p.attention_ranks - 1) * dense
+    return loaded_weight_bytes(f, p.expert_slices) + (p.attention_ranks - 1) * dense
 
 
 def engine_budget(v: dict, tensor_parallel: int) -> Budget:
@@ -304,6 +358,7 @@ SCHEMA = {
         output("fits", "Fits", "", "integer", words={1: "yes", 0: "no"}),
         output("weight_bytes_total", "Weights, all GPUs", "B", "bytes"),
         output("weight_bytes_per_gpu", "Weights per GPU", "B", "bytes"),
+        output("checkpoint_bytes", "Weights in the checkpoint", "B", "bytes"),
         output("usable_bytes_per_gpu", "Memory the engine may use per GPU", "B", "bytes"),
         output("kv_budget_bytes_per_gpu", "KV budget per GPU", "B", "bytes"),
         output("kv_bytes_per_sequence_per_gpu", "KV per sequence per GPU", "B", "bytes"),
@@ -331,24 +386,24 @@ def _dcp_allows(v: dict, tensor_parallel: int) -> bool:
 def _weights_step(v: dict, per_gpu: float, tp: int) -> dict:
     """Weights per GPU with the parameter count shown (reader walk #20): params × bytes each ÷ TP, or, with
     the experts in a format of their own, the two parts' bytes."""
-    model, experts = v["model"], expert_dtype(v)
+    model, experts, padded = v["model"], expert_dtype(v), footprint(v).expert_padding is not None
+    marlin = ", the experts padded as vLLM's Marlin kernel holds them" if padded else ""
     p = deployment_of(v, tp)
     if p is not None:
-        m = gpu_memory(model, p, _formats(footprint(v)), 0.0, 1)
+        m = gpu_memory(model, p, _formats(footprint(v), p.expert_slices), 0.0, 1)
         return step(
             "Weights per GPU",
-            "non-expert on the worst stage ÷ TP + its experts (÷ TP × DP, or whole with EP)",
+            "non-expert on the worst stage ÷ TP + its experts (÷ TP × DP, or whole with EP" + marlin + ")",
             "{} + {}",
             [(m.dense_weights, "B"), (m.expert_weights, "B")],
             per_gpu,
             "B",
         )
-    if experts is None:
+    if experts is None and not padded:
         terms = [(total_params(model), "params"), (bytes_per_element(v["weight_dtype"], "weight_dtype"), "B"), tp]
         return step("Weights per GPU", "params × b_w ÷ TP", "{} × {} ÷ {}", terms, per_gpu, "B")
-    return step(
-        "Weights per GPU", "(non-expert + expert weight bytes) ÷ TP", "{} ÷ {}", [(per_gpu * tp, "B"), tp], per_gpu, "B"
-    )
+    rule = "(non-expert + expert weight bytes" + marlin + ") ÷ TP"
+    return step("Weights per GPU", rule, "{} ÷ {}", [(per_gpu * tp, "B"), tp], per_gpu, "B")
 
 
 def _derivation(v: dict, b: Budget, usable: float) -> list[dict]:
@@ -437,6 +492,7 @@ def compute(v: dict) -> dict:
         "fits": int(fits),
         "weight_bytes_total": total_weight_bytes(v, b, tp),
         "weight_bytes_per_gpu": b.weights,
+        "checkpoint_bytes": weight_bytes(v["model"], v["weight_dtype"], "weight_dtype", expert_dtype(v)),
         "usable_bytes_per_gpu": usable,
         "kv_budget_bytes_per_gpu": b.kv_budget,
         "kv_bytes_per_sequence_per_gpu": b.per_seq,

@@ -3,7 +3,8 @@
   Effective bits = bits per element + scale bits ÷ block size            (formats.toml; OCP MX v1.0 for MXFP4/MXFP8:
          32 elements, E8M0 scale; NVIDIA's NVFP4: 16 elements, E4M3 scale, a per-tensor FP32 scale not counted;
          GPTQ/AWQ group 128 with an FP16 scale, AWQ a 4-bit zero point too)
-  Weight memory per GPU = total params × effective bits ÷ 8 ÷ N               (params.weight_bytes, as memory.py)
+  Weight memory per GPU = total params × effective bits ÷ 8 ÷ N, as the engine holds it (memory.py's budget: MXFP4
+                          experts padded as vLLM's Marlin kernel pads them on an NVIDIA chip without FP4)
   Decode and prefill times = steptime.StepModel, the model roofline, latency and the simulator use: a decode step
          reads the weights in their STORED format (bytes) and runs its matmuls at the COMPUTE format's rate; attention
          runs at BF16, or FP8 with an FP8 KV cache (steptime.attention_peak_flops).
@@ -25,7 +26,6 @@ from dataclasses import replace
 
 from ..errors import InputError
 from ..formats import bytes_per_element, get_format
-from ..params import weight_bytes
 from ..schema import integer, output, series, step
 from .deployment import deployment_fields
 from .kv_cache import kv_bytes_per_token_all_layers, kv_fraction_per_gpu
@@ -134,11 +134,12 @@ SCHEMA = {
 def _row(v: dict, base, weight: str, compute: str) -> dict:
     """One format row: memory always; times only when the chip has a rate for the matmul format."""
     fmt = get_format(weight, "weight_dtype")
-    n, model = v["num_gpus"], v["model"]
+    n = v["num_gpus"]
+    weights = _budget(v, weight, v["kv_dtype"]).weights
     out = {
         "effective_bits": fmt.effective_bits,
-        "weight_gib_per_gpu": weight_bytes(model, weight) / n / GIB,
-        "weight_bytes_per_gpu": weight_bytes(model, weight) / n,
+        "weight_gib_per_gpu": weights / GIB,
+        "weight_bytes_per_gpu": weights,
         "weight_dtype": weight,
         "compute_dtype": compute,
         "runs": True,
@@ -172,11 +173,16 @@ def _row(v: dict, base, weight: str, compute: str) -> dict:
     }
 
 
-def _fits(v: dict, weight: str, kv: str) -> int:
-    """Sequences of this context that fit beside the weights (memory.py's rule at its vLLM defaults)."""
+def _budget(v: dict, weight: str, kv: str):
+    """memory.py's budget per GPU with every weight in this format, at its vLLM defaults: the weights as the engine
+    holds them (memory.marlin_padding) and the sequences of this context that fit beside them."""
     return engine_budget(
         {**v, **ENGINE_DEFAULTS, "weight_dtype": weight, "kv_dtype": kv, "expert_weight_dtype": "same"}, v["num_gpus"]
-    ).sequences
+    )
+
+
+def _fits(v: dict, weight: str, kv: str) -> int:
+    return _budget(v, weight, kv).sequences
 
 
 def _kv_rows(v: dict, base) -> dict:

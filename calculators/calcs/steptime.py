@@ -89,6 +89,7 @@ class Deployment:
     compute_efficiency: float = 1.0
     expert_elem_bytes: float | None = None  # routed-expert weights; None = weight_elem_bytes
     attention_flops_per_s: float | None = None  # dense, per GPU, for QKᵀ and AV; None = peak_flops_per_s
+    attention_kernel_efficiency: float = 1.0  # the attention kernel's share of that rate (triton_attention_share)
     overhead: StepOverhead | None = None  # per-step launch overhead (overhead.py); None = kernel time only
     decode_context_parallel: int = 1  # DCP ranks striping each sequence's KV inside the TP group (kv_cache.py)
     sliced_expert_efficiency: float = 1.0  # the routed experts' share of the matmul rate when TP slices them
@@ -116,6 +117,7 @@ def bound_deployment(dep: Deployment) -> Deployment:
         expert_dequant_efficiency=1.0,
         sparse_head_tile=1,
         sparse_all_slots=False,
+        attention_kernel_efficiency=1.0,
     )
 
 
@@ -235,14 +237,25 @@ def sliced_expert_factor(v: dict, share: float | None = None) -> float:
 
 
 def attention_fields(model: Model, accelerator: Accelerator, kv_dtype: str, compute_dtype: str, release=None) -> dict:
-    """The Deployment fields the KV format sets through the attention kernels: their rate (attention_peak_flops) and
-    the sparse MLA kernels' head tile and slots (sparse_mla_kernel, at vLLM `release`; None: the newest read)."""
+    """The Deployment fields the KV format sets through the attention kernels: their rate (attention_peak_flops), the
+    kernel's share of it (triton_attention_share) and the sparse MLA kernels' head tile and slots (sparse_mla_kernel,
+    at vLLM `release`; None: the newest read)."""
     tile, all_slots = sparse_mla_kernel(model, accelerator, kv_dtype, release)
     return {
         "attention_flops_per_s": attention_peak_flops(accelerator, kv_dtype, compute_dtype, model),
+        "attention_kernel_efficiency": triton_attention_share(model, accelerator),
         "sparse_head_tile": tile,
         "sparse_all_slots": all_slots,
     }
+
+
+def triton_attention_share(model: Model, accelerator: Accelerator, share: float | None = None) -> float:
+    """The share of the attention rate vLLM's attention keeps where it runs Triton's kernel instead of
+    FlashAttention: a model with learned attention sinks on a chip below Hopper (attention_kernels.toml
+    [triton_attention]); the share is fitted.toml's, or `share`. 1 elsewhere."""
+    if not (model.attention.sinks and accelerator.id in attention_kernels()["triton_attention"]["chips"]):
+        return 1.0
+    return float(fitted()["triton_attention"]["factor"]) if share is None else share
 
 
 def deployment(v: dict, release: str | None = None) -> Deployment:
@@ -305,8 +318,10 @@ def _release(version: str) -> tuple[int, ...]:
 
 
 def attention_weight(dep: Deployment) -> float:
-    """Matmul peak ÷ attention peak: what one attention FLOP costs in matmul-rate FLOPs (1 at one rate)."""
-    return 1.0 if dep.attention_flops_per_s is None else dep.peak_flops_per_s / dep.attention_flops_per_s
+    """Matmul peak ÷ the rate attention runs at (its peak × its kernel's share): what one attention FLOP costs in
+    matmul-rate FLOPs (1 at one rate and a full share)."""
+    rate = dep.peak_flops_per_s if dep.attention_flops_per_s is None else dep.attention_flops_per_s
+    return dep.peak_flops_per_s / (rate * dep.attention_kernel_efficiency)
 
 
 @lru_cache(maxsize=64)

@@ -311,6 +311,31 @@ def test_sliced_experts_slow_the_expert_matmuls_of_a_tp_group_only():
     assert fp4.matmul_per_token == pytest.approx(2 * (fp4.active + fp4_routed * (1 / dq - 1)), rel=1e-12)
 
 
+def test_the_triton_attention_share_is_its_fit():
+    # kept to three decimals; the bisection stops within 0.005
+    value = catalog.fitted()["triton_attention"]["factor"]
+    assert calibration.fit_triton_attention_share() == pytest.approx(value, abs=0.005)
+
+
+def test_triton_attention_slows_attention_with_sinks_below_hopper_only():
+    from dataclasses import replace
+
+    from calculators.calcs.steptime import StepModel, attention_weight, bound_deployment, deployment
+
+    share = catalog.fitted()["triton_attention"]["factor"]
+    a100 = deployment(_v(model="gpt-oss-120b", hardware="a100-80gb", expert_weight_dtype="mxfp4"))
+    h100 = deployment(_v(model="gpt-oss-120b", hardware="h100-sxm", expert_weight_dtype="mxfp4"))
+    llama = deployment(_v(model="llama-3.1-8b", hardware="a100-80gb"))
+    # attention FLOPs cost 1 ÷ share as much on the A100 (sinks: Triton's kernel), the matmuls nothing more
+    assert attention_weight(a100) == pytest.approx(1 / share, rel=1e-12)
+    assert attention_weight(h100) == attention_weight(llama) == 1.0  # FlashAttention 3; a model without sinks
+    assert attention_weight(bound_deployment(a100)) == 1.0  # never in a bound
+    slow, fast = StepModel(a100), StepModel(replace(a100, attention_kernel_efficiency=1.0))
+    assert slow.matmul_per_token == fast.matmul_per_token
+    assert slow.prefill([32000]).flops == pytest.approx(fast.prefill([32000]).flops, rel=1e-12)  # the true count
+    assert slow.prefill([32000]).compute_time_s > fast.prefill([32000]).compute_time_s
+
+
 def test_the_decode_row_floor_is_its_fit():
     # kept to three significant figures; the bisection stops within 0.01 µs
     value = catalog.fitted()["decode_row_floor"]["per_sequence_layer_s"]

@@ -193,3 +193,10 @@ def test_nemotron_h_pattern_blocks_and_moe_refused():
     with pytest.raises(InputError) as e:
         model_from_hf_config(cfg)
     assert e.value.field.endswith("hybrid_override_pattern")
+
+
+def test_gpt_oss_has_attention_sinks_and_the_preset_agrees():
+    # GptOssAttention's learned sinks are not a config field: the family says so (vLLM picks its kernel by them)
+    imported = model_from_hf_config(load("gpt-oss-20b"))
+    assert imported.attention.sinks and not model_from_hf_config(load("qwen3-8b")).attention.sinks
+    assert model_presets()["gpt-oss-20b"].attention.sinks == imported.attention.sinks

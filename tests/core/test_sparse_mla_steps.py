@@ -117,7 +117,8 @@ def test_every_calculator_takes_the_kernels_from_the_kv_format_alike():
     h200 = accelerator_presets()["h200"]
     bf16 = h200.dense_flops_per_s["bf16"]
     fields = attention_fields(V32, h200, "fp8", "fp8")
-    assert fields == {"attention_flops_per_s": bf16, "sparse_head_tile": 64, "sparse_all_slots": True}
+    want = {"attention_flops_per_s": bf16, "sparse_head_tile": 64, "sparse_all_slots": True}
+    assert fields == want | {"attention_kernel_efficiency": 1.0}  # FlashMLA's kernels, not Triton's
     deployed = dep("h200", 8, kv="fp8", weight_dtype="fp8", compute_dtype="fp8")
     assert fields == {k: getattr(deployed, k) for k in fields}
     q = run("quantization", {"model": "deepseek-v3.2", "hardware": "h200", "num_gpus": 8, "kv_dtype": "fp8"})

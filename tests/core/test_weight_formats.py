@@ -3,7 +3,7 @@
 import pytest
 
 from calculators import run
-from calculators.params import embedding_params, expert_params, total_params
+from calculators.params import embedding_params, expert_params, total_params, weight_bytes
 from calculators.catalog import model_presets
 
 GPT_OSS = model_presets()["gpt-oss-120b"]
@@ -22,8 +22,36 @@ def test_expert_params_match_the_model_card_split():
 @pytest.mark.parametrize("model, gib", [("gpt-oss-120b", 60.8), ("gpt-oss-20b", 12.8)])
 def test_native_formats_give_the_published_checkpoint_size(model, gib):
     # Model card Table 1: checkpoint sizes 60.8 GiB and 12.8 GiB (MXFP4 experts, BF16 rest).
-    r = run("memory", dict(model=model, hardware="h200", tensor_parallel=1, **NATIVE))
+    assert weight_bytes(model_presets()[model], "bf16", "weight_dtype", "mxfp4") / 2**30 == pytest.approx(
+        gib, rel=0.005
+    )
+    # SGLang's memory rule holds the checkpoint as it is
+    r = run("memory", dict(model=model, hardware="h200", tensor_parallel=1, engine_rule="sglang", **NATIVE))
     assert r["weight_bytes_total"] / 2**30 == pytest.approx(gib, rel=0.005)
+
+
+def test_marlin_pads_mxfp4_experts_in_the_weights_vllm_holds():
+    # vLLM issue #23278: gpt-oss-120b under Marlin on one H100 PCIe, "Model loading took 65.9651 GiB"; the kernel pads
+    # each expert's intermediate size to a multiple of 128 and its hidden size to one of 256 (2,880 × 2,880 to
+    # 2,944 × 3,072; weight_layouts.toml)
+    def weights(**kw):
+        inputs = dict(model="gpt-oss-120b", hardware="h100-sxm", tensor_parallel=1, **NATIVE)
+        return run("memory", inputs | kw)["weight_bytes_per_gpu"] / 2**30
+
+    assert weights() == pytest.approx(65.9651, rel=0.005)
+    checkpoint = weights(engine_rule="sglang")  # the SGLang rule pads nothing
+    per_element = 36 * 128 * 3 * 4.25 / 8 / 2**30  # GiB per element position of the 4,608 experts' three matrices
+    assert weights() - checkpoint == pytest.approx((2944 * 3072 - 2880 * 2880) * per_element, rel=0.001)
+    assert weights(hardware="b200") == checkpoint  # a chip with FP4 matmuls: not the Marlin path
+    assert weights(hardware="mi300x") == checkpoint  # ROCm: not Marlin (vLLM pads there by a rule of its own)
+    # every weight in MXFP4: the experts padded all the same, and the derivation's terms give its value
+    r = run("memory", dict(model="gpt-oss-120b", hardware="h100-sxm", tensor_parallel=2, weight_dtype="mxfp4"))
+    shown = next(d for d in r["derivation"] if d["label"] == "Weights per GPU")
+    assert "Marlin" in shown["formula"] and shown["terms"][0][0] / shown["terms"][1][0] == pytest.approx(shown["value"])
+    assert shown["value"] > weight_bytes(GPT_OSS, "mxfp4", "weight_dtype") / 2
+    # TP 2 slices each expert to 1,440 columns a GPU, padded to 1,536: the padding is each GPU slice's
+    padded_tp2 = 2 * weights(tensor_parallel=2) - checkpoint
+    assert padded_tp2 == pytest.approx((2 * 1536 * 3072 - 2880 * 2880) * per_element, rel=0.001)
 
 
 def test_gpt_oss_batch_1_bytes_with_native_formats():
