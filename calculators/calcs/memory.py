@@ -386,11 +386,12 @@ def _dcp_allows(v: dict, tensor_parallel: int) -> bool:
 def _weights_step(v: dict, per_gpu: float, tp: int) -> dict:
     """Weights per GPU with the parameter count shown (reader walk #20): params × bytes each ÷ TP, or, with
     the experts in a format of their own, the two parts' bytes."""
-    model, experts, padded = v["model"], expert_dtype(v), footprint(v).expert_padding is not None
+    model, experts, f = v["model"], expert_dtype(v), footprint(v)
+    padded = f.expert_padding is not None
     marlin = ", the experts padded as vLLM's Marlin kernel holds them" if padded else ""
     p = deployment_of(v, tp)
     if p is not None:
-        m = gpu_memory(model, p, _formats(footprint(v), p.expert_slices), 0.0, 1)
+        m = gpu_memory(model, p, _formats(f, p.expert_slices), 0.0, 1)
         return step(
             "Weights per GPU",
             "non-expert on the worst stage ÷ TP + its experts (÷ TP × DP, or whole with EP" + marlin + ")",
