@@ -13,11 +13,11 @@ calculator's default efficiencies for the estimate and at efficiencies 1.0 for t
   input_tokens_per_s    per GPU: prompts × T_in ÷ prefill time
   tokens_per_s_per_user 1 ÷ TPOT
 Error = predicted speed ÷ measured speed − 1, speed being the rate, or 1 ÷ the time: +25% means the core
-was 25% too fast (optimistic), −25% too slow, whatever the metric. Five constants were fitted to the ledger
+was 25% too fast (optimistic), −25% too slow, whatever the metric. Six constants were fitted to the ledger
 (data/fitted.toml: the kernel floor of the "fitted" step-overhead mode, the rate of the GEMM that dequantises 4-bit
 float weights, the share of the BF16 rate kept by routed experts that tensor parallelism slices, the time per decode
 sequence per layer on AMD's CDNA3 chips, the share of the attention rate Triton's kernel keeps where vLLM runs it for
-attention sinks below Hopper), each on named groups; fit_* recompute
+attention sinks below Hopper, a served request's time outside the engine core), each on named groups; fit_* recompute
 them and `held_out` marks the rows no fit has seen.
 A serving sweep's row (its group has a `client`) is predicted as its client measured it: engine/client.py runs the
 benchmark's closed loop on the simulator with the sweep's server settings (`server`).
@@ -335,7 +335,7 @@ def _served(row: dict, overhead: str, comm: bool) -> float:
     key = (row["id"].removesuffix("-" + row["metric"]), overhead, comm)
     if key not in _SERVED:
         steps = _deployment(row, False, overhead, comm)
-        _SERVED[key] = run_client(StepTimes(steps), _server(row), _client(row))
+        _SERVED[key] = run_client(StepTimes(steps), _server(row), _client(row), front_end_s(overhead))
     return _client_metric(row, _SERVED[key])
 
 
@@ -411,6 +411,26 @@ def _training(name: str, metric: str) -> list[dict]:
     return [r for r in _rows() if r["estimate"] and r["metric"] == metric and r["group"] in groups]
 
 
+def front_end_s(overhead: str = FITTED_MODE) -> float:
+    """A served request's time outside the engine core (fitted.toml [front_end]), in the fitted mode only."""
+    return float(catalog.fitted()["front_end"]["per_request_s"]) if overhead == FITTED_MODE else 0.0
+
+
+def fit_front_end_s(tolerance: float = 1e-4) -> float:
+    """The front end's time from its training rows: where the median signed log error of the simulated mean TTFT,
+    log(measured ÷ simulated), is zero (bisection; the simulated TTFT grows with it). Each training point is
+    simulated as its benchmark client ran it, the front end's time in the client's TTFT and between a user's turns."""
+    cases = []
+    for row in _training("front_end", "ttft_s"):
+        cases.append((row["value"], StepTimes(_deployment(row, False, FITTED_MODE)), _server(row), _client(row)))
+
+    def median_log_error(f: float) -> float:
+        errors = [math.log(m / run_client(times, server, client, f)["ttft_s"]) for m, times, server, client in cases]
+        return _quantile(sorted(errors), 0.5)
+
+    return _zero(median_log_error, 0.0, 0.1, tolerance, rising=False)  # measured slower: a longer front end
+
+
 def fit_gpu_per_kernel_s() -> float:
     """t_g from its training rows: the median of (measured TPOT − decode step without the floor) ÷ kernels per step,
     the decode step at the row's concurrency and mean context (linear in t_g, so the current value is taken out)."""
@@ -439,7 +459,7 @@ def fit_dequant_rate(tolerance: float = 5e11) -> float:
         errors = []
         for measured, v, dep, server, client in cases:
             steps = steps_for(v, replace(dep, **dict(zip(DEQUANT_FIELDS, dequant_factors(v, rate)))))
-            errors.append(math.log(measured / run_client(StepTimes(steps), server, client)["ttft_s"]))
+            errors.append(math.log(measured / run_client(StepTimes(steps), server, client, front_end_s())["ttft_s"]))
         return _quantile(sorted(errors), 0.5)
 
     return _zero(median_log_error, 1e13, 2e15, tolerance, rising=True)  # measured slower: a lower rate
@@ -461,7 +481,7 @@ def fit_sliced_expert_factor(tolerance: float = 0.005) -> float:
         errors = []
         for v, dep, server, client, rows in points.values():
             steps = steps_for(v, replace(dep, sliced_expert_efficiency=sliced_expert_factor(v, factor)))
-            means = run_client(StepTimes(steps), server, client)
+            means = run_client(StepTimes(steps), server, client, front_end_s())
             for row in rows:
                 errors.append(math.log(1 + speed_error(row["metric"], _client_metric(row, means), row["value"])))
         return _quantile(sorted(errors), 0.5)
@@ -481,7 +501,7 @@ def fit_triton_attention_share(tolerance: float = 0.005) -> float:
         steps = steps_for(
             v, replace(dep, attention_kernel_efficiency=triton_attention_share(v["model"], v["hardware"], share))
         )
-        return math.log(row["value"] / run_client(StepTimes(steps), server, client)["ttft_s"])
+        return math.log(row["value"] / run_client(StepTimes(steps), server, client, front_end_s())["ttft_s"])
 
     return _zero(log_error, 0.02, 1.0, tolerance, rising=True)  # measured slower: a smaller share
 

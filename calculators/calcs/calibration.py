@@ -2,7 +2,7 @@
 
 Every row of the ledger is predicted by calculators/calibration.py with the step model the latency and
 roofline calculators use, at the latency calculator's default efficiencies; nothing is fitted to the
-ledger except the five constants in data/fitted.toml, each fitted on named groups (the row choice "held
+ledger except the six constants in data/fitted.toml, each fitted on named groups (the row choice "held
 out" leaves those groups out). Error = predicted speed ÷ measured speed − 1 (+: the core faster than
 measured). The plot puts each estimate against its measurement on log axes, with the line where they would be
 equal.
@@ -60,11 +60,12 @@ SCHEMA = {
         "The calibration ledger's rows of one kind, each predicted by the core at the latency "
         "calculator's default efficiencies: the error statistics and predicted against measured. "
         "Error = predicted speed ÷ measured speed − 1, so + means the core was faster than "
-        "the measurement. Five constants were fitted to a few groups of rows (the kernel floor of the fitted "
+        "the measurement. Six constants were fitted to a few groups of rows (the kernel floor of the fitted "
         "per-step overhead, the rate of the GEMM that dequantises 4-bit float weights on a chip without FP4, "
         "the share of the BF16 rate kept by routed experts that tensor parallelism slices, the time per "
         "decode sequence per layer on AMD's CDNA3 chips, and the share of the attention rate Triton's kernel "
-        "keeps where vLLM runs it for a model with attention sinks below Hopper); "
+        "keeps where vLLM runs it for a model with attention sinks below Hopper, and a served request's time "
+        "outside the engine core, which a benchmark client counts in its TTFT); "
         "choose held-out rows to see the error on rows no fit has seen."
     ),
     "inputs": [
