@@ -16,8 +16,9 @@ version's defaults and rules in data/engine_versions.toml (each with its file:li
 
 The activation peak, non-torch memory and CUDA-graph memory are not derivable from a config: they are
 fitted constants (said so beside each number), and a startup log's own figures replace them
-(calcs/startup_log.py). Hybrid models with linear-attention (Mamba, DeltaNet) layers are refused: their
-state pages follow rules this mode does not model.
+(calcs/startup_log.py). The weights are the checkpoint's, or as vLLM's Marlin MoE kernel holds them where it
+pads 4-bit float experts (memory.loaded_weight_bytes). Hybrid models with linear-attention (Mamba, DeltaNet)
+layers are refused: their state pages follow rules this mode does not model.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ..schema import (
     accelerator_field,
     choice,
     dtype_field,
+    expert_dtype_field,
     integer,
     model_field,
     number,
@@ -41,6 +43,7 @@ from ..schema import (
     step,
 )
 from .kv_cache import kv_bytes_per_token_per_layer, kv_fraction_per_gpu, layer_groups
+from .memory import footprint, loaded_weight_bytes
 
 GIB = 2**30
 DATA = "engine_versions.toml"
@@ -226,10 +229,19 @@ class Accounting:
     available: float  # the KV budget
 
 
+def loaded_weights(v: dict, ver: dict) -> tuple[float, float]:
+    """(weights per GPU as the engine holds them, the checkpoint's share per GPU): vLLM's MoE kernel pads 4-bit
+    float experts on a chip without FP4 (memory.marlin_padding, weight_layouts.toml); SGLang is not modelled so."""
+    f = footprint({**v, "engine_rule": ver["engine"]})
+    tp = v["tensor_parallel"]
+    checkpoint = weight_bytes(v["model"], v["weight_dtype"], "weight_dtype", f.expert_dtype) / tp
+    return loaded_weight_bytes(f, tp) / tp, checkpoint
+
+
 def accounting(v: dict, ver: dict) -> Accounting:
     m, tp = v["model"], v["tensor_parallel"]
     total = v["device_memory_gib"] * GIB if v.get("device_memory_gib") else v["hardware"].memory_bytes
-    weights = v["weights_gib"] * GIB if v.get("weights_gib") else weight_bytes(m, v["weight_dtype"]) / tp
+    weights = v["weights_gib"] * GIB if v.get("weights_gib") else loaded_weights(v, ver)[0]
     if ver["engine"] == "sglang":
         mfs = v["mem_fraction_static"] or ver["mem_fraction_static"]
         requested = mfs * total
@@ -268,6 +280,7 @@ SCHEMA = {
         model_field(default="llama-3.1-8b"),
         accelerator_field(default="h100-sxm"),
         dtype_field("weight_dtype", "Weight format", "bf16"),
+        expert_dtype_field(),
         dtype_field("kv_dtype", "KV-cache format", "bf16"),
         integer("tensor_parallel", "Tensor-parallel GPUs", 1, 1, 64, "GPUs"),
         integer("max_model_len", "max_model_len (SGLang context_len)", 32768, 16, 10_000_000, "tokens"),
@@ -386,6 +399,26 @@ def derive(v: dict, ver: dict, acc: Accounting) -> dict:
     return _derive_sglang(v, ver, acc) if ver["engine"] == "sglang" else _derive_vllm(v, ver, acc)
 
 
+def _weight_steps(v: dict, ver: dict) -> list[dict]:
+    """The weights as loaded, where the engine's kernel holds more than the checkpoint (and no log figure is given)."""
+    if v.get("weights_gib"):
+        return []
+    loaded, checkpoint = loaded_weights(v, ver)
+    if loaded == checkpoint:
+        return []
+    return [
+        step(
+            "Weights per GPU as loaded",
+            "the checkpoint's share per GPU + the padding vLLM's Marlin MoE kernel adds to each GPU's slice of every "
+            "routed expert (weight_layouts.toml [marlin_mxfp4_moe])",
+            "{} + {}",
+            [(checkpoint, "B"), (loaded - checkpoint, "B")],
+            loaded,
+            "B",
+        )
+    ]
+
+
 def _accounting_steps(ver: dict, acc: Accounting) -> list[dict]:
     if ver["engine"] == "sglang":
         return [
@@ -429,6 +462,14 @@ def compute(v: dict) -> dict:
         notes.append(f"{ver['label']} captures CUDA graphs after sizing the KV cache: they are not in this budget.")
     if d["padding"]:
         notes.append(f"{d['groups']} KV-cache groups with {d['padding']} padding layers (hybrid attention).")
+    weight_steps = _weight_steps(v, ver)
+    if weight_steps:
+        notes.append(
+            "The weights as loaded are more than the checkpoint's: vLLM's Marlin MoE kernel pads every routed "
+            "expert of a 4-bit float format on a chip without FP4 matmuls. On Hopper recent releases run Triton's "
+            "MoE kernel instead, whose logs read between the two figures (weight_layouts.toml). A log's 'Model "
+            "loading took' line gives your engine's own figure: enter it as the weights as loaded."
+        )
     if acc.available <= 0:
         notes.append("no memory is left for the KV cache: the engine would refuse to start")
     return {
@@ -445,5 +486,5 @@ def compute(v: dict) -> dict:
         "kv_tokens": cap.tokens,
         "max_concurrency": cap.concurrency,
         "notes": notes,
-        "derivation": _accounting_steps(ver, acc) + d["steps"],
+        "derivation": weight_steps + _accounting_steps(ver, acc) + d["steps"],
     }

@@ -131,6 +131,33 @@ def test_cudagraph_in_budget_only_from_v021():
     assert old["cudagraph_bytes"] == 0
 
 
+def test_gpt_oss_weights_as_vllm_holds_them_under_marlin_and_as_the_checkpoint_elsewhere():
+    # vLLM issue #23278 (H100 PCIe, Marlin): "Model loading took 65.9651 GiB"; the checkpoint is 60.71 GiB
+    base = {"model": "gpt-oss-120b", "expert_weight_dtype": "mxfp4", "tensor_parallel": 1}
+    vllm = run("engine_capacity", {**base, "engine_version": "vllm-0.19.0", "hardware": "a100-80gb"})
+    assert vllm["weight_bytes"] / GIB == pytest.approx(65.9651, rel=0.005)
+    assert vllm["derivation"][0]["label"] == "Weights per GPU as loaded"
+    assert any("Marlin" in n for n in vllm["notes"])
+    sglang = run("engine_capacity", {**base, "engine_version": "sglang-0.5.23", "hardware": "a100-80gb"})
+    fp4 = run("engine_capacity", {**base, "engine_version": "vllm-0.33.0", "hardware": "b200"})
+    assert sglang["weight_bytes"] / GIB == pytest.approx(60.71, abs=0.01) == fp4["weight_bytes"] / GIB
+    assert all(d["label"] != "Weights per GPU as loaded" for d in sglang["derivation"] + fp4["derivation"])
+    # the slices pad per GPU: at TP 2 each GPU holds more than half of the one-GPU figure
+    tp2 = run(
+        "engine_capacity", {**base, "engine_version": "vllm-0.19.0", "hardware": "a100-80gb", "tensor_parallel": 2}
+    )
+    assert tp2["weight_bytes"] > vllm["weight_bytes"] / 2
+    # a log's own figure replaces the rule, and the expert format leaves a dense model alone
+    logged = run(
+        "engine_capacity", {**base, "engine_version": "vllm-0.19.0", "hardware": "a100-80gb", "weights_gib": 64}
+    )
+    assert logged["weight_bytes"] == 64 * GIB and logged["derivation"][0]["label"] != "Weights per GPU as loaded"
+    dense = {"engine_version": "vllm-0.33.0", "model": "llama-3.1-8b"}
+    assert run("engine_capacity", {**dense, "expert_weight_dtype": "mxfp4"})["weight_bytes"] == pytest.approx(
+        run("engine_capacity", dense)["weight_bytes"]
+    )
+
+
 def test_every_version_names_its_sources():
     for v in versions().values():
         assert v["engine"] in ("vllm", "sglang")
