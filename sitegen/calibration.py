@@ -91,7 +91,7 @@ FIT_VALUES = {  # a fitted constant's value key in fitted.toml, and how the tabl
     "per_sequence_layer_s": lambda v: f"{v * 1e6:.2f} µs per sequence per layer",
     "factor": lambda v: f"{v:.2f}",
     "flops_per_s": lambda v: f"{v / 1e12:.0f} TFLOP/s (dense) per GPU",
-    "per_request_s": lambda v: f"{v * 1e3:.2f} ms per request",
+    "per_request_s": lambda v: f"{v * 1e3:.1f} ms per request",
 }
 
 

@@ -299,6 +299,12 @@ def test_the_front_end_is_in_a_served_rows_ttft_and_end_to_end_time_not_its_tpot
     a, b = run_client(times, config, one), run_client(times, config, one, 0.01)
     assert b["ttft_s"] == pytest.approx(a["ttft_s"] + 0.01, rel=1e-12)
     assert b["e2e_latency_s"] == pytest.approx(a["e2e_latency_s"] + 0.01, rel=1e-12)
+    # two turns of one user: the second reaches the engine the front end later, and its answer the client the front
+    # end later again, so the run's end moves by twice the front end (the gap between turns and the last answer)
+    two = Client(1, 128, 4, prompts_per_user=2)
+    a, b = run_client(times, config, two), run_client(times, config, two, 0.01)
+    tokens = 2 * 4
+    assert tokens / b["output_tokens_per_s"] == pytest.approx(tokens / a["output_tokens_per_s"] + 2 * 0.01, rel=1e-9)
     # the modes without fitted constants leave it out
     assert calibration.front_end_s("graphs") == 0.0 and calibration.front_end_s() == f
 
