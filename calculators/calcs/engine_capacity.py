@@ -16,8 +16,8 @@ version's defaults and rules in data/engine_versions.toml (each with its file:li
 
 The activation peak, non-torch memory and CUDA-graph memory are not derivable from a config: they are
 fitted constants (said so beside each number), and a startup log's own figures replace them
-(calcs/startup_log.py). The weights are the checkpoint's, or as vLLM's Marlin MoE kernel holds them where it
-pads 4-bit float experts (memory.loaded_weight_bytes). Hybrid models with linear-attention (Mamba, DeltaNet)
+(calcs/startup_log.py). The weights are the checkpoint's, or as vLLM's MoE kernel holds them where it pads 4-bit
+float experts (memory.expert_layout, loaded_weight_bytes). Hybrid models with linear-attention (Mamba, DeltaNet)
 layers are refused: their state pages follow rules this mode does not model.
 """
 
@@ -43,7 +43,7 @@ from ..schema import (
     step,
 )
 from .kv_cache import kv_bytes_per_token_per_layer, kv_fraction_per_gpu, layer_groups
-from .memory import footprint, loaded_weight_bytes
+from .memory import expert_layout, footprint, loaded_weight_bytes
 
 GIB = 2**30
 DATA = "engine_versions.toml"
@@ -230,8 +230,8 @@ class Accounting:
 
 
 def loaded_weights(v: dict, ver: dict) -> tuple[float, float]:
-    """(weights per GPU as the engine holds them, the checkpoint's share per GPU): vLLM's MoE kernel pads 4-bit
-    float experts on a chip without FP4 (memory.marlin_padding, weight_layouts.toml); SGLang is not modelled so."""
+    """(weights per GPU as the engine holds them, the checkpoint's share per GPU): vLLM's MoE kernels pad 4-bit
+    float experts by chip (memory.expert_layout, weight_layouts.toml); SGLang is not modelled so."""
     f = footprint({**v, "engine_rule": ver["engine"]})
     tp = v["tensor_parallel"]
     checkpoint = weight_bytes(v["model"], v["weight_dtype"], "weight_dtype", f.expert_dtype) / tp
@@ -401,16 +401,15 @@ def derive(v: dict, ver: dict, acc: Accounting) -> dict:
 
 def _weight_steps(v: dict, ver: dict) -> list[dict]:
     """The weights as loaded, where the engine's kernel holds more than the checkpoint (and no log figure is given)."""
-    if v.get("weights_gib"):
+    layout = expert_layout({**v, "engine_rule": ver["engine"]})
+    if v.get("weights_gib") or layout is None:
         return []
     loaded, checkpoint = loaded_weights(v, ver)
-    if loaded == checkpoint:
-        return []
     return [
         step(
             "Weights per GPU as loaded",
-            "the checkpoint's share per GPU + the padding vLLM's Marlin MoE kernel adds to each GPU's slice of every "
-            "routed expert (weight_layouts.toml [marlin_mxfp4_moe])",
+            f"the checkpoint's share per GPU + the padding {layout['kernel']} adds to each GPU's slice of every routed "
+            f"expert (weight_layouts.toml, {layout['source'].split(' (')[0]})",
             "{} + {}",
             [(checkpoint, "B"), (loaded - checkpoint, "B")],
             loaded,
@@ -465,10 +464,11 @@ def compute(v: dict) -> dict:
     weight_steps = _weight_steps(v, ver)
     if weight_steps:
         notes.append(
-            "The weights as loaded are more than the checkpoint's: vLLM's Marlin MoE kernel pads every routed "
-            "expert of a 4-bit float format on a chip without FP4 matmuls. On Hopper recent releases run Triton's "
-            "MoE kernel instead, whose logs read between the two figures (weight_layouts.toml). A log's 'Model "
-            "loading took' line gives your engine's own figure: enter it as the weights as loaded."
+            "The weights as loaded are more than the checkpoint's: vLLM pads every routed expert of a 4-bit float "
+            "format to the tiles of the MoE kernel it picks on this chip (weight_layouts.toml says which, by "
+            "release). On Hopper v0.33.0 runs Triton's kernel, priced with Marlin's padding: its logs read between "
+            "the two figures. A log's 'Model loading took' line gives your engine's own figure: enter it as the "
+            "weights as loaded."
         )
     if acc.available <= 0:
         notes.append("no memory is left for the KV cache: the engine would refuse to start")

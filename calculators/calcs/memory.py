@@ -8,8 +8,8 @@ Engine rules (the reader picks one; reserves are explicit inputs):
   SGLang: budget = mem_fraction_static × memory − weights   (default mem_fraction_static 0.88 here;
           SGLang picks it from GPU size and TP when unset)
 Weights split evenly over TP ranks (replicated norms and embeddings ignored), as the engine holds them: under the
-vLLM rule a MoE model's MXFP4 experts on an NVIDIA chip without FP4 matmuls are padded to the Marlin kernel's tiles,
-each GPU's slice of them (weight_layouts.toml; marlin_padding). The parallelism calculators' step model (parallel.py,
+vLLM rule a MoE model's MXFP4 experts are padded to the tiles of the MoE kernel the release picks on the chip, each
+GPU's slice of them (weight_layouts.toml; expert_layout). The parallelism calculators' step model (parallel.py,
 sharding.py) reads the checkpoint's bytes. With pipeline, attention-data
 or expert parallelism (Advanced), a GPU holds what parallel.gpu_memory gives the worst stage (its layers'
 share, the larger of embedding and LM head, its routed experts), and the KV of its stage's layers. KV heads split
@@ -49,7 +49,6 @@ from ..schema import (
     step,
     mark,
 )
-from .steptime import dequantises
 from .kv_cache import (
     decode_context_parallel_allowed,
     kv_bytes_per_sequence,
@@ -113,25 +112,26 @@ def footprint(v: dict) -> Footprint:
         expert_dtype(v),
         v.get("state_dtype", "bf16"),
         v.get("decode_context_parallel", 1),
-        marlin_padding(v),
+        expert_padding(v),
     )
 
 
-def marlin_padding(v: dict) -> tuple[int, int] | None:
-    """The (intermediate, hidden) multiples vLLM's MoE kernel pads each routed-expert matrix to, where
-    weight_layouts.toml [marlin_mxfp4_moe] applies: the experts in a format it names, on a chip of its vendor without
-    FP4 matmuls (Marlin is a CUDA kernel; ROCm pads by its own rule), under the vLLM rule. None elsewhere."""
-    rule, model = weight_layouts()["marlin_mxfp4_moe"], v["model"]
-    experts = expert_dtype(v) or v["weight_dtype"]
-    if (
-        model.moe is None
-        or v.get("engine_rule", "vllm") != "vllm"
-        or experts not in rule["formats"]
-        or v["hardware"].vendor != rule["vendor"]
-        or not dequantises(v["hardware"], experts, "expert_weight_dtype")
-    ):
+def expert_layout(v: dict) -> dict | None:
+    """The weight_layouts.toml [[layout]] an engine's MoE kernel holds the routed experts in, where they take more room
+    than the checkpoint: the first whose engine is the inputs' rule, whose formats hold the experts' and whose chips
+    hold the accelerator. None elsewhere (a dense model, the SGLang rule, another format, a chip no layout names)."""
+    if v["model"].moe is None:
         return None
-    return rule["intermediate_multiple"], rule["hidden_multiple"]
+    experts = expert_dtype(v) or v["weight_dtype"]
+    rule, chip = v.get("engine_rule", "vllm"), v["hardware"].id
+    matches = (x for x in weight_layouts()["layout"] if x["engine"] == rule and chip in x["chips"])
+    return next((x for x in matches if experts in x["formats"]), None)
+
+
+def expert_padding(v: dict) -> tuple[int, int] | None:
+    """The (intermediate, hidden) multiples the experts' layout pads each expert matrix to (expert_layout), or None."""
+    layout = expert_layout(v)
+    return None if layout is None else (layout["intermediate_multiple"], layout["hidden_multiple"])
 
 
 def expert_layout_ratio(f: Footprint, slices: int) -> float:
@@ -386,24 +386,23 @@ def _dcp_allows(v: dict, tensor_parallel: int) -> bool:
 def _weights_step(v: dict, per_gpu: float, tp: int) -> dict:
     """Weights per GPU with the parameter count shown (reader walk #20): params × bytes each ÷ TP, or, with
     the experts in a format of their own, the two parts' bytes."""
-    model, experts, f = v["model"], expert_dtype(v), footprint(v)
-    padded = f.expert_padding is not None
-    marlin = ", the experts padded as vLLM's Marlin kernel holds them" if padded else ""
+    model, experts, f, layout = v["model"], expert_dtype(v), footprint(v), expert_layout(v)
+    padded = f", the experts padded for {layout['kernel']}" if layout else ""
     p = deployment_of(v, tp)
     if p is not None:
         m = gpu_memory(model, p, _formats(f, p.expert_slices), 0.0, 1)
         return step(
             "Weights per GPU",
-            "non-expert on the worst stage ÷ TP + its experts (÷ TP × DP, or whole with EP" + marlin + ")",
+            "non-expert on the worst stage ÷ TP + its experts (÷ TP × DP, or whole with EP" + padded + ")",
             "{} + {}",
             [(m.dense_weights, "B"), (m.expert_weights, "B")],
             per_gpu,
             "B",
         )
-    if experts is None and not padded:
+    if experts is None and not layout:
         terms = [(total_params(model), "params"), (bytes_per_element(v["weight_dtype"], "weight_dtype"), "B"), tp]
         return step("Weights per GPU", "params × b_w ÷ TP", "{} × {} ÷ {}", terms, per_gpu, "B")
-    rule = "(non-expert + expert weight bytes" + marlin + ") ÷ TP"
+    rule = "(non-expert + expert weight bytes" + padded + ") ÷ TP"
     return step("Weights per GPU", rule, "{} ÷ {}", [(per_gpu * tp, "B"), tp], per_gpu, "B")
 
 

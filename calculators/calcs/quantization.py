@@ -175,7 +175,7 @@ def _row(v: dict, base, weight: str, compute: str) -> dict:
 
 def _budget(v: dict, weight: str, kv: str):
     """memory.py's budget per GPU with every weight in this format, at its vLLM defaults: the weights as the engine
-    holds them (memory.marlin_padding) and the sequences of this context that fit beside them."""
+    holds them (memory.expert_layout) and the sequences of this context that fit beside them."""
     return engine_budget(
         {**v, **ENGINE_DEFAULTS, "weight_dtype": weight, "kv_dtype": kv, "expert_weight_dtype": "same"}, v["num_gpus"]
     )

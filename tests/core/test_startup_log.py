@@ -131,7 +131,7 @@ def test_cudagraph_in_budget_only_from_v021():
     assert old["cudagraph_bytes"] == 0
 
 
-def test_gpt_oss_weights_as_vllm_holds_them_under_marlin_and_as_the_checkpoint_elsewhere():
+def test_gpt_oss_weights_as_vllm_holds_them_padded_by_chip_and_as_the_checkpoint_elsewhere():
     # vLLM issue #23278 (H100 PCIe, Marlin): "Model loading took 65.9651 GiB"; the checkpoint is 60.71 GiB
     base = {"model": "gpt-oss-120b", "expert_weight_dtype": "mxfp4", "tensor_parallel": 1}
     vllm = run("engine_capacity", {**base, "engine_version": "vllm-0.19.0", "hardware": "a100-80gb"})
@@ -139,9 +139,13 @@ def test_gpt_oss_weights_as_vllm_holds_them_under_marlin_and_as_the_checkpoint_e
     assert vllm["derivation"][0]["label"] == "Weights per GPU as loaded"
     assert any("Marlin" in n for n in vllm["notes"])
     sglang = run("engine_capacity", {**base, "engine_version": "sglang-0.5.23", "hardware": "a100-80gb"})
-    fp4 = run("engine_capacity", {**base, "engine_version": "vllm-0.33.0", "hardware": "b200"})
-    assert sglang["weight_bytes"] / GIB == pytest.approx(60.71, abs=0.01) == fp4["weight_bytes"] / GIB
-    assert all(d["label"] != "Weights per GPU as loaded" for d in sglang["derivation"] + fp4["derivation"])
+    tpu = run("engine_capacity", {**base, "engine_version": "vllm-0.33.0", "hardware": "tpu-v6e"})
+    assert sglang["weight_bytes"] / GIB == pytest.approx(60.71, abs=0.01) == tpu["weight_bytes"] / GIB
+    assert all(d["label"] != "Weights per GPU as loaded" for d in sglang["derivation"] + tpu["derivation"])
+    # v0.33.0 on B200 runs FlashInfer's TRT-LLM kernel, which pads as Marlin does (128 and 256): the line names it
+    b200 = run("engine_capacity", {**base, "engine_version": "vllm-0.33.0", "hardware": "b200"})
+    assert b200["weight_bytes"] == pytest.approx(vllm["weight_bytes"], rel=1e-12)
+    assert "TRT-LLM" in b200["derivation"][0]["formula"]
     # the slices pad per GPU: at TP 2 each GPU holds more than half of the one-GPU figure
     tp2 = run(
         "engine_capacity", {**base, "engine_version": "vllm-0.19.0", "hardware": "a100-80gb", "tensor_parallel": 2}

@@ -30,7 +30,7 @@ def test_native_formats_give_the_published_checkpoint_size(model, gib):
     assert r["weight_bytes_total"] / 2**30 == pytest.approx(gib, rel=0.005)
 
 
-def test_marlin_pads_mxfp4_experts_in_the_weights_vllm_holds():
+def test_vllm_pads_mxfp4_experts_for_the_moe_kernel_of_the_chip():
     # vLLM issue #23278: gpt-oss-120b under Marlin on one H100 PCIe, "Model loading took 65.9651 GiB"; the kernel pads
     # each expert's intermediate size to a multiple of 128 and its hidden size to one of 256 (2,880 × 2,880 to
     # 2,944 × 3,072; weight_layouts.toml)
@@ -42,8 +42,12 @@ def test_marlin_pads_mxfp4_experts_in_the_weights_vllm_holds():
     checkpoint = weights(engine_rule="sglang")  # the SGLang rule pads nothing
     per_element = 36 * 128 * 3 * 4.25 / 8 / 2**30  # GiB per element position of the 4,608 experts' three matrices
     assert weights() - checkpoint == pytest.approx((2944 * 3072 - 2880 * 2880) * per_element, rel=0.001)
-    assert weights(hardware="b200") == checkpoint  # a chip with FP4 matmuls: not the Marlin path
-    assert weights(hardware="mi300x") == checkpoint  # ROCm: not Marlin (vLLM pads there by a rule of its own)
+    # v0.33.0 runs FlashInfer's TRT-LLM kernel on B200 (128 and 256, as Marlin) and AMD's kernels on MI300X (256 and
+    # 256); a chip no layout names keeps the checkpoint's bytes
+    assert weights(hardware="b200") == pytest.approx(weights(), rel=1e-12)
+    mi300x = weights(hardware="mi300x") - weights(hardware="mi300x", engine_rule="sglang")
+    assert mi300x == pytest.approx((3072 * 3072 - 2880 * 2880) * per_element, rel=0.001)
+    assert weights(hardware="tpu-v6e") == pytest.approx(weights(hardware="tpu-v6e", engine_rule="sglang"), rel=1e-12)
     # every weight in MXFP4: the experts padded all the same, and the derivation's terms give its value
     r = run("memory", dict(model="gpt-oss-120b", hardware="h100-sxm", tensor_parallel=2, weight_dtype="mxfp4"))
     shown = next(d for d in r["derivation"] if d["label"] == "Weights per GPU")
