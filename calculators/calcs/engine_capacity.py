@@ -16,9 +16,10 @@ version's defaults and rules in data/engine_versions.toml (each with its file:li
 
 The activation peak, non-torch memory and CUDA-graph memory are not derivable from a config: they are
 fitted constants (said so beside each number), and a startup log's own figures replace them
-(calcs/startup_log.py). The weights are the checkpoint's, or as vLLM's MoE kernel holds them where it pads 4-bit
-float experts (memory.expert_layout, loaded_weight_bytes). Hybrid models with linear-attention (Mamba, DeltaNet)
-layers are refused: their state pages follow rules this mode does not model.
+(calcs/startup_log.py). The weights are the checkpoint's, or as vLLM's MoE kernel holds them where it pads
+gpt-oss's MXFP4 experts (memory.expert_layout, loaded_weight_bytes: v0.33.0's choice of kernel, applied to every
+vLLM version). Hybrid models with linear-attention (Mamba, DeltaNet) layers are refused: their state pages follow
+rules this mode does not model.
 """
 
 from __future__ import annotations
@@ -405,11 +406,14 @@ def _weight_steps(v: dict, ver: dict) -> list[dict]:
     if v.get("weights_gib") or layout is None:
         return []
     loaded, checkpoint = loaded_weights(v, ver)
+    if loaded == checkpoint:  # sizes already on the kernel's tiles
+        return []
     return [
         step(
             "Weights per GPU as loaded",
             f"the checkpoint's share per GPU + the padding {layout['kernel']} adds to each GPU's slice of every routed "
-            f"expert (weight_layouts.toml, {layout['source'].split(' (')[0]})",
+            f"expert (v0.33.0's choice of kernel for gpt-oss on this chip: weight_layouts.toml, "
+            f"{layout['source'].split(' (')[0]})",
             "{} + {}",
             [(checkpoint, "B"), (loaded - checkpoint, "B")],
             loaded,
@@ -464,11 +468,11 @@ def compute(v: dict) -> dict:
     weight_steps = _weight_steps(v, ver)
     if weight_steps:
         notes.append(
-            "The weights as loaded are more than the checkpoint's: vLLM pads every routed expert of a 4-bit float "
-            "format to the tiles of the MoE kernel it picks on this chip (weight_layouts.toml says which, by "
-            "release). On Hopper v0.33.0 runs Triton's kernel, priced with Marlin's padding: its logs read between "
-            "the two figures. A log's 'Model loading took' line gives your engine's own figure: enter it as the "
-            "weights as loaded."
+            "The weights as loaded are more than the checkpoint's: vLLM pads every routed expert of an MXFP4 "
+            "checkpoint to the tiles of the MoE kernel it picks on the chip. The rule is v0.33.0's choice for "
+            "gpt-oss (weight_layouts.toml), applied to every vLLM version here; releases differ, and on Hopper, "
+            "where v0.33.0 runs Triton's kernel, Marlin's padding is kept. A log's 'Model loading took' line gives "
+            "your engine's own figure: enter it as the weights as loaded."
         )
     if acc.available <= 0:
         notes.append("no memory is left for the KV cache: the engine would refuse to start")

@@ -8,8 +8,8 @@ Engine rules (the reader picks one; reserves are explicit inputs):
   SGLang: budget = mem_fraction_static × memory − weights   (default mem_fraction_static 0.88 here;
           SGLang picks it from GPU size and TP when unset)
 Weights split evenly over TP ranks (replicated norms and embeddings ignored), as the engine holds them: under the
-vLLM rule a MoE model's MXFP4 experts are padded to the tiles of the MoE kernel the release picks on the chip, each
-GPU's slice of them (weight_layouts.toml; expert_layout). The parallelism calculators' step model (parallel.py,
+vLLM rule gpt-oss's MXFP4 experts are padded to the tiles of the MoE kernel vLLM v0.33.0 picks for it on the chip,
+each GPU's slice of them (weight_layouts.toml; expert_layout). The parallelism calculators' step model (parallel.py,
 sharding.py) reads the checkpoint's bytes. With pipeline, attention-data
 or expert parallelism (Advanced), a GPU holds what parallel.gpu_memory gives the worst stage (its layers'
 share, the larger of embedding and LM head, its routed experts), and the KV of its stage's layers. KV heads split
@@ -117,10 +117,12 @@ def footprint(v: dict) -> Footprint:
 
 
 def expert_layout(v: dict) -> dict | None:
-    """The weight_layouts.toml [[layout]] an engine's MoE kernel holds the routed experts in, where they take more room
-    than the checkpoint: the first whose engine is the inputs' rule, whose formats hold the experts' and whose chips
-    hold the accelerator. None elsewhere (a dense model, the SGLang rule, another format, a chip no layout names)."""
-    if v["model"].moe is None:
+    """The weight_layouts.toml [[layout]] an engine's MoE kernel holds a gpt-oss checkpoint's routed experts in, where
+    they take more room than the checkpoint: the first whose engine is the inputs' rule, whose formats hold the
+    experts' and whose chips hold the accelerator. None elsewhere (another model, the SGLang rule, another format, a
+    chip no layout names). A gpt-oss checkpoint is known by its learned attention sinks (hf_import reads them from
+    the gpt_oss family only); vLLM sends other MXFP4 MoE checkpoints down another path, not modelled."""
+    if v["model"].moe is None or not v["model"].attention.sinks:
         return None
     experts = expert_dtype(v) or v["weight_dtype"]
     rule, chip = v.get("engine_rule", "vllm"), v["hardware"].id
