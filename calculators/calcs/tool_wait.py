@@ -18,6 +18,7 @@ input (an assumption); no queueing behind other copies or prefills, no contentio
 
 from __future__ import annotations
 
+import math
 
 from ..catalog import host_links
 from ..errors import InputError
@@ -166,16 +167,23 @@ class Wait:
         return self.r
 
 
+def _wait_until(cost: float, rate: float) -> float:
+    """The wait at which a rate of spending (USD/s) reaches a cost (USD), or NEVER where it never does in a float."""
+    wait = cost / rate if rate > 0 else math.inf
+    return wait if math.isfinite(wait) else NEVER
+
+
 def compute(v: dict) -> dict:
     c, w, waits = Wait(v), v["wait_s"], v["waits_per_task"]
     keep, off, rec = c.keep(w), c.offload(w), c.recompute(w)
     costs = {1: keep, 2: off, 3: rec}
     cheapest = min(costs, key=lambda s: (costs[s], s))
-    # -1: they never tie (no price on HBM or host memory); 0: recompute is cheaper at every wait
-    even_kr = c.r / c.k if c.k > 0 else NEVER
-    even_ko = 2 * c.k * c.copy / (c.k - c.h) if c.k > c.h else NEVER
+    # -1: they never tie (no price on HBM or host memory, or one so small the wait overflows); 0: recompute is cheaper
+    # at every wait
+    even_kr = _wait_until(c.r, c.k)
+    even_ko = _wait_until(2 * c.k * c.copy, c.k - c.h)
     gap = c.r - 2 * c.k * c.copy
-    even_or = (gap / c.h if c.h > 0 else NEVER) if gap > 0 else 0.0
+    even_or = _wait_until(gap, c.h) if gap > 0 else 0.0
     out = {
         "kv_bytes_session": c.kv,
         "kv_bytes_per_gpu": c.kv_gpu,

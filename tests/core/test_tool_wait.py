@@ -67,6 +67,13 @@ def test_free_host_memory_never_loses_to_recompute_and_the_per_task_sums():
     assert out["offload_usd_per_task"] == pytest.approx(19 * out["offload_usd"])
 
 
+def test_a_host_price_too_small_for_a_float_wait_is_never_not_infinite():
+    # hypothesis found it (tests/core/test_properties.py): $1e-308 per GB-hour made the offload-recompute wait
+    # overflow to inf, and the output was refused
+    out = run("tool_wait", {"host_usd_per_gb_hour": 1.1125369292536007e-308, "context_tokens": 1, "wait_s": 0.0})
+    assert out["break_even_offload_recompute_s"] == -1
+
+
 def test_a_longer_context_takes_longer_to_recompute_than_to_copy():
     short, long = run("tool_wait", {"context_tokens": 4000}), run("tool_wait", {"context_tokens": 64_000})
     # recompute grows faster than linearly (causal attention), the copy linearly
