@@ -178,8 +178,7 @@ def compute(v: dict) -> dict:
     keep, off, rec = c.keep(w), c.offload(w), c.recompute(w)
     costs = {1: keep, 2: off, 3: rec}
     cheapest = min(costs, key=lambda s: (costs[s], s))
-    # -1: they never tie (no price on HBM or host memory, or one so small the wait overflows); 0: recompute is cheaper
-    # at every wait
+    # -1: they never tie (no price on HBM or host memory, or too small a one); 0: recompute is cheaper at every wait
     even_kr = _wait_until(c.r, c.k)
     even_ko = _wait_until(2 * c.k * c.copy, c.k - c.h)
     gap = c.r - 2 * c.k * c.copy
