@@ -31,7 +31,6 @@ from ..catalog import entries
 from ..errors import InputError
 from ..formats import bytes_per_element
 from ..model import Model
-from ..params import weight_bytes
 from ..schema import (
     accelerator_field,
     choice,
@@ -44,7 +43,7 @@ from ..schema import (
     step,
 )
 from .kv_cache import kv_bytes_per_token_per_layer, kv_fraction_per_gpu, layer_groups
-from .memory import expert_layout, footprint, loaded_weight_bytes
+from .memory import checkpoint_weight_bytes, expert_layout, footprint, loaded_weight_bytes
 
 GIB = 2**30
 DATA = "engine_versions.toml"
@@ -223,30 +222,32 @@ def sglang_capacity(cell: float, budget: float, page_size: int, context_len: int
 class Accounting:
     total: float  # device memory as torch sees it
     requested: float  # what the engine may use (vLLM) or its static share (SGLang)
-    weights: float
+    weights: float  # per GPU as the engine holds them
     activation: float
     non_torch: float
     cudagraph: float
     available: float  # the KV budget
+    checkpoint: float  # the checkpoint's weights per GPU (= weights where a log gave them)
 
 
 def loaded_weights(v: dict, ver: dict) -> tuple[float, float]:
-    """(weights per GPU as the engine holds them, the checkpoint's share per GPU): vLLM's MoE kernels pad 4-bit
-    float experts by chip (memory.expert_layout, weight_layouts.toml); SGLang is not modelled so."""
-    f = footprint({**v, "engine_rule": ver["engine"]})
-    tp = v["tensor_parallel"]
-    checkpoint = weight_bytes(v["model"], v["weight_dtype"], "weight_dtype", f.expert_dtype) / tp
-    return loaded_weight_bytes(f, tp) / tp, checkpoint
+    """(weights per GPU as the engine holds them, the checkpoint's share per GPU): a log's figure for both where one
+    was given; else vLLM's MoE kernels pad 4-bit float experts by chip (memory.expert_layout, weight_layouts.toml),
+    SGLang is not modelled so."""
+    if v.get("weights_gib"):
+        return v["weights_gib"] * GIB, v["weights_gib"] * GIB
+    f, tp = footprint({**v, "engine_rule": ver["engine"]}), v["tensor_parallel"]
+    return loaded_weight_bytes(f, tp) / tp, checkpoint_weight_bytes(f) / tp
 
 
 def accounting(v: dict, ver: dict) -> Accounting:
     m, tp = v["model"], v["tensor_parallel"]
     total = v["device_memory_gib"] * GIB if v.get("device_memory_gib") else v["hardware"].memory_bytes
-    weights = v["weights_gib"] * GIB if v.get("weights_gib") else loaded_weights(v, ver)[0]
+    weights, checkpoint = loaded_weights(v, ver)
     if ver["engine"] == "sglang":
         mfs = v["mem_fraction_static"] or ver["mem_fraction_static"]
         requested = mfs * total
-        return Accounting(total, requested, weights, 0.0, 0.0, 0.0, max(0.0, requested - weights))
+        return Accounting(total, requested, weights, 0.0, 0.0, 0.0, max(0.0, requested - weights), checkpoint)
     util = v["gpu_memory_utilization"] or ver["gpu_memory_utilization"]
     requested = util * total
     act = (
@@ -257,7 +258,7 @@ def accounting(v: dict, ver: dict) -> Accounting:
     non_torch = v["non_torch_gib"] * GIB if v.get("non_torch_gib", -1) >= 0 else non_torch_bytes(ver, tp)
     graphs = ver["cudagraph_gib"] * GIB if ver["cudagraph_in_budget"] else 0.0
     available = requested - weights - act - non_torch - graphs
-    return Accounting(total, requested, weights, act, non_torch, graphs, available)
+    return Accounting(total, requested, weights, act, non_torch, graphs, available, checkpoint)
 
 
 TOKENS_RULE = {
@@ -400,14 +401,13 @@ def derive(v: dict, ver: dict, acc: Accounting) -> dict:
     return _derive_sglang(v, ver, acc) if ver["engine"] == "sglang" else _derive_vllm(v, ver, acc)
 
 
-def _weight_steps(v: dict, ver: dict) -> list[dict]:
-    """The weights as loaded, where the engine's kernel holds more than the checkpoint (and no log figure is given)."""
+def _weight_steps(v: dict, ver: dict, acc: Accounting) -> list[dict]:
+    """The weights as loaded, where the engine's kernel holds more than the checkpoint (never with a log's figure,
+    which is both; nor where the experts' sizes are already on the kernel's tiles)."""
+    loaded, checkpoint = acc.weights, acc.checkpoint
+    if loaded == checkpoint:
+        return []
     layout = expert_layout({**v, "engine_rule": ver["engine"]})
-    if v.get("weights_gib") or layout is None:
-        return []
-    loaded, checkpoint = loaded_weights(v, ver)
-    if loaded == checkpoint:  # sizes already on the kernel's tiles
-        return []
     return [
         step(
             "Weights per GPU as loaded",
@@ -465,7 +465,7 @@ def compute(v: dict) -> dict:
         notes.append(f"{ver['label']} captures CUDA graphs after sizing the KV cache: they are not in this budget.")
     if d["padding"]:
         notes.append(f"{d['groups']} KV-cache groups with {d['padding']} padding layers (hybrid attention).")
-    weight_steps = _weight_steps(v, ver)
+    weight_steps = _weight_steps(v, ver, acc)
     if weight_steps:
         notes.append(
             "The weights as loaded are more than the checkpoint's: vLLM pads every routed expert of an MXFP4 "

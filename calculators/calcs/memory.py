@@ -151,10 +151,15 @@ def _round_up(x: int, multiple: int) -> int:
     return -(-x // multiple) * multiple
 
 
+def checkpoint_weight_bytes(f: Footprint) -> float:
+    """All the weights' bytes in the checkpoint, each part at its own format."""
+    return weight_bytes(f.model, f.weight_dtype, "weight_dtype", f.expert_dtype)
+
+
 def loaded_weight_bytes(f: Footprint, slices: int) -> float:
     """All the weights' bytes as the engine holds them: the checkpoint's, the routed experts × their layout."""
     extra = (expert_layout_ratio(f, slices) - 1.0) * expert_params(f.model) * _expert_bytes(f)
-    return weight_bytes(f.model, f.weight_dtype, "weight_dtype", f.expert_dtype) + extra
+    return checkpoint_weight_bytes(f) + extra
 
 
 def _expert_bytes(f: Footprint) -> float:
@@ -494,7 +499,7 @@ def compute(v: dict) -> dict:
         "fits": int(fits),
         "weight_bytes_total": total_weight_bytes(v, b, tp),
         "weight_bytes_per_gpu": b.weights,
-        "checkpoint_bytes": weight_bytes(v["model"], v["weight_dtype"], "weight_dtype", expert_dtype(v)),
+        "checkpoint_bytes": checkpoint_weight_bytes(footprint(v)),
         "usable_bytes_per_gpu": usable,
         "kv_budget_bytes_per_gpu": b.kv_budget,
         "kv_bytes_per_sequence_per_gpu": b.per_seq,
