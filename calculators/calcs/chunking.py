@@ -7,7 +7,9 @@ running decodes first and fills the rest of the step's token budget (max_num_bat
 prompt tokens, so the prompt is prefilled in chunks of budget − B tokens, one chunk a step, each step
 carrying every decode; the engine simulator does exactly this. Without chunking the whole prompt goes
 in one step (which must hold P + B tokens); vLLM V0's default scheduler ran it in a step of its own,
-the decodes waiting (engine mixed_batches False).
+the decodes waiting (engine mixed_batches False). SGLang 0.5.23's default chunks it but runs each chunk in a
+step of its own, the whole budget the prompt's, and the decodes wait through all of its chunks (chunked_alone:
+engine mixed_batches False with chunked prefill, EngineConfig).
 
 Measured on the simulator, per budget: the long prompt's TTFT (arrival at a step boundary to its first
 token) and the gaps between tokens of the decoding sequences over their next `window` tokens after the
@@ -37,7 +39,8 @@ from .steptime import deployment
 from .sharding import steps_for
 
 METRICS = [("max", "Longest gap"), ("p99", "p99 of the gaps")]
-MODES = ("chunked", "unchunked", "prefill_first")
+MODES = ("chunked", "unchunked", "prefill_first", "chunked_alone")
+CHUNKED = ("chunked", "chunked_alone")  # the prompt cut to the budget; chunked_alone: in steps without the decodes
 LONG_OUTPUT = 2
 ARRIVAL_LAG_S = 1e-6  # the prompt lands just after a step began: it waits for it (V1: and the next, planned then)
 SWEEP_FROM = 512
@@ -74,6 +77,7 @@ def _mode_outputs() -> list[dict]:
         "chunked": "At your budget, chunked",
         "unchunked": "Unchunked (one mixed step)",
         "prefill_first": "Prefill-only step (vLLM V0)",
+        "chunked_alone": "At your budget, chunked, prefill-only steps (SGLang's default)",
     }
     out = []
     for m in MODES:
@@ -93,7 +97,8 @@ SCHEMA = {
         "A batch of sequences is decoding when one long prompt arrives. The engine simulator schedules the "
         "decodes first and fills the rest of each step's token budget with prompt tokens (chunked prefill, "
         "as vLLM V1 does, and SGLang with --enable-mixed-chunk), or runs the whole prompt in one step "
-        "(unchunked), or in a step of its own while the decodes wait (vLLM V0's default). It reports the "
+        "(unchunked), or in a step of its own while the decodes wait (vLLM V0's default), or in chunks of "
+        "the budget in steps of their own while the decodes wait for all of them (SGLang's default). It reports the "
         "prompt's time to first token and the decoding sequences' gaps between tokens over a window after "
         "it arrives, for token budgets from small to whole-prompt, and the budget with the best TTFT that "
         "meets your ITL target. Step times from the roofline model scaled by the efficiency factors, plus the "
@@ -154,21 +159,22 @@ class Scene:
             kv_blocks=self.blocks,
             max_num_seqs=max(256, self.b + 1),
             max_num_batched_tokens=tokens,
-            chunked_prefill=mode == "chunked",
-            mixed_batches=mode != "prefill_first",
+            chunked_prefill=mode in CHUNKED,
+            mixed_batches=mode in ("chunked", "unchunked"),
+            schedule_ahead=True if mode == "chunked_alone" else None,  # SGLang's overlap scheduler, on by default
             trace_steps=trace,
         )
 
     def run(self, tokens: int, mode: str) -> dict:
         """TTFT and the window's gaps for a budget of `tokens` (unchunked modes: at least P + B)."""
-        if mode != "chunked":  # unchunked, the engine admits only a request whose prompt + output fit the budget
+        if mode not in CHUNKED:  # unchunked, the engine admits only a request whose prompt + output fit the budget
             tokens = max(tokens, self.p + self.b, self.p + LONG_OUTPUT)
             tokens = max(tokens, self.c + self._batch(tokens)[0].output_tokens)
         batch = self._batch(tokens)
         warm = simulate(self.times, batch, self._config(tokens, mode, 0))
         ready = max(warm.ttft_s)  # every sequence of the batch has its first token: a step starts
         before = sum(1 for o in warm.occupancy if o[0] < ready)  # steps so far (none stretched: prefilling)
-        chunks = -(-self.p // max(1, tokens - self.b)) if mode == "chunked" else 1
+        chunks = {"chunked": -(-self.p // max(1, tokens - self.b)), "chunked_alone": -(-self.p // tokens)}.get(mode, 1)
         reqs = [*batch, Request(ready + ARRIVAL_LAG_S, self.p, LONG_OUTPUT)]
         r = simulate(
             self.times, reqs, self._config(tokens, mode, before + chunks + self.w + 4), measured=(0, self.b + 1)
@@ -309,6 +315,7 @@ def compute(v: dict) -> dict:
         "chunked": sweep[yours_t],
         "unchunked": scene.run(yours_t, "unchunked"),
         "prefill_first": scene.run(yours_t, "prefill_first"),
+        "chunked_alone": scene.run(yours_t, "chunked_alone"),
     }
     out = _mode_values(modes)
     target, metric = v["itl_target_ms"] / 1e3, v["itl_metric"]

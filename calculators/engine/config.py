@@ -48,14 +48,18 @@ class EngineConfig:
     core.Engine._predicted_ttft). A step's fixed overheads are the step times' (engine.steps.StepTimes).
     swap_bytes_per_s and kv_bytes_per_block price a swap preemption over the host link. prefix_caching
     reuses cached blocks of shared prefixes (see prefix.py); host_cache_blocks > 0 adds a host tier whose
-    hits are copied back at host_cache_bytes_per_s. mixed_batches False is vLLM V0's default scheduler
-    (v0.6.3, vllm/core/scheduler.py `_schedule_default`: "Don't schedule decodes if prefills are
-    scheduled"; chunked prefill off): a step that prefills admitted requests runs no decodes, which stall
-    meanwhile. reserve_full_length reserves KV for prompt + output on admission, so nothing is ever
-    preempted (the policy the goodput calculator models). whole_prompt_must_fit admits a waiting request
-    only when the blocks for its whole sequence so far (its prompt, and any output it must recompute)
-    are free, though its first chunk is all it takes: vLLM V1's scheduler_reserve_full_isl, on by
-    default (v0.33.0, vllm/config/scheduler.py; KVCacheManager.allocate_slots, full_sequence_must_fit).
+    hits are copied back at host_cache_bytes_per_s. mixed_batches False: a step that prefills runs no decodes,
+    which stall meanwhile. With chunked prefill off it is vLLM V0's default scheduler (v0.6.3,
+    vllm/core/scheduler.py `_schedule_default`: "Don't schedule decodes if prefills are scheduled"); with it on,
+    SGLang's default (0.5.23, managers/scheduler.py: get_next_batch_to_run runs a prefill batch first whenever
+    there is one, :3991-3993; enable_mixed_chunk off, :1376-1377): each prefill step takes the prompt being
+    chunked first (its next chunk, :4176-4184), then waiting prompts up to the token budget, the last cut to a
+    chunk, and decode steps run only when no prompt can be prefilled. reserve_full_length reserves KV for
+    prompt + output on admission, so nothing is ever preempted (the policy the goodput calculator models).
+    whole_prompt_must_fit admits a waiting request only when the blocks for its whole sequence so far (its
+    prompt, and any output it must recompute) are free, though its first chunk is all it takes: vLLM V1's
+    scheduler_reserve_full_isl, on by default (v0.33.0, vllm/config/scheduler.py; KVCacheManager.allocate_slots,
+    full_sequence_must_fit).
     recv_interval_steps > 1 is SGLang's --scheduler-recv-interval (managers/scheduler_recv_skipper.py at commit 70310f0,
     whose weights and handle() an earlier draft, 0cc650f, already had; the sweep the ledger has with it ran v0.5.6):
     the scheduler reads new requests only when a counter reaches the interval, the counter growing by 1 per
@@ -66,7 +70,8 @@ class EngineConfig:
     busy engine's step admits only the requests that had arrived when the step before it started. Unset (None), it
     follows the engine the config models (plans_ahead): on for continuous batching with mixed steps, as vLLM V1
     runs by default (v0.33.0: vllm/config/vllm.py, an unset async_scheduling becomes true unless the model is a
-    pooling model or an option does not support it), off for V0's prefill-first steps and static batching."""
+    pooling model or an option does not support it), off for V0's prefill-first steps and static batching (set it
+    for SGLang, whose overlap scheduler plans ahead by default)."""
 
     kv_blocks: int
     block_size_tokens: int = 16
@@ -112,10 +117,6 @@ class EngineConfig:
             )
         if self.preemption == "swap" and not (self.swap_bytes_per_s > 0 and self.kv_bytes_per_block > 0):
             raise ValueError("swap preemption needs swap_bytes_per_s and kv_bytes_per_block")
-        if not self.mixed_batches and self.chunked_prefill:
-            raise ValueError(
-                "prefill-only steps (mixed_batches False) are modelled without chunked prefill, as vLLM V0"
-            )
         if self.prefix_caching and self.batching != "continuous":
             raise ValueError("prefix caching is modelled for continuous batching only")
         if self.host_cache_blocks and not (

@@ -7,7 +7,8 @@ the tokens it has not computed (1 when decoding, the rest of its prompt when pre
 budget left; its KV blocks grow to cover them, and when the pool is empty the last-admitted running
 sequence is preempted (the lowest ranked, under priority) until they fit; if nothing was preempted,
 waiting requests are admitted in policy order while budget, cap and blocks last. Without chunked
-prefill a prompt that does not fit in the budget left waits for the next step. A preempted sequence
+prefill a prompt that does not fit in the budget left waits for the next step. Without mixed batches (vLLM V0,
+and SGLang's default with chunked prefill: EngineConfig) a step that prefills carries no decodes. A preempted sequence
 frees its blocks and, under recompute, prefills its prompt and generated tokens again when readmitted;
 under swap its KV goes to host memory and comes back, each way costing blocks × bytes ÷ host bandwidth
 added to that step. Static batching admits a batch only when the engine is idle, reserving every
@@ -283,11 +284,11 @@ class Engine:
         return max(self.running, key=lambda j: (rank[j], arrival[j]))
 
     # ---- the general path: one sequence at a time ------------------------------------------------------
-    def _schedule_running(self, budget: int) -> tuple[dict, bool]:
-        """Running sequences in order, each its uncomputed tokens cut to the budget; blocks run out:
-        preempt (a victim already planned this step gives its tokens back) until they fit."""
+    def _schedule_running(self, budget: int, only: list[int] | None = None) -> tuple[dict, bool]:
+        """Running sequences in order (or those of `only`), each its uncomputed tokens cut to the budget; blocks
+        run out: preempt (a victim already planned this step gives its tokens back) until they fit."""
         plan, preempted = {}, False
-        for i in list(self.running):
+        for i in list(self.running if only is None else only):
             if budget <= 0:
                 break
             if self.state[i] != RUNNING:  # preempted earlier in this loop
@@ -362,11 +363,20 @@ class Engine:
 
     def _general(self) -> tuple[dict, bool]:
         """The plan of a step the fast path cannot make, with every sequence taken one by one."""
-        if self.cfg.batching == "static":
+        cfg = self.cfg
+        if cfg.batching == "static":
             return self._admit_static(), False
-        plan, preempted = self._schedule_running(self.cfg.max_num_batched_tokens)
+        budget = cfg.max_num_batched_tokens
+        if not cfg.mixed_batches and cfg.chunked_prefill:  # SGLang: a step of prefill alone while there is one
+            plan, preempted = self._schedule_running(budget, sorted(self.prefilling, key=self.running.__getitem__))
+            if not preempted:
+                self._admit(plan, budget - sum(plan.values()))
+            if plan or preempted:
+                return plan, preempted
+            return self._schedule_running(budget)  # the decodes, when no prompt can be prefilled
+        plan, preempted = self._schedule_running(budget)
         if not preempted:
-            self._admit(plan, self.cfg.max_num_batched_tokens - sum(plan.values()))
+            self._admit(plan, budget - sum(plan.values()))
         return plan, preempted
 
     # ---- the fast path: the decoding set at once ------------------------------------------------------
@@ -380,7 +390,9 @@ class Engine:
         n = len(dec)  # asks: the decodes' share of the token budget
         per_step, asks = (1.0, n) if self.plain else (self.times.tokens_per_step(n), n * self.times.decode_tokens(n))
         grow = dec.blocks_needed(1, per_step) if dec.grows else 0
-        if not cfg.mixed_batches:  # vLLM V0: admitted prompts are prefilled alone, decodes wait
+        if not cfg.mixed_batches:  # vLLM V0, SGLang: admitted prompts are prefilled alone, decodes wait
+            if cfg.chunked_prefill and self.prefilling:  # SGLang: the chunked prompt's next chunk goes first
+                return None
             plan: dict = {}
             if self.waiting.heap:
                 self._admit(plan, cfg.max_num_batched_tokens)

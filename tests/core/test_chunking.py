@@ -37,7 +37,8 @@ def test_window_gaps_by_hand():
 
 
 @pytest.mark.parametrize(
-    "tokens, mode", [(512, "chunked"), (40, "chunked"), (2048, "unchunked"), (2048, "prefill_first")]
+    "tokens, mode",
+    [(512, "chunked"), (40, "chunked"), (2048, "unchunked"), (2048, "prefill_first"), (512, "chunked_alone")],
 )
 def test_the_whole_batch_is_still_decoding_through_the_window(tokens, mode):
     """Every one of the B sequences gives `window` gaps after the prompt lands: none has finished (its
@@ -74,6 +75,17 @@ def test_vllm_v0_runs_the_prompt_alone_and_the_decodes_wait_for_it():
     alone = times.mixed(0, 0, [(0, 8192)])
     assert r["prefill_first_itl_max_s"] == pytest.approx(alone + r["decode_step_s"], rel=0.01)
     assert r["prefill_first_itl_max_s"] > r["unchunked_itl_max_s"]  # the mixed step hides the decodes
+
+
+def test_sglang_runs_every_chunk_alone_and_the_decodes_wait_for_all_of_them():
+    # SGLang 0.5.23's default (chunked, prefill-only steps: EngineConfig): 8,192 tokens at a budget of 2,048 are four
+    # prompt-only steps of 2,048, back to back; the decodes' longest gap spans all four and their own step after
+    r = _run()
+    times = _times()
+    chunks = [times.mixed(0, 0, [(k * 2048, 2048)]) for k in range(4)]
+    assert r["chunked_alone_itl_max_s"] == pytest.approx(sum(chunks) + r["decode_step_s"], rel=0.01)
+    assert r["chunked_alone_itl_max_s"] > 3 * r["chunked_itl_max_s"]  # V1's mixed chunks stall one step each
+    assert r["chunked_alone_ttft_s"] < r["chunked_ttft_s"]  # the whole budget is the prompt's: fewer steps
 
 
 def test_smaller_chunks_cut_the_stall_and_cost_the_prompt_a_little():

@@ -557,3 +557,29 @@ def test_a_sequence_holding_cached_blocks_is_not_preempted_for_blocks_it_has():
     reqs = [Request(0.0, 16, 10, prefix=(("system", 0, 16),)), Request(0.06, 40, 2)]
     r = simulate(Stub(), reqs, cached(kv_blocks=18, block_size_tokens=4, max_num_batched_tokens=8))
     assert r.preemptions == (0, 0)
+
+
+def test_sglang_chunks_a_long_prompt_in_steps_of_its_own_and_the_decodes_wait():
+    # SGLang 0.5.23's default (chunked prefill on, mixed chunks off: EngineConfig): request 1's 300-token prompt,
+    # seen at 0.06 while 0 decodes, is prefilled in three 100-token chunks, each a step of its own (0.06-0.21: 0 gets
+    # no token in them, a gap of 0.16 s); vLLM V1 runs 0's decode beside every chunk (99 + 99 + 99 + 3 tokens: four
+    # 50 ms steps to 0.26, 0 getting a token in each)
+    reqs = [Request(0.0, 10, 10), Request(0.055, 300, 2)]
+    budget = dict(max_num_batched_tokens=100, schedule_ahead=False, trace_steps=100)
+    sglang = simulate(Stub(), reqs, cfg(mixed_batches=False, chunked_prefill=True, **budget))
+    v1 = simulate(Stub(), reqs, cfg(**budget))
+    chunks = [ran for _, _, ran, _ in sglang.trace if any(i == 1 and n > 1 for i, n in ran)]
+    assert chunks == [((1, 100),), ((1, 100),), ((1, 100),)]
+    assert sglang.ttft_s[1] == pytest.approx(0.21 - 0.055) and v1.ttft_s[1] == pytest.approx(0.26 - 0.055)
+    # 0's last 8 tokens after the chunks (0.22-0.29); under V1 its last 5 after the fourth chunk step (0.27-0.30)
+    assert sglang.e2e_s[0] == pytest.approx(0.29) and v1.e2e_s[0] == pytest.approx(0.30)
+    assert max(sglang.gap_values_s) == pytest.approx(0.16) and max(v1.gap_values_s) == pytest.approx(0.05)
+
+
+def test_sglang_continues_the_chunked_prompt_before_admitting_the_next():
+    # two long prompts at once, a budget of 100: the first is chunked to the end before the second starts
+    reqs = [Request(0.0, 250, 2), Request(0.0, 250, 2)]
+    sglang = cfg(mixed_batches=False, chunked_prefill=True, max_num_batched_tokens=100, trace_steps=20)
+    r = simulate(Stub(), reqs, sglang)
+    plans = [dict(ran) for _, _, ran, _ in r.trace[:5]]
+    assert plans == [{0: 100}, {0: 100}, {0: 50, 1: 50}, {1: 100}, {1: 100}]

@@ -69,8 +69,6 @@ def test_every_request_ends_and_the_pool_balances(rows, settings_, static):
     extra = {"swap_bytes_per_s": 1e9, "kv_bytes_per_block": 1e5} if settings_["preemption"] == "swap" else {}
     if static:
         settings_ = dict(settings_, prefix_caching=False)
-    if not settings_["mixed_batches"]:
-        settings_ = dict(settings_, chunked_prefill=False)
     cfg = EngineConfig(batching="static" if static else "continuous", **settings_, **extra)
     reqs = _requests(rows)
     engine = Engine(Stub(), reqs, cfg, (0, len(reqs)))
