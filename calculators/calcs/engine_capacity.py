@@ -18,8 +18,8 @@ The activation peak, non-torch memory and CUDA-graph memory are not derivable fr
 fitted constants (said so beside each number), and a startup log's own figures replace them
 (calcs/startup_log.py). The weights are the checkpoint's, or as vLLM's MoE kernel holds them where it pads
 gpt-oss's MXFP4 experts (memory.expert_layout, loaded_weight_bytes: the kernel v0.33.0 picks by chip, which v0.19.0
-picks too). Hybrid models with linear-attention (Mamba, DeltaNet) layers are refused: their state pages follow
-rules this mode does not model.
+picks too, padded by each version's rule). Hybrid models with linear-attention (Mamba, DeltaNet) layers are refused:
+their state pages follow rules this mode does not model.
 """
 
 from __future__ import annotations
@@ -412,7 +412,7 @@ def _weight_steps(v: dict, ver: dict, acc: Accounting) -> list[dict]:
         step(
             "Weights per GPU as loaded",
             f"the checkpoint's share per GPU + the padding {layout['kernel']} adds to each GPU's slice of every routed "
-            f"expert (the kernel v0.19.0 and v0.33.0 pick for gpt-oss on this chip: weight_layouts.toml, "
+            f"expert (the kernel this version picks for gpt-oss on this chip: weight_layouts.toml, "
             f"{layout['source'].split(' (')[0]})",
             "{} + {}",
             [(checkpoint, "B"), (loaded - checkpoint, "B")],
@@ -470,8 +470,8 @@ def compute(v: dict) -> dict:
         notes.append(
             "The weights as loaded are more than the checkpoint's: vLLM pads every routed expert of an MXFP4 "
             "checkpoint to the tiles of the MoE kernel it picks on the chip, the same kernel in both vLLM versions "
-            "here (weight_layouts.toml; older releases differ); on Hopper, where both run Triton's kernel, "
-            "Marlin's padding is kept. A log's 'Model loading took' line gives "
+            "here, padded by each version's rule (weight_layouts.toml; older releases differ); on Hopper, where both "
+            "run Triton's kernel, Marlin's padding is kept. A log's 'Model loading took' line gives "
             "your engine's own figure: enter it as the weights as loaded."
         )
     if acc.available <= 0:

@@ -120,14 +120,15 @@ def expert_layout(v: dict) -> dict | None:
     """The weight_layouts.toml [[layout]] an engine's MoE kernel holds a gpt-oss checkpoint's routed experts in, where
     they take more room than the checkpoint: the first whose engine is the inputs' rule, whose formats hold the
     experts' and whose chips hold the accelerator. None elsewhere (another model, the SGLang rule, another format, a
-    chip no layout names). A gpt-oss checkpoint is known by its learned attention sinks (hf_import reads them from
-    the gpt_oss family only); vLLM sends other MXFP4 MoE checkpoints down another path, not modelled."""
+    chip no layout names). A layout that names engine versions applies only to those (the engine-faithful mode's
+    engine_version); the others to any. A gpt-oss checkpoint is known by its learned attention sinks (hf_import reads
+    them from the gpt_oss family only); vLLM sends other MXFP4 MoE checkpoints down another path, not modelled."""
     if v["model"].moe is None or not v["model"].attention.sinks:
         return None
     experts = expert_dtype(v) or v["weight_dtype"]
-    rule, chip = v.get("engine_rule", "vllm"), v["hardware"].id
+    rule, chip, version = v.get("engine_rule", "vllm"), v["hardware"].id, v.get("engine_version")
     matches = (x for x in weight_layouts()["layout"] if x["engine"] == rule and chip in x["chips"])
-    return next((x for x in matches if experts in x["formats"]), None)
+    return next((x for x in matches if experts in x["formats"] and version in x.get("versions", [version])), None)
 
 
 def expert_padding(v: dict) -> tuple[int, int] | None:

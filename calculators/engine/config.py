@@ -52,7 +52,7 @@ class EngineConfig:
     which stall meanwhile. With chunked prefill off it is vLLM V0's default scheduler (v0.6.3,
     vllm/core/scheduler.py `_schedule_default`: "Don't schedule decodes if prefills are scheduled"); with it on,
     SGLang's default (0.5.23, managers/scheduler.py: get_next_batch_to_run runs a prefill batch first whenever
-    there is one, :3991-3993; enable_mixed_chunk off, :1376-1377): each prefill step takes the prompt being
+    there is one, :3992-3994; enable_mixed_chunk off, :1376-1377): each prefill step takes the prompt being
     chunked first (its next chunk, :4176-4184), then waiting prompts up to the token budget, the last cut to a
     chunk, and decode steps run only when no prompt can be prefilled. reserve_full_length reserves KV for
     prompt + output on admission, so nothing is ever preempted (the policy the goodput calculator models).

@@ -92,3 +92,23 @@ def test_expert_format_moves_only_the_expert_share():
     mixed = run("roofline", dict(kw, weight_dtype="bf16", expert_weight_dtype="fp8"))["decode_weight_bytes_per_step"]
     all_fp8 = run("roofline", dict(kw, weight_dtype="fp8"))["decode_weight_bytes_per_step"]
     assert all_fp8 < mixed < same
+
+
+def test_the_engine_faithful_mode_pads_by_its_versions_rule():
+    # vLLM v0.19.0 pads the TRT-LLM kernel's experts to 256 in both sizes on B200 (fused_moe/oracle/mxfp4.py:386-388),
+    # v0.33.0 the intermediate size to 128 only (weight_layouts.toml): one GPU's 2,880-wide experts hold 3,072 × 3,072
+    # against 2,944 × 3,072; elsewhere the two versions pick the same kernel and padding
+    per_element = 36 * 128 * 3 * 4.25 / 8 / 2**30
+
+    def weights(version, hardware="b200"):
+        inputs = dict(model="gpt-oss-120b", hardware=hardware, engine_version=version, tensor_parallel=1, **NATIVE)
+        return run("engine_capacity", inputs)["weight_bytes"] / 2**30
+
+    assert weights("vllm-0.19.0") - weights("vllm-0.33.0") == pytest.approx(
+        (3072 - 2944) * 3072 * per_element, rel=0.001
+    )
+    for chip in ("h100-sxm", "a100-80gb", "mi300x"):
+        assert weights("vllm-0.19.0", chip) == weights("vllm-0.33.0", chip)
+    # the memory calculator names no version: v0.33.0's rule
+    memory = run("memory", dict(model="gpt-oss-120b", hardware="b200", tensor_parallel=1, **NATIVE))
+    assert memory["weight_bytes_per_gpu"] / 2**30 == pytest.approx(weights("vllm-0.33.0"), rel=1e-12)
