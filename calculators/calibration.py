@@ -287,14 +287,31 @@ BLOCK = 16  # tokens per KV block, both engines' default page for these models
 
 
 def _client(row: dict) -> Client:
+    """The benchmark's client: its lengths are the row's, or, where the client names the random dataset's own
+    (random_input_len, random_output_len), those, with the row's lengths the run's printed means to scale to."""
     c = row["client"]
+    means = (row["input_tokens"], row["output_tokens"]) if "random_input_len" in c else None
     return Client(
         row["batch"],
-        row["input_tokens"],
-        max(1, round(row["output_tokens"])),
+        c.get("random_input_len", row["input_tokens"]),
+        max(1, round(c.get("random_output_len", row["output_tokens"]))),
         c.get("range_ratio", 1.0),
         c.get("prompts_per_user", 10),
+        means=means,
     )
+
+
+def _earlier(row: dict) -> tuple[Client, ...]:
+    """The runs the same server answered before this row's, in the ledger's order (a client with same_server: the
+    group's points of one scenario, one after another, the prefix cache kept between them); none otherwise."""
+    if not row["client"].get("same_server"):
+        return ()
+    runs = [
+        r
+        for r in _rows()
+        if (r["group"], r.get("scenario"), r["metric"]) == (row["group"], row.get("scenario"), row["metric"])
+    ]
+    return tuple(_client(r) for r in runs[: [r["id"] for r in runs].index(row["id"])])
 
 
 def _server(row: dict) -> EngineConfig:
@@ -317,8 +334,7 @@ def _server(row: dict) -> EngineConfig:
         block_size_tokens=BLOCK,
         max_num_seqs=s.get("max_num_seqs", row["batch"]),
         max_num_batched_tokens=s["token_budget"],
-        chunked_prefill=mixed,
-        mixed_batches=mixed,
+        mixed_batches=mixed,  # chunked prefill on in every engine the ledger has (SGLang's chunks alone: EngineConfig)
         recv_interval_steps=row.get("scheduler_recv_interval", 1),
         schedule_ahead=s.get("schedule_ahead"),  # unset: the engine default the config models (EngineConfig)
         prefix_caching=s.get("prefix_caching", False),
@@ -335,7 +351,7 @@ def _served(row: dict, overhead: str, comm: bool) -> float:
     key = (row["id"].removesuffix("-" + row["metric"]), overhead, comm)
     if key not in _SERVED:
         steps = _deployment(row, False, overhead, comm)
-        _SERVED[key] = run_client(StepTimes(steps), _server(row), _client(row), front_end_s(overhead))
+        _SERVED[key] = run_client(StepTimes(steps), _server(row), _client(row), front_end_s(overhead), _earlier(row))
     return _client_metric(row, _SERVED[key])
 
 
