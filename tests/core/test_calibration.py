@@ -503,18 +503,20 @@ def test_every_vllm_sweep_runs_its_releases_admission_and_prefix_caching():
 
 
 def test_sglangs_cookbook_runs_found_earlier_runs_prompts_in_the_cache():
-    # Llama 3.1 70B on eight A100, 8K prompts, 64 users, 320 requests: its first 64 prompts arrive at once. Were none
-    # cached, even prefilled shortest first at the chips' peak FLOP/s their TTFTs alone would sum to more than the
-    # measured mean TTFT × 320 (the client's own draws, scaled to the run's mean; the run's own draws are not
-    # known). So the run found prompts in the cache: bench_serving's fixed seed sent the c = 1 and c = 16 runs'
-    # prompts again to the same server (the ledger's same_server), which the row's estimate simulates.
+    # Llama 3.1 70B on eight A100, 8K prompts, 64 users, 320 requests: its first 64 prompts arrive at once (prompt 0
+    # less, which the warm-up request before the run left cached). Were the other 63 not cached, even prefilled shortest
+    # first at the chips' peak FLOP/s their TTFTs alone would sum to more than the measured mean TTFT × 320. The
+    # lengths are the client's draws scaled to the run's mean; the run's own (numpy's legacy generator, seed 1) give
+    # a smaller sum that still exceeds it (306 s against 202.7 s, computed apart by the accuracy read of December 2026).
+    # So the run found prompts in the cache: bench_serving's fixed seed sent the c = 1 and c = 16 runs' prompts again
+    # to the same server (the ledger's same_server), which the row's estimate simulates.
     row = next(
         r for r in ROWS if r["id"].startswith("sglang-cookbook-llama31-70b-a100-8k-1k-b64") and r["metric"] == "ttft_s"
     )
     peak = calibration._deployment(row, True)
-    first = sorted(p for _, p, _ in draws(calibration._client(row))[:64])
+    first = sorted(p for _, p, _ in draws(calibration._client(row))[1:64])
     compute = [peak.prefill([p]).compute_time_s for p in first]
-    assert sum(math.fsum(compute[: k + 1]) for k in range(64)) > row["value"] * 320
+    assert sum(math.fsum(compute[: k + 1]) for k in range(63)) > row["value"] * 320
     earlier = calibration._earlier(row)
     assert [(c.concurrency, c.prompts_per_user) for c in earlier] == [(1, 10), (16, 5)]
     assert calibration._earlier(next(r for r in ROWS if r["group"].startswith("inferencex"))) == ()
