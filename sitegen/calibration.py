@@ -138,8 +138,9 @@ LEFT_OUT_NOTE = (
     "of communication with compute (more than one GPU); *routing skew*, tokens routed evenly across the experts "
     "(a mixture-of-experts model); *serving path*, the HTTP server, tokenisation and the hand-off of a request to "
     "the scheduler (a TTFT); *template parse*, the chat template parsed anew for every request on the API "
-    "server's event loop (vLLM v0.11.0 with a chat client, ledger.toml [chat_template_parse]). The Source column "
-    "links to the publication's line in the table of sources."
+    "server's event loop (vLLM v0.11.0 with a chat client, ledger.toml [chat_template_parse]). The Group column "
+    "links to the group's line in the table of groups below: its publication, where in it, the engine build and the "
+    "parallelism."
 )
 
 
@@ -160,35 +161,49 @@ def _left_out(p: dict) -> str:
 
 
 def _conditions(p: dict) -> str:
+    """The row's own conditions, short: the group's parallelism and engine build are in the groups table."""
     acc = catalog.accelerator_presets()[p["hardware"]]
     fmt = p["weight_dtype"].upper() + (
         f" + {p['expert_weight_dtype'].upper()} experts" if p.get("expert_weight_dtype") else ""
     )
     lengths = f"{p.get('input_tokens', '?')} in / {p.get('output_tokens', '?')} out"
     batch = f"batch {p['batch']:,}" if "batch" in p else "batch not stated"
-    split = f" ({p['parallelism']})" if p.get("parallelism") else ""  # some publications do not state it
-    return cell(f"{p['model']}, {acc.name} × {p['num_gpus']}{split}, {fmt}, {batch} ({p['batch_is']}), {lengths}")
+    return cell(f"{p['model']}, {acc.name} × {p['num_gpus']}, {fmt}, {batch} ({p['batch_is']}), {lengths}")
+
+
+def _group_anchor(group_id: str) -> str:
+    """The groups table's row of one ledger group, by its place in the ledger (short: every row links to it)."""
+    return f"g{[g['id'] for g in calibration.ledger()['group']].index(group_id) + 1}"
+
+
+# the rows table's Kind column, short (the page's head says what each is)
+SHORT_KIND = {
+    "tpot_s": "TPOT",
+    "ttft_s": "TTFT",
+    "e2e_latency_s": "E2E latency",
+    "output_tokens_per_s": "Output tokens/s per GPU",
+    "input_tokens_per_s": "Prefill tokens/s per GPU",
+    "tokens_per_s_per_user": "Tokens/s per user",
+}
 
 
 def render_rows() -> str:
-    srcs = calibration.sources()
     graphs = {p["id"]: p for p in calibration.predictions(calibration.LAUNCHES_ONLY)}
     rows = []
     for p in calibration.predictions():
-        s = srcs[p["source"]]
         role = "held out" if calibration.held_out(p) else "fitted on"
         rows.append(
             [
-                cell(calibration.KINDS[p["metric"]][0]),
+                SHORT_KIND[p["metric"]],
                 _conditions(p),
-                cell(f"{p['engine']} ({p['engine_version']})"),
+                cell(f"{p['engine']} {p['engine_version'].split(' (')[0]}"),
                 _value(p["metric"], p["value"]),
                 _value(p["metric"], p.get("predicted")),
                 _pct(p.get("error")) + ("" if "error" not in p else f" ({role})"),
                 _pct(graphs[p["id"]].get("error")),
                 _value(p["metric"], p["bound"]) + ("" if p["bound_holds"] else " ✗"),
                 cell(_left_out(p)) if "error" in p else cell(p.get("estimate_note", "")),
-                f"[{cell(s['publisher'].split(',')[0])}]({PAGE}#{_anchor(s['id'])}): {cell(p['where'])}",
+                f"[{p['group']}](#{_group_anchor(p['group'])})",
             ]
         )
     head = [
@@ -201,9 +216,28 @@ def render_rows() -> str:
         "Error, launches only",
         "Bound",
         "Not in the core's model (or why no estimate)",
-        "Source",
+        "Group",
     ]
     return LEFT_OUT_NOTE + "\n" + wrap("Every ledger row, predicted", _table(head, rows))
+
+
+def render_groups() -> str:
+    """One line per ledger group: where its figures are in the publication, the engine build and the parallelism,
+    which the rows table would otherwise repeat on every row."""
+    srcs, rows = calibration.sources(), []
+    for g in calibration.ledger()["group"]:
+        s = srcs[g["source"]]
+        rows.append(
+            [
+                f'<span id="{_group_anchor(g["id"])}"></span>{g["id"]}',
+                f"[{cell(s['publisher'].split(',')[0])}]({PAGE}#{_anchor(s['id'])})",
+                cell(g.get("where", "")),
+                cell(f"{g.get('engine', '')} ({g.get('engine_version', '')})"),
+                cell(g.get("parallelism", "")),
+            ]
+        )
+    head = ["Group", "Source", "Where in it", "Engine", "Parallelism"]
+    return wrap("The ledger's groups", _table(head, rows))
 
 
 RENDER = {
@@ -212,6 +246,7 @@ RENDER = {
     "fits": render_fits,
     "sources": render_sources,
     "rows": render_rows,
+    "groups": render_groups,
 }
 
 

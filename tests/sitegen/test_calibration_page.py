@@ -3,10 +3,12 @@ line per kind, and a misspelt marker fails the build instead of printing as text
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from calculators import calibration
-from sitegen.calibration import render_calibration
+from sitegen.calibration import SHORT_KIND, render_calibration
 
 
 def _body_lines(markdown: str) -> list[str]:
@@ -35,3 +37,14 @@ def test_the_rows_table_marks_the_chat_template_parse_on_its_rows_only():
     assert len(marked) == sum(1 for r in calibration.rows() if calibration.parses_chat_template(r))
     assert any("deepseek-r1" in line and "v0.11.0" in line for line in marked)
     assert not any("gpt-oss" in line for line in marked)
+
+
+def test_every_rows_group_link_lands_on_a_line_of_the_groups_table():
+    # the rows table names each row's group by a link; the groups table holds the publication, where in it, the engine
+    # build and the parallelism once per group (the page stays under its byte budget: tests/bench.py)
+    rows = _body_lines(render_calibration("<!-- calibration:rows -->"))
+    groups = render_calibration("<!-- calibration:groups -->")
+    targets = set(re.findall(r'<span id="(g\d+)"></span>', groups))
+    links = [re.search(r"\(#(g\d+)\)", line.split("|")[-2]).group(1) for line in rows]
+    assert len(targets) == len(calibration.ledger()["group"]) and set(links) == targets
+    assert set(SHORT_KIND) == set(calibration.KINDS)
