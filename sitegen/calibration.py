@@ -171,9 +171,9 @@ def _conditions(p: dict) -> str:
     return cell(f"{p['model']}, {acc.name} × {p['num_gpus']}, {fmt}, {batch} ({p['batch_is']}), {lengths}")
 
 
-def _group_anchor(group_id: str) -> str:
-    """The groups table's row of one ledger group, by its place in the ledger (short: every row links to it)."""
-    return f"g{[g['id'] for g in calibration.ledger()['group']].index(group_id) + 1}"
+def _group_anchors() -> dict[str, str]:
+    """Each ledger group's line in the groups table, named by its place in the ledger (short: every row links to it)."""
+    return {g["id"]: f"g{k}" for k, g in enumerate(calibration.ledger()["group"], 1)}
 
 
 # the rows table's Kind column, short (the page's head says what each is)
@@ -189,7 +189,7 @@ SHORT_KIND = {
 
 def render_rows() -> str:
     graphs = {p["id"]: p for p in calibration.predictions(calibration.LAUNCHES_ONLY)}
-    rows = []
+    anchors, rows = _group_anchors(), []
     for p in calibration.predictions():
         role = "held out" if calibration.held_out(p) else "fitted on"
         rows.append(
@@ -203,7 +203,7 @@ def render_rows() -> str:
                 _pct(graphs[p["id"]].get("error")),
                 _value(p["metric"], p["bound"]) + ("" if p["bound_holds"] else " ✗"),
                 cell(_left_out(p)) if "error" in p else cell(p.get("estimate_note", "")),
-                f"[{p['group']}](#{_group_anchor(p['group'])})",
+                f"[{p['group']}](#{anchors[p['group']]})",
             ]
         )
     head = [
@@ -224,12 +224,12 @@ def render_rows() -> str:
 def render_groups() -> str:
     """One line per ledger group: where its figures are in the publication, the engine build and the parallelism,
     which the rows table would otherwise repeat on every row."""
-    srcs, rows = calibration.sources(), []
+    srcs, anchors, rows = calibration.sources(), _group_anchors(), []
     for g in calibration.ledger()["group"]:
         s = srcs[g["source"]]
         rows.append(
             [
-                f'<span id="{_group_anchor(g["id"])}"></span>{g["id"]}',
+                f'<span id="{anchors[g["id"]]}"></span>{g["id"]}',
                 f"[{cell(s['publisher'].split(',')[0])}]({PAGE}#{_anchor(s['id'])})",
                 cell(g.get("where", "")),
                 cell(f"{g.get('engine', '')} ({g.get('engine_version', '')})"),
