@@ -13,12 +13,13 @@ calculator's default efficiencies for the estimate and at efficiencies 1.0 for t
   input_tokens_per_s    per GPU: prompts × T_in ÷ prefill time
   tokens_per_s_per_user 1 ÷ TPOT
 Error = predicted speed ÷ measured speed − 1, speed being the rate, or 1 ÷ the time: +25% means the core
-was 25% too fast (optimistic), −25% too slow, whatever the metric. Six constants were fitted to the ledger
-(data/fitted.toml: the kernel floor of the "fitted" step-overhead mode, the rate of the GEMM that dequantises 4-bit
+was 25% too fast (optimistic), −25% too slow, whatever the metric. Seven constants were fitted to the ledger
+(data/fitted.toml: the kernel floor of the fitted step-overhead modes, the rate of the GEMM that dequantises 4-bit
 float weights, the share of the BF16 rate kept by routed experts that tensor parallelism slices, the time per decode
 sequence per layer on AMD's CDNA3 chips, the share of the attention rate Triton's kernel keeps where vLLM runs it for
-attention sinks below Hopper, a served request's time outside the engine core), each on named groups; fit_* recompute
-them and `held_out` marks the rows no fit has seen.
+attention sinks below Hopper, a served request's time outside the engine core, the time per kernel of SGLang's eager
+prefill), each on named groups; fit_* recompute them and `held_out` marks the rows no fit has seen. In the fitted
+mode each row is priced at its own engine's (row_mode: an SGLang row in the "sglang" mode).
 A serving sweep's row (its group has a `client`) is predicted as its client measured it: engine/client.py runs the
 benchmark's closed loop on the simulator with the sweep's server settings (`server`).
 Bounds the other way: a time bound never above the measured time, a rate bound never below the measured
@@ -53,7 +54,7 @@ from .calcs.steptime import (
     sliced_expert_factor,
     triton_attention_share,
 )
-from .calcs.overhead import DEFAULT_MODE, FITTED_MODE, MODE_CHOICES
+from .calcs.overhead import DEFAULT_MODE, FITTED_MODE, FITTED_MODES, LEDGER_MODE_CHOICES, SGLANG_MODE
 from .calcs.steptime import StepModel
 from .errors import InputError
 from .model import Model
@@ -167,7 +168,7 @@ def core_inputs(row: dict, bound: bool = False, overhead: str = DEFAULT_MODE, co
         "batch_size": row.get("batch", 1),
         "input_tokens": row.get("input_tokens", 1),
         "output_tokens": max(1, round(row.get("output_tokens", 1))),
-        "step_overhead": overhead,
+        "step_overhead": row_mode(row, overhead),
     }
     inputs.update({k: 1.0 for k in EFFICIENCY} if bound else EFFICIENCY)
     if row.get("attention") == "dp" and comm and not bound:  # the deployment: DP attention, EP over every GPU
@@ -197,6 +198,19 @@ DEPLOYMENT_KEYS = (
 )
 
 
+def ledger_mode(overhead: str) -> str:
+    """The ledger's name for a step-overhead mode: either fitted mode is "fitted" (each row at its own engine's)."""
+    return FITTED_MODE if overhead in FITTED_MODES else overhead
+
+
+def row_mode(row: dict, overhead: str) -> str:
+    """The mode a row is priced at: in a fitted mode, its own engine's (SGLang's eager prefill for an SGLang row,
+    whose releases in the ledger, 0.5.7 and before, capture no prefill graph by default); any other as asked."""
+    if overhead not in FITTED_MODES:
+        return overhead
+    return SGLANG_MODE if row.get("engine") == "SGLang" else FITTED_MODE
+
+
 def _deployment(row: dict, bound: bool, overhead: str = DEFAULT_MODE, comm: bool = True):
     return _deployment_for(tuple(row.get(k, "same") for k in DEPLOYMENT_KEYS), bound, overhead, comm)
 
@@ -216,7 +230,12 @@ def _deployment_for(key: tuple, bound: bool, overhead: str, comm: bool = True):
         return StepModel(bound_deployment(dep))
     if not comm:
         return StepModel(dep)
-    return steps_for(v, dep, overlap="none" if row["overlap"] == "same" else row["overlap"])
+    return steps_for(v, dep, overlap=_overlap(row))
+
+
+def _overlap(row: dict) -> str:
+    """The row's all-to-all overlap (sharding.steps_for): its source's, or none."""
+    return "none" if row.get("overlap", "same") == "same" else row["overlap"]
 
 
 def _context(row: dict, bound: bool) -> float:
@@ -395,15 +414,15 @@ def predict(row: dict, overhead: str = DEFAULT_MODE, comm: bool = True) -> dict:
     return out
 
 
-@lru_cache(maxsize=2 * len(MODE_CHOICES))
+@lru_cache(maxsize=2 * len(LEDGER_MODE_CHOICES))
 def _predictions(overhead: str = DEFAULT_MODE, comm: bool = True) -> tuple[dict, ...]:
     return tuple(predict(r, overhead, comm) for r in _rows())
 
 
 def predictions(overhead: str = DEFAULT_MODE, comm: bool = True) -> list[dict]:
     """Every row predicted at this step-overhead mode, with or without communication (computed once per process
-    and mode; the browser's snapshot keeps the default's)."""
-    return [dict(p) for p in _predictions(overhead, comm)]
+    and mode; the browser's snapshot keeps the default's). Either fitted mode prices each row at its engine's."""
+    return [dict(p) for p in _predictions(ledger_mode(overhead), comm)]
 
 
 # ---- the fitted constants (fitted.toml), recomputed from their training rows ---------------------------------------
@@ -429,7 +448,7 @@ def _training(name: str, metric: str) -> list[dict]:
 
 def front_end_s(overhead: str = FITTED_MODE) -> float:
     """A served request's time outside the engine core (fitted.toml [front_end]), in the fitted mode only."""
-    return float(catalog.fitted()["front_end"]["per_request_s"]) if overhead == FITTED_MODE else 0.0
+    return float(catalog.fitted()["front_end"]["per_request_s"]) if overhead in FITTED_MODES else 0.0
 
 
 def fit_front_end_s(tolerance: float = 1e-4) -> float:
@@ -522,6 +541,26 @@ def fit_triton_attention_share(tolerance: float = 0.005) -> float:
     return _zero(log_error, 0.02, 1.0, tolerance, rising=True)  # measured slower: a smaller share
 
 
+def fit_sglang_prefill_s(tolerance: float = 1e-7) -> float:
+    """t_s from its training rows: where the median signed log error of the simulated mean TTFT,
+    log(measured ÷ simulated), is zero (bisection; the simulated TTFT grows with t_s). Each row is simulated as its
+    client ran it, after the runs the same server answered first."""
+    cases = []  # per training row, what no t_s changes: its inputs, deployment, server, client and earlier runs
+    for row in _training("sglang_prefill", "ttft_s"):
+        v = validate(LATENCY["inputs"], core_inputs(row, overhead=FITTED_MODE))
+        cases.append((row["value"], v, deployment(v), _overlap(row), _server(row), _client(row), _earlier(row)))
+
+    def median_log_error(t_s: float) -> float:
+        errors = []
+        for measured, v, dep, overlap, server, client, earlier in cases:
+            dep = replace(dep, overhead=replace(dep.overhead, prefill_kernel_s=t_s))
+            means = run_client(StepTimes(steps_for(v, dep, overlap=overlap)), server, client, front_end_s(), earlier)
+            errors.append(math.log(measured / means["ttft_s"]))
+        return _quantile(sorted(errors), 0.5)
+
+    return _zero(median_log_error, 0.0, 5e-4, tolerance, rising=False)  # measured slower: a larger t_s
+
+
 def fit_decode_row_s(tolerance: float = 1e-8) -> float:
     """t_r from its training rows: where the median signed log error of the estimated batch latency,
     log(measured ÷ estimated), is zero (bisection; the estimate grows with t_r, which is linear in it). Each
@@ -581,7 +620,7 @@ def summary(metric: str | None = None, overhead: str = DEFAULT_MODE, only_held_o
     groups no constant was fitted on."""
     chosen = [
         p
-        for p in _predictions(overhead)
+        for p in _predictions(ledger_mode(overhead))
         if "error" in p and metric in (None, p["metric"]) and (held_out(p) or not only_held_out)
     ]
     return summarize([p["error"] for p in chosen])
@@ -652,7 +691,7 @@ def distance(a: dict, b: dict) -> float:
     )
 
 
-@lru_cache(maxsize=len(MODE_CHOICES))
+@lru_cache(maxsize=len(LEDGER_MODE_CHOICES))
 def _estimate_features(overhead: str = DEFAULT_MODE) -> tuple[tuple[dict, dict], ...]:
     return tuple((p, row_features(p)) for p in _predictions(overhead) if "error" in p)
 
@@ -667,7 +706,7 @@ def band(
     here = _features(v["model"], v["hardware"], v["weight_dtype"], v["num_gpus"], v.get(batch, 1))
     scored = sorted(
         (distance(here, f), p["id"], p)
-        for p, f in _estimate_features(v.get("step_overhead", DEFAULT_MODE))
+        for p, f in _estimate_features(ledger_mode(v.get("step_overhead", DEFAULT_MODE)))
         if (metrics is None or p["metric"] in metrics) and f["load"] in loads
     )
     near = [(d, p) for d, _, p in scored if d <= NEAR][:BAND_ROWS]

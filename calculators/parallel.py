@@ -52,7 +52,7 @@ from functools import lru_cache
 
 from .calcs.allreduce import one_allreduce
 from .display import auto_bytes
-from .calcs.overhead import step_overhead
+from .calcs.overhead import kernels_per_step
 from .calcs.kv_cache import (
     check_decode_context_parallel,
     kv_bytes_per_sequence,
@@ -643,9 +643,10 @@ def _cp_ring(c: Cluster, kv_gpu: float, p: Parallelism) -> float:
 
 
 def _overhead(dep: Deployment, tp: int):
+    """The deployment's overhead model with a tp-wide group's kernels (the collectives); its other terms kept."""
     if dep.overhead is None:
         return None
-    return step_overhead(dep.model, dep.accelerator, tp, dep.overhead.mode)
+    return replace(dep.overhead, eager_kernels=kernels_per_step(dep.model, tp))
 
 
 @lru_cache(maxsize=256)

@@ -133,7 +133,8 @@ def _anchor(source_id: str) -> str:
 
 
 LEFT_OUT_NOTE = (
-    "Every estimate leaves out the CPU work between steps (taken as overlapped). The column names what else the "
+    "Every estimate leaves out the CPU work between steps (taken as overlapped; an SGLang row's prefill steps pay "
+    "the fitted time per kernel of its eager dispatch). The column names what else the "
     "step model leaves out that the row's conditions contain (facts, not a diagnosis): *comm overlap*, the overlap "
     "of communication with compute (more than one GPU); *routing skew*, tokens routed evenly across the experts "
     "(a mixture-of-experts model); *serving path*, the HTTP server, tokenisation and the hand-off of a request to "

@@ -2,7 +2,7 @@
 
 Every row of the ledger is predicted by calculators/calibration.py with the step model the latency and
 roofline calculators use, at the latency calculator's default efficiencies; nothing is fitted to the
-ledger except the six constants in data/fitted.toml, each fitted on named groups (the row choice "held
+ledger except the seven constants in data/fitted.toml, each fitted on named groups (the row choice "held
 out" leaves those groups out). Error = predicted speed ÷ measured speed − 1 (+: the core faster than
 measured). The plot puts each estimate against its measurement on log axes, with the line where they would be
 equal.
@@ -10,10 +10,12 @@ equal.
 
 from __future__ import annotations
 
+import re
+
 from .. import calibration
 from ..catalog import model_presets
 from ..schema import choice, output, series, step
-from .overhead import DEFAULT_MODE, MODE_CHOICES
+from .overhead import DEFAULT_MODE, LEDGER_MODE_CHOICES
 
 METRICS = [(k, label) for k, (label, _, _) in calibration.KINDS.items()]
 GPUS = [("any", "Any"), ("single", "One GPU"), ("multi", "More than one GPU")]
@@ -37,6 +39,17 @@ def _measured_models() -> list[tuple[str, str]]:
     return [("any", "Any")] + [(m, presets[m].name if m in presets else m) for m in ids]
 
 
+def _engine_id(engine: str) -> str:
+    """An engine's choice value: its name in lower case, runs of other characters as one hyphen ("sglang")."""
+    return re.sub(r"[^a-z0-9]+", "-", engine.lower()).strip("-")
+
+
+def _engines() -> list[tuple[str, str]]:
+    """The engines the ledger's rows ran, by name."""
+    names = sorted({g["engine"] for g in calibration.ledger()["group"]})
+    return [("any", "Any")] + [(_engine_id(e), e) for e in names]
+
+
 COMM_CHOICES = [("priced", "Priced (the site's estimates)"), ("none", "Left out (kernels only)")]
 
 
@@ -48,6 +61,7 @@ def _keep(v: dict, p: dict) -> bool:
         and v["model_kind"] in ("any", "moe" if f["moe"] else "dense")
         and v["measured_model"] in ("any", p["model"])
         and v["vendor"] in ("any", f["vendor"])
+        and v["engine"] in ("any", _engine_id(p["engine"]))
         and v["load"] in ("any", f["load"])
         and (v["row_set"] == "all" or calibration.held_out(p))
     )
@@ -60,12 +74,13 @@ SCHEMA = {
         "The calibration ledger's rows of one kind, each predicted by the core at the latency "
         "calculator's default efficiencies: the error statistics and predicted against measured. "
         "Error = predicted speed ÷ measured speed − 1, so + means the core was faster than "
-        "the measurement. Six constants were fitted to a few groups of rows (the kernel floor of the fitted "
+        "the measurement. Seven constants were fitted to a few groups of rows (the kernel floor of the fitted "
         "per-step overhead, the rate of the GEMM that dequantises 4-bit float weights on a chip without FP4, "
         "the share of the BF16 rate kept by routed experts that tensor parallelism slices, the time per "
         "decode sequence per layer on AMD's CDNA3 chips, and the share of the attention rate Triton's kernel "
-        "keeps where vLLM runs it for a model with attention sinks below Hopper, and a served request's time "
-        "outside the engine core, which a benchmark client counts in its TTFT); "
+        "keeps where vLLM runs it for a model with attention sinks below Hopper, a served request's time "
+        "outside the engine core, which a benchmark client counts in its TTFT, and the time each kernel of "
+        "SGLang's eagerly run prefill adds); "
         "choose held-out rows to see the error on rows no fit has seen."
     ),
     "inputs": [
@@ -74,6 +89,7 @@ SCHEMA = {
         choice("model_kind", "Model", "any", MODEL_KINDS),
         choice("measured_model", "Measured model", "any", _measured_models()),
         choice("vendor", "Accelerator vendor", "any", VENDORS),
+        choice("engine", "Engine", "any", _engines()),
         choice(
             "load",
             "Load",
@@ -94,8 +110,9 @@ SCHEMA = {
             "step_overhead",
             "Per-step overhead in the estimates",
             DEFAULT_MODE,
-            MODE_CHOICES,
-            "The latency calculator's per-step overhead model the rows are predicted with; bounds never include it.",
+            LEDGER_MODE_CHOICES,
+            "The latency calculator's per-step overhead model the rows are predicted with; fitted: each row at its "
+            "engine's (SGLang's rows with its eager prefill). Bounds never include it.",
         ),
         choice(
             "communication",

@@ -13,19 +13,26 @@
   T_max              = the largest capture size: min(2 × max_num_seqs × (1 + spec), 512), 1,024 on
                        data-center Blackwell; T_full = min(max_num_seqs × (1 + spec), T_max) (vLLM v0.33.0)
 
-  kernel floor       = kernels per step × t_g, in the "fitted" mode only (the default; the others price launches
-                       alone): the GPU time
-                       each kernel costs beyond its share of the step's roofline time (a small kernel's
-                       ramp-up and tail, the gap between kernels that a graph replay shortens but does not
-                       remove). t_g is fitted, not measured: the median over the calibration ledger's training
-                       rows (fitted.toml [gpu_kernel_floor] names them; calibration.fit_gpu_per_kernel_s
-                       recomputes it) of (measured TPOT − TPOT without the floor) ÷ kernels per step; the
-                       calibration page reports the error on the other rows.
-  decode rows        = sequences (tokens) of a decode-only step × layers × t_r, in the "fitted" mode only and on
+  kernel floor       = kernels per step × t_g, in the fitted modes only ("fitted", the default, and "sglang"; the
+                       others price launches alone): the GPU time each kernel costs beyond its share of the step's
+                       roofline time (a small kernel's ramp-up and tail, the gap between kernels that a graph replay
+                       shortens but does not remove). t_g is fitted, not measured: the median over the calibration
+                       ledger's training rows (fitted.toml [gpu_kernel_floor] names them;
+                       calibration.fit_gpu_per_kernel_s recomputes it) of (measured TPOT − TPOT without the floor) ÷
+                       kernels per step; the calibration page reports the error on the other rows.
+  decode rows        = sequences (tokens) of a decode-only step × layers × t_r, in the fitted modes only and on
                        the accelerators fitted.toml [decode_row_floor] names (AMD's CDNA3 chips): the time each
                        row of a decode step costs per layer there beyond the roofline and the kernel floor.
                        Fitted on one ledger group, like t_g; steps with prefill in them do not pay it (the
                        evidence is decode of static batches)
+  SGLang's prefill   = kernels per step × t_s on every step with prefill in it, in the "sglang" mode only: the
+                       fitted mode as SGLang 0.5.6 and 0.5.7 run a step, decode graphs but none for a step with
+                       prefill in it (server_args.py: enable_piecewise_cuda_graph off by default), so such a step
+                       launches every kernel eagerly, and t_s more per kernel (0.5.23 captures prefill graphs
+                       unless --disable-prefill-cuda-graph). t_s is fitted, like t_g, on one SGLang sweep's TTFT
+                       (fitted.toml [sglang_prefill]): the time each kernel of SGLang's eager prefill adds that the
+                       GPU's work does not hide, its Python dispatch or syncs it waits on (a kernel count cannot
+                       tell them apart). SGLang's decode graphs are priced as vLLM's (the same capture sizes)
   a pipeline stage   = the same terms for its share of the layers' kernels (a full-graph replay stays one)
 
 Assumptions, not measurements: a graph replay is priced as one launch; the CPU work of scheduling,
@@ -48,14 +55,22 @@ from ..params import is_moe_layer
 from .engine_defaults import vllm_max_num_seqs
 
 FITTED_MODE = "fitted"  # graphs plus every kernel's GPU floor (fitted.toml)
-MODES = ("graphs", "eager", "none", FITTED_MODE)
-MODE_CHOICES = [
+SGLANG_MODE = "sglang"  # the fitted mode as SGLang ≤ 0.5.7 runs a step: prefill eager, t_s per kernel (fitted.toml)
+MODES = ("graphs", "eager", "none", FITTED_MODE, SGLANG_MODE)
+# The modes of the calibration page, where "fitted" prices each row as its own engine runs (calibration.row_mode)
+LEDGER_MODE_CHOICES = [
     (FITTED_MODE, "CUDA graphs + each kernel's GPU floor (fitted to the calibration ledger)"),
     ("graphs", "CUDA graphs (vLLM v0.33.0 default), launches only"),
     ("eager", "Eager, no graphs (enforce_eager), launches only"),
     ("none", "None (kernel time only)"),
 ]
-GRAPHS = ("graphs", FITTED_MODE)  # the modes that replay CUDA graphs
+MODE_CHOICES = (
+    LEDGER_MODE_CHOICES[:1]
+    + [(SGLANG_MODE, "SGLang 0.5.7 and before: decode graphs, eager prefill + a fitted time per kernel")]
+    + LEDGER_MODE_CHOICES[1:]
+)
+FITTED_MODES = (FITTED_MODE, SGLANG_MODE)  # the modes with the fitted terms
+GRAPHS = ("graphs", FITTED_MODE, SGLANG_MODE)  # the modes that replay CUDA graphs
 DEFAULT_MODE = FITTED_MODE  # the calibration page: fitted on some rows, scored on the rest
 # The help of the engine calculators' step_overhead_ms input, which adds to the modelled overhead.
 EXTRA_OVERHEAD_HELP = (
@@ -137,6 +152,13 @@ def gpu_per_kernel_s() -> float:
 
 
 @cache
+def sglang_prefill_kernel_s() -> float:
+    """t_s: the time each kernel of SGLang's eager prefill adds beyond its launch and floor (fitted.toml
+    [sglang_prefill])."""
+    return float(fitted()["sglang_prefill"]["per_kernel_s"])
+
+
+@cache
 def decode_row_floor() -> tuple[float, frozenset[str]]:
     """t_r and the accelerators it applies to (fitted.toml [decode_row_floor])."""
     entry = fitted()["decode_row_floor"]
@@ -162,6 +184,7 @@ class StepOverhead:
     gpu_kernel_s: float = 0.0  # t_g, each kernel's GPU floor (0: launches only)
     row_layer_s: float = 0.0  # t_r, each decode row's time per layer (0 but on the chips it was fitted for)
     layers: int = 0
+    prefill_kernel_s: float = 0.0  # t_s, each kernel's time on a step with prefill in it (SGLang's eager prefill)
 
     def eager_s(self, share: float = 1.0) -> float:
         """Every kernel launched from the CPU (`share` of the step's kernels: a pipeline stage runs its layers')."""
@@ -182,8 +205,9 @@ class StepOverhead:
         return self.eager_s(share)
 
     def launch_mixed_s(self, tokens: float, share: float = 1.0) -> float:
-        """The launches of a step with prefill in it: piecewise replays up to the largest graph, else eager."""
-        if self.mode in GRAPHS and tokens <= self.max_capture_tokens:
+        """The launches of a step with prefill in it: piecewise replays up to the largest graph, else eager (always,
+        in the SGLang mode: its piecewise graphs are off by default)."""
+        if self.mode in GRAPHS and self.mode != SGLANG_MODE and tokens <= self.max_capture_tokens:
             return self.piecewise_launches * share * self.per_kernel_s
         return self.eager_s(share)
 
@@ -196,8 +220,12 @@ class StepOverhead:
         return self.launch_decode_s(tokens, share) + self.floor_s(share) + rows
 
     def mixed_s(self, tokens: float, share: float = 1.0) -> float:
-        """A step with prefill in it (alone or mixed with decodes) of `tokens` tokens: launches + kernel floor."""
-        return 0.0 if self.mode == "none" else self.launch_mixed_s(tokens, share) + self.floor_s(share)
+        """A step with prefill in it (alone or mixed with decodes) of `tokens` tokens: launches + kernel floor (+ each
+        kernel's t_s, in the SGLang mode)."""
+        if self.mode == "none":
+            return 0.0
+        per_kernel = self.gpu_kernel_s + self.prefill_kernel_s  # every kernel's floor and, in SGLang, its t_s
+        return self.launch_mixed_s(tokens, share) + self.eager_kernels * share * per_kernel
 
 
 def step_overhead(
@@ -217,7 +245,8 @@ def step_overhead(
         piecewise_launches(model),
         full,
         largest,
-        gpu_per_kernel_s() if mode == FITTED_MODE else 0.0,
-        decode_row_s(accelerator) if mode == FITTED_MODE else 0.0,
+        gpu_per_kernel_s() if mode in FITTED_MODES else 0.0,
+        decode_row_s(accelerator) if mode in FITTED_MODES else 0.0,
         model.num_layers,
+        sglang_prefill_kernel_s() if mode == SGLANG_MODE else 0.0,
     )

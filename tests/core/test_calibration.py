@@ -398,6 +398,46 @@ def test_the_decode_row_floor_prices_decode_rows_on_cdna3_in_the_fitted_mode_onl
     assert all(calibration.held_out(p) for p in rows_405b)
 
 
+def test_the_sglang_prefill_time_is_its_fit():
+    # kept to three significant figures; the bisection stops within 0.1 µs
+    value = catalog.fitted()["sglang_prefill"]["per_kernel_s"]
+    assert calibration.fit_sglang_prefill_s() == pytest.approx(value, abs=2e-7)
+
+
+def test_the_sglang_mode_runs_prefill_eagerly_and_pays_its_time_per_kernel():
+    model, h100 = catalog.model_presets()["qwen3-235b-a22b"], catalog.accelerator_presets()["h100-sxm"]
+    t_s = catalog.fitted()["sglang_prefill"]["per_kernel_s"]
+    sglang, fitted = step_overhead(model, h100, 8, "sglang"), step_overhead(model, h100, 8, "fitted")
+    kernels = fitted.eager_kernels
+    # a step with prefill in it: every kernel launched (no piecewise graph) and t_s more for each; decode the same
+    for tokens in (64, 512, 4096):
+        assert sglang.mixed_s(tokens) == pytest.approx(kernels * (fitted.per_kernel_s + fitted.gpu_kernel_s + t_s))
+        assert sglang.decode_s(tokens) == fitted.decode_s(tokens)
+    assert fitted.mixed_s(64) < fitted.eager_s() + fitted.floor_s()  # vLLM's piecewise graphs at 64 tokens
+    # half a pipeline stage's kernels pay half of it
+    assert sglang.mixed_s(64, 0.5) == pytest.approx(sglang.mixed_s(64) / 2)
+    # each row at its own engine's mode in the fitted modes; every row as asked in the others
+    sgl = next(r for r in ROWS if r["engine"] == "SGLang")
+    vllm = next(r for r in ROWS if r["engine"] == "vLLM")
+    assert [calibration.row_mode(r, "fitted") for r in (sgl, vllm)] == ["sglang", "fitted"]
+    assert [calibration.row_mode(r, "sglang") for r in (sgl, vllm)] == ["sglang", "fitted"]
+    assert calibration.row_mode(sgl, "graphs") == "graphs"
+    # a reader who picks the SGLang mode gets the fitted band (the ledger prices each row at its engine's)
+    assert calibration.summary(None, "sglang") == calibration.summary(None, "fitted")
+
+
+def test_sglangs_eager_prefill_holds_its_held_out_rows():
+    # fitted on one cookbook sweep (Qwen3-235B-A22B on B200); scored on SGLang's other NVIDIA runs: the cookbook's
+    # DeepSeek-R1 and Llama 3.1 70B, InferenceX's DeepSeek-R1 on H200 and B200, GPUStack's Qwen3-8B, LMSYS's
+    # DeepSeek-V3 (December 2026: 60 of 73 within ±25%, 42 without t_s; TTFT 15 of 24)
+    held = [p for p in PREDICTIONS if "error" in p and calibration.held_out(p) and p["engine"] == "SGLang"]
+    nvidia = [p for p in held if calibration.row_features(p)["vendor"] == "nvidia"]
+    assert len(nvidia) >= 70 and calibration.summarize([p["error"] for p in nvidia])["within_share"] >= 0.8
+    # InferenceX's DeepSeek-R1 in FP4 on B200 (another publisher, model and format): every row within
+    b200 = [p["error"] for p in nvidia if p["group"] == "inferencex-dsr1-b200-fp4"]
+    assert len(b200) == 8 and max(abs(e) for e in b200) <= 0.25
+
+
 def test_the_fitted_mode_is_closer_on_rows_no_fit_has_seen():
     fitted = calibration.summary(None, "fitted", only_held_out=True)
     default = calibration.summary(None, "graphs", only_held_out=True)
@@ -406,15 +446,15 @@ def test_the_fitted_mode_is_closer_on_rows_no_fit_has_seen():
     assert fitted["within_share"] > 1.5 * default["within_share"]
     # decode speed is where the floor is meant to act: where the benchmark set the batch (a static batch or a
     # capped concurrency), held-out TPOT and throughput within ±25% mostly; throughput runs (every request at
-    # once) are not: the calibration page's "Load" filter shows them apart. On NVIDIA chips: at least 80% until
-    # SGLang's cookbook runs joined, December 2026 (their TPOT at 16 to 100 users is too fast: 29 of 38 within then);
-    # its DeepSeek-V3.1 runs on MI300X (SGLang on ROCm) are off in every metric, about twice too fast
+    # once) are not: the calibration page's "Load" filter shows them apart. On NVIDIA chips: at least 80% (December
+    # 2026: 27 of 29 TPOT, 32 of 34 throughput, with SGLang's prefill priced as it runs, eagerly); SGLang's
+    # DeepSeek-V3.1 runs on MI300X (SGLang on ROCm) are too fast in every metric, all but one beyond +25%
     for metric in ("tpot_s", "output_tokens_per_s"):
         bounded = [p for p in _held_out_estimates(metric) if calibration.load(p) == "bounded"]
         nvidia = [p["error"] for p in bounded if calibration.row_features(p)["vendor"] == "nvidia"]
-        assert len(nvidia) >= 12 and calibration.summarize(nvidia)["within_share"] >= 0.75
+        assert len(nvidia) >= 12 and calibration.summarize(nvidia)["within_share"] >= 0.8
         rocm = [p["error"] for p in bounded if p["group"] == "sglang-cookbook-deepseek-v3.1-mi300x"]
-        assert len(rocm) == 9 and min(rocm) > 0.25
+        assert len(rocm) == 9 and min(rocm) > 0.2 and sum(e > 0.25 for e in rocm) >= 8
 
 
 def _held_out_estimates(metric: str) -> list[dict]:
