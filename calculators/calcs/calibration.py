@@ -39,15 +39,20 @@ def _measured_models() -> list[tuple[str, str]]:
     return [("any", "Any")] + [(m, presets[m].name if m in presets else m) for m in ids]
 
 
+def _engine_family(engine: str) -> str:
+    """An engine as the filter groups it: the name before any build note ("vLLM (AMD's ROCm build)" is vLLM)."""
+    return engine.split(" (")[0]
+
+
 def _engine_id(engine: str) -> str:
-    """An engine's choice value: its name in lower case, runs of other characters as one hyphen ("sglang")."""
-    return re.sub(r"[^a-z0-9]+", "-", engine.lower()).strip("-")
+    """An engine's choice value: its family's name in lower case, other characters as hyphens ("sglang")."""
+    return re.sub(r"[^a-z0-9]+", "-", _engine_family(engine).lower().replace("'", "")).strip("-")
 
 
 def _engines() -> list[tuple[str, str]]:
-    """The engines the ledger's rows ran, by name."""
-    names = sorted({g["engine"] for g in calibration.ledger()["group"]})
-    return [("any", "Any")] + [(_engine_id(e), e) for e in names]
+    """The engine families the ledger's rows ran, by name (a family's every build together)."""
+    families = sorted({_engine_family(g["engine"]) for g in calibration.ledger()["group"]})
+    return [("any", "Any")] + [(_engine_id(f), f) for f in families]
 
 
 COMM_CHOICES = [("priced", "Priced (the site's estimates)"), ("none", "Left out (kernels only)")]
@@ -89,7 +94,7 @@ SCHEMA = {
         choice("model_kind", "Model", "any", MODEL_KINDS),
         choice("measured_model", "Measured model", "any", _measured_models()),
         choice("vendor", "Accelerator vendor", "any", VENDORS),
-        choice("engine", "Engine", "any", _engines()),
+        choice("engine", "Engine", "any", _engines(), "Every build of the engine: vLLM includes AMD's ROCm builds."),
         choice(
             "load",
             "Load",

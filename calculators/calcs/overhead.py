@@ -28,11 +28,15 @@
   SGLang's prefill   = kernels per step × t_s on every step with prefill in it, in the "sglang" mode only: the
                        fitted mode as SGLang 0.5.6 and 0.5.7 run a step, decode graphs but none for a step with
                        prefill in it (server_args.py: enable_piecewise_cuda_graph off by default), so such a step
-                       launches every kernel eagerly, and t_s more per kernel (0.5.23 captures prefill graphs
-                       unless --disable-prefill-cuda-graph). t_s is fitted, like t_g, on one SGLang sweep's TTFT
+                       launches every kernel eagerly, and t_s more per kernel (0.5.23 captures breakable prefill
+                       graphs by default on CUDA up to the chunk size, but not for DeepSeek-V3/R1 on trtllm_mla, the
+                       B200 default, nor with pipeline parallelism, two-batch overlap or DeepEP's normal mode, nor on
+                       ROCm). t_s is fitted, like t_g, on one SGLang sweep's TTFT
                        (fitted.toml [sglang_prefill]): the time each kernel of SGLang's eager prefill adds that the
                        GPU's work does not hide, its Python dispatch or syncs it waits on (a kernel count cannot
-                       tell them apart). SGLang's decode graphs are priced as vLLM's (the same capture sizes)
+                       tell them apart). SGLang's decode graphs are priced at vLLM's capture sizes (SGLang 0.5.6's
+                       cuda_graph_max_bs is 512 on B200 and 256 below TP 4 on 60-160 GB chips, where vLLM's reach
+                       1,024 and 512; the ledger's SGLang rows stay below both)
   a pipeline stage   = the same terms for its share of the layers' kernels (a full-graph replay stays one)
 
 Assumptions, not measurements: a graph replay is priced as one launch; the CPU work of scheduling,

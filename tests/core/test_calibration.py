@@ -14,6 +14,7 @@ import re
 import pytest
 
 from calculators import calibration, catalog, run
+from calculators.api import schema as calculator_schema
 from calculators.page import present
 from calculators.calcs.latency import SCHEMA as LATENCY
 from calculators.calcs.overhead import step_overhead
@@ -135,6 +136,18 @@ def test_calculator_matches_the_module():
     assert r["bound_violations"] == 0
     plot = r["series"]["predicted_vs_measured"]
     assert len(plot["x"]["values"]) == s["count"] == len(plot["y"][0]["values"])
+
+
+def test_the_engine_filter_takes_every_build_of_an_engine():
+    def rows(engine):
+        return run("calibration", {"metric": "tpot_s", "engine": engine})["rows"]
+
+    tpot = [r for r in ROWS if r["metric"] == "tpot_s"]
+    assert rows("sglang") == sum(r["engine"] == "SGLang" for r in tpot) > 0
+    assert rows("vllm") == sum(r["engine"].startswith("vLLM") for r in tpot)  # AMD's ROCm builds included
+    assert any(r["engine"].startswith("vLLM (") for r in tpot)
+    engines = next(f["choices"] for f in calculator_schema("calibration")["inputs"] if f["key"] == "engine")
+    assert sum(rows(c["value"]) for c in engines[1:]) == rows("any") == len(tpot)
 
 
 def _v(**kw):
@@ -422,7 +435,10 @@ def test_the_sglang_mode_runs_prefill_eagerly_and_pays_its_time_per_kernel():
     assert [calibration.row_mode(r, "fitted") for r in (sgl, vllm)] == ["sglang", "fitted"]
     assert [calibration.row_mode(r, "sglang") for r in (sgl, vllm)] == ["sglang", "fitted"]
     assert calibration.row_mode(sgl, "graphs") == "graphs"
-    # a reader who picks the SGLang mode gets the fitted band (the ledger prices each row at its engine's)
+    assert calibration._deployment(sgl, False).dep.overhead.mode == "sglang"  # the mode reaches the row's steps
+    assert calibration._deployment(vllm, False).dep.overhead.mode == "fitted"
+    # a reader who picks the SGLang mode gets the fitted band (the ledger prices each row at its engine's): were the
+    # mode passed through, every vLLM row would be priced with SGLang's prefill time and the statistics would move
     assert calibration.summary(None, "sglang") == calibration.summary(None, "fitted")
 
 
