@@ -34,9 +34,9 @@
                        ROCm). t_s is fitted, like t_g, on one SGLang sweep's TTFT
                        (fitted.toml [sglang_prefill]): the time each kernel of SGLang's eager prefill adds that the
                        GPU's work does not hide, its Python dispatch or syncs it waits on (a kernel count cannot
-                       tell them apart). SGLang's decode graphs are priced at vLLM's capture sizes (SGLang 0.5.6's
-                       cuda_graph_max_bs is 512 on B200 and 256 below TP 4 on 60-160 GB chips, where vLLM's reach
-                       1,024 and 512; the ledger's SGLang rows stay below both)
+                       tell them apart). Its decode steps replay one graph up to SGLang's cuda_graph_max_bs
+                       (step_overheads.toml [sglang_graphs]: 512 on B200, 256 below TP 4 on 60-160 GiB chips)
+                       and run eagerly above it
   a pipeline stage   = the same terms for its share of the layers' kernels (a full-graph replay stays one)
 
 Assumptions, not measurements: a graph replay is priced as one launch; the CPU work of scheduling,
@@ -128,6 +128,16 @@ def max_capture_tokens(accelerator: Accelerator, tokens_per_sequence: int = 1) -
     d = data()["vllm"]
     ceiling = d["max_capture_tokens_blackwell"] if accelerator.id in d["blackwell"] else d["max_capture_tokens"]
     return min(2 * vllm_max_num_seqs(accelerator) * tokens_per_sequence, ceiling)
+
+
+def sglang_max_graph_batch(accelerator: Accelerator, tp: int) -> int:
+    """SGLang 0.5.6's cuda_graph_max_bs: the largest decode batch it replays a graph for, by the GPU's memory and TP
+    (step_overheads.toml [sglang_graphs])."""
+    rule, mib = data()["sglang_graphs"], accelerator.memory_bytes / MIB
+    for below, small_tp, large_tp in rule["max_bs_below_mib"]:
+        if mib < below:
+            return small_tp if tp < 4 else large_tp
+    return rule["max_bs_above"]
 
 
 def capture_sizes(largest: int) -> list[int]:
@@ -240,8 +250,11 @@ def step_overhead(
         return None
     if mode not in MODES:
         raise ValueError(f"step overhead mode must be one of {MODES}, not {mode!r}")
-    largest = max_capture_tokens(accelerator, tokens_per_sequence)
-    full = min(vllm_max_num_seqs(accelerator) * tokens_per_sequence, largest)
+    if mode == SGLANG_MODE:  # a full graph per decode batch up to SGLang's own largest, eager above
+        full = largest = sglang_max_graph_batch(accelerator, num_gpus) * tokens_per_sequence
+    else:
+        largest = max_capture_tokens(accelerator, tokens_per_sequence)
+        full = min(vllm_max_num_seqs(accelerator) * tokens_per_sequence, largest)
     return StepOverhead(
         mode,
         per_kernel_s(),

@@ -442,6 +442,20 @@ def test_the_sglang_mode_runs_prefill_eagerly_and_pays_its_time_per_kernel():
     assert calibration.summary(None, "sglang") == calibration.summary(None, "fitted")
 
 
+def test_the_sglang_mode_replays_decode_graphs_up_to_sglangs_own_largest_batch():
+    # SGLang 0.5.6's cuda_graph_max_bs: 512 on a B200 (180 GB), 256 on an H100 below TP 4 and 512 from TP 4;
+    # vLLM v0.33.0 captures up to 1,024 tokens on data-center Blackwell
+    model, chips = catalog.model_presets()["llama-3.1-70b"], catalog.accelerator_presets()
+    b200 = step_overhead(model, chips["b200"], 8, "sglang")
+    one_graph = b200.per_kernel_s + b200.floor_s()
+    assert b200.decode_s(512) == pytest.approx(one_graph)
+    assert b200.decode_s(513) == pytest.approx(b200.eager_s() + b200.floor_s())  # eager above it
+    assert step_overhead(model, chips["b200"], 8, "fitted").decode_s(600) == pytest.approx(one_graph)
+    h100_tp2, h100_tp4 = (step_overhead(model, chips["h100-sxm"], n, "sglang") for n in (2, 4))
+    assert h100_tp2.decode_s(257) > h100_tp2.decode_s(256) == pytest.approx(h100_tp2.per_kernel_s + h100_tp2.floor_s())
+    assert h100_tp4.decode_s(512) == pytest.approx(h100_tp4.per_kernel_s + h100_tp4.floor_s())
+
+
 def test_sglangs_eager_prefill_holds_its_held_out_rows():
     # fitted on one cookbook sweep (Qwen3-235B-A22B on B200); scored on SGLang's other NVIDIA runs: the cookbook's
     # DeepSeek-R1 and Llama 3.1 70B, InferenceX's DeepSeek-R1 on H200 and B200, GPUStack's Qwen3-8B, LMSYS's
