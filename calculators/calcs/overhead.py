@@ -36,7 +36,10 @@
                        GPU's work does not hide, its Python dispatch or syncs it waits on (a kernel count cannot
                        tell them apart). Its decode steps replay one graph up to SGLang's cuda_graph_max_bs
                        (step_overheads.toml [sglang_graphs]: 512 on B200, 256 below TP 4 on 60-160 GiB chips)
-                       and run eagerly above it
+                       and run eagerly above it. Two simplifications: the size is taken at the TP group's size,
+                       where SGLang's DP attention takes it at TP × DP; and a speculative verify step is compared
+                       by its tokens, as vLLM counts them, where SGLang counts sequences (such a step of more
+                       than cuda_graph_max_bs ÷ (k + 1) sequences is priced eager where SGLang replays a graph)
   a pipeline stage   = the same terms for its share of the layers' kernels (a full-graph replay stays one)
 
 Assumptions, not measurements: a graph replay is priced as one launch; the CPU work of scheduling,

@@ -17,7 +17,10 @@ from calculators import calibration, catalog, run
 from calculators.api import schema as calculator_schema
 from calculators.page import present
 from calculators.calcs.latency import SCHEMA as LATENCY
+from calculators.calcs import overhead
 from calculators.calcs.overhead import step_overhead
+from calculators.calcs.steptime import deployment
+from calculators.parallel import _overhead
 from calculators.engine.client import draws
 from calculators.schema import validate
 
@@ -454,6 +457,21 @@ def test_the_sglang_mode_replays_decode_graphs_up_to_sglangs_own_largest_batch()
     h100_tp2, h100_tp4 = (step_overhead(model, chips["h100-sxm"], n, "sglang") for n in (2, 4))
     assert h100_tp2.decode_s(257) > h100_tp2.decode_s(256) == pytest.approx(h100_tp2.per_kernel_s + h100_tp2.floor_s())
     assert h100_tp4.decode_s(512) == pytest.approx(h100_tp4.per_kernel_s + h100_tp4.floor_s())
+    # the smaller buckets (an A100 40 GB, a 40,960 MiB card: 32 below TP 4, 160 from it) and AMD's 192 GB MI300X
+    assert [overhead.sglang_max_graph_batch(chips["a100-40gb"], n) for n in (1, 3, 4, 8)] == [32, 32, 160, 160]
+    assert overhead.sglang_max_graph_batch(chips["mi300x"], 1) == 512
+    # a sharded deployment's groups take the size at their own TP (the planner builds its deployment at one GPU)
+    v = _v(model="llama-3.1-70b", hardware="h100-sxm", num_gpus=1, step_overhead="sglang")
+    one_gpu = deployment(v)
+    assert _overhead(one_gpu, 4).max_capture_tokens == 512 and _overhead(one_gpu, 2).full_graph_tokens == 256
+
+
+def test_no_sglang_row_decodes_a_batch_above_either_engines_largest_graph():
+    # so the SGLang mode's own capture sizes move no ledger estimate (vLLM's are 512, or 1,024 on B200)
+    for r in ROWS:
+        if r["engine"] == "SGLang" and r["estimate"] and r.get("batch"):
+            largest = calibration._deployment(r, False).dep.overhead.full_graph_tokens
+            assert r["batch"] <= min(largest, 512), r["id"]  # a DP row's batch is each rank's own
 
 
 def test_sglangs_eager_prefill_holds_its_held_out_rows():
