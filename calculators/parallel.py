@@ -52,7 +52,7 @@ from functools import lru_cache
 
 from .calcs.allreduce import one_allreduce
 from .display import auto_bytes
-from .calcs.overhead import SGLANG_MODE, kernels_per_step, sglang_max_graph_batch
+from .calcs.overhead import step_overhead
 from .calcs.kv_cache import (
     check_decode_context_parallel,
     kv_bytes_per_sequence,
@@ -643,15 +643,17 @@ def _cp_ring(c: Cluster, kv_gpu: float, p: Parallelism) -> float:
 
 
 def _overhead(dep: Deployment, tp: int):
-    """The deployment's overhead model with a tp-wide group's kernels (the collectives) and, in the SGLang mode, the
-    largest decode graph SGLang sets for that TP; its other terms kept."""
+    """The deployment's overhead model with what depends on a tp-wide group (its kernels, the collectives among them,
+    and its largest graphs) taken from step_overhead at that TP; its other terms kept (a fit may have set them)."""
     if dep.overhead is None:
         return None
-    ovh = replace(dep.overhead, eager_kernels=kernels_per_step(dep.model, tp))
-    if ovh.mode == SGLANG_MODE:
-        largest = sglang_max_graph_batch(dep.accelerator, tp)
-        ovh = replace(ovh, full_graph_tokens=largest, max_capture_tokens=largest)
-    return ovh
+    group = step_overhead(dep.model, dep.accelerator, tp, dep.overhead.mode)
+    return replace(
+        dep.overhead,
+        eager_kernels=group.eager_kernels,
+        full_graph_tokens=group.full_graph_tokens,
+        max_capture_tokens=group.max_capture_tokens,
+    )
 
 
 @lru_cache(maxsize=256)

@@ -77,7 +77,8 @@ MODE_CHOICES = (
     + LEDGER_MODE_CHOICES[1:]
 )
 FITTED_MODES = (FITTED_MODE, SGLANG_MODE)  # the modes with the fitted terms
-GRAPHS = ("graphs", FITTED_MODE, SGLANG_MODE)  # the modes that replay CUDA graphs
+GRAPHS = ("graphs", FITTED_MODE, SGLANG_MODE)  # the modes that replay CUDA graphs for decode
+PREFILL_GRAPHS = ("graphs", FITTED_MODE)  # and those that replay piecewise graphs for a step with prefill (vLLM's)
 DEFAULT_MODE = FITTED_MODE  # the calibration page: fitted on some rows, scored on the rest
 # The help of the engine calculators' step_overhead_ms input, which adds to the modelled overhead.
 EXTRA_OVERHEAD_HELP = (
@@ -224,7 +225,7 @@ class StepOverhead:
     def launch_mixed_s(self, tokens: float, share: float = 1.0) -> float:
         """The launches of a step with prefill in it: piecewise replays up to the largest graph, else eager (always,
         in the SGLang mode: its piecewise graphs are off by default)."""
-        if self.mode in GRAPHS and self.mode != SGLANG_MODE and tokens <= self.max_capture_tokens:
+        if self.mode in PREFILL_GRAPHS and tokens <= self.max_capture_tokens:
             return self.piecewise_launches * share * self.per_kernel_s
         return self.eager_s(share)
 

@@ -440,8 +440,8 @@ def test_the_sglang_mode_runs_prefill_eagerly_and_pays_its_time_per_kernel():
     assert calibration.row_mode(sgl, "graphs") == "graphs"
     assert calibration._deployment(sgl, False).dep.overhead.mode == "sglang"  # the mode reaches the row's steps
     assert calibration._deployment(vllm, False).dep.overhead.mode == "fitted"
-    # a reader who picks the SGLang mode gets the fitted band (the ledger prices each row at its engine's): were the
-    # mode passed through, every vLLM row would be priced with SGLang's prefill time and the statistics would move
+    # a reader who picks the SGLang mode gets the fitted band: either fitted mode prices each row at its engine's, and
+    # ledger_mode makes them one computation (the browser's snapshot holds the fitted one)
     assert calibration.summary(None, "sglang") == calibration.summary(None, "fitted")
 
 
