@@ -205,7 +205,7 @@ def ledger_mode(overhead: str) -> str:
 
 def row_mode(row: dict, overhead: str) -> str:
     """The mode a row is priced at: in a fitted mode, its own engine's (SGLang's eager prefill for an SGLang row,
-    whose releases in the ledger, 0.5.7 and before, capture no prefill graph by default); any other as asked."""
+    whose releases in the ledger, 0.5.9 and before, capture no prefill graph by default); any other as asked."""
     if overhead not in FITTED_MODES:
         return overhead
     return SGLANG_MODE if row.get("engine") == "SGLang" else FITTED_MODE

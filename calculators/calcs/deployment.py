@@ -58,7 +58,7 @@ def _fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict
                "replay per decode step (piecewise graphs for steps with prefill, eager above 512 tokens); "
                "eager, every kernel's launch (about 2.6 µs each, from vLLM PR #10058); fitted, the graphs' launches "
                "plus every kernel's GPU floor and, on AMD's MI300X and MI325X, a time per decode sequence per layer, "
-               "both fitted to the calibration ledger (see the calibration page); SGLang 0.5.7 and before, the same "
+               "both fitted to the calibration ledger (see the calibration page); SGLang 0.5.9 and before, the same "
                "with every step that holds prefill run eagerly and a fitted time per kernel more (its prefill "
                "dispatch). Bounds never include it."),
     ]

@@ -26,8 +26,9 @@
                        Fitted on one ledger group, like t_g; steps with prefill in them do not pay it (the
                        evidence is decode of static batches)
   SGLang's prefill   = kernels per step × t_s on every step with prefill in it, in the "sglang" mode only: the
-                       fitted mode as SGLang 0.5.6 and 0.5.7 run a step, decode graphs but none for a step with
-                       prefill in it (server_args.py: enable_piecewise_cuda_graph off by default), so such a step
+                       fitted mode as SGLang runs a step up to 0.5.9 (read in 0.5.4.post2 to 0.5.9): decode
+                       graphs but none for a step with prefill in it (server_args.py: enable_piecewise_cuda_graph
+                       off by default), so such a step
                        launches every kernel eagerly, and t_s more per kernel (0.5.23 captures breakable prefill
                        graphs by default on CUDA up to the chunk size, but not for DeepSeek-V3/R1 on trtllm_mla, the
                        B200 default, nor with pipeline parallelism, two-batch overlap or DeepEP's normal mode, nor on
@@ -62,7 +63,7 @@ from ..params import is_moe_layer
 from .engine_defaults import vllm_max_num_seqs
 
 FITTED_MODE = "fitted"  # graphs plus every kernel's GPU floor (fitted.toml)
-SGLANG_MODE = "sglang"  # the fitted mode as SGLang ≤ 0.5.7 runs a step: prefill eager, t_s per kernel (fitted.toml)
+SGLANG_MODE = "sglang"  # the fitted mode as SGLang ≤ 0.5.9 runs a step: prefill eager, t_s per kernel (fitted.toml)
 MODES = ("graphs", "eager", "none", FITTED_MODE, SGLANG_MODE)
 # The modes of the calibration page, where "fitted" prices each row as its own engine runs (calibration.row_mode)
 LEDGER_MODE_CHOICES = [
@@ -73,7 +74,7 @@ LEDGER_MODE_CHOICES = [
 ]
 MODE_CHOICES = (
     LEDGER_MODE_CHOICES[:1]
-    + [(SGLANG_MODE, "SGLang 0.5.7 and before: decode graphs, eager prefill + a fitted time per kernel")]
+    + [(SGLANG_MODE, "SGLang 0.5.9 and before: decode graphs, eager prefill + a fitted time per kernel")]
     + LEDGER_MODE_CHOICES[1:]
 )
 FITTED_MODES = (FITTED_MODE, SGLANG_MODE)  # the modes with the fitted terms
