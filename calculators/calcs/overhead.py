@@ -26,7 +26,7 @@
                        Fitted on one ledger group, like t_g; steps with prefill in them do not pay it (the
                        evidence is decode of static batches)
   SGLang's prefill   = kernels per step × t_s on every step with prefill in it, in the "sglang" mode only: the
-                       fitted mode as SGLang runs a step up to 0.5.9 (read in 0.5.4.post2 to 0.5.9): decode
+                       fitted mode as SGLang runs a step up to 0.5.9 (read in 0.5.3.post3 to 0.5.9): decode
                        graphs but none for a step with prefill in it (server_args.py: enable_piecewise_cuda_graph
                        off by default), so such a step
                        launches every kernel eagerly, and t_s more per kernel (0.5.23 captures breakable prefill
