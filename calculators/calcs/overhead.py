@@ -25,22 +25,21 @@
                        row of a decode step costs per layer there beyond the roofline and the kernel floor.
                        Fitted on one ledger group, like t_g; steps with prefill in them do not pay it (the
                        evidence is decode of static batches)
-  SGLang's prefill   = kernels per step × t_s on every step with prefill in it, in the "sglang" mode only: the
-                       fitted mode as SGLang runs a step up to 0.5.9 (read in 0.5.3.post3 to 0.5.9): decode
-                       graphs but none for a step with prefill in it (server_args.py: enable_piecewise_cuda_graph
-                       off by default), so such a step
-                       launches every kernel eagerly, and t_s more per kernel (0.5.23 captures breakable prefill
-                       graphs by default on CUDA up to the chunk size, but not for DeepSeek-V3/R1 on trtllm_mla, the
-                       B200 default, nor with pipeline parallelism, two-batch overlap or DeepEP's normal mode, nor on
-                       ROCm). t_s is fitted, like t_g, on one SGLang sweep's TTFT
-                       (fitted.toml [sglang_prefill]): the time each kernel of SGLang's eager prefill adds that the
-                       GPU's work does not hide, its Python dispatch or syncs it waits on (a kernel count cannot
-                       tell them apart). Its decode steps replay one graph up to SGLang's cuda_graph_max_bs
-                       (step_overheads.toml [sglang_graphs]: 512 on B200, 256 below TP 4 on 60-160 GiB chips)
-                       and run eagerly above it. Two simplifications: the size is taken at the TP group's size,
-                       where SGLang's DP attention takes it at TP × DP; and a speculative verify step is compared
-                       by its tokens, as vLLM counts them, where SGLang counts sequences (such a step of more
-                       than cuda_graph_max_bs ÷ (k + 1) sequences is priced eager where SGLang replays a graph)
+  SGLang's prefill   = kernels per step × t_s on every step with prefill in it, in the "sglang" mode only: the fitted
+                       mode as SGLang runs a step up to 0.5.9 (read in 0.5.3.post3 to 0.5.9): decode graphs but none
+                       for a step with prefill in it (server_args.py: enable_piecewise_cuda_graph off by default), so
+                       such a step launches every kernel eagerly, and t_s more per kernel (0.5.23 captures breakable
+                       prefill graphs by default on CUDA up to the chunk size, but not for DeepSeek-V3/R1 on
+                       trtllm_mla, the B200 default, nor with pipeline parallelism, two-batch overlap or DeepEP's
+                       normal mode, nor on ROCm). t_s is fitted, like t_g, on one SGLang sweep's TTFT (fitted.toml
+                       [sglang_prefill]): the time each kernel of SGLang's eager prefill adds that the GPU's work
+                       does not hide, its Python dispatch or syncs it waits on (a kernel count cannot tell them
+                       apart). Its decode steps replay one graph up to SGLang's cuda_graph_max_bs
+                       (step_overheads.toml [sglang_graphs]: 512 on B200, 256 below TP 4 on 60-160 GiB chips) and run
+                       eagerly above it. Two simplifications: the size is taken at the TP group's size, where
+                       SGLang's DP attention takes it at TP × DP; and a speculative verify step is compared by its
+                       tokens, as vLLM counts them, where SGLang counts sequences (such a step of more than
+                       cuda_graph_max_bs ÷ (k + 1) sequences is priced eager where SGLang replays a graph)
   a pipeline stage   = the same terms for its share of the layers' kernels (a full-graph replay stays one)
 
 Assumptions, not measurements: a graph replay is priced as one launch; the CPU work of scheduling,

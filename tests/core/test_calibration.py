@@ -487,8 +487,7 @@ def test_sglangs_eager_prefill_holds_its_held_out_rows():
     # DeepSeek-V3, where the benchmark capped the concurrency (December 2026: 60 of 73 within ±25%, 42 without t_s;
     # TTFT 15 of 24); GPUStack's throughput runs under SGLang are off for reasons of their own (the calibration page)
     held = [p for p in PREDICTIONS if "error" in p and calibration.held_out(p) and p["engine"] == "SGLang"]
-    nvidia = [p for p in held if calibration.row_features(p)["vendor"] == "nvidia"]
-    nvidia = [p for p in nvidia if calibration.row_features(p)["load"] == "bounded"]
+    nvidia = [p for p in held if calibration.row_features(p)["vendor"] == "nvidia" and calibration.load(p) == "bounded"]
     assert len(nvidia) >= 70 and calibration.summarize([p["error"] for p in nvidia])["within_share"] >= 0.8
     # InferenceX's DeepSeek-R1 in FP4 on B200 (another publisher, model and format): every row within
     b200 = [p["error"] for p in nvidia if p["group"] == "inferencex-dsr1-b200-fp4"]
