@@ -135,8 +135,8 @@ def max_capture_tokens(accelerator: Accelerator, tokens_per_sequence: int = 1) -
 
 
 def sglang_max_graph_batch(accelerator: Accelerator, tp: int) -> int:
-    """SGLang 0.5.6's cuda_graph_max_bs: the largest decode batch it replays a graph for, by the GPU's memory and TP
-    (step_overheads.toml [sglang_graphs])."""
+    """SGLang's cuda_graph_max_bs in the releases step_overheads.toml [sglang_graphs] names (0.5.4.post2 to 0.5.9): the
+    largest decode batch it replays a graph for, by the GPU's memory and TP."""
     rule, mib = data()["sglang_graphs"], accelerator.memory_bytes / MIB
     for below, small_tp, large_tp in rule["max_bs_below_mib"]:
         if mib < below:
