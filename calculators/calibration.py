@@ -55,6 +55,9 @@ from .calcs.steptime import (
     triton_attention_share,
 )
 from .calcs.overhead import DEFAULT_MODE, FITTED_MODE, FITTED_MODES, LEDGER_MODE_CHOICES, SGLANG_MODE
+from .calcs.overhead import SGLANG_PIECEWISE_MODE
+from .calcs.steptime import release_key
+from .calcs.overhead import data as overhead_data
 from .calcs.steptime import StepModel
 from .errors import InputError
 from .model import Model
@@ -208,7 +211,10 @@ def row_mode(row: dict, overhead: str) -> str:
     whose releases in the ledger, 0.5.9 and before, capture no prefill graph by default); any other as asked."""
     if overhead not in FITTED_MODES:
         return overhead
-    return SGLANG_MODE if row.get("engine") == "SGLang" else FITTED_MODE
+    if row.get("engine") != "SGLang":
+        return FITTED_MODE
+    piecewise = release_key(overhead_data()["sglang_piecewise"]["versions_from"])
+    return SGLANG_PIECEWISE_MODE if release_key(row["engine_version"]) >= piecewise else SGLANG_MODE
 
 
 def _deployment(row: dict, bound: bool, overhead: str = DEFAULT_MODE, comm: bool = True):

@@ -40,6 +40,10 @@
                        SGLang's DP attention takes it at TP × DP; and a speculative verify step is compared by its
                        tokens, as vLLM counts them, where SGLang counts sequences (such a step of more than
                        cuda_graph_max_bs ÷ (k + 1) sequences is priced eager where SGLang replays a graph)
+  SGLang ≥ 0.5.10    = the "sglang-piecewise" mode: as "sglang", but a step with prefill in it up to SGLang's largest
+                       piecewise prefill graph replays it (piecewise launches, no t_s): 2,048 tokens for an MLA model,
+                       every step for others (their cap is the chunk), none on AMD (step_overheads.toml
+                       [sglang_piecewise]: disable_piecewise_cuda_graph off by default from 0.5.10)
   a pipeline stage   = the same terms for its share of the layers' kernels (a full-graph replay stays one)
 
 Assumptions, not measurements: a graph replay is priced as one launch; the CPU work of scheduling,
@@ -63,7 +67,9 @@ from .engine_defaults import vllm_max_num_seqs
 
 FITTED_MODE = "fitted"  # graphs plus every kernel's GPU floor (fitted.toml)
 SGLANG_MODE = "sglang"  # the fitted mode as SGLang ≤ 0.5.9 runs a step: prefill eager, t_s per kernel (fitted.toml)
-MODES = ("graphs", "eager", "none", FITTED_MODE, SGLANG_MODE)
+# as SGLang 0.5.10 and later run a step on an NVIDIA chip: prefill steps graphed up to SGLang's largest piecewise graph
+SGLANG_PIECEWISE_MODE = "sglang-piecewise"
+MODES = ("graphs", "eager", "none", FITTED_MODE, SGLANG_MODE, SGLANG_PIECEWISE_MODE)
 # The modes of the calibration page, where "fitted" prices each row as its own engine runs (calibration.row_mode)
 LEDGER_MODE_CHOICES = [
     (FITTED_MODE, "CUDA graphs + each kernel's GPU floor (fitted to the calibration ledger)"),
@@ -73,11 +79,19 @@ LEDGER_MODE_CHOICES = [
 ]
 MODE_CHOICES = (
     LEDGER_MODE_CHOICES[:1]
-    + [(SGLANG_MODE, "SGLang 0.5.9 and before: decode graphs, eager prefill + a fitted time per kernel")]
+    + [
+        (
+            SGLANG_PIECEWISE_MODE,
+            "SGLang 0.5.10 and later: decode graphs, prefill graphs up to SGLang's largest (2,048 "
+            "tokens for MLA models; none on AMD), eager above + a fitted time per kernel",
+        ),
+        (SGLANG_MODE, "SGLang 0.5.9 and before: decode graphs, eager prefill + a fitted time per kernel"),
+    ]
     + LEDGER_MODE_CHOICES[1:]
 )
-FITTED_MODES = (FITTED_MODE, SGLANG_MODE)  # the modes with the fitted terms
-GRAPHS = ("graphs", FITTED_MODE, SGLANG_MODE)  # the modes that replay CUDA graphs for decode
+SGLANG_MODES = (SGLANG_MODE, SGLANG_PIECEWISE_MODE)  # SGLang's decode graphs and eager prefill (t_s)
+FITTED_MODES = (FITTED_MODE, *SGLANG_MODES)  # the modes with the fitted terms
+GRAPHS = ("graphs", FITTED_MODE, *SGLANG_MODES)  # the modes that replay CUDA graphs for decode
 PREFILL_GRAPHS = ("graphs", FITTED_MODE)  # and those that replay piecewise graphs for a step with prefill (vLLM's)
 DEFAULT_MODE = FITTED_MODE  # the calibration page: fitted on some rows, scored on the rest
 # The help of the engine calculators' step_overhead_ms input, which adds to the modelled overhead.
@@ -203,6 +217,7 @@ class StepOverhead:
     row_layer_s: float = 0.0  # t_r, each decode row's time per layer (0 but on the chips it was fitted for)
     layers: int = 0
     prefill_kernel_s: float = 0.0  # t_s, each kernel's time on a step with prefill in it (SGLang's eager prefill)
+    prefill_graph_tokens: int = 0  # SGLang's piecewise prefill graphs: steps up to this many tokens replay them
 
     def eager_s(self, share: float = 1.0) -> float:
         """Every kernel launched from the CPU (`share` of the step's kernels: a pipeline stage runs its layers')."""
@@ -222,10 +237,16 @@ class StepOverhead:
                 return self.piecewise_launches * share * self.per_kernel_s
         return self.eager_s(share)
 
+    def prefill_graphed(self, tokens: float) -> bool:
+        """Whether a step with prefill in it of `tokens` tokens replays piecewise graphs: up to the largest graph in
+        vLLM's modes; in SGLang's, up to its largest piecewise prefill graph (0.5.10 and later; none before)."""
+        if self.mode in SGLANG_MODES:
+            return tokens <= self.prefill_graph_tokens
+        return self.mode in PREFILL_GRAPHS and tokens <= self.max_capture_tokens
+
     def launch_mixed_s(self, tokens: float, share: float = 1.0) -> float:
-        """The launches of a step with prefill in it: piecewise replays up to the largest graph, else eager (always,
-        in the SGLang mode: its piecewise graphs are off by default)."""
-        if self.mode in PREFILL_GRAPHS and tokens <= self.max_capture_tokens:
+        """The launches of a step with prefill in it: piecewise replays where it is graphed, else eager."""
+        if self.prefill_graphed(tokens):
             return self.piecewise_launches * share * self.per_kernel_s
         return self.eager_s(share)
 
@@ -242,7 +263,8 @@ class StepOverhead:
         kernel's t_s, in the SGLang mode)."""
         if self.mode == "none":
             return 0.0
-        per_kernel = self.gpu_kernel_s + self.prefill_kernel_s  # every kernel's floor and, in SGLang, its t_s
+        eager = 0.0 if self.prefill_graphed(tokens) else self.prefill_kernel_s  # SGLang's t_s, on an eager step
+        per_kernel = self.gpu_kernel_s + eager  # every kernel's floor and, in SGLang, its t_s
         return self.launch_mixed_s(tokens, share) + self.eager_kernels * share * per_kernel
 
 
@@ -254,7 +276,7 @@ def step_overhead(
         return None
     if mode not in MODES:
         raise ValueError(f"step overhead mode must be one of {MODES}, not {mode!r}")
-    if mode == SGLANG_MODE:  # a full graph per decode batch up to SGLang's own largest, eager above
+    if mode in SGLANG_MODES:  # a full graph per decode batch up to SGLang's own largest, eager above
         full = largest = sglang_max_graph_batch(accelerator, num_gpus) * tokens_per_sequence
     else:
         largest = max_capture_tokens(accelerator, tokens_per_sequence)
@@ -269,5 +291,16 @@ def step_overhead(
         gpu_per_kernel_s() if mode in FITTED_MODES else 0.0,
         decode_row_s(accelerator) if mode in FITTED_MODES else 0.0,
         model.num_layers,
-        sglang_prefill_kernel_s() if mode == SGLANG_MODE else 0.0,
+        sglang_prefill_kernel_s() if mode in SGLANG_MODES else 0.0,
+        sglang_prefill_graph_tokens(model, accelerator) if mode == SGLANG_PIECEWISE_MODE else 0,
     )
+
+
+def sglang_prefill_graph_tokens(model: Model, accelerator: Accelerator) -> int:
+    """The largest step with prefill in it SGLang 0.5.10 and later replay piecewise graphs for by default
+    (server_args.py, read in the 0.5.10 and 0.5.12 wheels: disable_piecewise_cuda_graph False,
+    piecewise_cuda_graph_max_tokens the chunked-prefill size, 2,048 for an MLA model; off on ROCm). Above the chunk
+    no prefill step goes, so every other model's prefill steps are graphed: the cap is then unbounded."""
+    if accelerator.vendor != "NVIDIA":
+        return 0
+    return data()["sglang_piecewise"]["mla_max_tokens"] if model.attention.kind == "mla" else 2**31 - 1

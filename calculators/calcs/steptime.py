@@ -298,13 +298,13 @@ def sparse_mla_kernel(
     arch = next((a for a in ("sm90", "sm100") if accelerator.id in rules[a]), None)
     if arch is None:  # no FlashMLA kernel on this chip
         return 1, False
-    if release is not None and _release(release) <= _release(rules["all_slots_until"]):
+    if release is not None and release_key(release) <= release_key(rules["all_slots_until"]):
         return rules["head_tile"][arch], True
     fp8 = get_format(kv_dtype, "kv_dtype").flops_key == "fp8"
     return rules["head_tile"][arch], fp8 and rules["fp8_kv_all_slots"]
 
 
-def _release(version: str) -> tuple[int, ...]:
+def release_key(version: str) -> tuple[int, ...]:
     """'v0.13.0' -> (0, 13, 0); a suffix after the numbers (rc1, .post1) is dropped."""
     parts = []
     for piece in version.lstrip("v").split("."):

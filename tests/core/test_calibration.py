@@ -487,11 +487,43 @@ def test_sglangs_eager_prefill_holds_its_held_out_rows():
     # DeepSeek-V3, where the benchmark capped the concurrency (December 2026: 60 of 73 within ±25%, 42 without t_s;
     # TTFT 15 of 24); GPUStack's throughput runs under SGLang are off for reasons of their own (the calibration page)
     held = [p for p in PREDICTIONS if "error" in p and calibration.held_out(p) and p["engine"] == "SGLang"]
+    held = [p for p in held if calibration.row_mode(p, "fitted") == "sglang"]  # releases up to 0.5.9: prefill eager
     nvidia = [p for p in held if calibration.row_features(p)["vendor"] == "nvidia" and calibration.load(p) == "bounded"]
     assert len(nvidia) >= 70 and calibration.summarize([p["error"] for p in nvidia])["within_share"] >= 0.8
     # InferenceX's DeepSeek-R1 in FP4 on B200 (another publisher, model and format): every row within
     b200 = [p["error"] for p in nvidia if p["group"] == "inferencex-dsr1-b200-fp4"]
     assert len(b200) == 8 and max(abs(e) for e in b200) <= 0.25
+
+
+def test_sglang_from_0_5_10_replays_prefill_graphs_up_to_its_largest_on_nvidia():
+    r1, llama = (catalog.model_presets()[m] for m in ("deepseek-r1", "llama-3.1-70b"))
+    chips = catalog.accelerator_presets()
+    new, old = (step_overhead(r1, chips["h200"], 8, mode) for mode in ("sglang-piecewise", "sglang"))
+    # an MLA model's prefill steps replay piecewise graphs up to 2,048 tokens, without SGLang's eager time per kernel
+    graphed = new.piecewise_launches * new.per_kernel_s + new.floor_s()
+    assert new.mixed_s(2048) == pytest.approx(graphed) and new.mixed_s(2048) < old.mixed_s(2048)
+    assert new.mixed_s(2049) == pytest.approx(old.mixed_s(2049))  # eager above it, as before 0.5.10
+    assert new.decode_s(64) == old.decode_s(64)  # decode graphs unchanged
+    # any other model's prefill steps are graphed up to the chunk, so every one of them; AMD's chips capture none
+    dense = step_overhead(llama, chips["h100-sxm"], 8, "sglang-piecewise")
+    assert dense.mixed_s(32768) == pytest.approx(dense.piecewise_launches * dense.per_kernel_s + dense.floor_s())
+    amd = step_overhead(r1, chips["mi325x"], 8, "sglang-piecewise")
+    assert amd.mixed_s(512) == step_overhead(r1, chips["mi325x"], 8, "sglang").mixed_s(512)
+    assert overhead.sglang_prefill_graph_tokens(r1, chips["h200"]) == 2048
+    # a ledger row takes the mode of its release: v0.5.12 the new one, v0.5.9 and before the old
+    modes = {r["engine_version"]: calibration.row_mode(r, "fitted") for r in ROWS if r["engine"] == "SGLang"}
+    assert modes["v0.5.12"] == "sglang-piecewise" and modes["v0.5.7"] == modes["v0.5.6"] == "sglang"
+    assert all(mode == "sglang" for version, mode in modes.items() if version != "v0.5.12")
+    # held out, InferenceX's v0.5.12 DeepSeek-R1 on eight H200 (December 2026: 24 of its 30 rows within ±25%)
+    rows = [p for p in PREDICTIONS if p["group"].startswith("inferencex-dsr1-h200-fp8-v0512") and "error" in p]
+    assert len(rows) == 30 and all(calibration.held_out(p) for p in rows)
+    # as the calibration page says: TPOT and throughput within at every concurrency, the 8K prompts' TTFT from 16
+    # users, the 1K prompts' TTFT too fast below 64 users (within at 64), the 8K TTFT too slow at 4 and 8
+    within = {(p["group"][-4:], p["metric"], p["batch"]) for p in rows if abs(p["error"]) <= 0.25}
+    ttft = {(p["group"][-4:], p["batch"]): p["error"] for p in rows if p["metric"] == "ttft_s"}
+    assert all((p["group"][-4:], p["metric"], p["batch"]) in within for p in rows if p["metric"] != "ttft_s")
+    assert all(("8k1k", "ttft_s", b) in within for b in (16, 32, 64)) and ("1k1k", "ttft_s", 64) in within
+    assert all(ttft["1k1k", b] > 0.25 for b in (4, 8, 16, 32)) and all(ttft["8k1k", b] < -0.25 for b in (4, 8))
 
 
 def test_the_fitted_mode_is_closer_on_rows_no_fit_has_seen():

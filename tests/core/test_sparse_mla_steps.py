@@ -15,7 +15,7 @@ import pytest
 from calculators import run, schema
 from calculators.calcs.steptime import (
     StepModel,
-    _release,
+    release_key,
     attention_fields,
     attention_terms,
     bound_deployment,
@@ -92,8 +92,8 @@ def test_which_kernels_work_through_every_slot_by_release_chip_and_cache():
     assert sparse_mla_kernel(V32, b200, "bf16") == (128, False)
     assert sparse_mla_kernel(V32, accelerator_presets()["mi300x"], "bf16", "v0.11.0") == (1, False)
     assert sparse_mla_kernel(model_presets()["deepseek-v3"], h200, "bf16", "v0.11.0") == (1, False)
-    assert _release("v0.13.0") == (0, 13, 0) and _release("0.5.5.post1") == (0, 5, 5)
-    assert _release("v1.2.0rc1") == (1, 2, 0)
+    assert release_key("v0.13.0") == (0, 13, 0) and release_key("0.5.5.post1") == (0, 5, 5)
+    assert release_key("v1.2.0rc1") == (1, 2, 0)
 
 
 def test_a_decode_step_reads_the_selected_latents_and_every_indexer_key():
