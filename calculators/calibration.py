@@ -19,7 +19,8 @@ float weights, the share of the BF16 rate kept by routed experts that tensor par
 sequence per layer on AMD's CDNA3 chips, the share of the attention rate Triton's kernel keeps where vLLM runs it for
 attention sinks below Hopper, a served request's time outside the engine core, the time per kernel of SGLang's eager
 prefill), each on named groups; fit_* recompute them and `held_out` marks the rows no fit has seen. In the fitted
-mode each row is priced at its own engine's (row_mode: an SGLang row in the "sglang" mode).
+mode each row is priced at its own engine's (row_mode: an SGLang row in the "sglang" mode up to 0.5.9, in
+"sglang-piecewise" from 0.5.10).
 A serving sweep's row (its group has a `client`) is predicted as its client measured it: engine/client.py runs the
 benchmark's closed loop on the simulator with the sweep's server settings (`server`).
 Bounds the other way: a time bound never above the measured time, a rate bound never below the measured
@@ -202,13 +203,14 @@ DEPLOYMENT_KEYS = (
 
 
 def ledger_mode(overhead: str) -> str:
-    """The ledger's name for a step-overhead mode: either fitted mode is "fitted" (each row at its own engine's)."""
+    """The ledger's name for a step-overhead mode: every fitted mode is "fitted" (each row at its own engine's)."""
     return FITTED_MODE if overhead in FITTED_MODES else overhead
 
 
 def row_mode(row: dict, overhead: str) -> str:
-    """The mode a row is priced at: in a fitted mode, its own engine's (SGLang's eager prefill for an SGLang row,
-    whose releases in the ledger, 0.5.9 and before, capture no prefill graph by default); any other as asked."""
+    """The mode a row is priced at: in a fitted mode, its own engine's, for an SGLang row by its release (up to 0.5.9
+    no prefill graph by default, "sglang"; from 0.5.10 piecewise prefill graphs, "sglang-piecewise"); any other as
+    asked."""
     if overhead not in FITTED_MODES:
         return overhead
     if row.get("engine") != "SGLang":

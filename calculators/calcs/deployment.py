@@ -61,7 +61,8 @@ def _fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict
                "both fitted to the calibration ledger (see the calibration page); SGLang 0.5.9 and before, the same "
                "with every step that holds prefill run eagerly and a fitted time per kernel more (its prefill "
                "dispatch); SGLang 0.5.10 and later, the same but with prefill steps up to its largest piecewise graph "
-               "replayed (2,048 tokens for MLA models, every chunk for others; none on AMD). Bounds never include it."),
+               "replayed (2,048 tokens for MLA models, every chunk for others; none off NVIDIA, nor where SGLang turns "
+               "them off: the calibration page). Bounds never include it."),
     ]
 
 

@@ -42,8 +42,9 @@
                        cuda_graph_max_bs ÷ (k + 1) sequences is priced eager where SGLang replays a graph)
   SGLang ≥ 0.5.10    = the "sglang-piecewise" mode: as "sglang", but a step with prefill in it up to SGLang's largest
                        piecewise prefill graph replays it (piecewise launches, no t_s): 2,048 tokens for an MLA model,
-                       every step for others (their cap is the chunk), none on AMD (step_overheads.toml
-                       [sglang_piecewise]: disable_piecewise_cuda_graph off by default from 0.5.10)
+                       every step for others (their cap is the chunk); none off NVIDIA, for DeepSeek-V3.2 and
+                       Qwen3-Next, or on Blackwell where SGLang runs the flashinfer_trtllm MoE runner
+                       (step_overheads.toml [sglang_piecewise]: disable_piecewise_cuda_graph off by default from 0.5.10)
   a pipeline stage   = the same terms for its share of the layers' kernels (a full-graph replay stays one)
 
 Assumptions, not measurements: a graph replay is priced as one launch; the CPU work of scheduling,
@@ -83,7 +84,7 @@ MODE_CHOICES = (
         (
             SGLANG_PIECEWISE_MODE,
             "SGLang 0.5.10 and later: decode graphs, prefill graphs up to SGLang's largest (2,048 "
-            "tokens for MLA models; none on AMD), eager above + a fitted time per kernel",
+            "tokens for MLA models; none off NVIDIA), eager above + a fitted time per kernel",
         ),
         (SGLANG_MODE, "SGLang 0.5.9 and before: decode graphs, eager prefill + a fitted time per kernel"),
     ]
@@ -298,9 +299,15 @@ def step_overhead(
 
 def sglang_prefill_graph_tokens(model: Model, accelerator: Accelerator) -> int:
     """The largest step with prefill in it SGLang 0.5.10 and later replay piecewise graphs for by default
-    (server_args.py, read in the 0.5.10 and 0.5.12 wheels: disable_piecewise_cuda_graph False,
-    piecewise_cuda_graph_max_tokens the chunked-prefill size, 2,048 for an MLA model; off on ROCm). Above the chunk
-    no prefill step goes, so every other model's prefill steps are graphed: the cap is then unbounded."""
-    if accelerator.vendor != "NVIDIA":
+    (step_overheads.toml [sglang_piecewise]): 2,048 tokens for an MLA model (a model's own cap where it has one);
+    none off NVIDIA, for the architectures without them, and on Blackwell where SGLang picks the flashinfer_trtllm
+    MoE runner. Above the chunk no prefill step goes, so every other model's prefill steps are graphed: the cap is
+    then unbounded. What turns them off that the overhead cannot see (DP attention, pipeline parallelism, an MoE
+    all-to-all backend, Llama 4's FP8 on Blackwell) the table's comment lists."""
+    rules = data()["sglang_piecewise"]
+    if accelerator.vendor != "NVIDIA" or model.id in rules["off_models"] or model.attention.index_topk:
         return 0
-    return data()["sglang_piecewise"]["mla_max_tokens"] if model.attention.kind == "mla" else 2**31 - 1
+    if accelerator.id in rules["blackwell"] and model.id in rules["off_on_blackwell"]:
+        return 0
+    cap = rules["model_max_tokens"].get(model.id, 2**31 - 1)
+    return min(cap, rules["mla_max_tokens"]) if model.attention.kind == "mla" else cap

@@ -510,6 +510,14 @@ def test_sglang_from_0_5_10_replays_prefill_graphs_up_to_its_largest_on_nvidia()
     amd = step_overhead(r1, chips["mi325x"], 8, "sglang-piecewise")
     assert amd.mixed_s(512) == step_overhead(r1, chips["mi325x"], 8, "sglang").mixed_s(512)
     assert overhead.sglang_prefill_graph_tokens(r1, chips["h200"]) == 2048
+    # none where SGLang turns them off: DeepSeek-R1 on Blackwell (its flashinfer_trtllm MoE runner), DeepSeek-V3.2 and
+    # Qwen3-Next anywhere; Llama 2 capped at 4,096 tokens
+    presets = catalog.model_presets()
+    assert overhead.sglang_prefill_graph_tokens(r1, chips["b200"]) == 0
+    for off in ("deepseek-v3.2", "qwen3-next-80b-a3b"):
+        assert overhead.sglang_prefill_graph_tokens(presets[off], chips["h200"]) == 0
+    assert overhead.sglang_prefill_graph_tokens(presets["llama-2-7b"], chips["h100-sxm"]) == 4096
+    assert overhead.sglang_prefill_graph_tokens(llama, chips["b200"]) > 32768
     # a ledger row takes the mode of its release: v0.5.12 the new one, v0.5.9 and before the old
     modes = {r["engine_version"]: calibration.row_mode(r, "fitted") for r in ROWS if r["engine"] == "SGLang"}
     assert modes["v0.5.12"] == "sglang-piecewise" and modes["v0.5.7"] == modes["v0.5.6"] == "sglang"
