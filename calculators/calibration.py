@@ -52,12 +52,12 @@ from .calcs.steptime import (
     compute_ceiling_tokens_per_s_per_gpu,
     dequant_factors,
     deployment,
+    release_key,
     sliced_expert_factor,
     triton_attention_share,
 )
 from .calcs.overhead import DEFAULT_MODE, FITTED_MODE, FITTED_MODES, LEDGER_MODE_CHOICES, SGLANG_MODE
 from .calcs.overhead import SGLANG_PIECEWISE_MODE
-from .calcs.steptime import release_key
 from .calcs.overhead import data as overhead_data
 from .calcs.steptime import StepModel
 from .errors import InputError

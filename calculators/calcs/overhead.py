@@ -261,7 +261,7 @@ class StepOverhead:
 
     def mixed_s(self, tokens: float, share: float = 1.0) -> float:
         """A step with prefill in it (alone or mixed with decodes) of `tokens` tokens: launches + kernel floor (+ each
-        kernel's t_s, in the SGLang mode)."""
+        kernel's t_s, in an SGLang mode where the step is not graphed)."""
         if self.mode == "none":
             return 0.0
         eager = 0.0 if self.prefill_graphed(tokens) else self.prefill_kernel_s  # SGLang's t_s, on an eager step
