@@ -1,8 +1,8 @@
 """MkDocs hook: the calibration pages' tables from the ledger (`sitegen.calibration`).
 
-When it runs: on_page_markdown, on docs/calibration.md and docs/calibration-rows.md only, before Markdown
-becomes HTML. The `<!-- calibration:NAME -->` markers become the error summary, the sources and every ledger
-row with the core's estimate; an unknown marker fails the build.
+When it runs: on_page_markdown, on docs/calibration.md and the two rows pages (sitegen.calibration.PAGES) only,
+before Markdown becomes HTML. The `<!-- calibration:NAME -->` markers become the error summary, the sources and
+every ledger row with the core's estimate; an unknown marker fails the build.
 """
 
 from __future__ import annotations

@@ -1,20 +1,25 @@
 """The calibration pages' tables: `<!-- calibration:NAME -->` markers in docs/calibration.md become the
-error summary per kind and the sources with their row counts, and in docs/calibration-rows.md every ledger row
-with the core's estimate, its error and its bound. Every figure comes from calculators.calibration at build time.
+error summary per kind and the sources with their row counts, and in the two rows pages (SGLang's, and vLLM's with
+the other engines') every ledger row with the core's estimate, its error and its bound. Every figure comes from
+calculators.calibration at build time.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import partial
 
 from calculators import calibration, catalog, display
 
 from .terms import cell, wrap
 
 PAGE = "calibration.md"
-ROWS_PAGE = "calibration-rows.md"  # every ledger row: a table too long to share the page with the prose
-PAGES = (PAGE, ROWS_PAGE)
+# Every ledger row, a page per engine family: a table too long to share a page with the prose, and one table of every
+# row would outgrow a page's byte budget (tests/bench.py).
+ROWS_PAGES = {"other": "calibration-rows.md", "sglang": "calibration-rows-sglang.md"}
+FAMILY_NAMES = {"other": "vLLM and the other engines", "sglang": "SGLang"}
+PAGES = (PAGE, *ROWS_PAGES.values())
 MARKER = re.compile(r"<!-- calibration:([\w-]+) -->")
 
 
@@ -172,6 +177,11 @@ def _conditions(p: dict) -> str:
     return cell(f"{p['model']}, {acc.name} × {p['num_gpus']}, {fmt}, {batch} ({p['batch_is']}), {lengths}")
 
 
+def engine_family(engine: str) -> str:
+    """The rows page a row or group is on (ROWS_PAGES): SGLang's, or vLLM's with the other engines'."""
+    return "sglang" if engine.startswith("SGLang") else "other"
+
+
 def _group_anchors() -> dict[str, str]:
     """Each ledger group's line in the groups table, named by its place in the ledger (short: every row links to it)."""
     return {g["id"]: f"g{k}" for k, g in enumerate(calibration.ledger()["group"], 1)}
@@ -188,10 +198,13 @@ SHORT_KIND = {
 }
 
 
-def render_rows() -> str:
+def render_rows(family: str) -> str:
+    """The rows of one engine family (engine_family), each linking to its line in the same page's groups table."""
     graphs = {p["id"]: p for p in calibration.predictions(calibration.LAUNCHES_ONLY)}
     anchors, rows = _group_anchors(), []
     for p in calibration.predictions():
+        if engine_family(p["engine"]) != family:
+            continue
         role = "held out" if calibration.held_out(p) else "fitted on"
         rows.append(
             [
@@ -219,14 +232,16 @@ def render_rows() -> str:
         "Not in the core's model (or why no estimate)",
         "Group",
     ]
-    return LEFT_OUT_NOTE + "\n" + wrap("Every ledger row, predicted", _table(head, rows))
+    return LEFT_OUT_NOTE + "\n" + wrap(f"Every row of {FAMILY_NAMES[family]}, predicted", _table(head, rows))
 
 
-def render_groups() -> str:
-    """One line per ledger group: where its figures are in the publication, the engine build and the parallelism,
-    which the rows table would otherwise repeat on every row."""
+def render_groups(family: str) -> str:
+    """One line per ledger group of one engine family: where its figures are in the publication, the engine build and
+    the parallelism, which the rows table would otherwise repeat on every row."""
     srcs, anchors, rows = calibration.sources(), _group_anchors(), []
     for g in calibration.ledger()["group"]:
+        if engine_family(g["engine"]) != family:
+            continue
         s = srcs[g["source"]]
         rows.append(
             [
@@ -238,7 +253,7 @@ def render_groups() -> str:
             ]
         )
     head = ["Group", "Source", "Where in it", "Engine", "Parallelism"]
-    return wrap("The ledger's groups", _table(head, rows))
+    return wrap(f"The groups of {FAMILY_NAMES[family]}", _table(head, rows))
 
 
 RENDER = {
@@ -246,8 +261,8 @@ RENDER = {
     "fitted": render_fitted,
     "fits": render_fits,
     "sources": render_sources,
-    "rows": render_rows,
-    "groups": render_groups,
+    **{f"rows-{family}": partial(render_rows, family) for family in ROWS_PAGES},
+    **{f"groups-{family}": partial(render_groups, family) for family in ROWS_PAGES},
 }
 
 
