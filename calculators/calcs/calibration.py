@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from .. import calibration
-from ..catalog import model_presets
+from ..catalog import accelerator_presets, model_presets
 from ..schema import choice, output, series, step
 from .overhead import DEFAULT_MODE, LEDGER_MODE_CHOICES
 
@@ -37,6 +37,13 @@ def _measured_models() -> list[tuple[str, str]]:
     presets = model_presets()
     ids = sorted({g["model"] for g in calibration.ledger()["group"]})
     return [("any", "Any")] + [(m, presets[m].name if m in presets else m) for m in ids]
+
+
+def _measured_hardware() -> list[tuple[str, str]]:
+    """The accelerators the ledger measured on, by the catalogue's name."""
+    presets = accelerator_presets()
+    ids = sorted({g["hardware"] for g in calibration.ledger()["group"]})
+    return [("any", "Any")] + [(h, presets[h].name) for h in ids]
 
 
 def _engine_family(engine: str) -> str:
@@ -66,6 +73,7 @@ def _keep(v: dict, p: dict) -> bool:
         and v["model_kind"] in ("any", "moe" if f["moe"] else "dense")
         and v["measured_model"] in ("any", p["model"])
         and v["vendor"] in ("any", f["vendor"])
+        and v["hardware"] in ("any", f["hardware"])
         and v["engine"] in ("any", _engine_id(p["engine"]))
         and v["load"] in ("any", f["load"])
         and (v["row_set"] == "all" or calibration.held_out(p))
@@ -94,6 +102,7 @@ SCHEMA = {
         choice("model_kind", "Model", "any", MODEL_KINDS),
         choice("measured_model", "Measured model", "any", _measured_models()),
         choice("vendor", "Accelerator vendor", "any", VENDORS),
+        choice("hardware", "Accelerator", "any", _measured_hardware()),
         choice("engine", "Engine", "any", _engines(), "Every build of the engine: vLLM includes AMD's ROCm builds."),
         choice(
             "load",

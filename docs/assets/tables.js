@@ -172,10 +172,8 @@ function sortButtons(table) {
 let counter = 0;
 function filterBar(wrapper, rows) {
   const id = `data-table-${++counter}`;
-  const caption = wrapper.dataset.caption || "table";
-  // "Models" reads "Filter models"; a name inside the caption (vLLM, SGLang) keeps its case
-  const lead = /^[A-Z][a-z]/.test(caption) ? caption[0].toLowerCase() + caption.slice(1) : caption;
-  const label = element("label", { htmlFor: `${id}-filter`, textContent: `Filter ${lead}` });
+  const caption = (wrapper.dataset.caption || "table").replace(/^[A-Z](?=[a-z])/, (c) => c.toLowerCase());
+  const label = element("label", { htmlFor: `${id}-filter`, textContent: `Filter ${caption}` });
   const input = element("input", { type: "search", id: `${id}-filter`, autocomplete: "off" });
   const count = element("span", { className: "data-table__count", id: `${id}-count`, ariaLive: "polite" });
   input.setAttribute("aria-describedby", count.id);

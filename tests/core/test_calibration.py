@@ -521,7 +521,8 @@ def test_sglang_from_0_5_10_replays_prefill_graphs_up_to_its_largest_on_nvidia()
     # a ledger row takes the mode of its release: v0.5.12 the new one, v0.5.9 and before the old
     modes = {r["engine_version"]: calibration.row_mode(r, "fitted") for r in ROWS if r["engine"] == "SGLang"}
     assert modes["v0.5.12"] == "sglang-piecewise" and modes["v0.5.7"] == modes["v0.5.6"] == "sglang"
-    assert all(mode == "sglang" for version, mode in modes.items() if version != "v0.5.12")
+    first = calibration.release_key("0.5.10")
+    assert all((mode == "sglang-piecewise") == (calibration.release_key(v) >= first) for v, mode in modes.items())
     # held out, InferenceX's v0.5.12 DeepSeek-R1 on eight H200 (December 2026: 24 of its 30 rows within ±25%)
     rows = [p for p in PREDICTIONS if p["group"].startswith("inferencex-dsr1-h200-fp8-v0512") and "error" in p]
     assert len(rows) == 30 and all(calibration.held_out(p) for p in rows)
@@ -532,6 +533,34 @@ def test_sglang_from_0_5_10_replays_prefill_graphs_up_to_its_largest_on_nvidia()
     assert all((p["group"][-4:], p["metric"], p["batch"]) in within for p in rows if p["metric"] != "ttft_s")
     assert all(("8k1k", "ttft_s", b) in within for b in (16, 32, 64)) and ("1k1k", "ttft_s", 64) in within
     assert all(ttft["1k1k", b] > 0.25 for b in (4, 8, 16, 32)) and all(ttft["8k1k", b] < -0.25 for b in (4, 8))
+
+
+def test_the_blackwell_and_mi325x_baselines_score_as_the_calibration_page_says():
+    # InferenceX's DeepSeek-R1 baselines of 2026-05-22 (SGLang v0.5.12, B200 and B300) and 2026-09-10 (v0.5.19, MI325X),
+    # all held out; the calibration page describes each pattern below (December 2026)
+    def rows(prefix):
+        chosen = [p for p in PREDICTIONS if p["group"].startswith(prefix) and "error" in p]
+        assert chosen and all(calibration.held_out(p) for p in chosen)
+        return chosen
+
+    b200 = rows("inferencex-dsr1-b200-fp8-v0512")
+    out = [(p["group"][-4:], p["metric"], p["batch"]) for p in b200 if abs(p["error"]) > 0.25]
+    assert out == [("1k1k", "ttft_s", 64)]  # every row shown within but the 1K TTFT at 64 users
+    fp8 = rows("inferencex-dsr1-b300-fp8-v0512")
+    assert all(abs(p["error"]) <= 0.25 for p in fp8 if p["metric"] == "tpot_s")
+    short = {p["batch"]: p["error"] for p in fp8 if p["metric"] == "ttft_s" and p["group"].endswith("1k1k")}
+    assert all(short[b] < -0.25 for b in (1, 2, 4, 8)) and all(abs(short[b]) <= 0.25 for b in (16, 32, 64))
+    fp4 = rows("inferencex-dsr1-b300-fp4-v0512")
+    tpot = [p["error"] for p in fp4 if p["metric"] == "tpot_s"]
+    assert all(-0.33 < e < -0.22 for e in tpot) and sum(e < -0.25 for e in tpot) * 2 == len(tpot)
+    ttft = [(p["batch"], p["error"]) for p in fp4 if p["metric"] == "ttft_s"]
+    assert all(e < -0.25 for b, e in ttft if b <= 16) and all(e > 0.25 for b, e in ttft if b == 32)
+    # the same recipe's 1K TTFT at one user: 71 ms on the B300, 160 ms on the B200, priced alike
+    one = {p["hardware"]: p for p in fp8 + b200 if p["metric"] == "ttft_s" and p["batch"] == 1 and "1k1k" in p["group"]}
+    assert one["b300"]["value"] < 0.5 * one["b200"]["value"]
+    assert one["b300"]["predicted"] == pytest.approx(one["b200"]["predicted"], rel=0.05)
+    # MI325X: every row too fast
+    assert all(p["error"] > 0.25 for p in rows("inferencex-dsr1-mi325x-fp8"))
 
 
 def test_the_fitted_mode_is_closer_on_rows_no_fit_has_seen():
