@@ -59,15 +59,10 @@ def series_label(plot: dict, y: dict) -> str:
     return y["name"] if shared_unit(plot) or not y["unit"] else f"{y['name']} ({y['unit']})"
 
 
-def _fill(i: int) -> str:
-    # The stroke colour is the class's (calculators.css); fills take the same series variable.
-    return f'style="fill: var(--calc-series-{i % 6})"'
-
-
 def _marker(i: int, x: float, y: float) -> str:
     """One point, in the shape Plotly gives series i (circle, square, diamond, triangle, cross, x)."""
     r, shape = MARKER_R, i % 6
-    cls = f'class="s{i % 6} mark" {_fill(i)}'
+    cls = f'class="s{i % 6} mark"'
     if shape == 0:
         return f'<circle {cls} cx="{x:.1f}" cy="{y:.1f}" r="{r}"/>'
     if shape == 1:
@@ -179,11 +174,11 @@ def _bar_chart(plot: dict) -> list[str]:
             elif v is not None:
                 left, top = centre(k) - band * 0.4 + i * bar, min(fy(v), fy(0))
                 parts.append(
-                    f'<rect class="s{i % 6} bar" {_fill(i)} x="{left:.1f}" y="{top:.1f}" '
+                    f'<rect class="s{i % 6} bar" x="{left:.1f}" y="{top:.1f}" '
                     f'width="{bar:.1f}" height="{abs(fy(0) - fy(v)):.1f}"/>'
                 )
         row = legend_rows(plot)[i]
-        swatch = f'<rect class="s{i % 6} bar" {_fill(i)} x="{W - RIGHT + 5}" y="{row - 5:.1f}" width="10" height="10"/>'
+        swatch = f'<rect class="s{i % 6} bar" x="{W - RIGHT + 5}" y="{row - 5:.1f}" width="10" height="10"/>'
         swatch = _marker(i, W - RIGHT + 10, row) if y.get("marker") else swatch
         parts.append(_legend(plot, i, row, swatch))
     return parts
@@ -210,12 +205,12 @@ def _stack_chart(plot: dict) -> list[str]:
             elif v:
                 top, bottom = fy(base[k] + v), fy(base[k])
                 parts.append(
-                    f'<rect class="s{i % 6} bar" {_fill(i)} x="{centre(k) - band * 0.3:.1f}" y="{top:.1f}" '
+                    f'<rect class="s{i % 6} bar" x="{centre(k) - band * 0.3:.1f}" y="{top:.1f}" '
                     f'width="{band * 0.6:.1f}" height="{abs(bottom - top):.1f}"/>'
                 )
                 base[k] += v
         row = legend_rows(plot)[i]
-        swatch = f'<rect class="s{i % 6} bar" {_fill(i)} x="{W - RIGHT + 5}" y="{row - 5:.1f}" width="10" height="10"/>'
+        swatch = f'<rect class="s{i % 6} bar" x="{W - RIGHT + 5}" y="{row - 5:.1f}" width="10" height="10"/>'
         swatch = _marker(i, W - RIGHT + 10, row) if y.get("marker") else swatch
         parts.append(_legend(plot, i, row, swatch))
     return parts
