@@ -190,6 +190,21 @@ def test_changing_each_input_updates_the_results(family_page):
             set_field(page, root_id, key, base[key])  # roots() gives every input, defaults merged in
 
 
+def test_the_figure_title_follows_an_input_that_changes_it(open_page):
+    # the calibration calculator's scatter is of the chosen kind of estimate: its caption (the chart's accessible
+    # name) was the build's TPOT title whatever kind the reader then chose
+    page, log = open_page(page_of("calibration"))
+    root_id = next(r for r, name, _ in roots(page) if name == "calibration")
+    caption = page.locator(f"#{root_id} figcaption")
+    caption.scroll_into_view_if_needed()
+    assert caption.text_content().startswith("Time per output token")
+    set_field(page, root_id, "metric", "ttft_s")
+    wait_live(page, root_id)
+    page.wait_for_function("id => document.querySelector(`#${id} figcaption`).textContent.startsWith('Time to first')",
+                           arg=root_id, timeout=60_000)
+    assert log.errors == [] and log.foreign() == []
+
+
 BAD_NUMBERS = ["", "abc", "-5", "0", "1e400"]
 
 

@@ -26,11 +26,10 @@ class Calculator {
     this.figure = root.querySelector(dom.sel("plot"));
     this.chart = this.figure?.querySelector(".calc__chart");
     this.plotId = this.figure && dom.get(this.figure, "plot");
-    // latest: the newest request (older replies are stale); timer: the debounce; started: has asked Python
-    // at least once; plotVisible: the figure has been on screen (keep its chart drawn).
-    Object.assign(this, { latest: 0, timer: null, started: false, plotVisible: false });
+    // latest: the newest request (older replies are stale); timer: the debounce; started: has asked Python at
+    // least once; plotVisible: the figure has been on screen (keep its chart drawn); shared: a link's definitions.
+    Object.assign(this, { latest: 0, timer: null, started: false, plotVisible: false, shared: {} });
     this.shown = this.shownInputs = this.pinned = null;   // the last live result, its inputs, a pinned A
-    this.shared = {};         // definitions that came with a link, by input key
     for (const type of ["input", "change"]) this.form.addEventListener(type, () => this.schedule());
     this.form.addEventListener("submit", (e) => { e.preventDefault(); this.recompute(); });
     root.addEventListener("click", (e) => this.onClick(e));
@@ -147,7 +146,9 @@ class Calculator {
   drawPlot(visible = this.plotVisible) {
     this.plotVisible = visible;
     const plot = this.shown?.result.series[this.plotId];
-    if (plot) draw(this.chart, plot, this.plotlyUrl).catch(() => {});
+    if (!plot) return;
+    this.figure.querySelector("figcaption").textContent = plot.title;   // the inputs can change it (a metric)
+    draw(this.chart, plot, this.plotlyUrl).catch(() => {});
   }
 
   async onClick(event) {
