@@ -644,12 +644,25 @@ NEAR = 2.5  # the largest distance a row may be from the reader's inputs and sti
 BAND_ROWS = 12
 
 
-def _features(model, accelerator, weight_dtype: str, gpus: int, batch: int) -> dict:
+def precision(weight_dtype: str, expert_weight_dtype: str | None = None) -> str:
+    """The weight format a row and an estimate are compared by: the weights', and the routed experts' where theirs
+    differs ("fp8+nvfp4"): a mixture-of-experts model's weight bytes are mostly its experts'."""
+    same = expert_weight_dtype in (None, "same", weight_dtype)
+    return weight_dtype if same else f"{weight_dtype}+{expert_weight_dtype}"
+
+
+def precision_words(p: str) -> str:
+    """A precision() in words: "FP8", or "FP8 + NVFP4 experts"."""
+    weights, _, experts = p.partition("+")
+    return weights.upper() + (f" + {experts.upper()} experts" if experts else "")
+
+
+def _features(model, accelerator, weight_dtype: str, gpus: int, batch: int, expert_weight_dtype=None) -> dict:
     m = model if isinstance(model, Model) else resolve_model(model)
     return {
         "hardware": accelerator.id if hasattr(accelerator, "id") else accelerator,
         "vendor": (accelerator.vendor if hasattr(accelerator, "vendor") else "").lower(),
-        "precision": weight_dtype,
+        "precision": precision(weight_dtype, expert_weight_dtype),
         "active": active_params(m),
         "moe": m.moe is not None,
         "gpus": gpus,
@@ -669,7 +682,8 @@ def _features_by_id() -> dict[str, dict]:
 
 def _row_features(row: dict) -> dict:
     acc = catalog.accelerator_presets()[row["hardware"]]
-    features = _features(_model(row["model"]), acc, row["weight_dtype"], row["num_gpus"], _batch(row, False))
+    experts = row.get("expert_weight_dtype")
+    features = _features(_model(row["model"]), acc, row["weight_dtype"], row["num_gpus"], _batch(row, False), experts)
     return {**features, "load": load(row)}
 
 
@@ -711,7 +725,9 @@ def band(
     (the calculator's kind of load: a throughput run is no evidence for a static batch's latency), and the range
     of the core's error on them (predicted at the inputs' step-overhead mode); `outside` when no row is within
     NEAR. v[batch] is the calculator's running batch (the latency calculator's batch_size, a closed loop's users)."""
-    here = _features(v["model"], v["hardware"], v["weight_dtype"], v["num_gpus"], v.get(batch, 1))
+    here = _features(
+        v["model"], v["hardware"], v["weight_dtype"], v["num_gpus"], v.get(batch, 1), v.get("expert_weight_dtype")
+    )
     scored = sorted(
         (distance(here, f), p["id"], p)
         for p, f in _estimate_features(ledger_mode(v.get("step_overhead", DEFAULT_MODE)))
@@ -722,7 +738,7 @@ def band(
         return {"outside": True, "count": 0, "nearest_distance": scored[0][0] if scored else math.inf}
     errors = sorted(p["error"] for _, p in near)
     hardware = sorted({p["hardware"] for _, p in near})
-    precisions = sorted({p["weight_dtype"] for _, p in near})
+    precisions = sorted({precision(p["weight_dtype"], p.get("expert_weight_dtype")) for _, p in near})
     return {
         "outside": False,
         "count": len(near),
@@ -756,7 +772,7 @@ def band_note(
             "this hardware, weight format, model size and batch, so how far this estimate is from a "
             "measurement is not known."
         )
-    formats = "/".join(p.upper() for p in b["precisions"])
+    formats = " or ".join(precision_words(p) for p in b["precisions"])
     rows = ("the nearest row" if b["count"] == 1 else f"the {b['count']} nearest rows") + under
     spread = (
         f"{b['min_error']:+.0%}"
@@ -766,7 +782,7 @@ def band_note(
     own = any(v.get(k, d) != d for k, d in EFFICIENCY.items())
     caveat = " These rows were predicted at the default efficiencies; yours differ." if own else ""
     return (
-        f"Calibration ({what}): on {rows} ({_names(b['hardware'])}, {formats} weights) the core was "
+        f"Calibration ({what}): on {rows} ({_names(b['hardware'])}; weights in {formats}) the core was "
         f"{spread} from the measurements; + means faster than measured.{caveat}"
     )
 

@@ -168,6 +168,24 @@ def test_band_uses_the_nearest_rows():
     assert any("1k1k-n8-b16-tpot" in i for i in b["ids"])
 
 
+def test_the_bands_weight_format_counts_the_experts_format():
+    # an MoE row whose experts are in another format (DeepSeek-R1-0528-FP4's NVFP4 experts, gpt-oss's MXFP4) is not
+    # a row of its other weights' format: an FP8 estimate's band on B300 is of the FP8 rows, an NVFP4-expert one's
+    # of the FP4 rows, and the note says which
+    assert calibration.precision("fp8", "nvfp4") == "fp8+nvfp4" != calibration.precision("fp8", "same") == "fp8"
+    assert calibration.precision_words("bf16+mxfp4") == "BF16 + MXFP4 experts"
+    base = dict(model="deepseek-r1", hardware="b300", num_gpus=8, weight_dtype="fp8", batch_size=4)
+    fp8, fp4 = (calibration.band(_v(**base, expert_weight_dtype=e), ("tpot_s",)) for e in ("same", "nvfp4"))
+
+    def fp4_rows(b):
+        return sum("-fp4-" in i for i in b["ids"])
+
+    assert "-b300-fp8-" in fp8["ids"][0] and "-b300-fp4-" in fp4["ids"][0]  # the nearest: the same formats
+    assert fp4_rows(fp8) < len(fp8["ids"]) / 2 < fp4_rows(fp4) and "fp8+nvfp4" in fp4["precisions"]
+    note = calibration.band_note(_v(**base, expert_weight_dtype="nvfp4"), ("tpot_s",))
+    assert "; weights in FP8 or FP8 + NVFP4 experts)" in note
+
+
 def test_band_says_when_the_reader_is_outside_the_measured_range():
     v = _v(model="qwen3-8b", hardware="tpu-v5e", batch_size=1)
     assert calibration.band(v)["outside"]
