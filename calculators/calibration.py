@@ -662,7 +662,7 @@ def _features(model, accelerator, weight_dtype: str, gpus: int, batch: int, expe
     return {
         "hardware": accelerator.id if hasattr(accelerator, "id") else accelerator,
         "vendor": (accelerator.vendor if hasattr(accelerator, "vendor") else "").lower(),
-        "precision": precision(weight_dtype, expert_weight_dtype),
+        "precision": precision(weight_dtype, expert_weight_dtype if m.moe else None),  # a dense model has no experts
         "active": active_params(m),
         "moe": m.moe is not None,
         "gpus": gpus,

@@ -205,6 +205,22 @@ def test_the_figure_title_follows_an_input_that_changes_it(open_page):
     assert log.errors == [] and log.foreign() == []
 
 
+def test_a_result_without_a_chart_hides_the_last_one(open_page):
+    # no ledger row of GB200 has an estimate: the calibration calculator returns no series, and the chart of the
+    # inputs before (all accelerators) must not stay on screen as if it were this selection's; with rows it returns
+    page, log = open_page(page_of("calibration"))
+    root_id = next(r for r, name, _ in roots(page) if name == "calibration")
+    figure = page.locator(f"#{root_id} figure")
+    figure.scroll_into_view_if_needed()
+    set_field(page, root_id, "hardware", "gb200")
+    wait_for_outputs(page, root_id, expected_outputs("calibration", with_defaults("calibration", {"hardware": "gb200"})))
+    page.wait_for_function("id => document.querySelector(`#${id} figure`).hidden", arg=root_id, timeout=30_000)
+    assert page.text_content(f"#{root_id} [data-calc-status]").startswith("Live")
+    set_field(page, root_id, "hardware", "any")
+    page.wait_for_function("id => !document.querySelector(`#${id} figure`).hidden", arg=root_id, timeout=30_000)
+    assert log.errors == [] and log.foreign() == []
+
+
 BAD_NUMBERS = ["", "abc", "-5", "0", "1e400"]
 
 

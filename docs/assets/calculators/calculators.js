@@ -145,10 +145,10 @@ class Calculator {
   // Called when the figure comes on screen, then after every result while it has been.
   drawPlot(visible = this.plotVisible) {
     this.plotVisible = visible;
-    const plot = this.shown?.result.series[this.plotId];
-    if (!plot) return;
-    this.figure.querySelector("figcaption").textContent = plot.title;   // the inputs can change it (a metric)
-    draw(this.chart, plot, this.plotlyUrl).catch(() => {});
+    const plot = this.shown?.result.series?.[this.plotId];   // none where no row has an estimate
+    this.figure.hidden = Boolean(this.shown) && !plot;   // so no chart of other inputs stays on screen
+    if (plot) this.figure.querySelector("figcaption").textContent = plot.title;   // the inputs can change it
+    if (plot) draw(this.chart, plot, this.plotlyUrl).catch(() => {});
   }
 
   async onClick(event) {
