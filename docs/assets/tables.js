@@ -172,7 +172,7 @@ function sortButtons(table) {
 let counter = 0;
 function filterBar(wrapper, rows) {
   const id = `data-table-${++counter}`;
-  const caption = (wrapper.dataset.caption || "table").replace(/^[A-Z](?=[a-z])/, (c) => c.toLowerCase());
+  const caption = (wrapper.dataset.caption || "table").replace(/^[A-Z](?=[a-z]*\b)/, (c) => c.toLowerCase());
   const label = element("label", { htmlFor: `${id}-filter`, textContent: `Filter ${caption}` });
   const input = element("input", { type: "search", id: `${id}-filter`, autocomplete: "off" });
   const count = element("span", { className: "data-table__count", id: `${id}-count`, ariaLive: "polite" });
