@@ -19,6 +19,6 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
     if page.file.src_uri not in PAGES:
         return markdown
     try:
-        return render_calibration(markdown)
+        return render_calibration(markdown, page.file.src_uri)
     except ValueError as exc:
         raise PluginError(str(exc)) from None

@@ -266,9 +266,9 @@ RENDER = {
 }
 
 
-def render_calibration(markdown: str) -> str:
-    """The page's Markdown with every marker replaced (an unknown marker raises ValueError)."""
+def render_calibration(markdown: str, page: str = PAGE) -> str:
+    """The page's Markdown with every marker replaced (an unknown marker raises ValueError naming the page)."""
     unknown = sorted(set(MARKER.findall(markdown)) - set(RENDER))
     if unknown:
-        raise ValueError(f"{PAGE}: unknown markers {unknown}")
+        raise ValueError(f"{page}: unknown markers {unknown}")
     return MARKER.sub(lambda m: RENDER[m.group(1)](), markdown)

@@ -38,6 +38,8 @@ def test_each_rows_page_holds_its_engine_family_only():
 def test_unknown_marker_fails():
     with pytest.raises(ValueError, match="unknown markers"):
         render_calibration("<!-- calibration:summry -->")
+    with pytest.raises(ValueError, match="calibration-rows-sglang.md: unknown markers"):
+        render_calibration("<!-- calibration:rows-sglng -->", "calibration-rows-sglang.md")
 
 
 def test_the_rows_table_marks_the_chat_template_parse_on_its_rows_only():
