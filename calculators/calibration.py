@@ -729,16 +729,16 @@ def band(
         v["model"], v["hardware"], v["weight_dtype"], v["num_gpus"], v.get(batch, 1), v.get("expert_weight_dtype")
     )
     scored = sorted(
-        (distance(here, f), p["id"], p)
+        (distance(here, f), p["id"], p, f)
         for p, f in _estimate_features(ledger_mode(v.get("step_overhead", DEFAULT_MODE)))
         if (metrics is None or p["metric"] in metrics) and f["load"] in loads
     )
-    near = [(d, p) for d, _, p in scored if d <= NEAR][:BAND_ROWS]
+    near = [(p, f) for d, _, p, f in scored if d <= NEAR][:BAND_ROWS]
     if not near:
         return {"outside": True, "count": 0, "nearest_distance": scored[0][0] if scored else math.inf}
-    errors = sorted(p["error"] for _, p in near)
-    hardware = sorted({p["hardware"] for _, p in near})
-    precisions = sorted({precision(p["weight_dtype"], p.get("expert_weight_dtype")) for _, p in near})
+    errors = sorted(p["error"] for p, _ in near)
+    hardware = sorted({f["hardware"] for _, f in near})
+    precisions = sorted({f["precision"] for _, f in near})  # as the distance compared them
     return {
         "outside": False,
         "count": len(near),
@@ -747,7 +747,7 @@ def band(
         "median_error": _quantile(errors, 0.5),
         "hardware": hardware,
         "precisions": precisions,
-        "ids": [p["id"] for _, p in near],
+        "ids": [p["id"] for p, _ in near],
     }
 
 

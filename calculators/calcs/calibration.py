@@ -32,18 +32,11 @@ ROW_SETS = [
 ]
 
 
-def _measured_models() -> list[tuple[str, str]]:
-    """The models the ledger measured, by the preset's name (a ledger variant by its id)."""
-    presets = model_presets()
-    ids = sorted({g["model"] for g in calibration.ledger()["group"]})
-    return [("any", "Any")] + [(m, presets[m].name if m in presets else m) for m in ids]
-
-
-def _measured_hardware() -> list[tuple[str, str]]:
-    """The accelerators the ledger measured on, by the catalogue's name."""
-    presets = accelerator_presets()
-    ids = sorted({g["hardware"] for g in calibration.ledger()["group"]})
-    return [("any", "Any")] + [(h, presets[h].name) for h in ids]
+def _measured(key: str, presets: dict) -> list[tuple[str, str]]:
+    """The models or accelerators (a group's `key`) the ledger measured, by the preset's name (a ledger variant of a
+    model by its id)."""
+    ids = sorted({g[key] for g in calibration.ledger()["group"]})
+    return [("any", "Any")] + [(i, presets[i].name if i in presets else i) for i in ids]
 
 
 def _engine_family(engine: str) -> str:
@@ -100,9 +93,9 @@ SCHEMA = {
         choice("metric", "Kind of estimate", "tpot_s", METRICS),
         choice("gpus", "GPUs in the measurement", "any", GPUS),
         choice("model_kind", "Model", "any", MODEL_KINDS),
-        choice("measured_model", "Measured model", "any", _measured_models()),
+        choice("measured_model", "Measured model", "any", _measured("model", model_presets())),
         choice("vendor", "Accelerator vendor", "any", VENDORS),
-        choice("hardware", "Accelerator", "any", _measured_hardware()),
+        choice("hardware", "Accelerator", "any", _measured("hardware", accelerator_presets())),
         choice("engine", "Engine", "any", _engines(), "Every build of the engine: vLLM includes AMD's ROCm builds."),
         choice(
             "load",
