@@ -92,14 +92,20 @@ def sources() -> dict[str, dict]:
     return {s["id"]: s for s in ledger()["source"]}
 
 
+def engine_family(engine: str) -> str:
+    """An engine without its build note ("vLLM (AMD's ROCm build)" is vLLM): what an engine's rules (row_mode,
+    parses_chat_template), the calibration calculator's filter and the rows pages go by."""
+    return engine.split(" (")[0]
+
+
 def parses_chat_template(row: dict) -> bool:
     """Whether the row's engine parsed each chat request's template on its API server's event loop
-    (ledger.toml [chat_template_parse]: a chat client, that engine release, a model it renders with Jinja)."""
+    (ledger.toml [chat_template_parse]: a chat client, that engine's release, a model it renders with Jinja)."""
     rule = ledger()["chat_template_parse"]
     return (
         row.get("endpoint") == "chat"
-        and row["engine"] == rule["engine"]
-        and row["engine_version"] in rule["versions"]
+        and engine_family(row["engine"]) == rule["engine"]
+        and release_key(row["engine_version"]) in {release_key(v) for v in rule["versions"]}
         and row["model"] not in rule["rendered_otherwise"]
     )
 
@@ -213,7 +219,7 @@ def row_mode(row: dict, overhead: str) -> str:
     asked."""
     if overhead not in FITTED_MODES:
         return overhead
-    if row.get("engine") != "SGLang":
+    if engine_family(row["engine"]) != "SGLang":
         return FITTED_MODE
     piecewise = release_key(overhead_data()["sglang_piecewise"]["versions_from"])
     return SGLANG_PIECEWISE_MODE if release_key(row["engine_version"]) >= piecewise else SGLANG_MODE

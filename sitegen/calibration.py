@@ -177,9 +177,9 @@ def _conditions(p: dict) -> str:
     return cell(f"{p['model']}, {acc.name} × {p['num_gpus']}, {fmt}, {batch} ({p['batch_is']}), {lengths}")
 
 
-def engine_family(engine: str) -> str:
+def rows_page(engine: str) -> str:
     """The rows page a row or group is on (ROWS_PAGES): SGLang's, or vLLM's with the other engines'."""
-    return "sglang" if engine.startswith("SGLang") else "other"
+    return "sglang" if calibration.engine_family(engine) == "SGLang" else "other"
 
 
 def _group_anchors() -> dict[str, str]:
@@ -199,11 +199,11 @@ SHORT_KIND = {
 
 
 def render_rows(family: str) -> str:
-    """The rows of one engine family (engine_family), each linking to its line in the same page's groups table."""
+    """The rows of one engine family (rows_page), each linking to its line in the same page's groups table."""
     graphs = {p["id"]: p for p in calibration.predictions(calibration.LAUNCHES_ONLY)}
     anchors, rows = _group_anchors(), []
     for p in calibration.predictions():
-        if engine_family(p["engine"]) != family:
+        if rows_page(p["engine"]) != family:
             continue
         role = "held out" if calibration.held_out(p) else "fitted on"
         rows.append(
@@ -240,7 +240,7 @@ def render_groups(family: str) -> str:
     the parallelism, which the rows table would otherwise repeat on every row."""
     srcs, anchors, rows = calibration.sources(), _group_anchors(), []
     for g in calibration.ledger()["group"]:
-        if engine_family(g["engine"]) != family:
+        if rows_page(g["engine"]) != family:
             continue
         s = srcs[g["source"]]
         rows.append(

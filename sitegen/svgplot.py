@@ -125,6 +125,16 @@ def _legend(plot: dict, i: int, row_y: float, swatch: str) -> str:
     return f'{swatch}<text class="label s{i % 6}" y="{row_y + 4:.1f}">{spans}</text>'
 
 
+def _bar_legend(plot: dict, i: int) -> str:
+    """A bar or stack chart's legend row: a square of the series' colour, or its marker for a series of points."""
+    row = legend_rows(plot)[i]
+    if plot["y"][i].get("marker"):
+        return _legend(plot, i, row, _marker(i, W - RIGHT + 10, row))
+    return _legend(
+        plot, i, row, f'<rect class="s{i % 6} bar" x="{W - RIGHT + 5}" y="{row - 5:.1f}" width="10" height="10"/>'
+    )
+
+
 def _points(xs, values, log: bool):
     return [(x, v) for x, v in zip(xs, values) if v is not None and (not log or (x > 0 and v > 0))]
 
@@ -177,10 +187,7 @@ def _bar_chart(plot: dict) -> list[str]:
                     f'<rect class="s{i % 6} bar" x="{left:.1f}" y="{top:.1f}" '
                     f'width="{bar:.1f}" height="{abs(fy(0) - fy(v)):.1f}"/>'
                 )
-        row = legend_rows(plot)[i]
-        swatch = f'<rect class="s{i % 6} bar" x="{W - RIGHT + 5}" y="{row - 5:.1f}" width="10" height="10"/>'
-        swatch = _marker(i, W - RIGHT + 10, row) if y.get("marker") else swatch
-        parts.append(_legend(plot, i, row, swatch))
+        parts.append(_bar_legend(plot, i))
     return parts
 
 
@@ -209,10 +216,7 @@ def _stack_chart(plot: dict) -> list[str]:
                     f'width="{band * 0.6:.1f}" height="{abs(bottom - top):.1f}"/>'
                 )
                 base[k] += v
-        row = legend_rows(plot)[i]
-        swatch = f'<rect class="s{i % 6} bar" x="{W - RIGHT + 5}" y="{row - 5:.1f}" width="10" height="10"/>'
-        swatch = _marker(i, W - RIGHT + 10, row) if y.get("marker") else swatch
-        parts.append(_legend(plot, i, row, swatch))
+        parts.append(_bar_legend(plot, i))
     return parts
 
 

@@ -39,19 +39,14 @@ def _measured(key: str, presets: dict) -> list[tuple[str, str]]:
     return [("any", "Any")] + [(i, presets[i].name if i in presets else i) for i in ids]
 
 
-def _engine_family(engine: str) -> str:
-    """An engine as the filter groups it: the name before any build note ("vLLM (AMD's ROCm build)" is vLLM)."""
-    return engine.split(" (")[0]
-
-
 def _engine_id(engine: str) -> str:
     """An engine's choice value: its family's name in lower case, other characters as hyphens ("sglang")."""
-    return re.sub(r"[^a-z0-9]+", "-", _engine_family(engine).lower().replace("'", "")).strip("-")
+    return re.sub(r"[^a-z0-9]+", "-", calibration.engine_family(engine).lower().replace("'", "")).strip("-")
 
 
 def _engines() -> list[tuple[str, str]]:
     """The engine families the ledger's rows ran, by name (a family's every build together)."""
-    families = sorted({_engine_family(g["engine"]) for g in calibration.ledger()["group"]})
+    families = sorted({calibration.engine_family(g["engine"]) for g in calibration.ledger()["group"]})
     return [("any", "Any")] + [(_engine_id(f), f) for f in families]
 
 

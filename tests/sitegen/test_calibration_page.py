@@ -8,7 +8,7 @@ import re
 import pytest
 
 from calculators import calibration
-from sitegen.calibration import ROWS_PAGES, SHORT_KIND, engine_family, render_calibration
+from sitegen.calibration import ROWS_PAGES, SHORT_KIND, rows_page, render_calibration
 
 
 def _body_lines(markdown: str) -> list[str]:
@@ -32,7 +32,7 @@ def test_each_rows_page_holds_its_engine_family_only():
     other = _body_lines(render_calibration("<!-- calibration:rows-other -->"))
     assert all(line.split("|")[3].strip().startswith("SGLang") for line in sglang)
     assert not any(line.split("|")[3].strip().startswith("SGLang") for line in other)
-    assert len(sglang) == sum(1 for r in calibration.rows() if engine_family(r["engine"]) == "sglang")
+    assert len(sglang) == sum(1 for r in calibration.rows() if rows_page(r["engine"]) == "sglang")
 
 
 def test_unknown_marker_fails():
