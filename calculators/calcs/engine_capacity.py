@@ -5,7 +5,12 @@ token. An engine does more, and differently by version; this mode follows it lin
 version's defaults and rules in data/engine_versions.toml (each with its file:line at the tag):
 
   vLLM   requested  = gpu_memory_utilization × total device memory (torch's total)
-         available  = requested − weights − activation peak − non-torch − CUDA graphs (v0.21+ only)
+         available  = requested − weights − activation peak − non-torch − CUDA graphs (v0.21+ only): the
+                      "Available KV cache memory" line, the budget itself up to v0.33
+         v0.34+     on CUDA and ROCm the cache is sized after warmup and graph capture (the extensible KV cache,
+                    gpu_memory_utilization 1.0 by default): the budget is that estimate less what the measurement
+                    keeps back beyond it, max(0, margin − (total − requested)), margin = max(1 GiB (3 on ROCm),
+                    0.75 × the transient peak), the memory in use at start taken as part of non-torch
          groups     = one per attention type, split to a common layer count (hybrid and
                       sliding-window models), padded; page = block_size × bytes per token per layer
          num_blocks = ⌊available ÷ (group_size × page)⌋
@@ -228,6 +233,9 @@ class Accounting:
     cudagraph: float
     available: float  # the KV budget
     checkpoint: float  # the checkpoint's weights per GPU (= weights where a log gave them)
+    estimate: float = 0.0  # vLLM's "Available KV cache memory" (the budget, but where sized after warmup)
+    held_back: float = 0.0  # what sizing after warmup keeps back beyond that estimate (0 where it does not)
+    margin: float = 0.0  # the after-warmup sizing's margin, max(floor, fraction × the transient peak)
 
 
 def loaded_weights(v: dict, ver: dict) -> tuple[float, float]:
@@ -247,9 +255,12 @@ def accounting(v: dict, ver: dict) -> Accounting:
     if ver["engine"] == "sglang":
         mfs = v["mem_fraction_static"] or ver["mem_fraction_static"]
         requested = mfs * total
-        return Accounting(total, requested, weights, 0.0, 0.0, 0.0, max(0.0, requested - weights), checkpoint)
-    util = v["gpu_memory_utilization"] or ver["gpu_memory_utilization"]
-    requested = util * total
+        budget = max(0.0, requested - weights)
+        return Accounting(total, requested, weights, 0.0, 0.0, 0.0, budget, checkpoint, budget)
+    after_warmup = sized_after_warmup(ver, v["hardware"])
+    default = ver["gpu_memory_utilization"] if after_warmup else ver.get("gpu_memory_utilization_profiled")
+    util = v["gpu_memory_utilization"] or default or ver["gpu_memory_utilization"]
+    requested = math.ceil(util * total)
     act = (
         v["activation_gib"] * GIB
         if v.get("activation_gib", -1) >= 0
@@ -257,8 +268,24 @@ def accounting(v: dict, ver: dict) -> Accounting:
     )
     non_torch = v["non_torch_gib"] * GIB if v.get("non_torch_gib", -1) >= 0 else non_torch_bytes(ver, tp)
     graphs = ver["cudagraph_gib"] * GIB if ver["cudagraph_in_budget"] else 0.0
-    available = requested - weights - act - non_torch - graphs
-    return Accounting(total, requested, weights, act, non_torch, graphs, available, checkpoint)
+    estimate = requested - weights - act - non_torch - graphs
+    margin = warmup_margin(ver, v["hardware"], act) if after_warmup else 0.0
+    held_back = max(0.0, margin - (total - requested))
+    return Accounting(
+        total, requested, weights, act, non_torch, graphs, estimate - held_back, checkpoint, estimate, held_back, margin
+    )
+
+
+def sized_after_warmup(ver: dict, accelerator) -> bool:
+    """Whether this release sizes the KV cache from memory measured after warmup on this chip (v0.34.0's
+    extensible KV cache: CUDA and ROCm only), rather than from its profiling estimate."""
+    return ver.get("kv_sizing") == "after_warmup" and accelerator.vendor in ver["after_warmup_vendors"]
+
+
+def warmup_margin(ver: dict, accelerator, transient_peak: float) -> float:
+    """The after-warmup sizing's margin: max(the platform's floor, fraction × the transient peak)."""
+    floor = ver["warmup_margin_floor_gib"][accelerator.vendor] * GIB
+    return max(floor, ver["warmup_margin_fraction"] * transient_peak)
 
 
 TOKENS_RULE = {
@@ -278,7 +305,7 @@ SCHEMA = {
         "Activation, non-torch and CUDA-graph memory are fitted constants, not derived."
     ),
     "inputs": [
-        choice("engine_version", "Engine version", "vllm-0.33.0", version_choices()),
+        choice("engine_version", "Engine version", "vllm-0.34.0", version_choices()),
         model_field(default="llama-3.1-8b"),
         accelerator_field(default="h100-sxm"),
         dtype_field("weight_dtype", "Weight format", "bf16"),
@@ -287,7 +314,15 @@ SCHEMA = {
         integer("tensor_parallel", "Tensor-parallel GPUs", 1, 1, 64, "GPUs"),
         integer("max_model_len", "max_model_len (SGLang context_len)", 32768, 16, 10_000_000, "tokens"),
         integer("max_num_batched_tokens", "max_num_batched_tokens", 8192, 16, 1_000_000, "tokens"),
-        integer("block_size", "Block size (SGLang page_size)", 16, 1, 1024, "tokens"),
+        integer(
+            "block_size",
+            "Block size (SGLang page_size; 0 = the version's default)",
+            0,
+            0,
+            1024,
+            "tokens",
+            "vLLM v0.34.0 defaults to 64 tokens, v0.33.0 and v0.19.0 to 16 on CUDA attention backends; SGLang to 1.",
+        ),
         number(
             "gpu_memory_utilization",
             "vLLM gpu_memory_utilization (0 = the version's default)",
@@ -319,7 +354,8 @@ SCHEMA = {
         output("activation_bytes", "Activation peak (fitted)", "B", "bytes"),
         output("non_torch_bytes", "Non-torch memory (fitted)", "B", "bytes"),
         output("cudagraph_bytes", "CUDA-graph memory in the budget (fitted)", "B", "bytes"),
-        output("available_bytes", "KV budget per GPU (Available KV cache memory)", "B", "bytes"),
+        output("estimate_bytes", "Available KV cache memory (vLLM's profiling estimate)", "B", "bytes"),
+        output("available_bytes", "KV budget per GPU", "B", "bytes"),
         output("kv_bytes_per_token", "KV bytes per token per GPU", "B", "integer"),
         output("kv_groups", "KV-cache groups", "groups", "integer"),
         output("padding_layers", "Padding layers", "layers", "integer"),
@@ -434,54 +470,80 @@ def _accounting_steps(ver: dict, acc: Accounting) -> list[dict]:
                 "B",
             )
         ]
+    estimate = step(
+        "Available KV cache memory" + (" (the profiling estimate)" if acc.margin else " (the KV budget per GPU)"),
+        "requested − weights − activation − non-torch − CUDA graphs; " + cite(ver, "budget"),
+        "{} − {} − {} (fitted) − {} (fitted) − {} (fitted)",
+        [(acc.requested, "B"), (acc.weights, "B"), (acc.activation, "B"), (acc.non_torch, "B"), (acc.cudagraph, "B")],
+        acc.estimate,
+        "B",
+    )
+    if not acc.margin:
+        return [estimate]
     return [
+        estimate,
         step(
-            "KV budget per GPU (Available KV cache memory)",
-            "requested − weights − activation − non-torch − CUDA graphs; " + cite(ver, "budget"),
-            "{} − {} − {} (fitted) − {} (fitted) − {} (fitted)",
-            [
-                (acc.requested, "B"),
-                (acc.weights, "B"),
-                (acc.activation, "B"),
-                (acc.non_torch, "B"),
-                (acc.cudagraph, "B"),
-            ],
+            "KV budget per GPU, sized after warmup",
+            "the estimate − max(0, margin − (memory − requested)), margin = max(floor, "
+            f"{ver['warmup_margin_fraction']} × the activation peak); " + cite(ver, "after_warmup"),
+            "{} − max(0, {} − ({} − {}))",
+            [(acc.estimate, "B"), (acc.margin, "B"), (acc.total, "B"), (acc.requested, "B")],
             acc.available,
             "B",
-        )
+        ),
     ]
 
 
-def compute(v: dict) -> dict:
-    ver = version(v["engine_version"])
-    acc = accounting(v, ver)
-    d = derive(v, ver, acc)
-    cap = d["capacity"]
+def _notes(v: dict, ver: dict, acc: Accounting, d: dict, padded: bool) -> list[str]:
     notes = [
         "Activation peak, non-torch and CUDA-graph memory are fitted constants (engine_versions.toml), "
         "not derived: paste a startup log to use its own figures."
     ]
+    if acc.margin:
+        notes.append(
+            f"{ver['label']} sizes the KV cache after warmup and CUDA-graph capture (its extensible KV cache, on by "
+            "default on CUDA and ROCm, with gpu_memory_utilization 1.0 when unset): its 'Available KV cache memory' "
+            "line is the profiling estimate, and the cache is smaller by what the sizing keeps back beyond it "
+            "(the 'Memory after warmup' line gives the measured figures). The memory in use at start (the CUDA "
+            "context) is taken as part of the fitted non-torch memory."
+        )
+    elif ver.get("kv_sizing") == "after_warmup":
+        notes.append(
+            f"{ver['label']} sizes the KV cache after warmup on CUDA and ROCm only: on {v['hardware'].name} it keeps "
+            "the profiling estimate, at gpu_memory_utilization 0.92 when unset."
+        )
     if ver["engine"] == "vllm" and not ver["cudagraph_in_budget"]:
         notes.append(f"{ver['label']} captures CUDA graphs after sizing the KV cache: they are not in this budget.")
     if d["padding"]:
         notes.append(f"{d['groups']} KV-cache groups with {d['padding']} padding layers (hybrid attention).")
-    weight_steps = _weight_steps(v, ver, acc)
-    if weight_steps:
+    if padded:
         notes.append(
             "The weights as loaded are more than the checkpoint's: vLLM pads every routed expert of an MXFP4 "
-            "checkpoint to the tiles of the MoE kernel it picks on the chip, the same kernel in both vLLM versions "
-            "here, padded by each version's rule (weight_layouts.toml; older releases differ); on Hopper, where both "
-            "run Triton's kernel, Marlin's padding is kept. A log's 'Model loading took' line gives "
-            "your engine's own figure: enter it as the weights as loaded."
+            "checkpoint to the tiles of the MoE kernel it picks on the chip, the kernel v0.33.0 and v0.19.0 pick, "
+            "padded by each version's rule (weight_layouts.toml; older releases differ, and v0.34.0, whose kernel "
+            "choice was rewritten, is priced at v0.33.0's); on Hopper, where both run Triton's kernel, Marlin's "
+            "padding is kept. A log's 'Model loading took' line gives your engine's own figure: enter it as the "
+            "weights as loaded."
         )
     if acc.available <= 0:
         notes.append("no memory is left for the KV cache: the engine would refuse to start")
+    return notes
+
+
+def compute(v: dict) -> dict:
+    ver = version(v["engine_version"])
+    v = {**v, "block_size": v["block_size"] or ver["block_size"]}
+    acc = accounting(v, ver)
+    d = derive(v, ver, acc)
+    cap = d["capacity"]
+    weight_steps = _weight_steps(v, ver, acc)
     return {
         "requested_bytes": acc.requested,
         "weight_bytes": acc.weights,
         "activation_bytes": acc.activation,
         "non_torch_bytes": acc.non_torch,
         "cudagraph_bytes": acc.cudagraph,
+        "estimate_bytes": acc.estimate,
         "available_bytes": acc.available,
         "kv_bytes_per_token": d["per_token"],
         "kv_groups": d["groups"],
@@ -489,6 +551,6 @@ def compute(v: dict) -> dict:
         "num_blocks": cap.num_blocks,
         "kv_tokens": cap.tokens,
         "max_concurrency": cap.concurrency,
-        "notes": notes,
+        "notes": _notes(v, ver, acc, d, bool(weight_steps)),
         "derivation": weight_steps + _accounting_steps(ver, acc) + d["steps"],
     }

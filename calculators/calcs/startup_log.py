@@ -24,7 +24,9 @@ from .engine_capacity import (
     sglang_capacity,
     sglang_cell_bytes,
     version,
+    versions,
     vllm_capacity,
+    warmup_margin,
     vllm_max_len_estimate,
     vllm_request_bytes,
 )
@@ -90,6 +92,14 @@ PATTERNS = [
     ("needed", "vllm", r"\(([\d.]+) GiB KV cache is needed"),
     ("estimate", "vllm", r"estimated maximum model length is (\d+)"),
     ("tokens", "vllm", r"GPU KV cache size: " + N + r" tokens"),
+    # v0.34.0's sizing after warmup (v1/worker/extensible_kv_cache.py:693-707)
+    ("warm_free", "vllm", r"Memory after warmup: " + N + r" GiB free"),
+    ("warm_committed", "vllm", N + r" GiB committed to the KV cache"),
+    ("warm_peak", "vllm", r"\(" + N + r" GiB allocated at peak"),
+    ("warm_growth", "vllm", N + r" GiB of torch reservation growth"),
+    ("warm_blocks", "vllm", r"(\d+) KV cache blocks \("),
+    ("warm_requested", "vllm", r"fit within the requested " + N + r" GiB"),
+    ("init_free", "vllm", r"Free memory on device \(" + N + r"/"),
     ("blocks", "vllm", r"(?:GPU|cuda) blocks: (\d+)"),
     ("concurrency", "vllm", r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x"),
     ("pool_tokens", "sglang", r"KV Cache is allocated\.[^#]*#tokens: (\d+)"),
@@ -152,10 +162,12 @@ def version_for(found: dict, chosen: str) -> tuple[dict, str]:
     v = found.get("version")
     if v is None and "blocks" in found and "tokens" not in found:
         return version("vllm-0.19.0"), "vLLM v0.19.0's rules (a V0 log: blocks × block size, the nearest modelled)"
+    if v is None and "warm_blocks" in found:
+        return version("vllm-0.34.0"), "vLLM v0.34.0's rules (the log sizes its KV cache after warmup)"
     if v is None:
         return version("vllm-0.33.0"), "vLLM v0.33.0's rules (the log names no version)"
     minor = tuple(int(x) for x in v.split(".")[:2])
-    vid = "vllm-0.33.0" if minor >= (0, 20) else "vllm-0.19.0"
+    vid = "vllm-0.34.0" if minor >= (0, 34) else "vllm-0.33.0" if minor >= (0, 20) else "vllm-0.19.0"
     return version(vid), f"{version(vid)['label']}'s rules for the log's v{v}"
 
 
@@ -182,8 +194,7 @@ SCHEMA = {
             "engine_version",
             "Engine rules",
             "auto",
-            [("auto", "From the log")]
-            + [("vllm-0.33.0", "vLLM v0.33.0"), ("vllm-0.19.0", "vLLM v0.19.0"), ("sglang-0.5.23", "SGLang v0.5.23")],
+            [("auto", "From the log")] + [(vid, ver["label"]) for vid, ver in versions().items()],
         ),
         integer("tensor_parallel", "TP if the log does not say", 1, 1, 64, "GPUs"),
         integer(
@@ -233,6 +244,7 @@ class VllmRun:
     available: float
     lay: object
     cap: object
+    budget_from: str = "the log's Available KV cache memory"
 
 
 def _max_len(v: dict, f: dict, notes: list) -> int:
@@ -245,15 +257,45 @@ def _max_len(v: dict, f: dict, notes: list) -> int:
     _need(f, ("max_len",), "needed to re-derive the concurrency")
 
 
+WARM = ("warm_free", "warm_committed", "warm_peak", "warm_growth", "warm_requested")
+
+
+def after_warmup_budget(f: dict, ver: dict, accelerator) -> float | None:
+    """The KV budget a release that sizes its cache after warmup derives from its 'Memory after warmup' line
+    (v0.34.0, extensible_kv_cache.py:592-618): min(requested − memory in use but the cache, free + committed −
+    margin) − the larger of the transient peak and torch's growth, margin = max(the platform's floor, 0.75 × the
+    peak); the first term needs the startup line's free memory, else it is taken not to bind (the default
+    utilization, 1.0, requests the whole device). None where the log has no such line or the release no such rule."""
+    if ver.get("kv_sizing") != "after_warmup" or not all(k in f for k in WARM):
+        return None
+    free, committed, peak = (f[k] * GIB for k in ("warm_free", "warm_committed", "warm_peak"))
+    headroom = free + committed - warmup_margin(ver, accelerator, peak)
+    if "init_free" in f:  # the requested cap, where the log printed what was free at start
+        headroom = min(headroom, f["warm_requested"] * GIB - (f["init_free"] * GIB - free - committed))
+    return max(0.0, headroom - max(peak, f["warm_growth"] * GIB))
+
+
 def _vllm_run(v: dict, f: dict, ver: dict, notes: list) -> VllmRun:
     L = _max_len(v, f, notes)
     tp = int(f.get("tp", v["tensor_parallel"]))
     block = int(f.get("block_size", ver["block_size"]))
     batched = int(f.get("batched", v["max_num_batched_tokens"]))
     kv = KV_DTYPES.get(str(f.get("kv_dtype", "auto")).lower(), v["kv_dtype"])
-    available = f["available"] * GIB
+    measured = after_warmup_budget(f, ver, v["hardware"])
+    estimate = f["available"] * GIB if "available" in f else measured
+    available = estimate if measured is None else min(measured, estimate)
+    if measured is not None:
+        notes.append(
+            f"{ver['label']} sized the cache after warmup: the budget is the smaller of its 'Available KV cache "
+            f"memory' ({estimate / GIB:.2f} GiB, the profiling estimate) and what its 'Memory after warmup' line "
+            f"leaves ({measured / GIB:.2f} GiB); " + cite(ver, "after_warmup")
+        )
     lay = layout(v["model"], kv, tp, block)
-    return VllmRun(L, tp, block, batched, kv, available, lay, vllm_capacity(ver, lay, available, L, batched))
+    cap = vllm_capacity(ver, lay, available, L, batched)
+    if measured is None:
+        return VllmRun(L, tp, block, batched, kv, available, lay, cap)
+    after = "the smaller of the log's Available KV cache memory and the budget its 'Memory after warmup' line leaves"
+    return VllmRun(L, tp, block, batched, kv, available, lay, cap, after)
 
 
 def _vllm_context_notes(f: dict, ver: dict, r: VllmRun) -> list[str]:
@@ -279,7 +321,7 @@ def _vllm_steps(ver: dict, r: VllmRun, log_tokens, log_conc) -> list[dict]:
     lay, cap, B = r.lay, r.cap, "B"
     per_block = "group size × block size × KV bytes per token per layer per GPU; " + cite(ver, "num_blocks")
     rows = [
-        ("KV budget per GPU (from the log)", "the log's Available KV cache memory", "{}", [(r.available, B)]),
+        ("KV budget per GPU (from the log)", r.budget_from, "{}", [(r.available, B)]),
         ("Bytes per block", per_block, "{} × {} × {}", [lay.group_size, r.block, (lay.per_layer_token, B)]),
         ("KV blocks", "⌊budget ÷ bytes per block⌋", "⌊{} ÷ {}⌋", [(r.available, B), (lay.bytes_per_block, B)]),
     ]
@@ -297,7 +339,8 @@ def _vllm_steps(ver: dict, r: VllmRun, log_tokens, log_conc) -> list[dict]:
 
 def _vllm(v: dict, f: dict, ver: dict) -> dict:
     _need(f, VLLM_RESULTS, "the log ends before vLLM sized its KV cache (truncated?)")
-    _need(f, ("available",), "the KV budget the capacity lines follow from")
+    if "warm_free" not in f:
+        _need(f, ("available",), "the KV budget the capacity lines follow from")
     notes: list[str] = []
     r = _vllm_run(v, f, ver, notes)
     log_tokens = f.get("tokens") or (f["blocks"] * r.block if "blocks" in f else None)
@@ -310,6 +353,9 @@ def _vllm(v: dict, f: dict, ver: dict) -> dict:
         notes += _other_versions(ver, r.lay, r.available, r.L, r.batched, r.cap.tokens)
     if log_conc is not None:
         notes.append(_diff_note("Maximum concurrency", r.cap.concurrency, log_conc, "×", "printed to 2 decimals"))
+    if "warm_blocks" in f:
+        granule = "its figures printed to 0.01 GiB; the pages' rounding to the allocation granule is not modelled"
+        notes.append(_diff_note("KV cache blocks after warmup", r.cap.num_blocks, f["warm_blocks"], "blocks", granule))
     return {
         "log_kv_tokens": log_tokens,
         "core_kv_tokens": r.cap.tokens,
@@ -385,9 +431,8 @@ def _failed_start_steps(ver: dict, r: VllmRun, log_estimate: float, estimate: in
 def _other_versions(ver: dict, lay, available: float, L: int, batched: int, tokens: int) -> list[str]:
     """What the other modelled vLLM versions would print for the same budget, where it differs."""
     out = []
-    for other in ("vllm-0.33.0", "vllm-0.19.0"):
-        alt = version(other)
-        if alt["id"] == ver["id"]:
+    for alt in versions().values():
+        if alt["engine"] != "vllm" or alt["id"] == ver["id"]:
             continue
         alt_tokens = vllm_capacity(alt, lay, available, L, batched).tokens
         if alt_tokens != tokens:

@@ -296,3 +296,75 @@ def test_a_tp2_run_record_follows_the_v020_rules():
         "max_num_batched_tokens": 2048,
     }
     assert run("engine_capacity", v)["num_blocks"] == pytest.approx(28884, rel=0.05)  # 28,636 today (−0.9%)
+
+
+# ---- vLLM v0.34.0: the cache sized after warmup --------------------------------------------------------------------
+# tests/fixtures/log_formats holds logs written here in an engine's own line formats, with figures chosen here, not
+# published logs: v0.34.0's (extensible_kv_cache.py:693-707, gpu_worker.py:1143-1166, kv_cache_utils.py:1170 in the
+# release's wheel). No published v0.34.0 log has been found, so it checks the parser and the rule as read in the
+# source, not the core against a measurement (the published fixtures above do that).
+V034_LOG = (Path(__file__).parent.parent / "fixtures" / "log_formats" / "vllm-0.34.0-after-warmup.log").read_text()
+
+
+def test_v034_keeps_back_its_warmup_margin_beyond_the_estimate_on_cuda_and_rocm_only():
+    base = {"engine_version": "vllm-0.34.0", "model": "llama-3.1-8b"}
+    h100 = run("engine_capacity", {**base, "hardware": "h100-sxm"})
+    v033 = run("engine_capacity", {**base, "engine_version": "vllm-0.33.0", "hardware": "h100-sxm"})
+    # unset utilization is 1.0 (v0.33.0's 0.92): the whole device requested
+    assert h100["requested_bytes"] == pytest.approx(v033["requested_bytes"] / 0.92, rel=1e-9)
+    # and the margin (1 GiB: 0.75 × this peak is less) held back beyond the estimate
+    margin = max(GIB, 0.75 * h100["activation_bytes"])
+    assert margin == GIB
+    assert h100["estimate_bytes"] - h100["available_bytes"] == pytest.approx(margin)
+    assert any(d["label"] == "KV budget per GPU, sized after warmup" for d in h100["derivation"])
+    # ROCm's floor is 3 GiB
+    mi300x = run("engine_capacity", {**base, "hardware": "mi300x"})
+    assert mi300x["estimate_bytes"] - mi300x["available_bytes"] == pytest.approx(3 * GIB)
+    # a utilization that leaves more free than the margin keeps the estimate whole
+    capped = run("engine_capacity", {**base, "hardware": "h100-sxm", "gpu_memory_utilization": 0.9})
+    assert capped["available_bytes"] == capped["estimate_bytes"]
+    # off CUDA and ROCm the cache is sized from the estimate, at 0.92 (as v0.33.0)
+    tpu = run("engine_capacity", {**base, "hardware": "tpu-v6e"})
+    old = run("engine_capacity", {**base, "engine_version": "vllm-0.33.0", "hardware": "tpu-v6e"})
+    assert tpu["available_bytes"] == tpu["estimate_bytes"] == pytest.approx(old["available_bytes"])
+    assert any("keeps the profiling estimate" in n for n in tpu["notes"])
+
+
+def test_each_version_takes_its_own_default_block_size():
+    blocks = {}
+    for vid in ("vllm-0.34.0", "vllm-0.33.0", "sglang-0.5.23"):
+        r = run("engine_capacity", {"engine_version": vid, "hardware": "h100-sxm"})
+        steps = {d["label"]: d for d in r["derivation"]}
+        blocks[vid] = steps["Bytes per block"]["terms"][1][0] if "Bytes per block" in steps else None
+        if vid.startswith("sglang"):  # page_size 1: max_total_num_tokens is not floored to 16
+            assert r["kv_tokens"] % 16 != 0 or r["kv_tokens"] == r["num_blocks"]
+    assert blocks["vllm-0.34.0"] == 64 and blocks["vllm-0.33.0"] == 16
+
+
+def test_a_v034_log_rederives_its_blocks_after_warmup():
+    found = parse(V034_LOG)
+    assert (found["warm_free"], found["warm_committed"], found["warm_peak"], found["warm_growth"]) == (
+        62,
+        0.01,
+        1.2,
+        0.8,
+    )
+    assert (found["warm_blocks"], found["warm_requested"], found["init_free"]) == (7655, 79.18, 78.6)
+    r = run("startup_log", {"log": V034_LOG, "model": "llama-3.1-8b"})
+    assert "v0.34.0's rules" in r["notes"][0]
+    # min(79.18 − (78.6 − 62.0 − 0.01), 62.0 + 0.01 − max(1, 0.75 × 1.2)) − max(1.2, 0.8) = 59.81 GiB, under the 61.5
+    assert r["kv_budget_bytes"] / GIB == pytest.approx(59.81, abs=1e-9)
+    assert r["core_kv_tokens"] == r["log_kv_tokens"] == 489_920  # 7,655 blocks of 64 ÷ 2,048 a request × 131,072
+    assert any(n.startswith("KV cache blocks after warmup: log 7,655 blocks, core 7,655") for n in r["notes"])
+    # the estimate binds where the measured budget is larger: a smaller 'Available KV cache memory' caps it
+    capped = run(
+        "startup_log", {"log": V034_LOG.replace("memory: 61.5 GiB", "memory: 50.0 GiB"), "model": "llama-3.1-8b"}
+    )
+    assert capped["kv_budget_bytes"] == 50 * GIB
+    # without the start-up free memory the requested cap is taken not to bind; here it did not
+    alone = run("startup_log", {"log": V034_LOG.replace("Free memory on device", "Memory"), "model": "llama-3.1-8b"})
+    assert alone["kv_budget_bytes"] == r["kv_budget_bytes"]
+    # a log cut before the capacity line is refused with the lines it lacks
+    cut = V034_LOG.split("(EngineCore pid=2) INFO 12-01 10:01:01")[0]
+    with pytest.raises(InputError, match="GPU KV cache size"):
+        run("startup_log", {"log": cut, "model": "llama-3.1-8b"})

@@ -61,3 +61,16 @@ def test_a_truncated_log_gets_a_message_naming_what_is_missing(startup_page):
     for word in ("NaN", "undefined", "Traceback"):
         assert word not in page.inner_text(f"#{ROOT_ID}")
     assert log.errors == []
+
+
+def test_a_v034_log_sized_after_warmup_is_rederived_in_the_browser(startup_page):
+    """vLLM v0.34.0's line formats (tests/fixtures/log_formats, figures chosen there: no published v0.34.0 log has
+    been found): the page picks v0.34.0's rules and re-derives the block count after warmup."""
+    V034_LOG = (LOGS.parent / "log_formats" / "vllm-0.34.0-after-warmup.log").read_text()
+    page, log = startup_page
+    _set(page, "model", "llama-3.1-8b")
+    _set(page, "log", V034_LOG)
+    wait_for_outputs(page, ROOT_ID, expected_outputs("startup_log", {"log": V034_LOG, "model": "llama-3.1-8b"}))
+    text = page.inner_text(f"#{ROOT_ID}")
+    assert "v0.34.0's rules" in text and "KV cache blocks after warmup: log 7,655 blocks, core 7,655" in text
+    assert log.errors == []
