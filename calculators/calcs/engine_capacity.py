@@ -8,9 +8,9 @@ version's defaults and rules in data/engine_versions.toml (each with its file:li
          available  = requested − weights − activation peak − non-torch − CUDA graphs (v0.21+ only): the
                       "Available KV cache memory" line, the budget itself up to v0.33
          v0.34+     on CUDA and ROCm the cache is sized after warmup and graph capture (the extensible KV cache,
-                    gpu_memory_utilization 1.0 by default): the budget is that estimate less what the measurement
-                    keeps back beyond it, max(0, margin − (total − requested)), margin = max(1 GiB (3 on ROCm),
-                    0.75 × the transient peak), the memory in use at start taken as part of non-torch
+                    gpu_memory_utilization 1.0 by default): the estimate has no graph term, and the budget is the
+                    smaller of it and min(requested − in use, total − in use at start − in use − margin) − peak,
+                    in use = weights + non-torch + graphs, margin = max(1 GiB (3 on ROCm), 0.75 × the peak)
          groups     = one per attention type, split to a common layer count (hybrid and
                       sliding-window models), padded; page = block_size × bytes per token per layer
          num_blocks = ⌊available ÷ (group_size × page)⌋
@@ -234,8 +234,9 @@ class Accounting:
     available: float  # the KV budget
     checkpoint: float  # the checkpoint's weights per GPU (= weights where a log gave them)
     estimate: float = 0.0  # vLLM's "Available KV cache memory" (the budget, but where sized after warmup)
-    held_back: float = 0.0  # what sizing after warmup keeps back beyond that estimate (0 where it does not)
+    measured: float = 0.0  # sized after warmup: what the memory measured then leaves (0 where not so sized)
     margin: float = 0.0  # the after-warmup sizing's margin, max(floor, fraction × the transient peak)
+    in_use_at_start: float = 0.0  # sized after warmup: memory in use at vLLM's first snapshot
 
 
 def loaded_weights(v: dict, ver: dict) -> tuple[float, float]:
@@ -268,11 +269,20 @@ def accounting(v: dict, ver: dict) -> Accounting:
     )
     non_torch = v["non_torch_gib"] * GIB if v.get("non_torch_gib", -1) >= 0 else non_torch_bytes(ver, tp)
     graphs = ver["cudagraph_gib"] * GIB if ver["cudagraph_in_budget"] else 0.0
-    estimate = requested - weights - act - non_torch - graphs
-    margin = warmup_margin(ver, v["hardware"], act) if after_warmup else 0.0
-    held_back = max(0.0, margin - (total - requested))
+    if not after_warmup:
+        estimate = requested - weights - act - non_torch - graphs
+        return Accounting(total, requested, weights, act, non_torch, graphs, estimate, checkpoint, estimate)
+    # the estimate has no graph term (measured after capture instead); what warmup leaves is the budget where smaller
+    estimate = requested - weights - act - non_torch
+    at_start = (
+        v["in_use_at_start_gib"] * GIB if v.get("in_use_at_start_gib", -1) >= 0 else ver["start_in_use_gib"] * GIB
+    )
+    in_use = weights + non_torch + graphs
+    margin = warmup_margin(ver, v["hardware"], act)
+    measured = min(requested - in_use, total - at_start - in_use - margin) - act
+    available = min(estimate, measured)
     return Accounting(
-        total, requested, weights, act, non_torch, graphs, estimate - held_back, checkpoint, estimate, held_back, margin
+        total, requested, weights, act, non_torch, graphs, available, checkpoint, estimate, measured, margin, at_start
     )
 
 
@@ -283,9 +293,17 @@ def sized_after_warmup(ver: dict, accelerator) -> bool:
 
 
 def warmup_margin(ver: dict, accelerator, transient_peak: float) -> float:
-    """The after-warmup sizing's margin: max(the platform's floor, fraction × the transient peak)."""
-    floor = ver["warmup_margin_floor_gib"][accelerator.vendor] * GIB
-    return max(floor, ver["warmup_margin_fraction"] * transient_peak)
+    """The after-warmup sizing's margin: max(the platform's floor, fraction × the transient peak); CUDA's floor on a
+    chip that is neither CUDA nor ROCm (a log sized after warmup came from one of them)."""
+    floors = ver["warmup_margin_floor_gib"]
+    return max(floors.get(accelerator.vendor, floors["NVIDIA"]) * GIB, ver["warmup_margin_fraction"] * transient_peak)
+
+
+def default_block_size(ver: dict, model: Model, accelerator) -> int:
+    """The version's block size: vLLM v0.34.0's ROCm backend for models without MLA keeps 16 where CUDA's take 64."""
+    if "block_size_rocm_mha" in ver and accelerator.vendor == "AMD" and model.attention.kind != "mla":
+        return ver["block_size_rocm_mha"]
+    return ver["block_size"]
 
 
 TOKENS_RULE = {
@@ -347,6 +365,16 @@ SCHEMA = {
         number("weights_gib", "Weights per GPU as loaded (0 = from the model)", 0.0, 0.0, 4096.0, "GiB"),
         number("activation_gib", "Activation peak (−1 = fitted rule)", -1.0, -1.0, 1024.0, "GiB"),
         number("non_torch_gib", "Non-torch memory (−1 = fitted rule)", -1.0, -1.0, 1024.0, "GiB"),
+        number(
+            "in_use_at_start_gib",
+            "Memory in use at start (vLLM v0.34.0; −1 = 0.6 GiB assumed)",
+            -1.0,
+            -1.0,
+            1024.0,
+            "GiB",
+            "What the GPU held when vLLM started (the CUDA context, other processes): total − free on the log's "
+            "'Free memory on device (free/total GiB) on startup' line. Only v0.34.0's sizing after warmup uses it.",
+        ),
     ],
     "outputs": [
         output("requested_bytes", "Memory the engine may use per GPU", "B", "bytes"),
@@ -470,24 +498,49 @@ def _accounting_steps(ver: dict, acc: Accounting) -> list[dict]:
                 "B",
             )
         ]
-    estimate = step(
-        "Available KV cache memory" + (" (the profiling estimate)" if acc.margin else " (the KV budget per GPU)"),
-        "requested − weights − activation − non-torch − CUDA graphs; " + cite(ver, "budget"),
-        "{} − {} − {} (fitted) − {} (fitted) − {} (fitted)",
-        [(acc.requested, "B"), (acc.weights, "B"), (acc.activation, "B"), (acc.non_torch, "B"), (acc.cudagraph, "B")],
-        acc.estimate,
-        "B",
-    )
     if not acc.margin:
-        return [estimate]
+        return [
+            step(
+                "Available KV cache memory (the KV budget per GPU)",
+                "requested − weights − activation − non-torch − CUDA graphs; " + cite(ver, "budget"),
+                "{} − {} − {} (fitted) − {} (fitted) − {} (fitted)",
+                [(acc.requested, "B"), (acc.weights, "B"), (acc.activation, "B"), (acc.non_torch, "B")]
+                + [(acc.cudagraph, "B")],
+                acc.estimate,
+                "B",
+            )
+        ]
+    return _after_warmup_steps(ver, acc)
+
+
+def _after_warmup_steps(ver: dict, acc: Accounting) -> list[dict]:
+    """v0.34.0's estimate (no graph term), what warmup leaves, and the smaller of the two."""
+    in_use = acc.weights + acc.non_torch + acc.cudagraph
     return [
-        estimate,
+        step(
+            "Available KV cache memory (the profiling estimate)",
+            "requested − weights − activation − non-torch, no CUDA-graph term; " + cite(ver, "budget_after_warmup"),
+            "{} − {} − {} (fitted) − {} (fitted)",
+            [(acc.requested, "B"), (acc.weights, "B"), (acc.activation, "B"), (acc.non_torch, "B")],
+            acc.estimate,
+            "B",
+        ),
+        step(
+            "What warmup leaves",
+            "min(requested − in use, memory − in use at start − in use − margin) − activation peak; in use = weights + "
+            f"non-torch + CUDA graphs, margin = max(floor, {ver['warmup_margin_fraction']} × the peak); "
+            + cite(ver, "after_warmup"),
+            "min({} − {}, {} − {} (assumed) − {} − {}) − {}",
+            [(acc.requested, "B"), (in_use, "B"), (acc.total, "B"), (acc.in_use_at_start, "B"), (in_use, "B")]
+            + [(acc.margin, "B"), (acc.activation, "B")],
+            acc.measured,
+            "B",
+        ),
         step(
             "KV budget per GPU, sized after warmup",
-            "the estimate − max(0, margin − (memory − requested)), margin = max(floor, "
-            f"{ver['warmup_margin_fraction']} × the activation peak); " + cite(ver, "after_warmup"),
-            "{} − max(0, {} − ({} − {}))",
-            [(acc.estimate, "B"), (acc.margin, "B"), (acc.total, "B"), (acc.requested, "B")],
+            "the smaller of the two; " + cite(ver, "min_over_ranks"),
+            "min({}, {})",
+            [(acc.estimate, "B"), (acc.measured, "B")],
             acc.available,
             "B",
         ),
@@ -503,9 +556,10 @@ def _notes(v: dict, ver: dict, acc: Accounting, d: dict, padded: bool) -> list[s
         notes.append(
             f"{ver['label']} sizes the KV cache after warmup and CUDA-graph capture (its extensible KV cache, on by "
             "default on CUDA and ROCm, with gpu_memory_utilization 1.0 when unset): its 'Available KV cache memory' "
-            "line is the profiling estimate, and the cache is smaller by what the sizing keeps back beyond it "
-            "(the 'Memory after warmup' line gives the measured figures). The memory in use at start (the CUDA "
-            "context) is taken as part of the fitted non-torch memory."
+            "line is the profiling estimate (without the CUDA graphs, measured after capture instead), and the "
+            "cache is the smaller of it and what the memory measured after warmup leaves (the 'Memory after warmup' "
+            "line gives those figures). The memory in use at start (the CUDA context) is assumed unless you enter "
+            "it."
         )
     elif ver.get("kv_sizing") == "after_warmup":
         notes.append(
@@ -520,8 +574,8 @@ def _notes(v: dict, ver: dict, acc: Accounting, d: dict, padded: bool) -> list[s
         notes.append(
             "The weights as loaded are more than the checkpoint's: vLLM pads every routed expert of an MXFP4 "
             "checkpoint to the tiles of the MoE kernel it picks on the chip, the kernel v0.33.0 and v0.19.0 pick, "
-            "padded by each version's rule (weight_layouts.toml; older releases differ, and v0.34.0, whose kernel "
-            "choice was rewritten, is priced at v0.33.0's); on Hopper, where both run Triton's kernel, Marlin's "
+            "padded by each version's rule (weight_layouts.toml; older releases differ, and v0.34.0, whose MXFP4 "
+            "kernel selection changed, is priced at v0.33.0's); on Hopper, where both run Triton's kernel, Marlin's "
             "padding is kept. A log's 'Model loading took' line gives your engine's own figure: enter it as the "
             "weights as loaded."
         )
@@ -532,7 +586,7 @@ def _notes(v: dict, ver: dict, acc: Accounting, d: dict, padded: bool) -> list[s
 
 def compute(v: dict) -> dict:
     ver = version(v["engine_version"])
-    v = {**v, "block_size": v["block_size"] or ver["block_size"]}
+    v = {**v, "block_size": v["block_size"] or default_block_size(ver, v["model"], v["hardware"])}
     acc = accounting(v, ver)
     d = derive(v, ver, acc)
     cap = d["capacity"]

@@ -97,7 +97,7 @@ PATTERNS = [
     ("warm_committed", "vllm", N + r" GiB committed to the KV cache"),
     ("warm_peak", "vllm", r"\(" + N + r" GiB allocated at peak"),
     ("warm_growth", "vllm", N + r" GiB of torch reservation growth"),
-    ("warm_blocks", "vllm", r"(\d+) KV cache blocks \("),
+    ("warm_blocks", "vllm", r"; (\d+) KV cache blocks \("),  # not the DEBUG "Committed N of M KV cache blocks ("
     ("warm_requested", "vllm", r"fit within the requested " + N + r" GiB"),
     ("init_free", "vllm", r"Free memory on device \(" + N + r"/"),
     ("blocks", "vllm", r"(?:GPU|cuda) blocks: (\d+)"),
@@ -206,7 +206,10 @@ SCHEMA = {
             "tokens",
             "Used only for sliding-window layers' blocks per request.",
         ),
-        accelerator_field(help="Only used when the log prints no memory figures."),
+        accelerator_field(
+            help="Used where the log prints no memory figures, and for vLLM v0.34.0's margin after warmup (a 1 GiB "
+            "floor on NVIDIA, 3 GiB on AMD)."
+        ),
     ],
     "outputs": [
         output("log_kv_tokens", "KV tokens, as the log says", "tokens", "integer", words=MISSING),
@@ -282,6 +285,8 @@ def _vllm_run(v: dict, f: dict, ver: dict, notes: list) -> VllmRun:
     batched = int(f.get("batched", v["max_num_batched_tokens"]))
     kv = KV_DTYPES.get(str(f.get("kv_dtype", "auto")).lower(), v["kv_dtype"])
     measured = after_warmup_budget(f, ver, v["hardware"])
+    if measured is None:
+        _need(f, ("available",), "the KV budget the capacity lines follow from")
     estimate = f["available"] * GIB if "available" in f else measured
     available = estimate if measured is None else min(measured, estimate)
     if measured is not None:
@@ -339,8 +344,6 @@ def _vllm_steps(ver: dict, r: VllmRun, log_tokens, log_conc) -> list[dict]:
 
 def _vllm(v: dict, f: dict, ver: dict) -> dict:
     _need(f, VLLM_RESULTS, "the log ends before vLLM sized its KV cache (truncated?)")
-    if "warm_free" not in f:
-        _need(f, ("available",), "the KV budget the capacity lines follow from")
     notes: list[str] = []
     r = _vllm_run(v, f, ver, notes)
     log_tokens = f.get("tokens") or (f["blocks"] * r.block if "blocks" in f else None)
@@ -353,9 +356,11 @@ def _vllm(v: dict, f: dict, ver: dict) -> dict:
         notes += _other_versions(ver, r.lay, r.available, r.L, r.batched, r.cap.tokens)
     if log_conc is not None:
         notes.append(_diff_note("Maximum concurrency", r.cap.concurrency, log_conc, "×", "printed to 2 decimals"))
-    if "warm_blocks" in f:
+    measured = after_warmup_budget(f, ver, v["hardware"])
+    if "warm_blocks" in f and measured is not None:
         granule = "its figures printed to 0.01 GiB; the pages' rounding to the allocation granule is not modelled"
-        notes.append(_diff_note("KV cache blocks after warmup", r.cap.num_blocks, f["warm_blocks"], "blocks", granule))
+        blocks = int(measured // r.lay.bytes_per_block)  # the count the line prints, before the estimate's cap
+        notes.append(_diff_note("KV cache blocks after warmup", blocks, f["warm_blocks"], "blocks", granule))
     return {
         "log_kv_tokens": log_tokens,
         "core_kv_tokens": r.cap.tokens,

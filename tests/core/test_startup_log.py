@@ -306,23 +306,40 @@ def test_a_tp2_run_record_follows_the_v020_rules():
 V034_LOG = (Path(__file__).parent.parent / "fixtures" / "log_formats" / "vllm-0.34.0-after-warmup.log").read_text()
 
 
-def test_v034_keeps_back_its_warmup_margin_beyond_the_estimate_on_cuda_and_rocm_only():
+def test_v034_sizes_its_cache_after_warmup_on_cuda_and_rocm_only():
     base = {"engine_version": "vllm-0.34.0", "model": "llama-3.1-8b"}
     h100 = run("engine_capacity", {**base, "hardware": "h100-sxm"})
     v033 = run("engine_capacity", {**base, "engine_version": "vllm-0.33.0", "hardware": "h100-sxm"})
     # unset utilization is 1.0 (v0.33.0's 0.92): the whole device requested
     assert h100["requested_bytes"] == pytest.approx(v033["requested_bytes"] / 0.92, rel=1e-9)
-    # and the margin (1 GiB: 0.75 × this peak is less) held back beyond the estimate
-    margin = max(GIB, 0.75 * h100["activation_bytes"])
-    assert margin == GIB
-    assert h100["estimate_bytes"] - h100["available_bytes"] == pytest.approx(margin)
-    assert any(d["label"] == "KV budget per GPU, sized after warmup" for d in h100["derivation"])
-    # ROCm's floor is 3 GiB
+    # the estimate it prints has no CUDA-graph term (measured after capture instead)
+    requested, weights, act, non_torch, graphs = (
+        h100[k] for k in ("requested_bytes", "weight_bytes", "activation_bytes", "non_torch_bytes", "cudagraph_bytes")
+    )
+    assert h100["estimate_bytes"] == pytest.approx(requested - weights - act - non_torch)
+    # what warmup leaves: the device less 0.6 GiB in use at start, what the engine holds, the margin (1 GiB: 0.75 × this
+    # peak is less) and the peak; the cache is the smaller of that and the estimate
+    in_use = weights + non_torch + graphs
+    assert max(GIB, 0.75 * act) == GIB
+    left = min(requested - in_use, requested - 0.6 * GIB - in_use - GIB) - act
+    assert h100["available_bytes"] == pytest.approx(left) and left < h100["estimate_bytes"]
+    assert [d["label"] for d in h100["derivation"][:3]] == [
+        "Available KV cache memory (the profiling estimate)",
+        "What warmup leaves",
+        "KV budget per GPU, sized after warmup",
+    ]
+    entered = run("engine_capacity", {**base, "hardware": "h100-sxm", "in_use_at_start_gib": 0.0})
+    assert entered["available_bytes"] - h100["available_bytes"] == pytest.approx(0.6 * GIB)
+    # ROCm's floor is 3 GiB, and its backend for a model without MLA keeps 16-token blocks
     mi300x = run("engine_capacity", {**base, "hardware": "mi300x"})
-    assert mi300x["estimate_bytes"] - mi300x["available_bytes"] == pytest.approx(3 * GIB)
-    # a utilization that leaves more free than the margin keeps the estimate whole
+    steps = {d["label"]: d for d in mi300x["derivation"]}
+    assert steps["What warmup leaves"]["terms"][5][0] == 3 * GIB
+    assert steps["Bytes per block"]["terms"][1][0] == 16
+    # a utilization below 1 caps the budget at requested less what the engine holds and the peak
     capped = run("engine_capacity", {**base, "hardware": "h100-sxm", "gpu_memory_utilization": 0.9})
-    assert capped["available_bytes"] == capped["estimate_bytes"]
+    assert capped["available_bytes"] == pytest.approx(
+        capped["requested_bytes"] - capped["weight_bytes"] - capped["non_torch_bytes"] - graphs - act
+    )
     # off CUDA and ROCm the cache is sized from the estimate, at 0.92 (as v0.33.0)
     tpu = run("engine_capacity", {**base, "hardware": "tpu-v6e"})
     old = run("engine_capacity", {**base, "engine_version": "vllm-0.33.0", "hardware": "tpu-v6e"})
@@ -344,27 +361,40 @@ def test_each_version_takes_its_own_default_block_size():
 def test_a_v034_log_rederives_its_blocks_after_warmup():
     found = parse(V034_LOG)
     assert (found["warm_free"], found["warm_committed"], found["warm_peak"], found["warm_growth"]) == (
-        62,
-        0.01,
-        1.2,
-        0.8,
+        62.56,
+        0.02,
+        1.7,
+        0.9,
     )
-    assert (found["warm_blocks"], found["warm_requested"], found["init_free"]) == (7655, 79.18, 78.6)
+    assert (found["warm_blocks"], found["warm_requested"], found["init_free"]) == (7629, 79.18, 78.6)
     r = run("startup_log", {"log": V034_LOG, "model": "llama-3.1-8b"})
     assert "v0.34.0's rules" in r["notes"][0]
-    # min(79.18 − (78.6 − 62.0 − 0.01), 62.0 + 0.01 − max(1, 0.75 × 1.2)) − max(1.2, 0.8) = 59.81 GiB, under the 61.5
-    assert r["kv_budget_bytes"] / GIB == pytest.approx(59.81, abs=1e-9)
-    assert r["core_kv_tokens"] == r["log_kv_tokens"] == 489_920  # 7,655 blocks of 64 ÷ 2,048 a request × 131,072
-    assert any(n.startswith("KV cache blocks after warmup: log 7,655 blocks, core 7,655") for n in r["notes"])
-    # the estimate binds where the measured budget is larger: a smaller 'Available KV cache memory' caps it
+    # min(79.18 − (78.6 − 62.56 − 0.02), 62.56 + 0.02 − max(1, 0.75 × 1.7)) − max(1.7, 0.9) = 59.605 GiB, under 61.96
+    assert r["kv_budget_bytes"] / GIB == pytest.approx(59.605, abs=1e-9)
+    assert r["core_kv_tokens"] == r["log_kv_tokens"] == 488_256  # 7,629 blocks of 64 ÷ 2,048 a request × 131,072
+    assert any(n.startswith("KV cache blocks after warmup: log 7,629 blocks, core 7,629") for n in r["notes"])
+    # a DEBUG line of the warmup's commits names blocks too: the parser keeps the INFO line's count
+    debug = "DEBUG [extensible_kv_cache.py:218] Committed 12 of 8000 KV cache blocks (0.09 GiB physical).\n"
+    assert parse(debug + V034_LOG)["warm_blocks"] == 7629
+    # the estimate binds where it is the smaller: the capacity lines follow it, the after-warmup count does not
     capped = run(
-        "startup_log", {"log": V034_LOG.replace("memory: 61.5 GiB", "memory: 50.0 GiB"), "model": "llama-3.1-8b"}
+        "startup_log", {"log": V034_LOG.replace("memory: 61.96 GiB", "memory: 50.0 GiB"), "model": "llama-3.1-8b"}
     )
     assert capped["kv_budget_bytes"] == 50 * GIB
+    assert any(n.startswith("KV cache blocks after warmup: log 7,629 blocks, core 7,629") for n in capped["notes"])
     # without the start-up free memory the requested cap is taken not to bind; here it did not
     alone = run("startup_log", {"log": V034_LOG.replace("Free memory on device", "Memory"), "model": "llama-3.1-8b"})
     assert alone["kv_budget_bytes"] == r["kv_budget_bytes"]
+    # on ROCm the margin's floor is 3 GiB: 62.58 − 3 − 1.7 = 57.88 GiB; a TPU chosen by mistake takes CUDA's
+    rocm = run("startup_log", {"log": V034_LOG, "model": "llama-3.1-8b", "hardware": "mi300x"})
+    assert rocm["kv_budget_bytes"] / GIB == pytest.approx(57.88, abs=1e-9)
+    tpu = run("startup_log", {"log": V034_LOG, "model": "llama-3.1-8b", "hardware": "tpu-v6e"})
+    assert tpu["kv_budget_bytes"] == r["kv_budget_bytes"]
+    # v0.33.0's rules for a log with no 'Available KV cache memory' line: refused with the line named
+    no_estimate = V034_LOG.replace("Available KV cache memory: 61.96 GiB", "").replace("Current kv cache", "")
+    with pytest.raises(InputError, match="Available KV cache memory"):
+        run("startup_log", {"log": no_estimate, "model": "llama-3.1-8b", "engine_version": "vllm-0.33.0"})
     # a log cut before the capacity line is refused with the lines it lacks
-    cut = V034_LOG.split("(EngineCore pid=2) INFO 12-01 10:01:01")[0]
+    cut = V034_LOG.split("GPU KV cache size")[0].rsplit("\n", 1)[0]
     with pytest.raises(InputError, match="GPU KV cache size"):
         run("startup_log", {"log": cut, "model": "llama-3.1-8b"})
