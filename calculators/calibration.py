@@ -239,6 +239,7 @@ def _deployment_for(key: tuple, bound: bool, overhead: str, comm: bool = True):
     (sparse_mla_kernel)."""
     row = dict(zip(DEPLOYMENT_KEYS, key))
     v = validate(LATENCY["inputs"], core_inputs(row, bound, overhead, comm))
+    # the sparse-MLA kernels by release are the CUDA build's (attention_kernels.toml): ROCm builds keep the default
     dep = deployment(v, row["engine_version"] if row["engine"] == "vLLM" else None)
     if bound:
         return StepModel(bound_deployment(dep))

@@ -23,7 +23,8 @@ The activation peak, non-torch memory and CUDA-graph memory are not derivable fr
 fitted constants (said so beside each number), and a startup log's own figures replace them
 (calcs/startup_log.py). The weights are the checkpoint's, or as vLLM's MoE kernel holds them where it pads
 gpt-oss's MXFP4 experts (memory.expert_layout, loaded_weight_bytes: the kernel v0.33.0 picks by chip, which v0.19.0
-picks too, padded by each version's rule). Hybrid models with linear-attention (Mamba, DeltaNet) layers are refused:
+picks too, padded by each version's rule; v0.34.0's selection, not read, is taken as v0.33.0's). Hybrid models with
+linear-attention (Mamba, DeltaNet) layers are refused:
 their state pages follow rules this mode does not model.
 """
 
@@ -129,7 +130,7 @@ def _attention_only(model: Model) -> None:
 
 
 def layout(model: Model, kv_dtype: str, tensor_parallel: int, block_size: int) -> Layout:
-    """vLLM's KV-cache groups (kv_cache_planning.py:416-556 at v0.33.0; the same rule at v0.19.0):
+    """vLLM's KV-cache groups (kv_cache_planning.py:416-556 at v0.33.0; the same rule at v0.19.0 and v0.34.0):
     one bucket per attention type; group size = the smallest bucket's layer count, or the largest's when
     that is under 1.5 × the smallest; each bucket split into ⌈layers ÷ group size⌉ groups (the last padded).
     A model with one attention type is one group of every layer."""
@@ -233,10 +234,12 @@ class Accounting:
     cudagraph: float
     available: float  # the KV budget
     checkpoint: float  # the checkpoint's weights per GPU (= weights where a log gave them)
-    estimate: float = 0.0  # vLLM's "Available KV cache memory" (the budget, but where sized after warmup)
-    measured: float = 0.0  # sized after warmup: what the memory measured then leaves (0 where not so sized)
-    margin: float = 0.0  # the after-warmup sizing's margin, max(floor, fraction × the transient peak)
-    in_use_at_start: float = 0.0  # sized after warmup: memory in use at vLLM's first snapshot
+    estimate: float  # vLLM's "Available KV cache memory" line (the budget itself unless sized after warmup)
+    after_warmup: bool = False  # sized from the memory measured after warmup (v0.34.0 on CUDA and ROCm)
+    measured: float = 0.0  # after warmup: what that memory leaves
+    margin: float = 0.0  # after warmup: max(floor, fraction × the transient peak)
+    in_use_at_start: float = 0.0  # after warmup: memory in use at vLLM's first snapshot
+    at_start_entered: bool = False  # after warmup: the reader gave that figure
 
 
 def loaded_weights(v: dict, ver: dict) -> tuple[float, float]:
@@ -249,61 +252,69 @@ def loaded_weights(v: dict, ver: dict) -> tuple[float, float]:
     return loaded_weight_bytes(f, tp) / tp, checkpoint_weight_bytes(f) / tp
 
 
+def _fitted(v: dict, key: str, rule: float) -> float:
+    """A log's figure in GiB where the reader gave one (≥ 0), else the fitted rule's bytes."""
+    return v[key] * GIB if v.get(key, -1) >= 0 else rule
+
+
 def accounting(v: dict, ver: dict) -> Accounting:
     m, tp = v["model"], v["tensor_parallel"]
     total = v["device_memory_gib"] * GIB if v.get("device_memory_gib") else v["hardware"].memory_bytes
     weights, checkpoint = loaded_weights(v, ver)
+    base = {"total": total, "weights": weights, "checkpoint": checkpoint}
     if ver["engine"] == "sglang":
-        mfs = v["mem_fraction_static"] or ver["mem_fraction_static"]
-        requested = mfs * total
+        requested = (v["mem_fraction_static"] or ver["mem_fraction_static"]) * total
         budget = max(0.0, requested - weights)
-        return Accounting(total, requested, weights, 0.0, 0.0, 0.0, budget, checkpoint, budget)
-    after_warmup = sized_after_warmup(ver, v["hardware"])
-    default = ver["gpu_memory_utilization"] if after_warmup else ver.get("gpu_memory_utilization_profiled")
-    util = v["gpu_memory_utilization"] or default or ver["gpu_memory_utilization"]
-    requested = math.ceil(util * total)
-    act = (
-        v["activation_gib"] * GIB
-        if v.get("activation_gib", -1) >= 0
-        else activation_bytes(ver, m, v["max_num_batched_tokens"])
-    )
-    non_torch = v["non_torch_gib"] * GIB if v.get("non_torch_gib", -1) >= 0 else non_torch_bytes(ver, tp)
+        return Accounting(
+            **base, requested=requested, activation=0.0, non_torch=0.0, cudagraph=0.0, available=budget, estimate=budget
+        )
+    after_warmup = sized_after_warmup(ver, v["hardware"].vendor)
+    default = ver["gpu_memory_utilization_after_warmup"] if after_warmup else ver["gpu_memory_utilization"]
+    requested = math.ceil((v["gpu_memory_utilization"] or default) * total)
+    act = _fitted(v, "activation_gib", activation_bytes(ver, m, v["max_num_batched_tokens"]))
+    non_torch = _fitted(v, "non_torch_gib", non_torch_bytes(ver, tp))
     graphs = ver["cudagraph_gib"] * GIB if ver["cudagraph_in_budget"] else 0.0
+    held = {**base, "requested": requested, "activation": act, "non_torch": non_torch, "cudagraph": graphs}
     if not after_warmup:
         estimate = requested - weights - act - non_torch - graphs
-        return Accounting(total, requested, weights, act, non_torch, graphs, estimate, checkpoint, estimate)
+        return Accounting(**held, available=estimate, estimate=estimate)
     # the estimate has no graph term (measured after capture instead); what warmup leaves is the budget where smaller
     estimate = requested - weights - act - non_torch
-    at_start = (
-        v["in_use_at_start_gib"] * GIB if v.get("in_use_at_start_gib", -1) >= 0 else ver["start_in_use_gib"] * GIB
-    )
+    at_start = _fitted(v, "in_use_at_start_gib", ver["in_use_at_start_gib"] * GIB)
     in_use = weights + non_torch + graphs
-    margin = warmup_margin(ver, v["hardware"], act)
+    margin = warmup_margin(ver, v["hardware"].vendor, act)
     measured = min(requested - in_use, total - at_start - in_use - margin) - act
-    available = min(estimate, measured)
     return Accounting(
-        total, requested, weights, act, non_torch, graphs, available, checkpoint, estimate, measured, margin, at_start
+        **held,
+        available=min(estimate, measured),
+        estimate=estimate,
+        after_warmup=True,
+        measured=measured,
+        margin=margin,
+        in_use_at_start=at_start,
+        at_start_entered=v.get("in_use_at_start_gib", -1) >= 0,
     )
 
 
-def sized_after_warmup(ver: dict, accelerator) -> bool:
-    """Whether this release sizes the KV cache from memory measured after warmup on this chip (v0.34.0's
-    extensible KV cache: CUDA and ROCm only), rather than from its profiling estimate."""
-    return ver.get("kv_sizing") == "after_warmup" and accelerator.vendor in ver["after_warmup_vendors"]
+def sized_after_warmup(ver: dict, vendor: str) -> bool:
+    """Whether this release sizes the KV cache from memory measured after warmup on this vendor's chips (v0.34.0's
+    extensible KV cache: CUDA and ROCm, after_warmup_vendors), rather than from its profiling estimate."""
+    return ver.get("kv_sizing") == "after_warmup" and vendor.upper() in ver["after_warmup_vendors"]
 
 
-def warmup_margin(ver: dict, accelerator, transient_peak: float) -> float:
-    """The after-warmup sizing's margin: max(the platform's floor, fraction × the transient peak); CUDA's floor on a
-    chip that is neither CUDA nor ROCm (a log sized after warmup came from one of them)."""
+def warmup_margin(ver: dict, vendor: str, transient_peak: float) -> float:
+    """The after-warmup sizing's margin: max(the platform's floor, fraction × the transient peak); CUDA's floor for a
+    vendor with none (a log sized after warmup came from CUDA or ROCm)."""
     floors = ver["warmup_margin_floor_gib"]
-    return max(floors.get(accelerator.vendor, floors["NVIDIA"]) * GIB, ver["warmup_margin_fraction"] * transient_peak)
+    floor = floors.get(vendor.upper(), floors["NVIDIA"])
+    return max(floor * GIB, ver["warmup_margin_fraction"] * transient_peak)
 
 
-def default_block_size(ver: dict, model: Model, accelerator) -> int:
-    """The version's block size: vLLM v0.34.0's ROCm backend for models without MLA keeps 16 where CUDA's take 64."""
-    if "block_size_rocm_mha" in ver and accelerator.vendor == "AMD" and model.attention.kind != "mla":
-        return ver["block_size_rocm_mha"]
-    return ver["block_size"]
+def default_block_size(ver: dict, model: Model, vendor: str) -> int:
+    """The version's block size; vLLM v0.34.0 on ROCm keeps ROCM_ATTN's 16 for a model it serves (no MLA, no attention
+    sinks), where every other backend takes 64."""
+    rocm_attn = vendor.upper() == "AMD" and model.attention.kind != "mla" and not model.attention.sinks
+    return ver["block_size_rocm_attn"] if rocm_attn and "block_size_rocm_attn" in ver else ver["block_size"]
 
 
 TOKENS_RULE = {
@@ -339,7 +350,8 @@ SCHEMA = {
             0,
             1024,
             "tokens",
-            "vLLM v0.34.0 defaults to 64 tokens, v0.33.0 and v0.19.0 to 16 on CUDA attention backends; SGLang to 1.",
+            "vLLM v0.34.0 defaults to 64 tokens (16 on ROCm where its ROCM_ATTN backend serves the model), v0.33.0 and "
+            "v0.19.0 to 16 on CUDA attention backends; SGLang to 1.",
         ),
         number(
             "gpu_memory_utilization",
@@ -367,7 +379,7 @@ SCHEMA = {
         number("non_torch_gib", "Non-torch memory (−1 = fitted rule)", -1.0, -1.0, 1024.0, "GiB"),
         number(
             "in_use_at_start_gib",
-            "Memory in use at start (vLLM v0.34.0; −1 = 0.6 GiB assumed)",
+            "Memory in use at start (vLLM v0.34.0; −1 = the version's assumption)",
             -1.0,
             -1.0,
             1024.0,
@@ -382,7 +394,7 @@ SCHEMA = {
         output("activation_bytes", "Activation peak (fitted)", "B", "bytes"),
         output("non_torch_bytes", "Non-torch memory (fitted)", "B", "bytes"),
         output("cudagraph_bytes", "CUDA-graph memory in the budget (fitted)", "B", "bytes"),
-        output("estimate_bytes", "Available KV cache memory (vLLM's profiling estimate)", "B", "bytes"),
+        output("estimate_bytes", "Available KV cache memory as vLLM prints it (SGLang: the budget)", "B", "bytes"),
         output("available_bytes", "KV budget per GPU", "B", "bytes"),
         output("kv_bytes_per_token", "KV bytes per token per GPU", "B", "integer"),
         output("kv_groups", "KV-cache groups", "groups", "integer"),
@@ -498,7 +510,7 @@ def _accounting_steps(ver: dict, acc: Accounting) -> list[dict]:
                 "B",
             )
         ]
-    if not acc.margin:
+    if not acc.after_warmup:
         return [
             step(
                 "Available KV cache memory (the KV budget per GPU)",
@@ -530,7 +542,7 @@ def _after_warmup_steps(ver: dict, acc: Accounting) -> list[dict]:
             "min(requested − in use, memory − in use at start − in use − margin) − activation peak; in use = weights + "
             f"non-torch + CUDA graphs, margin = max(floor, {ver['warmup_margin_fraction']} × the peak); "
             + cite(ver, "after_warmup"),
-            "min({} − {}, {} − {} (assumed) − {} − {}) − {}",
+            "min({} − {}, {} − {}" + ("" if acc.at_start_entered else " (assumed)") + " − {} − {}) − {}",
             [(acc.requested, "B"), (in_use, "B"), (acc.total, "B"), (acc.in_use_at_start, "B"), (in_use, "B")]
             + [(acc.margin, "B"), (acc.activation, "B")],
             acc.measured,
@@ -552,19 +564,22 @@ def _notes(v: dict, ver: dict, acc: Accounting, d: dict, padded: bool) -> list[s
         "Activation peak, non-torch and CUDA-graph memory are fitted constants (engine_versions.toml), "
         "not derived: paste a startup log to use its own figures."
     ]
-    if acc.margin:
+    if acc.after_warmup:
         notes.append(
             f"{ver['label']} sizes the KV cache after warmup and CUDA-graph capture (its extensible KV cache, on by "
-            "default on CUDA and ROCm, with gpu_memory_utilization 1.0 when unset): its 'Available KV cache memory' "
-            "line is the profiling estimate (without the CUDA graphs, measured after capture instead), and the "
-            "cache is the smaller of it and what the memory measured after warmup leaves (the 'Memory after warmup' "
-            "line gives those figures). The memory in use at start (the CUDA context) is assumed unless you enter "
-            "it."
+            f"default for {' and '.join(ver['after_warmup_vendors'])} GPUs, with gpu_memory_utilization "
+            f"{ver['gpu_memory_utilization_after_warmup']} when unset): its 'Available KV cache memory' line is the "
+            "profiling estimate (without the CUDA graphs, measured after capture instead), and the cache is the "
+            "smaller of it and what the memory measured after warmup leaves (the 'Memory after warmup' line gives "
+            "those figures). The core keeps back the fitted activation peak; the engine keeps back the peak it "
+            "measured in warmup, or torch's reservation growth where larger, so read this budget as an upper bound. "
+            + ("" if acc.at_start_entered else "The memory in use at start is assumed unless you enter it.")
         )
     elif ver.get("kv_sizing") == "after_warmup":
         notes.append(
-            f"{ver['label']} sizes the KV cache after warmup on CUDA and ROCm only: on {v['hardware'].name} it keeps "
-            "the profiling estimate, at gpu_memory_utilization 0.92 when unset."
+            f"{ver['label']} sizes the KV cache after warmup on {' and '.join(ver['after_warmup_vendors'])} GPUs only: "
+            f"on {v['hardware'].name} it keeps the profiling estimate, at gpu_memory_utilization "
+            f"{ver['gpu_memory_utilization']} when unset."
         )
     if ver["engine"] == "vllm" and not ver["cudagraph_in_budget"]:
         notes.append(f"{ver['label']} captures CUDA graphs after sizing the KV cache: they are not in this budget.")
@@ -574,8 +589,8 @@ def _notes(v: dict, ver: dict, acc: Accounting, d: dict, padded: bool) -> list[s
         notes.append(
             "The weights as loaded are more than the checkpoint's: vLLM pads every routed expert of an MXFP4 "
             "checkpoint to the tiles of the MoE kernel it picks on the chip, the kernel v0.33.0 and v0.19.0 pick, "
-            "padded by each version's rule (weight_layouts.toml; older releases differ, and v0.34.0, whose MXFP4 "
-            "kernel selection changed, is priced at v0.33.0's); on Hopper, where both run Triton's kernel, Marlin's "
+            "padded by each version's rule (weight_layouts.toml; older releases differ, and v0.34.0's selection, not "
+            "read here, is taken as v0.33.0's); on Hopper, where v0.33.0 and v0.19.0 run Triton's kernel, Marlin's "
             "padding is kept. A log's 'Model loading took' line gives your engine's own figure: enter it as the "
             "weights as loaded."
         )
@@ -586,7 +601,7 @@ def _notes(v: dict, ver: dict, acc: Accounting, d: dict, padded: bool) -> list[s
 
 def compute(v: dict) -> dict:
     ver = version(v["engine_version"])
-    v = {**v, "block_size": v["block_size"] or default_block_size(ver, v["model"], v["hardware"])}
+    v = {**v, "block_size": v["block_size"] or default_block_size(ver, v["model"], v["hardware"].vendor)}
     acc = accounting(v, ver)
     d = derive(v, ver, acc)
     cap = d["capacity"]

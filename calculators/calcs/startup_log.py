@@ -4,7 +4,8 @@ The log's own figures are taken as inputs where it prints them (the memory it re
 loaded, the KV budget, non-torch and activation memory, TP, max_model_len, the KV-cache format) and the
 lines that follow from them are re-derived with engine_capacity's rules for the log's engine version:
 vLLM's "GPU KV cache size: N tokens" and "Maximum concurrency for L tokens per request: C×" (V0 logs:
-"# GPU blocks: N"), SGLang's "KV Cache is allocated. #tokens: N" and max_total_num_tokens. Each line is
+"# GPU blocks: N"), SGLang's "KV Cache is allocated. #tokens: N" and max_total_num_tokens. A release that sizes
+its cache after warmup (vLLM v0.34.0 on CUDA and ROCm) is re-derived from its "Memory after warmup" line. Each line is
 shown beside the log's with the difference and its reason. A log with none of those lines, or without
 what they follow from, is refused with a message naming the missing lines.
 """
@@ -23,6 +24,7 @@ from .engine_capacity import (
     layout,
     sglang_capacity,
     sglang_cell_bytes,
+    default_block_size,
     version,
     versions,
     vllm_capacity,
@@ -58,6 +60,7 @@ KV_DTYPES = {
 N = r"([\d,]+(?:\.\d+)?)"
 PATTERNS = [
     ("version", "vllm", r"vLLM API server version (\d+\.\d+\.\d+)"),
+    ("platform", "vllm", r"Automatically detected platform (\w+)"),
     ("version", "vllm", r"version (\d+\.\d+\.\d+)"),
     ("version", "vllm", r"LLM engine \(v(\d+\.\d+\.\d+)"),
     ("tp", "any", r"tensor_parallel_size['\"]?[=:]\s*(\d+)"),
@@ -73,6 +76,7 @@ PATTERNS = [
     ("max_len", "any", r"max_model_len['\"]?[=:]\s*(\d+)"),
     ("max_len", "sglang", r"context_len=(\d+)"),
     ("max_len", "vllm", r"max seq len \((\d+)\)"),  # a failed start: "the model's max seq len (N)"
+    ("block_size", "vllm", r"Setting kv cache block size to (\d+)"),  # the size vLLM chose for the backends
     ("block_size", "any", r"block_size['\"]?[=:]\s*(\d+)"),
     ("block_size", "sglang", r"\bpage_size=(\d+)"),
     ("batched", "any", r"max_num_batched_tokens['\"]?[=:]\s*(\d+)"),
@@ -114,6 +118,7 @@ PATTERNS = [
     ("mfs", "sglang", r"--mem-fraction-static[ =](\d\.\d+)"),
 ]
 MISSING = {-1: "not in the log"}
+TEXT_KEYS = ("version", "kv_dtype", "platform")  # read as text; every other key is a number
 SGLANG_MARKS = ("KV Cache is allocated", "max_total_num_tokens", "Load weight end", "sglang")
 
 
@@ -130,7 +135,7 @@ def parse(log: str) -> dict:
             continue
         m = re.search(pattern, log, flags=re.S if ".*?" in pattern else 0)
         if m:
-            found[key] = m.group(1) if key in ("version", "kv_dtype") else _number(m.group(1))
+            found[key] = m.group(1) if key in TEXT_KEYS else _number(m.group(1))
     return found
 
 
@@ -248,6 +253,7 @@ class VllmRun:
     lay: object
     cap: object
     budget_from: str = "the log's Available KV cache memory"
+    measured: float | None = None  # the after-warmup budget, where the log sized its cache so
 
 
 def _max_len(v: dict, f: dict, notes: list) -> int:
@@ -261,46 +267,68 @@ def _max_len(v: dict, f: dict, notes: list) -> int:
 
 
 WARM = ("warm_free", "warm_committed", "warm_peak", "warm_growth", "warm_requested")
+WARM_NAMES = ("free", "committed", "allocated at peak", "torch reservation growth", "requested")
+VENDORS = {"cuda": "NVIDIA", "rocm": "AMD"}
 
 
-def after_warmup_budget(f: dict, ver: dict, accelerator) -> float | None:
+def log_vendor(f: dict, accelerator) -> str:
+    """The GPUs' vendor: the platform vLLM says it detected, else the reader's accelerator's."""
+    return VENDORS.get(str(f.get("platform", "")).lower(), accelerator.vendor)
+
+
+def after_warmup_budget(f: dict, ver: dict, vendor: str) -> float | None:
     """The KV budget a release that sizes its cache after warmup derives from its 'Memory after warmup' line
     (v0.34.0, extensible_kv_cache.py:592-618): min(requested − memory in use but the cache, free + committed −
     margin) − the larger of the transient peak and torch's growth, margin = max(the platform's floor, 0.75 × the
     peak); the first term needs the startup line's free memory, else it is taken not to bind (the default
-    utilization, 1.0, requests the whole device). None where the log has no such line or the release no such rule."""
-    if ver.get("kv_sizing") != "after_warmup" or not all(k in f for k in WARM):
+    utilization, 1.0, requests the whole device). None where the log has no such line or the release no such rule;
+    a line missing some of its figures is refused, naming them."""
+    if ver.get("kv_sizing") != "after_warmup" or not any(k in f for k in WARM + ("warm_blocks",)):
         return None
+    missing = [name for k, name in zip(WARM, WARM_NAMES) if k not in f]
+    if missing:
+        raise InputError("log", f"the 'Memory after warmup' line lacks its {', '.join(missing)} figure(s)")
     free, committed, peak = (f[k] * GIB for k in ("warm_free", "warm_committed", "warm_peak"))
-    headroom = free + committed - warmup_margin(ver, accelerator, peak)
+    headroom = free + committed - warmup_margin(ver, vendor, peak)
     if "init_free" in f:  # the requested cap, where the log printed what was free at start
         headroom = min(headroom, f["warm_requested"] * GIB - (f["init_free"] * GIB - free - committed))
     return max(0.0, headroom - max(peak, f["warm_growth"] * GIB))
 
 
+def _budget(f: dict, ver: dict, vendor: str, notes: list) -> tuple[float, float | None, str]:
+    """(the budget the capacity lines follow from, the after-warmup budget or None, where the budget comes from)."""
+    measured = after_warmup_budget(f, ver, vendor)
+    if measured is None:
+        _need(f, ("available",), "the KV budget the capacity lines follow from")
+        return f["available"] * GIB, None, "the log's Available KV cache memory"
+    floor = f"a {warmup_margin(ver, vendor, 0.0) / GIB:g} GiB floor on {vendor} GPUs"
+    if "available" not in f:
+        notes.append(
+            f"{ver['label']} sized the cache after warmup: its 'Memory after warmup' line leaves "
+            f"{measured / GIB:.2f} GiB (margin with {floor}); " + cite(ver, "after_warmup")
+        )
+        return measured, measured, "the budget the log's 'Memory after warmup' line leaves"
+    estimate = f["available"] * GIB
+    notes.append(
+        f"{ver['label']} sized the cache after warmup: the budget is the smaller of its 'Available KV cache memory' "
+        f"({estimate / GIB:.2f} GiB, the profiling estimate) and what its 'Memory after warmup' line leaves "
+        f"({measured / GIB:.2f} GiB, margin with {floor}); " + cite(ver, "after_warmup")
+    )
+    after = "the smaller of the log's Available KV cache memory and the budget its 'Memory after warmup' line leaves"
+    return min(estimate, measured), measured, after
+
+
 def _vllm_run(v: dict, f: dict, ver: dict, notes: list) -> VllmRun:
     L = _max_len(v, f, notes)
     tp = int(f.get("tp", v["tensor_parallel"]))
-    block = int(f.get("block_size", ver["block_size"]))
+    vendor = log_vendor(f, v["hardware"])
+    block = int(f.get("block_size", default_block_size(ver, v["model"], vendor)))
     batched = int(f.get("batched", v["max_num_batched_tokens"]))
     kv = KV_DTYPES.get(str(f.get("kv_dtype", "auto")).lower(), v["kv_dtype"])
-    measured = after_warmup_budget(f, ver, v["hardware"])
-    if measured is None:
-        _need(f, ("available",), "the KV budget the capacity lines follow from")
-    estimate = f["available"] * GIB if "available" in f else measured
-    available = estimate if measured is None else min(measured, estimate)
-    if measured is not None:
-        notes.append(
-            f"{ver['label']} sized the cache after warmup: the budget is the smaller of its 'Available KV cache "
-            f"memory' ({estimate / GIB:.2f} GiB, the profiling estimate) and what its 'Memory after warmup' line "
-            f"leaves ({measured / GIB:.2f} GiB); " + cite(ver, "after_warmup")
-        )
+    available, measured, source = _budget(f, ver, vendor, notes)
     lay = layout(v["model"], kv, tp, block)
     cap = vllm_capacity(ver, lay, available, L, batched)
-    if measured is None:
-        return VllmRun(L, tp, block, batched, kv, available, lay, cap)
-    after = "the smaller of the log's Available KV cache memory and the budget its 'Memory after warmup' line leaves"
-    return VllmRun(L, tp, block, batched, kv, available, lay, cap, after)
+    return VllmRun(L, tp, block, batched, kv, available, lay, cap, source, measured)
 
 
 def _vllm_context_notes(f: dict, ver: dict, r: VllmRun) -> list[str]:
@@ -311,8 +339,9 @@ def _vllm_context_notes(f: dict, ver: dict, r: VllmRun) -> list[str]:
         notes.append(f"the log does not declare its KV-cache format: {r.kv.upper()} assumed (the input)")
     if r.tp > 1:
         notes.append(
-            "TP > 1: vLLM gives every rank the smallest rank's block count and logs one rank's budget, so the "
-            "log's tokens can fall below this rank's figure; " + cite(ver, "min_over_ranks")
+            "TP > 1: vLLM gives every rank the smallest rank's block count and logs one rank's budget (and, sized "
+            "after warmup, every rank's 'Memory after warmup' line: the first is read), so the log's tokens can fall "
+            "below this rank's figure; " + cite(ver, "min_over_ranks")
         )
     if len(r.lay.groups) > 1:
         notes.append(
@@ -356,11 +385,9 @@ def _vllm(v: dict, f: dict, ver: dict) -> dict:
         notes += _other_versions(ver, r.lay, r.available, r.L, r.batched, r.cap.tokens)
     if log_conc is not None:
         notes.append(_diff_note("Maximum concurrency", r.cap.concurrency, log_conc, "×", "printed to 2 decimals"))
-    measured = after_warmup_budget(f, ver, v["hardware"])
-    if "warm_blocks" in f and measured is not None:
+    if "warm_blocks" in f and r.measured is not None:  # the line prints the count at most the estimate's
         granule = "its figures printed to 0.01 GiB; the pages' rounding to the allocation granule is not modelled"
-        blocks = int(measured // r.lay.bytes_per_block)  # the count the line prints, before the estimate's cap
-        notes.append(_diff_note("KV cache blocks after warmup", blocks, f["warm_blocks"], "blocks", granule))
+        notes.append(_diff_note("KV cache blocks after warmup", r.cap.num_blocks, f["warm_blocks"], "blocks", granule))
     return {
         "log_kv_tokens": log_tokens,
         "core_kv_tokens": r.cap.tokens,

@@ -174,10 +174,12 @@ def test_gpt_oss_weights_as_vllm_holds_them_padded_by_chip_and_as_the_checkpoint
 
 
 def test_every_version_names_its_sources():
+    # cite() prints a source's first word as its file:line, so every source opens with one
     for v in versions().values():
         assert v["engine"] in ("vllm", "sglang")
-        for key in ("budget", "tokens"):
-            assert ":" in v["sources"][key].split(" ")[0], (v["id"], key)
+        assert {"budget", "tokens"} <= set(v["sources"])
+        for key, text in v["sources"].items():
+            assert ":" in text.split(" ")[0], (v["id"], key)
 
 
 def test_sglang_budget_from_avail_mem_lines():
@@ -332,9 +334,15 @@ def test_v034_sizes_its_cache_after_warmup_on_cuda_and_rocm_only():
     assert entered["available_bytes"] - h100["available_bytes"] == pytest.approx(0.6 * GIB)
     # ROCm's floor is 3 GiB, and its backend for a model without MLA keeps 16-token blocks
     mi300x = run("engine_capacity", {**base, "hardware": "mi300x"})
-    steps = {d["label"]: d for d in mi300x["derivation"]}
-    assert steps["What warmup leaves"]["terms"][5][0] == 3 * GIB
-    assert steps["Bytes per block"]["terms"][1][0] == 16
+    margin_rocm = mi300x["estimate_bytes"] - mi300x["available_bytes"]
+    margin_cuda = h100["estimate_bytes"] - h100["available_bytes"]  # both less the same in-use and peak terms
+    assert margin_rocm - margin_cuda == pytest.approx(2 * GIB, rel=1e-6)
+    per_token = mi300x["kv_bytes_per_token"]
+    assert mi300x["num_blocks"] == int(mi300x["available_bytes"] // (16 * per_token))
+    # models ROCM_ATTN does not serve (MLA, attention sinks) take 64 there too
+    for model in ("deepseek-v3", "gpt-oss-20b"):
+        other = run("engine_capacity", {**base, "model": model, "hardware": "mi300x", "tensor_parallel": 8})
+        assert other["num_blocks"] < other["available_bytes"] / (16 * other["kv_bytes_per_token"] * 1.01)
     # a utilization below 1 caps the budget at requested less what the engine holds and the peak
     capped = run("engine_capacity", {**base, "hardware": "h100-sxm", "gpu_memory_utilization": 0.9})
     assert capped["available_bytes"] == pytest.approx(
@@ -376,20 +384,46 @@ def test_a_v034_log_rederives_its_blocks_after_warmup():
     # a DEBUG line of the warmup's commits names blocks too: the parser keeps the INFO line's count
     debug = "DEBUG [extensible_kv_cache.py:218] Committed 12 of 8000 KV cache blocks (0.09 GiB physical).\n"
     assert parse(debug + V034_LOG)["warm_blocks"] == 7629
-    # the estimate binds where it is the smaller: the capacity lines follow it, the after-warmup count does not
-    capped = run(
-        "startup_log", {"log": V034_LOG.replace("memory: 61.96 GiB", "memory: 50.0 GiB"), "model": "llama-3.1-8b"}
-    )
+    # the estimate binds where it is the smaller, and the line's count is then the estimate's (blocks_within caps it)
+    capped_log = V034_LOG.replace("memory: 61.96 GiB", "memory: 50.0 GiB").replace("; 7629 KV", "; 6400 KV")
+    capped = run("startup_log", {"log": capped_log, "model": "llama-3.1-8b"})
     assert capped["kv_budget_bytes"] == 50 * GIB
-    assert any(n.startswith("KV cache blocks after warmup: log 7,629 blocks, core 7,629") for n in capped["notes"])
+    assert any(n.startswith("KV cache blocks after warmup: log 6,400 blocks, core 6,400") for n in capped["notes"])
+    # the requested cap binds where the log requested less: 70 − (78.6 − 62.56 − 0.02) − 1.7 = 52.28 GiB
+    small = run("startup_log", {"log": V034_LOG.replace("requested 79.18", "requested 70.0"), "model": "llama-3.1-8b"})
+    assert small["kv_budget_bytes"] / GIB == pytest.approx(52.28, abs=1e-9)
+    # a 'Memory after warmup' line missing a figure is refused with the figure named
+    with pytest.raises(InputError, match="torch reservation growth"):
+        run(
+            "startup_log",
+            {"log": V034_LOG.replace(", 0.9 GiB of torch reservation growth", ""), "model": "llama-3.1-8b"},
+        )
+    # no 'Available KV cache memory' line: the after-warmup budget alone, and no note quoting an estimate
+    alone_warm = V034_LOG.replace("Available KV cache memory: 61.96 GiB", "").replace(
+        "Current kv cache memory in use", ""
+    )
+    warm_only = run("startup_log", {"log": alone_warm, "model": "llama-3.1-8b"})
+    assert warm_only["kv_budget_bytes"] == r["kv_budget_bytes"]
+    assert not any("profiling estimate" in n for n in warm_only["notes"])
     # without the start-up free memory the requested cap is taken not to bind; here it did not
     alone = run("startup_log", {"log": V034_LOG.replace("Free memory on device", "Memory"), "model": "llama-3.1-8b"})
     assert alone["kv_budget_bytes"] == r["kv_budget_bytes"]
-    # on ROCm the margin's floor is 3 GiB: 62.58 − 3 − 1.7 = 57.88 GiB; a TPU chosen by mistake takes CUDA's
+    # on ROCm the margin's floor is 3 GiB: 62.58 − 3 − 1.7 = 57.88 GiB, whether the reader picks an AMD chip or the
+    # log names its platform; a TPU chosen by mistake takes CUDA's floor
     rocm = run("startup_log", {"log": V034_LOG, "model": "llama-3.1-8b", "hardware": "mi300x"})
     assert rocm["kv_budget_bytes"] / GIB == pytest.approx(57.88, abs=1e-9)
+    named = "INFO [__init__.py:287] Automatically detected platform rocm.\n" + V034_LOG
+    assert run("startup_log", {"log": named, "model": "llama-3.1-8b"})["kv_budget_bytes"] == rocm["kv_budget_bytes"]
     tpu = run("startup_log", {"log": V034_LOG, "model": "llama-3.1-8b", "hardware": "tpu-v6e"})
     assert tpu["kv_budget_bytes"] == r["kv_budget_bytes"]
+    # the block size vLLM chose, where it says so: ROCm's 16 for this model, four times the blocks of 64
+    rocm16 = (
+        named.replace("; 7629 KV", "; 29634 KV") + "INFO Setting kv cache block size to 16 for ROCM_ATTN backend(s).\n"
+    )
+    assert any(
+        n.startswith("KV cache blocks after warmup: log 29,634 blocks, core 29,634")
+        for n in run("startup_log", {"log": rocm16, "model": "llama-3.1-8b"})["notes"]
+    )
     # v0.33.0's rules for a log with no 'Available KV cache memory' line: refused with the line named
     no_estimate = V034_LOG.replace("Available KV cache memory: 61.96 GiB", "").replace("Current kv cache", "")
     with pytest.raises(InputError, match="Available KV cache memory"):

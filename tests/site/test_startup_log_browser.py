@@ -1,5 +1,5 @@
-"""Paste your startup log, in a real browser: two published logs re-derived as the CPython core does, and a
-damaged log refused with a message naming the missing lines (issue #14, acceptance 2)."""
+"""Paste your startup log, in a real browser: published logs re-derived as the CPython core does, a log in vLLM
+v0.34.0's formats, and a damaged log refused with a message naming the missing lines (issue #14, acceptance 2)."""
 from pathlib import Path
 
 import pytest
@@ -66,11 +66,11 @@ def test_a_truncated_log_gets_a_message_naming_what_is_missing(startup_page):
 def test_a_v034_log_sized_after_warmup_is_rederived_in_the_browser(startup_page):
     """vLLM v0.34.0's line formats (tests/fixtures/log_formats, figures chosen there: no published v0.34.0 log has
     been found): the page picks v0.34.0's rules and re-derives the block count after warmup."""
-    V034_LOG = (LOGS.parent / "log_formats" / "vllm-0.34.0-after-warmup.log").read_text()
+    v034_log = (LOGS.parent / "log_formats" / "vllm-0.34.0-after-warmup.log").read_text()
     page, log = startup_page
     _set(page, "model", "llama-3.1-8b")
-    _set(page, "log", V034_LOG)
-    wait_for_outputs(page, ROOT_ID, expected_outputs("startup_log", {"log": V034_LOG, "model": "llama-3.1-8b"}))
+    _set(page, "log", v034_log)
+    wait_for_outputs(page, ROOT_ID, expected_outputs("startup_log", {"log": v034_log, "model": "llama-3.1-8b"}))
     text = page.inner_text(f"#{ROOT_ID}")
     assert "v0.34.0's rules" in text and "KV cache blocks after warmup: log 7,629 blocks, core 7,629" in text
     assert log.errors == []
