@@ -311,9 +311,15 @@ def warmup_margin(ver: dict, vendor: str, transient_peak: float) -> float:
 
 
 def default_block_size(ver: dict, model: Model, vendor: str) -> int:
-    """The version's block size; vLLM v0.34.0 on ROCm keeps ROCM_ATTN's 16 for a model it serves (no MLA, no attention
-    sinks), where every other backend takes 64."""
-    rocm_attn = vendor.upper() == "AMD" and model.attention.kind != "mla" and not model.attention.sinks
+    """The version's block size; vLLM v0.34.0 on ROCm keeps ROCM_ATTN's 16 where that one backend serves every layer
+    (no MLA, no attention sinks, no chunked local attention, whose layers take a backend class of their own, so that
+    the default 64, which every class accepts, wins)."""
+    rocm_attn = (
+        vendor.upper() == "AMD"
+        and model.attention.kind != "mla"
+        and not model.attention.sinks
+        and "chunked" not in model.layer_kinds
+    )
     return ver["block_size_rocm_attn"] if rocm_attn and "block_size_rocm_attn" in ver else ver["block_size"]
 
 

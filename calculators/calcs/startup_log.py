@@ -212,8 +212,9 @@ SCHEMA = {
             "Used only for sliding-window layers' blocks per request.",
         ),
         accelerator_field(
-            help="Used where the log prints no memory figures, and for vLLM v0.34.0's margin after warmup (a 1 GiB "
-            "floor on NVIDIA, 3 GiB on AMD)."
+            help="Used where the log prints no memory figures, and by vLLM v0.34.0's rules: the margin after warmup "
+            "(a 1 GiB floor on NVIDIA, 3 GiB on AMD) and, where the log does not say, the block size (16 where ROCm's "
+            "ROCM_ATTN serves the model)."
         ),
     ],
     "outputs": [
@@ -301,7 +302,8 @@ def _budget(f: dict, ver: dict, vendor: str, notes: list) -> tuple[float, float 
     if measured is None:
         _need(f, ("available",), "the KV budget the capacity lines follow from")
         return f["available"] * GIB, None, "the log's Available KV cache memory"
-    floor = f"a {warmup_margin(ver, vendor, 0.0) / GIB:g} GiB floor on {vendor} GPUs"
+    on = vendor if vendor.upper() in ver["warmup_margin_floor_gib"] else "NVIDIA (CUDA's, taken for this chip)"
+    floor = f"a {warmup_margin(ver, vendor, 0.0) / GIB:g} GiB floor on {on} GPUs"
     if "available" not in f:
         notes.append(
             f"{ver['label']} sized the cache after warmup: its 'Memory after warmup' line leaves "
@@ -386,7 +388,10 @@ def _vllm(v: dict, f: dict, ver: dict) -> dict:
     if log_conc is not None:
         notes.append(_diff_note("Maximum concurrency", r.cap.concurrency, log_conc, "×", "printed to 2 decimals"))
     if "warm_blocks" in f and r.measured is not None:  # the line prints the count at most the estimate's
-        granule = "its figures printed to 0.01 GiB; the pages' rounding to the allocation granule is not modelled"
+        granule = (
+            f"its figures printed to 0.01 GiB, blocks of {r.block} tokens (the log's, else this version's "
+            "default); the pages' rounding to the allocation granule is not modelled"
+        )
         notes.append(_diff_note("KV cache blocks after warmup", r.cap.num_blocks, f["warm_blocks"], "blocks", granule))
     return {
         "log_kv_tokens": log_tokens,
