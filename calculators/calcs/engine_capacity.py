@@ -257,6 +257,13 @@ def _fitted(v: dict, key: str, rule: float) -> float:
     return v[key] * GIB if v.get(key, -1) >= 0 else rule
 
 
+def measured_kv_bytes(requested: float, in_use: float, free_at_start: float, margin: float, kept: float) -> float:
+    """What sizing after warmup gives the cache (v0.34.0's measure_kv_cache_bytes, extensible_kv_cache.py:592-618):
+    min(requested − memory in use but the cache, memory free at start − that − margin) − what it keeps free for
+    transients. The capacity mode passes its accounting's figures, the log reader the log's."""
+    return min(requested - in_use, free_at_start - in_use - margin) - kept
+
+
 def accounting(v: dict, ver: dict) -> Accounting:
     m, tp = v["model"], v["tensor_parallel"]
     total = v["device_memory_gib"] * GIB if v.get("device_memory_gib") else v["hardware"].memory_bytes
@@ -280,10 +287,10 @@ def accounting(v: dict, ver: dict) -> Accounting:
         return Accounting(**held, available=estimate, estimate=estimate)
     # the estimate has no graph term (measured after capture instead); what warmup leaves is the budget where smaller
     estimate = requested - weights - act - non_torch
-    at_start = _fitted(v, "in_use_at_start_gib", ver["in_use_at_start_gib"] * GIB)
-    in_use = weights + non_torch + graphs
+    entered = v.get("in_use_at_start_gib", -1) >= 0
+    at_start = v["in_use_at_start_gib"] * GIB if entered else ver["in_use_at_start_gib"] * GIB
     margin = warmup_margin(ver, v["hardware"].vendor, act)
-    measured = min(requested - in_use, total - at_start - in_use - margin) - act
+    measured = measured_kv_bytes(requested, weights + non_torch + graphs, total - at_start, margin, act)
     return Accounting(
         **held,
         available=min(estimate, measured),
@@ -292,7 +299,7 @@ def accounting(v: dict, ver: dict) -> Accounting:
         measured=measured,
         margin=margin,
         in_use_at_start=at_start,
-        at_start_entered=v.get("in_use_at_start_gib", -1) >= 0,
+        at_start_entered=entered,
     )
 
 

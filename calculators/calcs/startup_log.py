@@ -12,6 +12,7 @@ what they follow from, is refused with a message naming the missing lines.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from .engine_capacity import (
     sglang_capacity,
     sglang_cell_bytes,
     default_block_size,
+    measured_kv_bytes,
     version,
     versions,
     vllm_capacity,
@@ -290,10 +292,12 @@ def after_warmup_budget(f: dict, ver: dict, vendor: str) -> float | None:
     if missing:
         raise InputError("log", f"the 'Memory after warmup' line lacks its {', '.join(missing)} figure(s)")
     free, committed, peak = (f[k] * GIB for k in ("warm_free", "warm_committed", "warm_peak"))
-    headroom = free + committed - warmup_margin(ver, vendor, peak)
-    if "init_free" in f:  # the requested cap, where the log printed what was free at start
-        headroom = min(headroom, f["warm_requested"] * GIB - (f["init_free"] * GIB - free - committed))
-    return max(0.0, headroom - max(peak, f["warm_growth"] * GIB))
+    margin, kept = warmup_margin(ver, vendor, peak), max(peak, f["warm_growth"] * GIB)
+    if "init_free" not in f:  # no figure for what was free at start: the requested cap taken not to bind
+        return max(0.0, measured_kv_bytes(math.inf, 0.0, free + committed, margin, kept))
+    at_start = f["init_free"] * GIB
+    requested = f["warm_requested"] * GIB
+    return max(0.0, measured_kv_bytes(requested, at_start - free - committed, at_start, margin, kept))
 
 
 def _budget(f: dict, ver: dict, vendor: str, notes: list) -> tuple[float, float | None, str]:
