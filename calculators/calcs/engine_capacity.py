@@ -5,8 +5,9 @@ token. An engine does more, and differently by version; this mode follows it lin
 version's defaults and rules in data/engine_versions.toml (each with its file:line at the tag):
 
   vLLM   requested  = gpu_memory_utilization × total device memory (torch's total)
-         available  = requested − weights − activation peak − non-torch − CUDA graphs (v0.21+ only): the
-                      "Available KV cache memory" line, the budget itself up to v0.33
+         available  = requested − weights − activation peak − non-torch − CUDA graphs (from v0.20, on the
+                      platforms each release estimates them on): the "Available KV cache memory" line, the
+                      budget itself up to v0.33
          v0.34+     on CUDA and ROCm the cache is sized after warmup and graph capture (the extensible KV cache,
                     gpu_memory_utilization 1.0 by default): the estimate has no graph term, and the budget is the
                     smaller of it and min(requested − in use, total − in use at start − in use − margin) − peak,
@@ -15,22 +16,23 @@ version's defaults and rules in data/engine_versions.toml (each with its file:li
                       sliding-window models), padded; page = block_size × bytes per token per layer
          num_blocks = ⌊available ÷ (group_size × page)⌋
          concurrency = num_blocks ÷ Σ groups' blocks for one max_model_len request
-         "GPU KV cache size" = num_blocks ÷ groups × block_size (v0.19) or ⌊concurrency × max_model_len⌋
+         "GPU KV cache size" = num_blocks ÷ groups × block_size (to v0.20) or ⌊concurrency × max_model_len⌋
   SGLang budget = free memory after the weights − memory before loading × (1 − mem_fraction_static)
          max_total_num_tokens = ⌊budget ÷ cell_size⌋, floored to page_size; cell = KV bytes per token, all layers
 
 The activation peak, non-torch memory and CUDA-graph memory are not derivable from a config: they are
 fitted constants (said so beside each number), and a startup log's own figures replace them
 (calcs/startup_log.py). The weights are the checkpoint's, or as vLLM's MoE kernel holds them where it pads
-gpt-oss's MXFP4 experts (memory.expert_layout, loaded_weight_bytes: the kernel v0.33.0 picks by chip, which v0.19.0
-picks too, padded by each version's rule; v0.34.0's selection, not read, is taken as v0.33.0's). Hybrid models with
-linear-attention (Mamba, DeltaNet) layers are refused:
-their state pages follow rules this mode does not model.
+gpt-oss's MXFP4 experts (memory.expert_layout, loaded_weight_bytes: the kernel v0.33.0 picks by chip, which v0.19.0,
+v0.20.0 and v0.22.0 pick too, padded by each version's rule; v0.34.0's selection, not read, is taken as v0.33.0's).
+Hybrid models with linear-attention (Mamba, DeltaNet) layers are refused: their state pages follow rules this mode
+does not model.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from ..catalog import entries
@@ -65,6 +67,22 @@ def version(vid: str) -> dict:
         return versions()[vid]
     except KeyError:
         raise InputError("engine_version", f"unknown engine version {vid!r}; known: {', '.join(versions())}") from None
+
+
+def release(text: str) -> tuple[int, ...]:
+    """A release as numbers, (major, minor, patch): '0.15.2rc1.dev93+g11a4c9d30' is (0, 15, 2), '0' is (0,)."""
+    return tuple(int(x) for x in re.findall(r"\d+", text.split("+")[0])[:3])
+
+
+def vllm_versions() -> list[dict]:
+    """vLLM's entries, oldest rules first (by the release each holds from, `since`)."""
+    return sorted((v for v in versions().values() if v["engine"] == "vllm"), key=lambda v: release(v["since"]))
+
+
+def rules_for_release(text: str) -> dict:
+    """The vLLM entry a release follows: the latest `since` at or below it, else the oldest (the nearest)."""
+    held = [v for v in vllm_versions() if release(v["since"]) <= release(text)]
+    return held[-1] if held else vllm_versions()[0]
 
 
 def version_choices() -> list[tuple[str, str]]:
@@ -280,7 +298,7 @@ def accounting(v: dict, ver: dict) -> Accounting:
     requested = math.ceil((v["gpu_memory_utilization"] or default) * total)
     act = _fitted(v, "activation_gib", activation_bytes(ver, m, v["max_num_batched_tokens"]))
     non_torch = _fitted(v, "non_torch_gib", non_torch_bytes(ver, tp))
-    graphs = ver["cudagraph_gib"] * GIB if ver["cudagraph_in_budget"] else 0.0
+    graphs = ver["cudagraph_gib"] * GIB if graphs_in_budget(ver, v["hardware"].vendor) else 0.0
     held = {**base, "requested": requested, "activation": act, "non_torch": non_torch, "cudagraph": graphs}
     if not after_warmup:
         estimate = requested - weights - act - non_torch - graphs
@@ -301,6 +319,12 @@ def accounting(v: dict, ver: dict) -> Accounting:
         in_use_at_start=at_start,
         at_start_entered=entered,
     )
+
+
+def graphs_in_budget(ver: dict, vendor: str) -> bool:
+    """Whether this release takes its CUDA-graph estimate out of the budget on this vendor's GPUs (it estimates them
+    on the platforms cudagraph_vendors names only: v0.20.0 not on ROCm, v0.22.0 on CUDA alone, v0.26.0 on both)."""
+    return ver["cudagraph_in_budget"] and vendor.upper() in ver["cudagraph_vendors"]
 
 
 def sized_after_warmup(ver: dict, vendor: str) -> bool:
@@ -572,6 +596,18 @@ def _after_warmup_steps(ver: dict, acc: Accounting) -> list[dict]:
     ]
 
 
+def _graph_notes(ver: dict, hardware) -> list[str]:
+    """Why no CUDA-graph memory is in a vLLM budget: captured after sizing, or not estimated on this platform."""
+    if ver["engine"] != "vllm" or graphs_in_budget(ver, hardware.vendor):
+        return []
+    if not ver["cudagraph_in_budget"]:
+        return [f"{ver['label']} captures CUDA graphs after sizing the KV cache: they are not in this budget."]
+    return [
+        f"{ver['label']} estimates CUDA-graph memory on {' and '.join(ver['cudagraph_vendors'])} GPUs only: none is "
+        f"taken out of the budget on {hardware.name}."
+    ]
+
+
 def _notes(v: dict, ver: dict, acc: Accounting, d: dict, padded: bool) -> list[str]:
     notes = [
         "Activation peak, non-torch and CUDA-graph memory are fitted constants (engine_versions.toml), "
@@ -594,16 +630,15 @@ def _notes(v: dict, ver: dict, acc: Accounting, d: dict, padded: bool) -> list[s
             f"on {v['hardware'].name} it keeps the profiling estimate, at gpu_memory_utilization "
             f"{ver['gpu_memory_utilization']} when unset."
         )
-    if ver["engine"] == "vllm" and not ver["cudagraph_in_budget"]:
-        notes.append(f"{ver['label']} captures CUDA graphs after sizing the KV cache: they are not in this budget.")
+    notes += _graph_notes(ver, v["hardware"])
     if d["padding"]:
         notes.append(f"{d['groups']} KV-cache groups with {d['padding']} padding layers (hybrid attention).")
     if padded:
         notes.append(
             "The weights as loaded are more than the checkpoint's: vLLM pads every routed expert of an MXFP4 "
-            "checkpoint to the tiles of the MoE kernel it picks on the chip, the kernel v0.33.0 and v0.19.0 pick, "
-            "padded by each version's rule (weight_layouts.toml; older releases differ, and v0.34.0's selection, not "
-            "read here, is taken as v0.33.0's); on Hopper, where v0.33.0 and v0.19.0 run Triton's kernel, Marlin's "
+            "checkpoint to the tiles of the MoE kernel it picks on the chip, the kernel v0.33.0 and v0.19.0 to v0.22.0 "
+            "pick, padded by each version's rule (weight_layouts.toml; older releases differ, and v0.34.0's selection, "
+            "not read here, is taken as v0.33.0's); on Hopper, where those releases run Triton's kernel, Marlin's "
             "padding is kept. A log's 'Model loading took' line gives your engine's own figure: enter it as the "
             "weights as loaded."
         )

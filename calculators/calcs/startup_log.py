@@ -27,12 +27,15 @@ from .engine_capacity import (
     sglang_cell_bytes,
     default_block_size,
     measured_kv_bytes,
+    release,
+    rules_for_release,
     version,
     versions,
     vllm_capacity,
     warmup_margin,
     vllm_max_len_estimate,
     vllm_request_bytes,
+    vllm_versions,
 )
 
 MAX_CHARS = 200_000
@@ -166,16 +169,29 @@ def version_for(found: dict, chosen: str) -> tuple[dict, str]:
         return ver, f"{ver['label']} (chosen)"
     if found["engine"] == "sglang":
         return version("sglang-0.5.23"), "SGLang v0.5.23's rules (the SGLang release modelled)"
-    v = found.get("version")
-    if v is None and "blocks" in found and "tokens" not in found:
-        return version("vllm-0.19.0"), "vLLM v0.19.0's rules (a V0 log: blocks × block size, the nearest modelled)"
-    if v is None and "warm_blocks" in found:
-        return version("vllm-0.34.0"), "vLLM v0.34.0's rules (the log sizes its KV cache after warmup)"
-    if v is None:
-        return version("vllm-0.33.0"), "vLLM v0.33.0's rules (the log names no version)"
-    minor = tuple(int(x) for x in v.split(".")[:2])
-    vid = "vllm-0.34.0" if minor >= (0, 34) else "vllm-0.33.0" if minor >= (0, 20) else "vllm-0.19.0"
-    return version(vid), f"{version(vid)['label']}'s rules for the log's v{v}"
+    v, vllm = found.get("version"), vllm_versions()
+    if v is not None:
+        ver = rules_for_release(v)
+        return ver, f"{ver['label']}'s rules for the log's v{v}" + _held(ver, v)
+    if "blocks" in found and "tokens" not in found:
+        return vllm[0], f"{vllm[0]['label']}'s rules (a V0 log: blocks × block size, the nearest modelled)"
+    warm = [ver for ver in vllm if ver.get("kv_sizing") == "after_warmup"]
+    if "warm_blocks" in found:
+        return warm[-1], f"{warm[-1]['label']}'s rules (the log sizes its KV cache after warmup)"
+    ver = [ver for ver in vllm if ver not in warm][-1]
+    return ver, f"{ver['label']}'s rules (the log names no version: the newest modelled that sizes before warmup)"
+
+
+def _held(ver: dict, v: str) -> str:
+    """Why an entry's rules stand for a release other than its own."""
+    own, log = release(ver["id"]), release(v)
+    if log == own:
+        return ""
+    if log > own:
+        return " (the nearest release modelled at or below it)"
+    if release(ver["since"]) <= log:
+        return f" (they hold from v{ver['since']})"
+    return " (the oldest modelled, the nearest)"
 
 
 SCHEMA = {

@@ -15,7 +15,7 @@ import pytest
 
 from calculators import run
 from calculators.calcs.engine_capacity import GIB, layout, version, versions, vllm_capacity
-from calculators.calcs.startup_log import parse
+from calculators.calcs.startup_log import parse, version_for
 from calculators.errors import InputError
 
 HERE = Path(__file__).parent.parent / "fixtures" / "startup_logs"
@@ -123,12 +123,62 @@ def test_version_switch_changes_the_tokens_line_for_hybrid_models():
     assert any("v0.19.0's rules" in n for n in new["notes"])
 
 
-def test_cudagraph_in_budget_only_from_v021():
+def test_cudagraph_in_budget_from_v020_on_the_platforms_each_release_estimates_them():
     assert version("vllm-0.33.0")["cudagraph_in_budget"] and not version("vllm-0.19.0")["cudagraph_in_budget"]
     new = run("engine_capacity", {"engine_version": "vllm-0.33.0", "gpu_memory_utilization": 0.9})
     old = run("engine_capacity", {"engine_version": "vllm-0.19.0", "gpu_memory_utilization": 0.9})
     assert old["available_bytes"] - new["available_bytes"] == pytest.approx(new["cudagraph_bytes"])
     assert old["cudagraph_bytes"] == 0
+    # v0.20.0 (gpu_worker.py:377-385) estimates them unless on ROCm, v0.22.0 (:403-411) on CUDA alone, v0.26.0 and
+    # v0.33.0 on both (CUDA-alike); the catalogue's other chips run their platform plugin's worker
+    graphs = {
+        (vid, chip): run("engine_capacity", {"engine_version": vid, "hardware": chip})
+        for vid in ("vllm-0.20.0", "vllm-0.22.0", "vllm-0.33.0")
+        for chip in ("h100-sxm", "mi300x", "tpu-v6e")
+    }
+    taken = {key for key, r in graphs.items() if r["cudagraph_bytes"] > 0}
+    assert taken == {("vllm-0.20.0", "h100-sxm"), ("vllm-0.22.0", "h100-sxm"), ("vllm-0.33.0", "h100-sxm"),
+                     ("vllm-0.33.0", "mi300x")}  # fmt: skip
+    assert any("on NVIDIA GPUs only" in n for n in graphs["vllm-0.22.0", "mi300x"]["notes"])
+    assert any("none is taken out" in n for n in graphs["vllm-0.33.0", "tpu-v6e"]["notes"])
+
+
+def test_a_logs_release_takes_the_entry_whose_rules_it_follows():
+    # engine_versions.toml `since`: v0.20.0 raised the utilisation to 0.92 and took CUDA graphs into the budget,
+    # v0.22.0 printed ⌊C × max_model_len⌋ (v0.21.0 is not on PyPI), v0.26.0 counted two batches in flight
+    expected = {
+        "0.15.0rc1": "vllm-0.19.0",
+        "0.19.1": "vllm-0.19.0",
+        "0.20.2": "vllm-0.20.0",
+        "0.22.0": "vllm-0.22.0",
+        "0.25.1": "vllm-0.22.0",
+        "0.26.0": "vllm-0.33.0",
+        "0.33.0": "vllm-0.33.0",
+        "0.34.0": "vllm-0.34.0",
+        "0.35.1": "vllm-0.34.0",
+    }
+    for release, vid in expected.items():
+        ver, why = version_for({"engine": "vllm", "version": release}, "auto")
+        assert ver["id"] == vid, release
+        assert f"the log's v{release}" in why
+    assert "they hold from v0.26.0" in version_for({"engine": "vllm", "version": "0.28.1"}, "auto")[1]
+    assert "oldest modelled" in version_for({"engine": "vllm", "version": "0.15.0rc1"}, "auto")[1]
+    assert version_for({"engine": "vllm"}, "auto")[0]["id"] == "vllm-0.33.0"  # no version: sizes before warmup
+
+
+def test_the_releases_between_v020_and_v033_print_three_tokens_lines_for_one_hybrid_log():
+    # gpt-oss-120b's 18 sliding layers (window 128): v0.20.0 prints blocks ÷ groups × block size, as v0.19.0 does;
+    # v0.22.0 ⌊C × max_model_len⌋ with one batch of 8,192 tokens in flight a request; v0.26.0 on with two
+    fx = next(f for f in FIXTURES if f["name"] == "vllm-gpt-oss-120b-tp1")
+    tokens = {
+        vid: run("startup_log", {**_inputs(fx), "engine_version": vid})["core_kv_tokens"]
+        for vid in ("vllm-0.19.0", "vllm-0.20.0", "vllm-0.22.0", "vllm-0.33.0")
+    }
+    assert tokens["vllm-0.20.0"] == tokens["vllm-0.19.0"]
+    assert tokens["vllm-0.22.0"] > tokens["vllm-0.33.0"] > 1.5 * tokens["vllm-0.20.0"]
+    # a dense model has one group and no window: the three rules print the same line
+    dense = {vid: run("engine_capacity", {"engine_version": vid}) for vid in ("vllm-0.20.0", "vllm-0.22.0")}
+    assert dense["vllm-0.20.0"]["kv_tokens"] == pytest.approx(dense["vllm-0.22.0"]["kv_tokens"], abs=16)
 
 
 def test_gpt_oss_weights_as_vllm_holds_them_padded_by_chip_and_as_the_checkpoint_elsewhere():

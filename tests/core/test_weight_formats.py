@@ -109,6 +109,8 @@ def test_the_engine_faithful_mode_pads_by_its_versions_rule():
     )
     for chip in ("h100-sxm", "a100-80gb", "mi300x"):
         assert weights("vllm-0.19.0", chip) == weights("vllm-0.33.0", chip)
+    # v0.20.0 and v0.22.0 still pad to 256 on B200 (oracle/mxfp4.py:519-521 and :671-673), as v0.19.0 does
+    assert weights("vllm-0.20.0") == weights("vllm-0.22.0") == weights("vllm-0.19.0")
     # the memory calculator names no version: v0.33.0's rule
     memory = run("memory", dict(model="gpt-oss-120b", hardware="b200", tensor_parallel=1, **NATIVE))
     assert memory["weight_bytes_per_gpu"] / 2**30 == pytest.approx(weights("vllm-0.33.0"), rel=1e-12)
