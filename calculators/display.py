@@ -188,6 +188,17 @@ SINGULAR = {
     "turns": "turn",
     "tenants": "tenant",
     "states": "state",
+    "groups": "group",
+    "chunks": "chunk",
+    "kernels": "kernel",
+    "prompts": "prompt",
+    "sessions": "session",
+    "passes": "pass",
+    "classes": "class",
+    "characters": "character",
+    "sizes": "size",
+    "rows": "row",
+    "params": "param",
 }
 
 

@@ -140,6 +140,20 @@ def test_a_count_of_one_reads_in_the_singular():
     from calculators.api import run
 
     assert "(1 token per step;" in next(iter(run("allreduce", {})["series"].values()))["title"]
+    assert by_output_format(1, "integer", "groups") == "1 group"  # a dense model's one KV-cache group
+
+
+def test_every_counted_unit_of_an_output_has_its_singular():
+    from calculators.api import calculator_names, schema
+    from calculators.display import SINGULAR
+
+    plural = {
+        out["unit"]
+        for name in calculator_names()
+        for out in schema(name)["outputs"]
+        if out["format"] in ("integer", "number") and out["unit"].isalpha() and out["unit"].endswith("s")
+    }
+    assert plural - set(SINGULAR) == set()
 
 
 # ---- row 17: rates in GB/s, as the derivations print them -------------------------------------
