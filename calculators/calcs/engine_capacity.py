@@ -16,7 +16,7 @@ version's defaults and rules in data/engine_versions.toml (each with its file:li
                       sliding-window models), padded; page = block_size × bytes per token per layer
          num_blocks = ⌊available ÷ (group_size × page)⌋
          concurrency = num_blocks ÷ Σ groups' blocks for one max_model_len request
-         "GPU KV cache size" = num_blocks ÷ groups × block_size (to v0.20) or ⌊concurrency × max_model_len⌋
+         "GPU KV cache size" = num_blocks ÷ groups × block_size (to v0.20.0) or ⌊concurrency × max_model_len⌋
   SGLang budget = free memory after the weights − memory before loading × (1 − mem_fraction_static)
          max_total_num_tokens = ⌊budget ÷ cell_size⌋, floored to page_size; cell = KV bytes per token, all layers
 
@@ -323,7 +323,8 @@ def accounting(v: dict, ver: dict) -> Accounting:
 
 def graphs_in_budget(ver: dict, vendor: str) -> bool:
     """Whether this release takes its CUDA-graph estimate out of the budget on this vendor's GPUs (it estimates them
-    on the platforms cudagraph_vendors names only: v0.20.0 not on ROCm, v0.22.0 on CUDA alone, v0.26.0 on both)."""
+    on the platforms cudagraph_vendors names only: v0.20.x not on ROCm, v0.21.0 to v0.25 on CUDA alone, v0.26.0 on
+    both)."""
     return ver["cudagraph_in_budget"] and vendor.upper() in ver["cudagraph_vendors"]
 
 
@@ -597,9 +598,12 @@ def _after_warmup_steps(ver: dict, acc: Accounting) -> list[dict]:
 
 
 def _graph_notes(ver: dict, hardware) -> list[str]:
-    """Why no CUDA-graph memory is in a vLLM budget: captured after sizing, or not estimated on this platform."""
-    if ver["engine"] != "vllm" or graphs_in_budget(ver, hardware.vendor):
+    """Why no CUDA-graph memory is in a vLLM budget (captured after sizing, or not estimated on this platform), or
+    where the release estimates none for models the core does not tell apart (cudagraph_caveat)."""
+    if ver["engine"] != "vllm":
         return []
+    if graphs_in_budget(ver, hardware.vendor):
+        return [ver["cudagraph_caveat"]] if "cudagraph_caveat" in ver else []
     if not ver["cudagraph_in_budget"]:
         return [f"{ver['label']} captures CUDA graphs after sizing the KV cache: they are not in this budget."]
     return [
