@@ -342,6 +342,20 @@ def warmup_margin(ver: dict, vendor: str, transient_peak: float) -> float:
     return max(floor * GIB, ver["warmup_margin_fraction"] * transient_peak)
 
 
+def default_batched_tokens(ver: dict, hardware) -> int:
+    """`vllm serve`'s max_num_batched_tokens where the reader sets none (engine/arg_utils.py get_batch_defaults): by
+    chip where the release names it (TPUs), else by device memory, on the last tier for the names it holds there
+    (A100); SGLang has no such figure here (its budget does not use it): 0."""
+    if ver["engine"] != "vllm":
+        return 0
+    if hardware.id in ver["batched_tokens_by_chip"]:
+        return ver["batched_tokens_by_chip"][hardware.id]
+    tiers = ver["batched_tokens_by_memory"]
+    if any(name in hardware.name.lower() for name in ver["batched_tokens_small_names"]):
+        return tiers[-1][1]
+    return next(tokens for floor_gib, tokens in tiers if hardware.memory_bytes >= floor_gib * GIB)
+
+
 def default_block_size(ver: dict, model: Model, vendor: str) -> int:
     """The version's block size; vLLM v0.34.0 on ROCm keeps ROCM_ATTN's 16 where that one backend serves every layer
     (no MLA, no attention sinks, no chunked local attention, whose layers take a backend class of their own, so that
@@ -380,7 +394,17 @@ SCHEMA = {
         dtype_field("kv_dtype", "KV-cache format", "bf16"),
         integer("tensor_parallel", "Tensor-parallel GPUs", 1, 1, 64, "GPUs"),
         integer("max_model_len", "max_model_len (SGLang context_len)", 32768, 16, 10_000_000, "tokens"),
-        integer("max_num_batched_tokens", "max_num_batched_tokens", 8192, 16, 1_000_000, "tokens"),
+        integer(
+            "max_num_batched_tokens",
+            "max_num_batched_tokens (0 = the version's default for the chip)",
+            0,
+            0,
+            1_000_000,
+            "tokens",
+            "vllm serve's default by device memory: 2,048 tokens below 70 GiB and on A100s, 8,192 from 70 GiB, from "
+            "v0.28 16,384 from 160 GiB (B200, MI300X); TPUs by chip. It sizes the fitted activation peak and the "
+            "tokens in flight a sliding-window request holds.",
+        ),
         integer(
             "block_size",
             "Block size (SGLang page_size; 0 = the version's default)",
@@ -388,8 +412,8 @@ SCHEMA = {
             0,
             1024,
             "tokens",
-            "vLLM v0.34.0 defaults to 64 tokens (16 on ROCm where its ROCM_ATTN backend serves the model), v0.33.0 and "
-            "v0.19.0 to 16 on CUDA attention backends; SGLang to 1.",
+            "vLLM v0.34.0 defaults to 64 tokens (16 on ROCm where its ROCM_ATTN backend serves the model), v0.19.0 to "
+            "v0.33.0 to 16 on CUDA attention backends; SGLang to 1.",
         ),
         number(
             "gpu_memory_utilization",
@@ -653,7 +677,11 @@ def _notes(v: dict, ver: dict, acc: Accounting, d: dict, padded: bool) -> list[s
 
 def compute(v: dict) -> dict:
     ver = version(v["engine_version"])
-    v = {**v, "block_size": v["block_size"] or default_block_size(ver, v["model"], v["hardware"].vendor)}
+    v = {
+        **v,
+        "block_size": v["block_size"] or default_block_size(ver, v["model"], v["hardware"].vendor),
+        "max_num_batched_tokens": v["max_num_batched_tokens"] or default_batched_tokens(ver, v["hardware"]),
+    }
     acc = accounting(v, ver)
     d = derive(v, ver, acc)
     cap = d["capacity"]

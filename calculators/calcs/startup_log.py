@@ -25,6 +25,7 @@ from .engine_capacity import (
     layout,
     sglang_capacity,
     sglang_cell_bytes,
+    default_batched_tokens,
     default_block_size,
     measured_kv_bytes,
     release,
@@ -222,12 +223,13 @@ SCHEMA = {
         integer("tensor_parallel", "TP if the log does not say", 1, 1, 64, "GPUs"),
         integer(
             "max_num_batched_tokens",
-            "max_num_batched_tokens if the log does not say",
-            8192,
-            16,
+            "max_num_batched_tokens if the log does not say (0 = the version's default for the chip)",
+            0,
+            0,
             1_000_000,
             "tokens",
-            "Used only for sliding-window layers' blocks per request.",
+            "Used only for sliding-window layers' blocks per request. vllm serve's default depends on the device "
+            "memory (2,048 tokens below 70 GiB and on A100s, 8,192 from 70 GiB, 16,384 from 160 GiB from v0.28).",
         ),
         accelerator_field(
             help="Used where the log prints no memory figures, and by vLLM v0.34.0's rules: the margin after warmup "
@@ -345,7 +347,7 @@ def _vllm_run(v: dict, f: dict, ver: dict, notes: list) -> VllmRun:
     tp = int(f.get("tp", v["tensor_parallel"]))
     vendor = log_vendor(f, v["hardware"])
     block = int(f.get("block_size", default_block_size(ver, v["model"], vendor)))
-    batched = int(f.get("batched", v["max_num_batched_tokens"]))
+    batched = int(f.get("batched", v["max_num_batched_tokens"] or default_batched_tokens(ver, v["hardware"])))
     kv = KV_DTYPES.get(str(f.get("kv_dtype", "auto")).lower(), v["kv_dtype"])
     available, measured, source = _budget(f, ver, vendor, notes)
     lay = layout(v["model"], kv, tp, block)
@@ -369,6 +371,11 @@ def _vllm_context_notes(f: dict, ver: dict, r: VllmRun) -> list[str]:
         notes.append(
             f"hybrid attention: {len(r.lay.groups)} KV-cache groups of {r.lay.group_size} layers "
             f"({r.lay.padding_layers} padding layers); one block holds a page of every group's layer"
+        )
+    if "batched" not in f and any(g.cap_tokens for g in r.lay.groups):
+        notes.append(
+            f"the log does not print max_num_batched_tokens: {r.batched:,} tokens taken (the input, or vllm serve's "
+            "default for the accelerator chosen), which sets the tokens a sliding-window request holds in flight"
         )
     return notes
 

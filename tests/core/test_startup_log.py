@@ -487,3 +487,35 @@ def test_a_v034_log_rederives_its_blocks_after_warmup():
     cut = V034_LOG.split("GPU KV cache size")[0].rsplit("\n", 1)[0]
     with pytest.raises(InputError, match="GPU KV cache size"):
         run("startup_log", {"log": cut, "model": "llama-3.1-8b"})
+
+
+def test_max_num_batched_tokens_defaults_as_vllm_serve_sets_it_by_chip():
+    # engine/arg_utils.py get_batch_defaults (API server): 2,048 below 70 GiB and on A100s, 8,192 from 70 GiB, and from
+    # v0.28 16,384 from 160 GiB; TPU v6e 1,024 by name. v0.33.0 :2973-3001, v0.22.0 :2311-2329
+    from calculators.calcs.engine_capacity import default_batched_tokens
+    from calculators.resolve import resolve_accelerator
+
+    expected = {
+        ("vllm-0.33.0", "h100-sxm"): 8192,
+        ("vllm-0.33.0", "h200"): 8192,
+        ("vllm-0.33.0", "a100-80gb"): 2048,
+        ("vllm-0.33.0", "rtx-4090"): 2048,
+        ("vllm-0.33.0", "b200"): 16384,
+        ("vllm-0.34.0", "mi300x"): 16384,
+        ("vllm-0.22.0", "b200"): 8192,
+        ("vllm-0.33.0", "tpu-v6e"): 1024,
+    }
+    for (vid, chip), tokens in expected.items():
+        assert default_batched_tokens(version(vid), resolve_accelerator(chip)) == tokens, (vid, chip)
+    # 0 is that default: on a B200 gpt-oss's sliding-window requests hold two batches of 16,384 tokens in flight,
+    # and the fitted activation peak is twice the 8,192-token one
+    base = {
+        "engine_version": "vllm-0.33.0",
+        "model": "gpt-oss-120b",
+        "hardware": "b200",
+        "expert_weight_dtype": "mxfp4",
+    }
+    default, wide, narrow = (run("engine_capacity", {**base, "max_num_batched_tokens": n}) for n in (0, 16384, 8192))
+    assert default == wide
+    assert default["activation_bytes"] == pytest.approx(2 * narrow["activation_bytes"])
+    assert default["max_concurrency"] < narrow["max_concurrency"]
