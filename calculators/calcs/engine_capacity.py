@@ -31,6 +31,7 @@ does not model.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ from ..schema import (
     output,
     step,
 )
+from .engine_defaults import LARGEST_TIER_FROM, vllm_max_num_batched_tokens
 from .kv_cache import kv_bytes_per_token_per_layer, kv_fraction_per_gpu, layer_groups
 from .memory import checkpoint_weight_bytes, expert_layout, footprint, loaded_weight_bytes
 
@@ -342,18 +344,14 @@ def warmup_margin(ver: dict, vendor: str, transient_peak: float) -> float:
     return max(floor * GIB, ver["warmup_margin_fraction"] * transient_peak)
 
 
-def default_batched_tokens(ver: dict, hardware) -> int:
-    """`vllm serve`'s max_num_batched_tokens where the reader sets none (engine/arg_utils.py get_batch_defaults): by
-    chip where the release names it (TPUs), else by device memory, on the last tier for the names it holds there
-    (A100); SGLang has no such figure here (its budget does not use it): 0."""
+def default_batched_tokens(ver: dict, hardware, of_release: str | None = None) -> int:
+    """`vllm serve`'s max_num_batched_tokens where the reader sets none: engine_defaults' tiers by device memory, the
+    160 GiB one from v0.28.0 (by the log's release where known, else the entry's own); SGLang's budget does not use
+    it here: 0."""
     if ver["engine"] != "vllm":
         return 0
-    if hardware.id in ver["batched_tokens_by_chip"]:
-        return ver["batched_tokens_by_chip"][hardware.id]
-    tiers = ver["batched_tokens_by_memory"]
-    if any(name in hardware.name.lower() for name in ver["batched_tokens_small_names"]):
-        return tiers[-1][1]
-    return next(tokens for floor_gib, tokens in tiers if hardware.memory_bytes >= floor_gib * GIB)
+    largest_tier = release(of_release or ver["id"]) >= LARGEST_TIER_FROM
+    return vllm_max_num_batched_tokens(hardware, largest_tier)
 
 
 def default_block_size(ver: dict, model: Model, vendor: str) -> int:
@@ -402,8 +400,8 @@ SCHEMA = {
             1_000_000,
             "tokens",
             "vllm serve's default by device memory: 2,048 tokens below 70 GiB and on A100s, 8,192 from 70 GiB, from "
-            "v0.28 16,384 from 160 GiB (B200, MI300X); TPUs by chip. It sizes the fitted activation peak and the "
-            "tokens in flight a sliding-window request holds.",
+            "v0.28 16,384 from 160 GiB (B200, MI300X; TPU and other platforms' own rules are not modelled). It sizes "
+            "the fitted activation peak and the tokens in flight a sliding-window request holds.",
         ),
         integer(
             "block_size",
@@ -675,12 +673,30 @@ def _notes(v: dict, ver: dict, acc: Accounting, d: dict, padded: bool) -> list[s
     return notes
 
 
+def _as_seen(v: dict):
+    """The accelerator with the device memory the reader entered, as vLLM's batch defaults read it."""
+    gib = v.get("device_memory_gib")
+    return dataclasses.replace(v["hardware"], memory_bytes=gib * GIB) if gib else v["hardware"]
+
+
+def _batched_note(v: dict, ver: dict) -> list[str]:
+    """Which max_num_batched_tokens the version's default gave, where the reader left it at 0 (vLLM only)."""
+    if v["max_num_batched_tokens"] or ver["engine"] != "vllm":
+        return []
+    tokens = default_batched_tokens(ver, _as_seen(v))
+    return [
+        f"max_num_batched_tokens: {tokens:,} tokens, {ver['label']}'s vllm serve default for {v['hardware'].name} "
+        "(engine/arg_utils.py get_batch_defaults, by device memory)."
+    ]
+
+
 def compute(v: dict) -> dict:
     ver = version(v["engine_version"])
+    batched_note = _batched_note(v, ver)
     v = {
         **v,
         "block_size": v["block_size"] or default_block_size(ver, v["model"], v["hardware"].vendor),
-        "max_num_batched_tokens": v["max_num_batched_tokens"] or default_batched_tokens(ver, v["hardware"]),
+        "max_num_batched_tokens": v["max_num_batched_tokens"] or default_batched_tokens(ver, _as_seen(v)),
     }
     acc = accounting(v, ver)
     d = derive(v, ver, acc)
@@ -700,6 +716,6 @@ def compute(v: dict) -> dict:
         "num_blocks": cap.num_blocks,
         "kv_tokens": cap.tokens,
         "max_concurrency": cap.concurrency,
-        "notes": _notes(v, ver, acc, d, bool(weight_steps)),
+        "notes": _notes(v, ver, acc, d, bool(weight_steps)) + batched_note,
         "derivation": weight_steps + _accounting_steps(ver, acc) + d["steps"],
     }

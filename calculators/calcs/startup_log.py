@@ -228,8 +228,9 @@ SCHEMA = {
             0,
             1_000_000,
             "tokens",
-            "Used only for sliding-window layers' blocks per request. vllm serve's default depends on the device "
-            "memory (2,048 tokens below 70 GiB and on A100s, 8,192 from 70 GiB, 16,384 from 160 GiB from v0.28).",
+            "Used only for sliding-window layers' blocks per request. vllm serve's default depends on the "
+            "accelerator chosen below (2,048 tokens below 70 GiB and on A100s, 8,192 from 70 GiB, 16,384 from 160 "
+            "GiB from v0.28).",
         ),
         accelerator_field(
             help="Used where the log prints no memory figures, and by vLLM v0.34.0's rules: the margin after warmup "
@@ -347,7 +348,9 @@ def _vllm_run(v: dict, f: dict, ver: dict, notes: list) -> VllmRun:
     tp = int(f.get("tp", v["tensor_parallel"]))
     vendor = log_vendor(f, v["hardware"])
     block = int(f.get("block_size", default_block_size(ver, v["model"], vendor)))
-    batched = int(f.get("batched", v["max_num_batched_tokens"] or default_batched_tokens(ver, v["hardware"])))
+    batched = int(
+        f.get("batched", v["max_num_batched_tokens"] or default_batched_tokens(ver, v["hardware"], f.get("version")))
+    )
     kv = KV_DTYPES.get(str(f.get("kv_dtype", "auto")).lower(), v["kv_dtype"])
     available, measured, source = _budget(f, ver, vendor, notes)
     lay = layout(v["model"], kv, tp, block)

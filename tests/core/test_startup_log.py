@@ -491,7 +491,7 @@ def test_a_v034_log_rederives_its_blocks_after_warmup():
 
 def test_max_num_batched_tokens_defaults_as_vllm_serve_sets_it_by_chip():
     # engine/arg_utils.py get_batch_defaults (API server): 2,048 below 70 GiB and on A100s, 8,192 from 70 GiB, and from
-    # v0.28 16,384 from 160 GiB; TPU v6e 1,024 by name. v0.33.0 :2973-3001, v0.22.0 :2311-2329
+    # v0.28 16,384 from 160 GiB (engine_defaults, one rule for every calculator). v0.33.0 :2973-3001, v0.22.0 :2311-2329
     from calculators.calcs.engine_capacity import default_batched_tokens
     from calculators.resolve import resolve_accelerator
 
@@ -503,10 +503,13 @@ def test_max_num_batched_tokens_defaults_as_vllm_serve_sets_it_by_chip():
         ("vllm-0.33.0", "b200"): 16384,
         ("vllm-0.34.0", "mi300x"): 16384,
         ("vllm-0.22.0", "b200"): 8192,
-        ("vllm-0.33.0", "tpu-v6e"): 1024,
     }
     for (vid, chip), tokens in expected.items():
         assert default_batched_tokens(version(vid), resolve_accelerator(chip)) == tokens, (vid, chip)
+    # the 160 GiB tier arrived in v0.28.0: a v0.27.0 log, which takes v0.33.0's entry, keeps 8,192 on a B200
+    b200 = resolve_accelerator("b200")
+    assert default_batched_tokens(version("vllm-0.33.0"), b200, "0.27.0") == 8192
+    assert default_batched_tokens(version("vllm-0.33.0"), b200, "0.28.0") == 16384
     # 0 is that default: on a B200 gpt-oss's sliding-window requests hold two batches of 16,384 tokens in flight,
     # and the fitted activation peak is twice the 8,192-token one
     base = {
@@ -516,6 +519,7 @@ def test_max_num_batched_tokens_defaults_as_vllm_serve_sets_it_by_chip():
         "expert_weight_dtype": "mxfp4",
     }
     default, wide, narrow = (run("engine_capacity", {**base, "max_num_batched_tokens": n}) for n in (0, 16384, 8192))
-    assert default == wide
+    assert default["kv_tokens"] == wide["kv_tokens"] and default["activation_bytes"] == wide["activation_bytes"]
+    assert any("16,384 tokens" in n for n in default["notes"]) and not any("16,384" in n for n in wide["notes"])
     assert default["activation_bytes"] == pytest.approx(2 * narrow["activation_bytes"])
     assert default["max_concurrency"] < narrow["max_concurrency"]
