@@ -12,6 +12,7 @@ what they follow from, is refused with a message naming the missing lines.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -110,6 +111,7 @@ PATTERNS = [
     ("warm_blocks", "vllm", r"; (\d+) KV cache blocks \("),  # not the DEBUG "Committed N of M KV cache blocks ("
     ("warm_requested", "vllm", r"fit within the requested " + N + r" GiB"),
     ("init_free", "vllm", r"Free memory on device \(" + N + r"/"),
+    ("init_total", "vllm", r"Free memory on device \([\d.,]+/" + N + r" GiB\)"),
     ("blocks", "vllm", r"(?:GPU|cuda) blocks: (\d+)"),
     ("concurrency", "vllm", r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x"),
     ("pool_tokens", "sglang", r"KV Cache is allocated\.[^#]*#tokens: (\d+)"),
@@ -228,9 +230,9 @@ SCHEMA = {
             0,
             1_000_000,
             "tokens",
-            "Used only for sliding-window layers' blocks per request. vllm serve's default depends on the "
-            "accelerator chosen below (2,048 tokens below 70 GiB and on A100s, 8,192 from 70 GiB, 16,384 from 160 "
-            "GiB from v0.28).",
+            "Used only for sliding-window layers' blocks per request. vllm serve's default depends on the device "
+            "memory, the log's where it prints it, else the accelerator's below (2,048 tokens below 70 GiB and on "
+            "A100s, 8,192 from 70 GiB, 16,384 from 160 GiB from v0.28).",
         ),
         accelerator_field(
             help="Used where the log prints no memory figures, and by vLLM v0.34.0's rules: the margin after warmup "
@@ -343,13 +345,19 @@ def _budget(f: dict, ver: dict, vendor: str, notes: list) -> tuple[float, float 
     return min(estimate, measured), measured, after
 
 
+def _device(v: dict, f: dict):
+    """The accelerator with the total memory the log prints where it prints one (its batch defaults go by it)."""
+    total = f.get("init_total", f.get("total"))
+    return dataclasses.replace(v["hardware"], memory_bytes=total * GIB) if total else v["hardware"]
+
+
 def _vllm_run(v: dict, f: dict, ver: dict, notes: list) -> VllmRun:
     L = _max_len(v, f, notes)
     tp = int(f.get("tp", v["tensor_parallel"]))
     vendor = log_vendor(f, v["hardware"])
     block = int(f.get("block_size", default_block_size(ver, v["model"], vendor)))
     batched = int(
-        f.get("batched", v["max_num_batched_tokens"] or default_batched_tokens(ver, v["hardware"], f.get("version")))
+        f.get("batched", v["max_num_batched_tokens"] or default_batched_tokens(ver, _device(v, f), f.get("version")))
     )
     kv = KV_DTYPES.get(str(f.get("kv_dtype", "auto")).lower(), v["kv_dtype"])
     available, measured, source = _budget(f, ver, vendor, notes)
@@ -378,7 +386,8 @@ def _vllm_context_notes(f: dict, ver: dict, r: VllmRun) -> list[str]:
     if "batched" not in f and any(g.cap_tokens for g in r.lay.groups):
         notes.append(
             f"the log does not print max_num_batched_tokens: {r.batched:,} tokens taken (the input, or vllm serve's "
-            "default for the accelerator chosen), which sets the tokens a sliding-window request holds in flight"
+            "default for the device memory the log prints, else the accelerator's), which sets the tokens a "
+            "sliding-window request holds in flight"
         )
     return notes
 

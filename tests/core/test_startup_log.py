@@ -523,3 +523,17 @@ def test_max_num_batched_tokens_defaults_as_vllm_serve_sets_it_by_chip():
     assert any("16,384 tokens" in n for n in default["notes"]) and not any("16,384" in n for n in wide["notes"])
     assert default["activation_bytes"] == pytest.approx(2 * narrow["activation_bytes"])
     assert default["max_concurrency"] < narrow["max_concurrency"]
+
+
+def test_the_reader_takes_the_batch_default_from_the_memory_the_log_prints():
+    # v0.34.0's 'Free memory on device (X/Y GiB)' gives the device's memory: 79.18 GiB keeps 8,192 tokens, 178.4 GiB (a
+    # B200's) takes the 160 GiB tier, 16,384, whatever accelerator the reader left chosen; a log's own figure wins
+    wide = V034_LOG.replace("78.6/79.18 GiB", "170.6/178.4 GiB")
+    assert parse(wide)["init_total"] == 178.4
+
+    def taken(log, **inputs):
+        notes = run("startup_log", {"log": log, "model": "gpt-oss-120b", **inputs})["notes"]
+        return next(n for n in notes if "does not print max_num_batched_tokens" in n)
+
+    assert "8,192 tokens taken" in taken(V034_LOG) and "16,384 tokens taken" in taken(wide)
+    assert "2,048 tokens taken" in taken(wide, max_num_batched_tokens=2048)
