@@ -83,8 +83,9 @@ def vllm_versions() -> list[dict]:
 
 def rules_for_release(text: str) -> dict:
     """The vLLM entry a release follows: the latest `since` at or below it, else the oldest (the nearest)."""
-    held = [v for v in vllm_versions() if release(v["since"]) <= release(text)]
-    return held[-1] if held else vllm_versions()[0]
+    ordered = vllm_versions()
+    held = [v for v in ordered if release(v["since"]) <= release(text)]
+    return held[-1] if held else ordered[0]
 
 
 def version_choices() -> list[tuple[str, str]]:
@@ -286,7 +287,7 @@ def measured_kv_bytes(requested: float, in_use: float, free_at_start: float, mar
 
 def accounting(v: dict, ver: dict) -> Accounting:
     m, tp = v["model"], v["tensor_parallel"]
-    total = v["device_memory_gib"] * GIB if v.get("device_memory_gib") else v["hardware"].memory_bytes
+    total = with_memory(v["hardware"], v.get("device_memory_gib")).memory_bytes
     weights, checkpoint = loaded_weights(v, ver)
     base = {"total": total, "weights": weights, "checkpoint": checkpoint}
     if ver["engine"] == "sglang":
@@ -342,6 +343,11 @@ def warmup_margin(ver: dict, vendor: str, transient_peak: float) -> float:
     floors = ver["warmup_margin_floor_gib"]
     floor = floors.get(vendor.upper(), floors["NVIDIA"])
     return max(floor * GIB, ver["warmup_margin_fraction"] * transient_peak)
+
+
+def with_memory(hardware, gib: float | None):
+    """The accelerator as the engine sees it: with the device memory a reader entered or a log printed (GiB), if any."""
+    return dataclasses.replace(hardware, memory_bytes=gib * GIB) if gib else hardware
 
 
 def default_batched_tokens(ver: dict, hardware, of_release: str | None = None) -> int:
@@ -673,30 +679,24 @@ def _notes(v: dict, ver: dict, acc: Accounting, d: dict, padded: bool) -> list[s
     return notes
 
 
-def _as_seen(v: dict):
-    """The accelerator with the device memory the reader entered, as vLLM's batch defaults read it."""
-    gib = v.get("device_memory_gib")
-    return dataclasses.replace(v["hardware"], memory_bytes=gib * GIB) if gib else v["hardware"]
-
-
-def _batched_note(v: dict, ver: dict) -> list[str]:
+def _batched_note(v: dict, ver: dict, defaulted: bool) -> list[str]:
     """Which max_num_batched_tokens the version's default gave, where the reader left it at 0 (vLLM only)."""
-    if v["max_num_batched_tokens"] or ver["engine"] != "vllm":
+    if not defaulted or ver["engine"] != "vllm":
         return []
-    tokens = default_batched_tokens(ver, _as_seen(v))
     return [
-        f"max_num_batched_tokens: {tokens:,} tokens, {ver['label']}'s vllm serve default for {v['hardware'].name} "
-        "(engine/arg_utils.py get_batch_defaults, by device memory)."
+        f"max_num_batched_tokens: {v['max_num_batched_tokens']:,} tokens, {ver['label']}'s vllm serve default for "
+        f"{v['hardware'].name} (engine/arg_utils.py get_batch_defaults, by device memory)."
     ]
 
 
 def compute(v: dict) -> dict:
     ver = version(v["engine_version"])
-    batched_note = _batched_note(v, ver)
+    defaulted = not v["max_num_batched_tokens"]
+    seen = with_memory(v["hardware"], v.get("device_memory_gib"))
     v = {
         **v,
         "block_size": v["block_size"] or default_block_size(ver, v["model"], v["hardware"].vendor),
-        "max_num_batched_tokens": v["max_num_batched_tokens"] or default_batched_tokens(ver, _as_seen(v)),
+        "max_num_batched_tokens": v["max_num_batched_tokens"] or default_batched_tokens(ver, seen),
     }
     acc = accounting(v, ver)
     d = derive(v, ver, acc)
@@ -716,6 +716,6 @@ def compute(v: dict) -> dict:
         "num_blocks": cap.num_blocks,
         "kv_tokens": cap.tokens,
         "max_concurrency": cap.concurrency,
-        "notes": _notes(v, ver, acc, d, bool(weight_steps)) + batched_note,
+        "notes": _notes(v, ver, acc, d, bool(weight_steps)) + _batched_note(v, ver, defaulted),
         "derivation": weight_steps + _accounting_steps(ver, acc) + d["steps"],
     }

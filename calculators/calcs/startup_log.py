@@ -12,7 +12,6 @@ what they follow from, is refused with a message naming the missing lines.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from .engine_capacity import (
     vllm_max_len_estimate,
     vllm_request_bytes,
     vllm_versions,
+    with_memory,
 )
 
 MAX_CHARS = 200_000
@@ -345,19 +345,14 @@ def _budget(f: dict, ver: dict, vendor: str, notes: list) -> tuple[float, float 
     return min(estimate, measured), measured, after
 
 
-def _device(v: dict, f: dict):
-    """The accelerator with the total memory the log prints where it prints one (its batch defaults go by it)."""
-    total = f.get("init_total", f.get("total"))
-    return dataclasses.replace(v["hardware"], memory_bytes=total * GIB) if total else v["hardware"]
-
-
 def _vllm_run(v: dict, f: dict, ver: dict, notes: list) -> VllmRun:
     L = _max_len(v, f, notes)
     tp = int(f.get("tp", v["tensor_parallel"]))
     vendor = log_vendor(f, v["hardware"])
     block = int(f.get("block_size", default_block_size(ver, v["model"], vendor)))
+    logged_device = with_memory(v["hardware"], f.get("init_total", f.get("total")))  # the log's memory, where printed
     batched = int(
-        f.get("batched", v["max_num_batched_tokens"] or default_batched_tokens(ver, _device(v, f), f.get("version")))
+        f.get("batched", v["max_num_batched_tokens"] or default_batched_tokens(ver, logged_device, f.get("version")))
     )
     kv = KV_DTYPES.get(str(f.get("kv_dtype", "auto")).lower(), v["kv_dtype"])
     available, measured, source = _budget(f, ver, vendor, notes)
