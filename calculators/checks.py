@@ -238,6 +238,7 @@ def model_from_dict(d: dict, field: str = "model") -> Model:
         ffn_kind=_text(d, "ffn_kind", field, "gated", FFN_KINDS),
         tie_embeddings=flag(d, "tie_embeddings", field, False),
         max_context_tokens=_num(d, "max_context_tokens", field, 1, 10**9, default=None),
+        architecture=_text(d, "architecture", field),
         official_total_params=_num(d, "official_total_params", field, 1, 1e14, False, None),
         official_active_params=_num(d, "official_active_params", field, 1, 1e14, False, None),
         source=_text(d, "source", field),

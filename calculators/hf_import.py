@@ -645,6 +645,7 @@ def _read(raw: _Reads, fam: str, id: str, name: str | None, field: str) -> Model
         ffn_kind="plain" if fam in _PLAIN_FFN else "gated",
         tie_embeddings=bool(cfg.get("tie_word_embeddings", fam in _TIED_BY_DEFAULT)),
         max_context_tokens=_int(cfg, field, *_HF_KEYS["max_context_tokens"], default=_DEFAULT_CONTEXT.get(fam)),
+        architecture=(raw.get("architectures") or [""])[0],
         source="Hugging Face config.json",
     )
     _assumptions(cfg, raw, fam, attention, out)

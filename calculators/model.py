@@ -110,6 +110,9 @@ class Model:
     ffn_kind: str = "gated"
     tie_embeddings: bool = False
     max_context_tokens: int | None = None
+    # The checkpoint's model class (config.json architectures[0]); "" where unknown. Only engine rules keyed on it
+    # read it (which vLLM model runner serves the model: engine_versions.toml v2_runner).
+    architecture: str = ""
     official_total_params: float | None = None  # from the model card, for tests and tables
     official_active_params: float | None = None
     source: str = ""

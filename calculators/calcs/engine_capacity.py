@@ -6,8 +6,9 @@ version's defaults and rules in data/engine_versions.toml (each with its file:li
 
   vLLM   requested  = gpu_memory_utilization × total device memory (torch's total)
          available  = requested − weights − activation peak − non-torch − CUDA graphs (from v0.20, on the
-                      platforms each release estimates them on): the "Available KV cache memory" line, the
-                      budget itself up to v0.33
+                      platforms each release estimates them on, and not for the models v0.22 to v0.28 serve on
+                      Model Runner V2, which estimates none): the "Available KV cache memory" line, the budget
+                      itself up to v0.33
          v0.34+     on CUDA and ROCm the cache is sized after warmup and graph capture (the extensible KV cache,
                     gpu_memory_utilization 1.0 by default): the estimate has no graph term, and the budget is the
                     smaller of it and min(requested − in use, total − in use at start − in use − margin) − peak,
@@ -23,8 +24,9 @@ version's defaults and rules in data/engine_versions.toml (each with its file:li
 The activation peak, non-torch memory and CUDA-graph memory are not derivable from a config: they are
 fitted constants (said so beside each number), and a startup log's own figures replace them
 (calcs/startup_log.py). The weights are the checkpoint's, or as vLLM's MoE kernel holds them where it pads
-gpt-oss's MXFP4 experts (memory.expert_layout, loaded_weight_bytes: the kernel v0.33.0 picks by chip, which v0.19.0,
-v0.20.0 and v0.22.0 pick too, padded by each version's rule; v0.34.0's selection, not read, is taken as v0.33.0's).
+gpt-oss's MXFP4 experts (memory.expert_layout, loaded_weight_bytes: the kernel v0.33.0 picks by chip, which
+v0.19.0, v0.20.0, v0.22.0 and v0.26.0 pick too, padded by each version's rule; v0.34.0's selection, not read, is
+taken as v0.33.0's).
 Hybrid models with linear-attention (Mamba, DeltaNet) layers are refused: their state pages follow rules this mode
 does not model.
 """
@@ -301,7 +303,7 @@ def accounting(v: dict, ver: dict) -> Accounting:
     requested = math.ceil((v["gpu_memory_utilization"] or default) * total)
     act = _fitted(v, "activation_gib", activation_bytes(ver, m, v["max_num_batched_tokens"]))
     non_torch = _fitted(v, "non_torch_gib", non_torch_bytes(ver, tp))
-    graphs = ver["cudagraph_gib"] * GIB if graphs_in_budget(ver, v["hardware"].vendor) else 0.0
+    graphs = graph_bytes(ver, v)
     held = {**base, "requested": requested, "activation": act, "non_torch": non_torch, "cudagraph": graphs}
     if not after_warmup:
         estimate = requested - weights - act - non_torch - graphs
@@ -329,6 +331,30 @@ def graphs_in_budget(ver: dict, vendor: str) -> bool:
     on the platforms cudagraph_vendors names only: v0.20.x not on ROCm, v0.21.0 to v0.25 on CUDA alone, v0.26.0 on
     both)."""
     return ver["cudagraph_in_budget"] and vendor.upper() in ver["cudagraph_vendors"]
+
+
+UNQUANTIZED = ("bf16", "fp16", "fp32")
+
+
+def on_v2_runner(ver: dict, model: Model, weight_dtype: str) -> bool:
+    """Whether the release's Model Runner V2, which estimates no CUDA-graph memory, serves this model by default
+    (the entry's v2_runner): a listed model class with no experts, or with every_dense any model without experts
+    too; never a hybrid model (linear-attention layers); with unquantized_only, BF16 or FP16 weights only."""
+    rule = ver.get("v2_runner")
+    if not rule or model.linear_mixer is not None:
+        return False
+    if rule["unquantized_only"] and weight_dtype not in UNQUANTIZED:
+        return False
+    listed = model.architecture in rule["architectures"]
+    return (listed or model.moe is None) if rule["every_dense"] else (listed and model.moe is None)
+
+
+def graph_bytes(ver: dict, v: dict) -> float:
+    """The CUDA-graph estimate a vLLM budget takes out: where the release estimates it on this platform and its
+    model runner for this model does (V2 in v0.22.0 to v0.28 estimates none)."""
+    if not graphs_in_budget(ver, v["hardware"].vendor) or on_v2_runner(ver, v["model"], v["weight_dtype"]):
+        return 0.0
+    return ver["cudagraph_gib"] * GIB
 
 
 def sized_after_warmup(ver: dict, vendor: str) -> bool:
@@ -625,13 +651,19 @@ def _after_warmup_steps(ver: dict, acc: Accounting) -> list[dict]:
     ]
 
 
-def _graph_notes(ver: dict, hardware) -> list[str]:
-    """Why no CUDA-graph memory is in a vLLM budget (captured after sizing, or not estimated on this platform), or
-    where the release estimates none for models the core does not tell apart (cudagraph_caveat)."""
+def _graph_notes(ver: dict, v: dict) -> list[str]:
+    """Why no CUDA-graph memory is in a vLLM budget: captured after sizing, not estimated on this platform, or not by
+    the model runner that serves this model."""
+    hardware, model = v["hardware"], v["model"]
     if ver["engine"] != "vllm":
         return []
     if graphs_in_budget(ver, hardware.vendor):
-        return [ver["cudagraph_caveat"]] if "cudagraph_caveat" in ver else []
+        if not on_v2_runner(ver, model, v["weight_dtype"]):
+            return []
+        return [
+            f"{ver['label']} serves {model.name} on its Model Runner V2 by default ({cite(ver, 'v2_runner')}), whose "
+            "profiling run estimates no CUDA-graph memory: none is taken out of this budget."
+        ]
     if not ver["cudagraph_in_budget"]:
         return [f"{ver['label']} captures CUDA graphs after sizing the KV cache: they are not in this budget."]
     return [
@@ -662,13 +694,13 @@ def _notes(v: dict, ver: dict, acc: Accounting, d: dict, padded: bool) -> list[s
             f"on {v['hardware'].name} it keeps the profiling estimate, at gpu_memory_utilization "
             f"{ver['gpu_memory_utilization']} when unset."
         )
-    notes += _graph_notes(ver, v["hardware"])
+    notes += _graph_notes(ver, v)
     if d["padding"]:
         notes.append(f"{d['groups']} KV-cache groups with {d['padding']} padding layers (hybrid attention).")
     if padded:
         notes.append(
             "The weights as loaded are more than the checkpoint's: vLLM pads every routed expert of an MXFP4 "
-            "checkpoint to the tiles of the MoE kernel it picks on the chip, the kernel v0.33.0 and v0.19.0 to v0.22.0 "
+            "checkpoint to the tiles of the MoE kernel it picks on the chip, the kernel v0.33.0 and v0.19.0 to v0.26.0 "
             "pick, padded by each version's rule (weight_layouts.toml; older releases differ, and v0.34.0's selection, "
             "not read here, is taken as v0.33.0's); on Hopper, where those releases run Triton's kernel, Marlin's "
             "padding is kept. A log's 'Model loading took' line gives your engine's own figure: enter it as the "

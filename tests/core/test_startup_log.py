@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from calculators import run
-from calculators.calcs.engine_capacity import GIB, layout, version, versions, vllm_capacity
+from calculators.calcs.engine_capacity import GIB, layout, release, version, versions, vllm_capacity
 from calculators.calcs.startup_log import parse, version_for
 from calculators.errors import InputError
 
@@ -141,8 +141,33 @@ def test_cudagraph_in_budget_from_v020_on_the_platforms_each_release_estimates_t
                      ("vllm-0.33.0", "mi300x")}  # fmt: skip
     assert any("on NVIDIA GPUs only" in n for n in graphs["vllm-0.22.0", "mi300x"]["notes"])
     assert any("none is taken out" in n for n in graphs["vllm-0.33.0", "tpu-v6e"]["notes"])
-    # v0.22.0's Model Runner V2 estimates none for Qwen3's dense models, which the core does not tell apart: a note
-    assert any("Model Runner V2" in n for n in graphs["vllm-0.22.0", "h100-sxm"]["notes"])
+    assert not any("Model Runner V2" in n for r in graphs.values() for n in r["notes"])  # Llama 3.1 8B: V1 there
+
+
+def test_model_runner_v2_takes_no_graph_term_for_the_models_it_serves_by_default():
+    # Model Runner V2's profile_cudagraph_memory returns 0 from v0.22.0 (gpu/model_runner.py:620-622) to v0.28, and V2
+    # serves by default: at v0.22.0 a Qwen3ForCausalLM with no experts and no quantization (config/vllm.py:69,
+    # :518-532); at v0.26.0 any model without experts and the MoE classes listed (:68-77, :605-622); v0.29.0 on measures
+    def graphs(vid, model, weights="bf16"):
+        r = run("engine_capacity", {"engine_version": vid, "model": model, "weight_dtype": weights})
+        return r["cudagraph_bytes"], any("Model Runner V2" in n for n in r["notes"])
+
+    gib = 0.42 * 2**30
+    assert graphs("vllm-0.22.0", "qwen3-8b") == (0, True)
+    assert graphs("vllm-0.22.0", "qwen3-8b", "fp8") == pytest.approx((gib, False))  # a quantized checkpoint: V1
+    assert graphs("vllm-0.22.0", "llama-3.1-8b") == pytest.approx((gib, False))
+    assert graphs("vllm-0.22.0", "qwen3-30b-a3b") == pytest.approx((gib, False))  # experts: V1
+    assert graphs("vllm-0.26.0", "llama-3.1-8b") == (0, True)
+    assert graphs("vllm-0.26.0", "qwen3-8b", "fp8") == (0, True)
+    assert graphs("vllm-0.26.0", "deepseek-v2") == (0, True)  # DeepseekV2ForCausalLM is listed
+    assert graphs("vllm-0.26.0", "deepseek-v3") == pytest.approx((gib, False))  # DeepseekV3ForCausalLM is not
+    assert graphs("vllm-0.26.0", "gpt-oss-20b") == pytest.approx((gib, False))
+    for vid in ("vllm-0.20.0", "vllm-0.33.0"):
+        assert graphs(vid, "qwen3-8b") == pytest.approx((gib, False))
+    # the graph term is all that changes: 0.42 GiB more budget, as many more blocks
+    v1 = run("engine_capacity", {"engine_version": "vllm-0.33.0", "model": "llama-3.1-8b"})
+    v2 = run("engine_capacity", {"engine_version": "vllm-0.26.0", "model": "llama-3.1-8b"})
+    assert v2["available_bytes"] - v1["available_bytes"] == pytest.approx(gib)
 
 
 def test_a_logs_release_takes_the_entry_whose_rules_it_follows():
@@ -156,16 +181,19 @@ def test_a_logs_release_takes_the_entry_whose_rules_it_follows():
         "0.21.0": "vllm-0.22.0",
         "0.22.0": "vllm-0.22.0",
         "0.25.1": "vllm-0.22.0",
-        "0.26.0": "vllm-0.33.0",
+        "0.26.0": "vllm-0.26.0",
+        "0.26.1rc0.dev12+g1a2b3c": "vllm-0.26.0",
+        "0.27.0": "vllm-0.33.0",
+        "0.28.1": "vllm-0.33.0",
         "0.33.0": "vllm-0.33.0",
         "0.34.0": "vllm-0.34.0",
         "0.35.1": "vllm-0.34.0",
     }
-    for release, vid in expected.items():
-        ver, why = version_for({"engine": "vllm", "version": release}, "auto")
-        assert ver["id"] == vid, release
-        assert f"the log's v{release}" in why
-    assert "they hold from v0.26.0" in version_for({"engine": "vllm", "version": "0.28.1"}, "auto")[1]
+    for of_log, vid in expected.items():
+        ver, why = version_for({"engine": "vllm", "version": of_log}, "auto")
+        assert ver["id"] == vid, of_log
+        assert f"the log's v{of_log}" in why
+    assert "they hold from v0.27.0" in version_for({"engine": "vllm", "version": "0.28.1"}, "auto")[1]
     assert "oldest modelled" in version_for({"engine": "vllm", "version": "0.15.0rc1"}, "auto")[1]
     assert version_for({"engine": "vllm"}, "auto")[0]["id"] == "vllm-0.33.0"  # no version: sizes before warmup
 
@@ -200,6 +228,10 @@ def test_gpt_oss_weights_as_vllm_holds_them_padded_by_chip_and_as_the_checkpoint
     b200 = run("engine_capacity", {**base, "engine_version": "vllm-0.33.0", "hardware": "b200"})
     assert b200["weight_bytes"] == pytest.approx(vllm["weight_bytes"], rel=1e-12)
     assert "TRT-LLM" in b200["derivation"][0]["formula"]
+    # v0.26.0 rounds the TRT-LLM kernel's intermediate size to 256 (oracle/mxfp4.py:655-657), v0.27.0 on to 128
+    b200_v026 = run("engine_capacity", {**base, "engine_version": "vllm-0.26.0", "hardware": "b200"})
+    b200_v022 = run("engine_capacity", {**base, "engine_version": "vllm-0.22.0", "hardware": "b200"})
+    assert b200_v026["weight_bytes"] == b200_v022["weight_bytes"] > b200["weight_bytes"]
     # v0.33.0 pads both sizes to 256 on MI300X (3,072 × 3,072 a GPU at TP 1): more than the 128/256 chips
     mi300x = run("engine_capacity", {**base, "engine_version": "vllm-0.33.0", "hardware": "mi300x"})
     assert mi300x["weight_bytes"] > vllm["weight_bytes"] and "ROCm" in mi300x["derivation"][0]["formula"]
@@ -228,10 +260,16 @@ def test_gpt_oss_weights_as_vllm_holds_them_padded_by_chip_and_as_the_checkpoint
 
 
 def test_every_version_names_its_sources():
-    # cite() prints a source's first word as its file:line, so every source opens with one
+    # cite() prints a source's first word as its file:line, so every source opens with one; the release an entry
+    # models is read from its id (engine_capacity.release: the 16,384-token batch tier, startup_log's reasons), so
+    # the id, the label and `since` must agree with it
     for v in versions().values():
         assert v["engine"] in ("vllm", "sglang")
         assert {"budget", "tokens"} <= set(v["sources"])
+        number = v["id"].removeprefix(v["engine"] + "-")
+        assert number.count(".") == 2 and v["label"].endswith(" v" + number), v["id"]
+        assert v["engine"] == "sglang" or release(v["since"]) <= release(number), v["id"]
+        assert all(key in v["sources"] for key in ("v2_runner", "since") if key in v), v["id"]
         for key, text in v["sources"].items():
             assert ":" in text.split(" ")[0], (v["id"], key)
 
