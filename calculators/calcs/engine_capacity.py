@@ -18,7 +18,8 @@ version's defaults and rules in data/engine_versions.toml (each with its file:li
          num_blocks = ⌊available ÷ (group_size × page)⌋
          concurrency = num_blocks ÷ Σ groups' blocks for one max_model_len request
          "GPU KV cache size" = num_blocks ÷ groups × block_size (to v0.20.0) or ⌊concurrency × max_model_len⌋
-  SGLang budget = free memory after the weights − memory before loading × (1 − mem_fraction_static)
+  SGLang budget = free memory after the weights − memory before loading × (1 − mem_fraction_static), the fraction
+         the reader's or, where none is given, the one the release sets (sglang_memory.py)
          max_total_num_tokens = ⌊budget ÷ cell_size⌋, floored to page_size; cell = KV bytes per token, all layers
 
 The activation peak, non-torch memory and CUDA-graph memory are not derivable from a config: they are
@@ -56,6 +57,7 @@ from ..schema import (
 from .engine_defaults import LARGEST_TIER_FROM, vllm_max_num_batched_tokens
 from .kv_cache import kv_bytes_per_token_per_layer, kv_fraction_per_gpu, layer_groups
 from .memory import checkpoint_weight_bytes, expert_layout, footprint, loaded_weight_bytes
+from .sglang_memory import MIB, DefaultFraction, aiter_scaled, default_fraction
 
 GIB = 2**30
 DATA = "engine_versions.toml"
@@ -293,7 +295,7 @@ def accounting(v: dict, ver: dict) -> Accounting:
     weights, checkpoint = loaded_weights(v, ver)
     base = {"total": total, "weights": weights, "checkpoint": checkpoint}
     if ver["engine"] == "sglang":
-        requested = (v["mem_fraction_static"] or ver["mem_fraction_static"]) * total
+        requested = v["mem_fraction_static"] * total
         budget = max(0.0, requested - weights)
         return Accounting(
             **base, requested=requested, activation=0.0, non_torch=0.0, cudagraph=0.0, available=budget, estimate=budget
@@ -339,7 +341,9 @@ UNQUANTIZED = ("bf16", "fp16", "fp32")
 def on_v2_runner(ver: dict, model: Model, weight_dtype: str) -> bool:
     """Whether the release's Model Runner V2, which estimates no CUDA-graph memory, serves this model by default
     (the entry's v2_runner): a listed model class with no experts, or with every_dense any model without experts
-    too; never a hybrid model (linear-attention layers); with unquantized_only, BF16 or FP16 weights only."""
+    too; never a hybrid model (linear-attention layers); with unquantized_only, BF16, FP16 or FP32 weights only, any
+    other format taken as a quantized checkpoint (v0.22.0 tests for a quantization_config, so a BF16 checkpoint that
+    vLLM quantizes as it loads still runs on V2 there: not told apart)."""
     rule = ver.get("v2_runner")
     if not rule or model.linear_mixer is not None:
         return False
@@ -456,13 +460,14 @@ SCHEMA = {
         ),
         number(
             "mem_fraction_static",
-            "SGLang mem_fraction_static (0 = 0.88)",
+            "SGLang mem_fraction_static (0 = SGLang's own)",
             0.0,
             0.0,
             1.0,
             "",
-            "SGLang picks its own when unset (arg_groups/memory_hook.py:281-327 at v0.5.23); give the value its "
-            "log prints.",
+            "0: SGLang's own rule by the GPU's memory, TP and model (arg_groups/memory_hook.py:281-344 at v0.5.23). "
+            "Otherwise the value passed to --mem-fraction-static: on ROCm, with aiter attention and context_len above "
+            "8,192, SGLang uses 85% of it (the value its log prints).",
             0.01,
         ),
         number("device_memory_gib", "Device memory as reported (0 = catalogue)", 0.0, 0.0, 4096.0, "GiB"),
@@ -662,7 +667,9 @@ def _graph_notes(ver: dict, v: dict) -> list[str]:
             return []
         return [
             f"{ver['label']} serves {model.name} on its Model Runner V2 by default ({cite(ver, 'v2_runner')}), whose "
-            "profiling run estimates no CUDA-graph memory: none is taken out of this budget."
+            "profiling run estimates no CUDA-graph memory: none is taken out of this budget. Its log then says "
+            "'Using V2 Model Runner'; where it does not (V2 declines a launch that asks for a feature it lacks, an "
+            "installed logits-processor plugin among them), V1 served the model and took the graph term out."
         ]
     if not ver["cudagraph_in_budget"]:
         return [f"{ver['label']} captures CUDA graphs after sizing the KV cache: they are not in this budget."]
@@ -672,11 +679,14 @@ def _graph_notes(ver: dict, v: dict) -> list[str]:
     ]
 
 
+FITTED_NOTE = (
+    "Activation peak, non-torch and CUDA-graph memory are fitted constants (engine_versions.toml), not derived: "
+    "paste a startup log to use its own figures."
+)
+
+
 def _notes(v: dict, ver: dict, acc: Accounting, d: dict, padded: bool) -> list[str]:
-    notes = [
-        "Activation peak, non-torch and CUDA-graph memory are fitted constants (engine_versions.toml), "
-        "not derived: paste a startup log to use its own figures."
-    ]
+    notes = [FITTED_NOTE] if ver["engine"] == "vllm" else []
     if acc.after_warmup:
         notes.append(
             f"{ver['label']} sizes the KV cache after warmup and CUDA-graph capture (its extensible KV cache, on by "
@@ -711,6 +721,70 @@ def _notes(v: dict, ver: dict, acc: Accounting, d: dict, padded: bool) -> list[s
     return notes
 
 
+def _sglang_fraction(v: dict, ver: dict, seen) -> tuple[float, list[dict], list[str]]:
+    """The mem_fraction_static the engine uses, with its derivation line and notes: vLLM's input untouched; SGLang's
+    the reader's (× 0.85 where ROCm's aiter attention cuts it) or, given none, the release's own on the memory seen."""
+    given = v["mem_fraction_static"]
+    if ver["engine"] != "sglang":
+        return given, [], []
+    notes = _sglang_platform_note(ver, v["hardware"])
+    if not given:
+        f = default_fraction(ver, v["model"], seen, v["tensor_parallel"], v["max_model_len"])
+        return f.fraction, [_default_fraction_line(ver, f)], notes + _default_fraction_notes(ver, f, v)
+    rule = ver["default_fraction"]
+    if not aiter_scaled(rule, v["model"], v["hardware"], v["tensor_parallel"], v["max_model_len"]):
+        return given, [], notes
+    used = given * rule["aiter_scale"]
+    line = step(
+        "mem_fraction_static as SGLang uses it",
+        "the value given × 0.85: ROCm's aiter attention with context_len above 8,192 tokens cuts it unless "
+        "SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION is set; " + cite(ver, "default_fraction"),
+        "{} × 0.85",
+        [given],
+        used,
+        "",
+    )
+    return used, [line], notes + [f"mem_fraction_static: {given:g} given, {used:g} as {ver['label']} uses it (× 0.85)."]
+
+
+def _sglang_platform_note(ver: dict, hardware) -> list[str]:
+    if hardware.vendor.upper() in ver["default_fraction"]["platforms"]:
+        return []
+    return [
+        f"{ver['label']} reads GPU memory on CUDA, ROCm and Gaudi, not on {hardware.name}: its GPUs' rule is shown, "
+        "not one it applies there."
+    ]
+
+
+def _default_fraction_line(ver: dict, f: DefaultFraction) -> dict:
+    scaled = " × 0.85 (ROCm's aiter attention, context_len above 8,192 tokens)" if f.aiter_scaled else ""
+    return step(
+        "mem_fraction_static (SGLang's own, none given)",
+        "round((memory − reserved) ÷ memory, 3); reserved = 512 + 1.5 × max(chunked_prefill_size, 2,048) + TP ÷ 8 × "
+        "1,024 + CUDA graphs, at least 10,240 above 60 GiB, in MiB" + scaled + "; " + cite(ver, "default_fraction"),
+        "round(({} − {}) ÷ {}, 3)" + (" × 0.85" if f.aiter_scaled else ""),
+        [(f.gpu_mib * MIB, "B"), (f.reserved_mib * MIB, "B"), (f.gpu_mib * MIB, "B")],
+        f.fraction,
+        "",
+    )
+
+
+def _default_fraction_notes(ver: dict, f: DefaultFraction, v: dict) -> list[str]:
+    notes = [
+        f"mem_fraction_static: {f.fraction:g}, {ver['label']}'s own for {v['hardware'].name} at TP "
+        f"{v['tensor_parallel']} (chunked_prefill_size {f.chunked_prefill_size:,}, decode CUDA graphs to batch "
+        f"{f.decode_max_bs}, {f.graph_mib:,.0f} MiB reserved for graphs); a launch with DP attention, DeepEP or "
+        "disaggregated serving reserves more, not modelled: enter the value that launch passes to "
+        "--mem-fraction-static, or paste its log into the log reader."
+    ]
+    if f.multimodal:
+        notes.append(
+            f"{v['model'].name} is served as a multimodal model: SGLang lowers mem_fraction_static further by its "
+            "vision tower's size (adjust_mem_fraction_for_vlm), not modelled here."
+        )
+    return notes
+
+
 def _batched_note(v: dict, ver: dict, defaulted: bool) -> list[str]:
     """Which max_num_batched_tokens the version's default gave, where the reader left it at 0 (vLLM only)."""
     if not defaulted or ver["engine"] != "vllm":
@@ -725,10 +799,12 @@ def compute(v: dict) -> dict:
     ver = version(v["engine_version"])
     defaulted = not v["max_num_batched_tokens"]
     seen = with_memory(v["hardware"], v.get("device_memory_gib"))
+    fraction, fraction_steps, fraction_notes = _sglang_fraction(v, ver, seen)
     v = {
         **v,
         "block_size": v["block_size"] or default_block_size(ver, v["model"], v["hardware"].vendor),
         "max_num_batched_tokens": v["max_num_batched_tokens"] or default_batched_tokens(ver, seen),
+        "mem_fraction_static": fraction,
     }
     acc = accounting(v, ver)
     d = derive(v, ver, acc)
@@ -748,6 +824,6 @@ def compute(v: dict) -> dict:
         "num_blocks": cap.num_blocks,
         "kv_tokens": cap.tokens,
         "max_concurrency": cap.concurrency,
-        "notes": _notes(v, ver, acc, d, bool(weight_steps)) + _batched_note(v, ver, defaulted),
-        "derivation": weight_steps + _accounting_steps(ver, acc) + d["steps"],
+        "notes": _notes(v, ver, acc, d, bool(weight_steps)) + _batched_note(v, ver, defaulted) + fraction_notes,
+        "derivation": weight_steps + fraction_steps + _accounting_steps(ver, acc) + d["steps"],
     }
