@@ -57,7 +57,7 @@ from ..schema import (
 from .engine_defaults import LARGEST_TIER_FROM, vllm_max_num_batched_tokens
 from .kv_cache import kv_bytes_per_token_per_layer, kv_fraction_per_gpu, layer_groups
 from .memory import checkpoint_weight_bytes, expert_layout, footprint, loaded_weight_bytes
-from .sglang_memory import MIB, DefaultFraction, aiter_scaled, default_fraction
+from .sglang_memory import MIB, DefaultFraction, aiter_scaled, default_fraction, vendor_in
 
 GIB = 2**30
 DATA = "engine_versions.toml"
@@ -727,13 +727,13 @@ def _sglang_fraction(v: dict, ver: dict, seen) -> tuple[float, list[dict], list[
     given = v["mem_fraction_static"]
     if ver["engine"] != "sglang":
         return given, [], []
-    notes = _sglang_platform_note(ver, v["hardware"])
     if not given:
         f = default_fraction(ver, v["model"], seen, v["tensor_parallel"], v["max_model_len"])
-        return f.fraction, [_default_fraction_line(ver, f)], notes + _default_fraction_notes(ver, f, v)
+        notes = _sglang_platform_note(ver, v["hardware"]) + _default_fraction_notes(ver, f, v)
+        return f.fraction, [_default_fraction_line(ver, f)], notes
     rule = ver["default_fraction"]
     if not aiter_scaled(rule, v["model"], v["hardware"], v["tensor_parallel"], v["max_model_len"]):
-        return given, [], notes
+        return given, [], []
     used = given * rule["aiter_scale"]
     line = step(
         "mem_fraction_static as SGLang uses it",
@@ -744,15 +744,15 @@ def _sglang_fraction(v: dict, ver: dict, seen) -> tuple[float, list[dict], list[
         used,
         "",
     )
-    return used, [line], notes + [f"mem_fraction_static: {given:g} given, {used:g} as {ver['label']} uses it (× 0.85)."]
+    return used, [line], [f"mem_fraction_static: {given:g} given, {used:g} as {ver['label']} uses it (× 0.85)."]
 
 
 def _sglang_platform_note(ver: dict, hardware) -> list[str]:
-    if hardware.vendor.upper() in ver["default_fraction"]["platforms"]:
+    if vendor_in(hardware, ver["default_fraction"]["platforms"]):
         return []
     return [
-        f"{ver['label']} reads GPU memory on CUDA, ROCm and Gaudi, not on {hardware.name}: its GPUs' rule is shown, "
-        "not one it applies there."
+        f"{ver['label']} has no memory reading for {hardware.name} (it reads CUDA, ROCm, Gaudi, Intel XPU and a few "
+        "other platforms'): its GPUs' rule is shown, not one it applies there."
     ]
 
 
@@ -773,10 +773,16 @@ def _default_fraction_notes(ver: dict, f: DefaultFraction, v: dict) -> list[str]
     notes = [
         f"mem_fraction_static: {f.fraction:g}, {ver['label']}'s own for {v['hardware'].name} at TP "
         f"{v['tensor_parallel']} (chunked_prefill_size {f.chunked_prefill_size:,}, decode CUDA graphs to batch "
-        f"{f.decode_max_bs}, {f.graph_mib:,.0f} MiB reserved for graphs); a launch with DP attention, DeepEP or "
-        "disaggregated serving reserves more, not modelled: enter the value that launch passes to "
-        "--mem-fraction-static, or paste its log into the log reader."
+        f"{f.decode_max_bs}, {f.graph_mib:,.0f} MiB reserved for graphs); a launch with DP attention or DeepEP "
+        "reserves more, and a disaggregated prefill or decode server reserves by rules of its own, not modelled: "
+        "enter the value that launch passes to --mem-fraction-static, or paste its log into the log reader."
     ]
+    if v["model"].architecture in ver["default_fraction"]["text_only_unless_enabled"]:
+        notes.append(
+            f"{ver['label']} serves {v['model'].name} text-only unless --enable-multimodal is given; with it, no "
+            "prefill graphs are reserved for and the vision tower takes more (adjust_mem_fraction_for_vlm), not "
+            "modelled here."
+        )
     if f.multimodal:
         notes.append(
             f"{v['model'].name} is served as a multimodal model: SGLang lowers mem_fraction_static further by its "

@@ -11,8 +11,8 @@ sets it when the launch gives none, and the cut it makes on ROCm to a given one 
   fraction  = round((gpu_mem − reserved) ÷ gpu_mem, 3)
   ROCm      : × 0.85, given or not, where the aiter attention backend serves the model and context_len > 8,192
 
-Every figure in MiB. A multimodal launch's further cut by its vision tower, DP attention, DeepEP and disaggregated
-serving are not modelled (the notes beside the result say so).
+Every figure in MiB. A multimodal launch's further cut by its vision tower, DP attention, DeepEP and a disaggregated
+prefill or decode server's own reserve are not modelled (the notes beside the result say so).
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ class DefaultFraction:
     multimodal: bool
 
 
+def vendor_in(hardware: Accelerator, vendors: list[str]) -> bool:
+    return hardware.vendor.upper() in {v.upper() for v in vendors}
+
+
 def prefill_graph_sizes(max_tokens: int) -> list[int]:
     """The token counts SGLang 0.5.23 captures a breakable prefill graph for, up to max_tokens
     (arg_groups/cuda_graph_hook.py:480-497)."""
@@ -54,7 +58,7 @@ def multimodal(rule: dict, model: Model) -> bool:
 
 
 def _prefill_graph_mib(rule: dict, model: Model, hardware: Accelerator, chunk: int) -> float:
-    if hardware.vendor.upper() not in rule["prefill_graph_vendors"]:
+    if not vendor_in(hardware, rule["prefill_graph_vendors"]):
         return 0.0
     if multimodal(rule, model) and model.architecture not in rule["multimodal_prefill_graph_architectures"]:
         return 0.0
@@ -68,14 +72,13 @@ def _prefill_graph_mib(rule: dict, model: Model, hardware: Accelerator, chunk: i
 def aiter_scaled(rule: dict, model: Model, hardware: Accelerator, tensor_parallel: int, context_len: int) -> bool:
     """Whether SGLang takes 85% of mem_fraction_static, given or not: on ROCm, where its default attention backend is
     aiter (for MLA only with 16 or 128 KV heads a rank; a sparse-attention (DSA) model takes its own backend) and
-    context_len, at most the model's own maximum, is above 8,192 tokens."""
-    if hardware.vendor.upper() not in rule["aiter_vendors"] or model.attention.index_topk:
+    context_len (--context-length; the calculator's max_model_len) is above 8,192 tokens."""
+    if not vendor_in(hardware, rule["aiter_vendors"]) or model.attention.index_topk:
         return False
     heads = max(1, model.attention.num_kv_heads // tensor_parallel)
     if model.attention.kind == "mla" and heads not in rule["aiter_mla_kv_heads"]:
         return False
-    context = min(context_len, model.max_context_tokens or context_len)
-    return context > rule["aiter_above_context"]
+    return context_len > rule["aiter_above_context"]
 
 
 def default_fraction(ver: dict, model: Model, hardware: Accelerator, tensor_parallel: int, context_len: int):

@@ -123,6 +123,7 @@ PATTERNS = [
     ("after_load", "sglang", r"Load weight end\..*?avail mem=([\d.]+) GB"),
     ("weights", "sglang", r"Load weight end\..*?mem usage=([\d.]+) GB"),
     ("mfs", "sglang", r"mem_fraction_static=(\d\.\d+)"),
+    ("mfs", "sglang", r"'mem_fraction_static': (\d\.\d+)"),  # v0.5.23 logs server_args as a dict
     ("mfs", "sglang", r"--mem-fraction-static[ =](\d\.\d+)"),
 ]
 MISSING = {-1: "not in the log"}

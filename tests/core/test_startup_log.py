@@ -579,7 +579,7 @@ def test_the_reader_takes_the_batch_default_from_the_memory_the_log_prints():
 
 
 def test_sglang_sets_its_own_mem_fraction_static_by_gpu_tp_and_model():
-    # SGLang v0.5.23 arg_groups/memory_hook.py:281-327 (by hand, in MiB): one H100 SXM (nvidia-smi's 81,559 MiB),
+    # SGLang v0.5.23 arg_groups/memory_hook.py:281-344 (by hand, in MiB): one H100 SXM (nvidia-smi's 81,559 MiB),
     # Llama 3.1 8B, TP 1: chunked_prefill_size 8,192 and decode graphs to batch 256 (:132-145); graphs 2 × 256 + 8 ×
     # 58 prefill sizes up to 8,192 (cuda_graph_hook.py:480-497) = 976; reserved 512 + 1.5 × 8,192 + 1 ÷ 8 × 1,024 +
     # 976 = 13,904; round((81,559 − 13,904) ÷ 81,559, 3) = 0.830
@@ -597,7 +597,8 @@ def test_sglang_sets_its_own_mem_fraction_static_by_gpu_tp_and_model():
     # Gemma 3 and Llama 4 are text-only unless --enable-multimodal (configs/model_config.py:690-717): prefill graphs
     # and no vision-tower cut, as Llama 3.1 8B's 0.830
     value, notes = fraction(model="gemma-3-27b", hardware="h100-sxm")
-    assert value == 0.830 and not any("multimodal" in n for n in notes)
+    assert value == 0.830 and any("text-only unless --enable-multimodal" in n for n in notes)
+    assert not any("served as a multimodal model" in n for n in notes)
     # a model path naming llama-2 captures prefill graphs up to 4,096 tokens (memory_hook.py:256-261): 50 sizes, not 58
     assert fraction(model="llama-2-7b", hardware="h200")[0] == 0.904  # 0.903 with 58
     # ROCm: no prefill graphs, chunked_prefill_size 16,384 on an MI300X (196,608 MiB): 26,240 reserved, 0.867; aiter
@@ -609,15 +610,23 @@ def test_sglang_sets_its_own_mem_fraction_static_by_gpu_tp_and_model():
     assert fraction(model="deepseek-v3", hardware="mi300x", tensor_parallel=4)[0] > 0.85
     # DeepSeek-V3.2's sparse attention takes SGLang's dsa backend, not aiter (model_overrides/deepseek_v2.py:99-103)
     assert fraction(model="deepseek-v3.2", hardware="mi300x", tensor_parallel=8)[0] == 0.862
-    # context_len is at most the model's own maximum: Llama 2's 4,096 is not above 8,192, so no cut
-    assert fraction(model="llama-2-7b", hardware="mi300x")[0] == 0.867
+    # a context_len of 8,192 or less is not cut
+    assert fraction(model="llama-2-7b", hardware="mi300x", max_model_len=4096)[0] == 0.867
     # an L4 (23,034 MiB): chunked_prefill_size 4,096, batch 48; 50 prefill sizes; 7,280 reserved: 0.684
     assert fraction(model="llama-3.1-8b", hardware="l4")[0] == 0.684
-    # SGLang reads no TPU's memory: the GPUs' rule is shown, and said so
-    assert any("not on Google TPU" in n for n in fraction(model="llama-3.1-8b", hardware="tpu-v6e")[1])
+    # SGLang reads no TPU's memory: the GPUs' rule is shown, and said so; Gaudi's it reads (vendor "Intel")
+    assert any("no memory reading for Google TPU" in n for n in fraction(hardware="tpu-v6e")[1])
+    assert not any("no memory reading" in n for n in fraction(hardware="gaudi3")[1])
     # a value the reader gives is used as given, with no derivation line, but on ROCm's aiter SGLang cuts that too
     # (attention_hook.py:244-269, unless SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION is set)
     given = run("engine_capacity", {"engine_version": "sglang-0.5.23", "mem_fraction_static": 0.9})
     assert not any(d["label"].startswith("mem_fraction_static") for d in given["derivation"])
     assert given["requested_bytes"] == pytest.approx(0.9 * 81_559 * 2**20)
     assert fraction(model="llama-3.1-8b", hardware="mi300x", mem_fraction_static=0.9)[0] == pytest.approx(0.765)
+
+
+def test_the_reader_takes_mem_fraction_static_from_sglang_v0523s_server_args_dict():
+    # v0.5.23 logs server_args as a dict (entrypoints/engine.py:173-174, 311), after resolution: the value it used
+    log = "server_args={'model_path': 'x', 'mem_fraction_static': 0.73695, 'tp_size': 1}\nLoad weight end. avail mem=1"
+    assert parse(log)["mfs"] == 0.73695
+    assert parse("[sglang] mem_fraction_static=0.83, --mem-fraction-static 0.9")["mfs"] == 0.83
