@@ -173,10 +173,12 @@ def _scaler(v: dict, headroom: float, lag_s: float | None = None) -> Scaler:
     return Scaler(v["signal"], headroom, v["sync_s"], v["lag_s"] if lag_s is None else lag_s, v["max_replicas"])
 
 
+MIN_RAMP_S = 1e-3  # a shorter ramp is a step to a scaler that syncs in seconds (and its slope could overflow)
+
+
 def ramp_slope(ramp: Ramp) -> float:
-    """Requests/s gained per second on the ramp; 0 for a step, as a ramp too short for a float's slope is."""
-    slope = (ramp.peak - ramp.base) / ramp.ramp_s if ramp.ramp_s > 0 else 0.0
-    return slope if math.isfinite(slope) else 0.0
+    """Requests/s gained per second on the ramp; 0 for a step, as a ramp under a millisecond is."""
+    return (ramp.peak - ramp.base) / ramp.ramp_s if ramp.ramp_s >= MIN_RAMP_S else 0.0
 
 
 def _ramp(v: dict) -> Ramp:

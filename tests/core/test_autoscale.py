@@ -107,8 +107,11 @@ def test_nvml_utilisation_is_the_share_of_time_a_kernel_runs():
     assert busy_share(20.0) > 0.999
 
 
-def test_a_ramp_too_short_for_a_float_is_a_step():
-    # hypothesis found 5e-324 s: (peak − base) ÷ ramp overflowed to ±inf in the slope output
-    for peak in (5.0, 80.0):
-        r = run("autoscale_ramp", {"ramp_s": 5e-324, "peak_rate_per_s": peak})
+def test_a_ramp_under_a_millisecond_is_a_step():
+    # hypothesis found 5e-324 s: (peak − base) ÷ ramp overflowed to ±inf in the slope output; then 1.46e-304 s, whose
+    # slope is finite but whose rate gained over lag + sync (575 s) is not
+    for ramp_s, peak in ((5e-324, 5.0), (5e-324, 80.0), (1.4616364958036925e-304, 80.0), (9e-4, 80.0)):
+        r = run("autoscale_ramp", {"ramp_s": ramp_s, "peak_rate_per_s": peak, "sync_s": 575.0})
         assert r["ramp_slope_per_s2"] == 0.0
+        assert r["lag_rate_gain_requests_per_s"] == 0.0
+    assert run("autoscale_ramp", {"ramp_s": 1e-3})["ramp_slope_per_s2"] > 0
