@@ -145,6 +145,11 @@ class Accelerator:
     url: str = ""  # a public page for the row's figures (presets always have one)
 
 
+def vendor_in(vendor: str, vendors) -> bool:
+    """Whether a vendor is among these, case-blind: the catalogue writes "NVIDIA", a data file may write "Intel"."""
+    return vendor.upper() in {v.upper() for v in vendors}
+
+
 @dataclass(frozen=True)
 class Format:
     """A number format: how many bits one stored element really costs.

@@ -33,6 +33,7 @@ import math
 from ..errors import InputError
 from ..formats import get_format
 from ..schema import accelerator_field, dtype_field, integer, model_field, number, output, series, step
+from ..units import GIB
 
 MIN_TOKENS, MAX_TOKENS = 16, 1_048_576
 
@@ -245,7 +246,7 @@ def _traffic_steps(v, t: Tiling, o: dict, eb: float, layers: int, bw: float, pea
 
 def _series(t: Tiling, n: int, scale: float) -> dict:
     xs = sorted({2**k for k in range(9, 21)} | {n})
-    gb = scale / 2**30
+    gb = scale / GIB
     at = [x if x == n else None for x in xs]
     return series(
         "Attention HBM traffic vs sequence length",

@@ -31,8 +31,8 @@ from .deployment import deployment_fields
 from .overhead import capture_sizes, max_capture_tokens
 from .steptime import deployment
 from .sharding import steps_for
+from ..units import GIB
 
-GIB = 2**30
 HOST_LINKS = host_links()
 TIERS = kv_tiers()
 RUNAI = "run-ai/runai-model-streamer docs/src/benchmarks.md (streamer 0.6.0, Llama 3 8B BF16, g5.12xlarge)"

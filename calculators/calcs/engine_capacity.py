@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from ..catalog import entries
 from ..errors import InputError
 from ..formats import bytes_per_element
-from ..model import Model
+from ..model import Model, vendor_in
 from ..schema import (
     accelerator_field,
     choice,
@@ -57,9 +57,9 @@ from ..schema import (
 from .engine_defaults import LARGEST_TIER_FROM, vllm_max_num_batched_tokens
 from .kv_cache import kv_bytes_per_token_per_layer, kv_fraction_per_gpu, layer_groups
 from .memory import checkpoint_weight_bytes, expert_layout, footprint, loaded_weight_bytes
-from .sglang_memory import MIB, DefaultFraction, aiter_scaled, default_fraction, vendor_in
+from .sglang_memory import DefaultFraction, aiter_scaled, default_fraction
+from ..units import GIB, MIB
 
-GIB = 2**30
 DATA = "engine_versions.toml"
 
 
@@ -332,7 +332,7 @@ def graphs_in_budget(ver: dict, vendor: str) -> bool:
     """Whether this release takes its CUDA-graph estimate out of the budget on this vendor's GPUs (it estimates them
     on the platforms cudagraph_vendors names only: v0.20.x not on ROCm, v0.21.0 to v0.25 on CUDA alone, v0.26.0 on
     both)."""
-    return ver["cudagraph_in_budget"] and vendor.upper() in ver["cudagraph_vendors"]
+    return ver["cudagraph_in_budget"] and vendor_in(vendor, ver["cudagraph_vendors"])
 
 
 UNQUANTIZED = ("bf16", "fp16", "fp32")
@@ -364,14 +364,14 @@ def graph_bytes(ver: dict, v: dict) -> float:
 def sized_after_warmup(ver: dict, vendor: str) -> bool:
     """Whether this release sizes the KV cache from memory measured after warmup on this vendor's chips (v0.34.0's
     extensible KV cache: CUDA and ROCm, after_warmup_vendors), rather than from its profiling estimate."""
-    return ver.get("kv_sizing") == "after_warmup" and vendor.upper() in ver["after_warmup_vendors"]
+    return ver.get("kv_sizing") == "after_warmup" and vendor_in(vendor, ver["after_warmup_vendors"])
 
 
 def warmup_margin(ver: dict, vendor: str, transient_peak: float) -> float:
     """The after-warmup sizing's margin: max(the platform's floor, fraction × the transient peak); CUDA's floor for a
     vendor with none (a log sized after warmup came from CUDA or ROCm)."""
     floors = ver["warmup_margin_floor_gib"]
-    floor = floors.get(vendor.upper(), floors["NVIDIA"])
+    floor = next((f for name, f in floors.items() if vendor_in(vendor, [name])), floors["NVIDIA"])
     return max(floor * GIB, ver["warmup_margin_fraction"] * transient_peak)
 
 
@@ -395,7 +395,7 @@ def default_block_size(ver: dict, model: Model, vendor: str) -> int:
     (no MLA, no attention sinks, no chunked local attention, whose layers take a backend class of their own, so that
     the default 64, which every class accepts, wins)."""
     rocm_attn = (
-        vendor.upper() == "AMD"
+        vendor_in(vendor, ["AMD"])
         and model.attention.kind != "mla"
         and not model.attention.sinks
         and "chunked" not in model.layer_kinds
@@ -734,21 +734,36 @@ def _sglang_fraction(v: dict, ver: dict, seen) -> tuple[float, list[dict], list[
     rule = ver["default_fraction"]
     if not aiter_scaled(rule, v["model"], v["hardware"], v["tensor_parallel"], v["max_model_len"]):
         return given, [], []
-    used = given * rule["aiter_scale"]
+    scale = rule["aiter_scale"]
+    used = given * scale
     line = step(
         "mem_fraction_static as SGLang uses it",
-        "the value given × 0.85: ROCm's aiter attention with context_len above 8,192 tokens cuts it unless "
-        "SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION is set; " + cite(ver, "default_fraction"),
-        "{} × 0.85",
+        f"the value given {_aiter_cut(rule)}, unless SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION is set; "
+        + cite(ver, "default_fraction"),
+        f"{{}} × {scale:g}",
         [given],
         used,
         "",
     )
-    return used, [line], [f"mem_fraction_static: {given:g} given, {used:g} as {ver['label']} uses it (× 0.85)."]
+    return used, [line], [f"mem_fraction_static: {given:g} given, {used:g} as {ver['label']} uses it (× {scale:g})."]
+
+
+def _aiter_cut(rule: dict) -> str:
+    return (
+        f"× {rule['aiter_scale']:g} (ROCm's aiter attention, context_len above {rule['aiter_above_context']:,} tokens)"
+    )
+
+
+def _reserve_rule(rule: dict) -> str:
+    return (
+        f"reserved = {rule['base_mib']:,} + {rule['activation_mib_per_token']:g} × max(chunked_prefill_size, "
+        f"{rule['min_activation_tokens']:,}) + TP ÷ 8 × {rule['parallel_mib_per_8_gpus']:,} + CUDA graphs, at least "
+        f"{rule['floor_mib']:,} above {rule['floor_above_mib'] / 1024:g} GiB, in MiB"
+    )
 
 
 def _sglang_platform_note(ver: dict, hardware) -> list[str]:
-    if vendor_in(hardware, ver["default_fraction"]["platforms"]):
+    if vendor_in(hardware.vendor, ver["default_fraction"]["platforms"]):
         return []
     return [
         f"{ver['label']} has no memory reading for {hardware.name} (it reads CUDA, ROCm, Gaudi, Intel XPU and a few "
@@ -757,12 +772,12 @@ def _sglang_platform_note(ver: dict, hardware) -> list[str]:
 
 
 def _default_fraction_line(ver: dict, f: DefaultFraction) -> dict:
-    scaled = " × 0.85 (ROCm's aiter attention, context_len above 8,192 tokens)" if f.aiter_scaled else ""
+    rule = ver["default_fraction"]
+    scaled = " " + _aiter_cut(rule) if f.aiter_scaled else ""
     return step(
         "mem_fraction_static (SGLang's own, none given)",
-        "round((memory − reserved) ÷ memory, 3); reserved = 512 + 1.5 × max(chunked_prefill_size, 2,048) + TP ÷ 8 × "
-        "1,024 + CUDA graphs, at least 10,240 above 60 GiB, in MiB" + scaled + "; " + cite(ver, "default_fraction"),
-        "round(({} − {}) ÷ {}, 3)" + (" × 0.85" if f.aiter_scaled else ""),
+        f"round((memory − reserved) ÷ memory, 3); {_reserve_rule(rule)}{scaled}; " + cite(ver, "default_fraction"),
+        "round(({} − {}) ÷ {}, 3)" + (f" × {rule['aiter_scale']:g}" if f.aiter_scaled else ""),
         [(f.gpu_mib * MIB, "B"), (f.reserved_mib * MIB, "B"), (f.gpu_mib * MIB, "B")],
         f.fraction,
         "",

@@ -15,7 +15,8 @@ engine-faithful mode passes each release's answer (largest_tier).
 
 from __future__ import annotations
 
-GIB = 2**30
+from ..units import GIB
+
 LARGEST_TIER_FROM = (0, 28, 0)  # the first vLLM release with the 160 GiB tier
 
 

@@ -25,6 +25,7 @@ from ..schema import dtype_field, integer, mark, model_field, output, series, st
 from ..errors import InputError
 from ..formats import bytes_per_element
 from ..model import Attention, LinearMixer, Model
+from ..units import GIB
 
 
 @dataclass(frozen=True)
@@ -349,7 +350,7 @@ def _series(model, context, elem_bytes, batch, state_b):
     xs = _context_grid(context, model)
     batches = sorted({1, 8, 64, batch})
     ys = [
-        (f"batch {b}", "GiB", [b * kv_bytes_per_sequence(model, x, elem_bytes, state_b) / 2**30 for x in xs])
+        (f"batch {b}", "GiB", [b * kv_bytes_per_sequence(model, x, elem_bytes, state_b) / GIB for x in xs])
         for b in batches
     ]
     plot = series("KV cache vs context length", "Context length", "tokens", xs, ys)
@@ -462,7 +463,7 @@ def compute(v: dict) -> dict:
         "kv_bytes_chunked_layers": by_kind.get("chunked", 0.0),
         "state_bytes_per_sequence": by_kind.get("linear", 0.0),
         "kv_bytes_batch": batch * per_seq,
-        "kv_gib_batch": batch * per_seq / 2**30,
+        "kv_gib_batch": batch * per_seq / GIB,
         "block_bytes": paged["block_bytes"],
         "blocks_per_sequence": paged["blocks_per_sequence"],
         "fragmentation_bytes_per_sequence": paged["fragmentation_bytes"],

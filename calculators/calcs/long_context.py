@@ -35,8 +35,8 @@ from .kv_cache import kv_bytes_per_sequence, kv_bytes_per_token_per_layer, layer
 from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
 from .ring import ring_time, scale_up_ring
 from .steptime import StepModel, deployment
+from ..units import GIB
 
-GIB = 2**30
 GRID = [4096 * 2**k for k in range(9)]  # 4K … 1M tokens
 LINKS = links()
 

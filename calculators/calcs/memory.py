@@ -60,8 +60,8 @@ from .kv_cache import (
     state_fraction_per_gpu,
     state_pool_tokens,
 )
+from ..units import GIB
 
-GIB = 2**30
 TP_SERIES = (1, 2, 4, 8)
 
 

@@ -65,6 +65,7 @@ from ..catalog import fitted, model_presets, step_overheads
 from ..model import Accelerator, Model
 from ..params import is_moe_layer
 from .engine_defaults import vllm_max_num_seqs
+from ..units import MIB
 
 FITTED_MODE = "fitted"  # graphs plus every kernel's GPU floor (fitted.toml)
 SGLANG_MODE = "sglang"  # the fitted mode as SGLang ≤ 0.5.9 runs a step: prefill eager, t_s per kernel (fitted.toml)
@@ -101,7 +102,6 @@ EXTRA_OVERHEAD_HELP = (
     "CPU work your engine does not overlap, say. To replace the model with your own figure, "
     "set Per-step overhead to none and enter it here."
 )
-MIB = 2**20
 
 
 def data() -> dict:
@@ -152,11 +152,16 @@ def max_capture_tokens(accelerator: Accelerator, tokens_per_sequence: int = 1) -
 def sglang_max_graph_batch(accelerator: Accelerator, tp: int) -> int:
     """SGLang's cuda_graph_max_bs in the releases step_overheads.toml [sglang_graphs] names (0.5.4.post2 to 0.5.9): the
     largest decode batch it replays a graph for, by the GPU's memory and TP."""
-    rule, mib = data()["sglang_graphs"], accelerator.memory_bytes / MIB
-    for below, small_tp, large_tp in rule["max_bs_below_mib"]:
-        if mib < below:
-            return small_tp if tp < 4 else large_tp
-    return rule["max_bs_above"]
+    rule = data()["sglang_graphs"]
+    above = [rule["max_bs_above"]] * 2
+    small_tp, large_tp = memory_tier(accelerator.memory_bytes / MIB, rule["max_bs_below_mib"], above)
+    return small_tp if tp < 4 else large_tp
+
+
+def memory_tier(mib: float, tiers: list[list], above: list) -> list:
+    """A row of one of SGLang's tables by GPU memory: the values of the first [below_mib, *values] row whose bound
+    the memory (MiB) is under, else the values above every bound."""
+    return next((row[1:] for row in tiers if mib < row[0]), above)
 
 
 def capture_sizes(largest: int) -> list[int]:

@@ -27,6 +27,7 @@ from ..formats import bytes_per_element
 from ..schema import choice, dtype_field, integer, mark, model_field, number, output, series, step
 from .kv_cache import kv_bytes_per_token_all_layers
 from .lengths import lognormal_mu_sigma, uniform_half_width
+from ..units import GIB
 
 QUANTILES = 256  # deterministic sample: the midpoints of 256 equal-probability bins
 PLOT_BLOCKS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -262,7 +263,7 @@ def compute(v: dict) -> dict:
     lengths = total_lengths(v["mean_tokens"], v["length_cv"], v["length_distribution"])
     occ = occupancy(lengths, v["output_share"], s, m)
     held_mean, paged_mean = occ["held"] / occ["steps"], occ["paged"] / occ["steps"]
-    budget = v["kv_budget_gib"] * 2**30
+    budget = v["kv_budget_gib"] * GIB
     contig_n = math.floor(budget / (m * b_tok))
     paged_n = math.floor(budget / (paged_mean * b_tok))
     notes = []

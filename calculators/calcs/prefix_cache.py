@@ -32,8 +32,8 @@ from ..engine.workload import Workload
 from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
 from .steptime import deployment
 from .sharding import steps_for
+from ..units import GIB
 
-GIB = 2**30
 HOST_LINKS = host_links()
 SHAPES = [("system", "Shared system prompts"), ("chat", "Multi-turn conversations")]
 PERCENTILES = (10, 25, 50, 75, 90, 95, 99)

@@ -32,8 +32,8 @@ from .kv_cache import kv_bytes_per_token_all_layers, kv_fraction_per_gpu
 from .memory import engine_budget, engine_fields
 from .steptime import attention_fields, attention_peak_flops, deployment, peak_flops
 from .sharding import steps_for
+from ..units import GIB
 
-GIB = 2**30
 ENGINE_DEFAULTS = {f["key"]: f["default"] for f in engine_fields()}
 
 # (row id, label, stored weight format, matmul format); the id is what inline expressions name (rows.<id>.…)

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import Accelerator, Model
-from .overhead import graph_memory_bytes
-
-MIB = 2**20
+from ..model import Accelerator, Model, vendor_in
+from .overhead import graph_memory_bytes, memory_tier
+from ..units import MIB
 
 
 @dataclass(frozen=True)
@@ -35,10 +34,6 @@ class DefaultFraction:
     reserved_mib: float
     aiter_scaled: bool
     multimodal: bool
-
-
-def vendor_in(hardware: Accelerator, vendors: list[str]) -> bool:
-    return hardware.vendor.upper() in {v.upper() for v in vendors}
 
 
 def prefill_graph_sizes(max_tokens: int) -> list[int]:
@@ -58,7 +53,7 @@ def multimodal(rule: dict, model: Model) -> bool:
 
 
 def _prefill_graph_mib(rule: dict, model: Model, hardware: Accelerator, chunk: int) -> float:
-    if not vendor_in(hardware, rule["prefill_graph_vendors"]):
+    if not vendor_in(hardware.vendor, rule["prefill_graph_vendors"]):
         return 0.0
     if multimodal(rule, model) and model.architecture not in rule["multimodal_prefill_graph_architectures"]:
         return 0.0
@@ -73,7 +68,7 @@ def aiter_scaled(rule: dict, model: Model, hardware: Accelerator, tensor_paralle
     """Whether SGLang takes 85% of mem_fraction_static, given or not: on ROCm, where its default attention backend is
     aiter (for MLA only with 16 or 128 KV heads a rank; a sparse-attention (DSA) model takes its own backend) and
     context_len (--context-length; the calculator's max_model_len) is above 8,192 tokens."""
-    if not vendor_in(hardware, rule["aiter_vendors"]) or model.attention.index_topk:
+    if not vendor_in(hardware.vendor, rule["aiter_vendors"]) or model.attention.index_topk:
         return False
     heads = max(1, model.attention.num_kv_heads // tensor_parallel)
     if model.attention.kind == "mla" and heads not in rule["aiter_mla_kv_heads"]:
@@ -85,7 +80,7 @@ def default_fraction(ver: dict, model: Model, hardware: Accelerator, tensor_para
     """The mem_fraction_static this SGLang release sets for the model on this GPU and TP degree when given none."""
     rule = ver["default_fraction"]
     mib = hardware.memory_bytes / MIB
-    chunk, small, large = next((t[1:] for t in rule["tiers_below_mib"] if mib < t[0]), rule["tier_above"])
+    chunk, small, large = memory_tier(mib, rule["tiers_below_mib"], rule["tier_above"])
     max_bs = small if tensor_parallel < 4 else large
     graphs = graph_memory_bytes(max_bs) / MIB + _prefill_graph_mib(rule, model, hardware, chunk)
     reserved = rule["base_mib"] + rule["activation_mib_per_token"] * max(chunk, rule["min_activation_tokens"])

@@ -11,8 +11,8 @@ from .deployment import deployment_fields
 from .engine_defaults import vllm_max_num_batched_tokens
 from .memory import engine_fields
 from .sharding import cluster_fields, comm_fields, decode_steps, deployment_model, parallelism, parallelism_fields
+from ..units import GIB
 
-GIB = 2**30
 TP_AXIS = (1, 2, 4, 8, 16, 32, 64)
 
 

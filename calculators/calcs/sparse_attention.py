@@ -24,8 +24,8 @@ from ..formats import bytes_per_element
 from ..schema import dtype_field, integer, mark, model_field, output, series, step
 from .kv_cache import _scaled_fp8_bytes, kv_bytes_per_token_per_layer, layer_groups
 from .steptime import _causal_keys, attention_terms
+from ..units import GIB
 
-GIB = 2**30
 GRID = [4096 * 2**k for k in range(9)]
 METHODS = ("full", "streaming", "budget", "dsa")
 NAMES = {

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..model import vendor_in
 from ..schema import accelerator_field, choice, dtype_field, integer, model_field, output, step, text
 from .engine_capacity import (
     GIB,
@@ -328,7 +329,7 @@ def _budget(f: dict, ver: dict, vendor: str, notes: list) -> tuple[float, float 
     if measured is None:
         _need(f, ("available",), "the KV budget the capacity lines follow from")
         return f["available"] * GIB, None, "the log's Available KV cache memory"
-    on = vendor if vendor.upper() in ver["warmup_margin_floor_gib"] else "NVIDIA (CUDA's, taken for this chip)"
+    on = vendor if vendor_in(vendor, ver["warmup_margin_floor_gib"]) else "NVIDIA (CUDA's, taken for this chip)"
     floor = f"a {warmup_margin(ver, vendor, 0.0) / GIB:g} GiB floor on {on} GPUs"
     if "available" not in f:
         notes.append(
