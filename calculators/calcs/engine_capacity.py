@@ -788,15 +788,16 @@ def _default_fraction_notes(ver: dict, f: DefaultFraction, v: dict) -> list[str]
     notes = [
         f"mem_fraction_static: {f.fraction:g}, {ver['label']}'s own for {v['hardware'].name} at TP "
         f"{v['tensor_parallel']} (chunked_prefill_size {f.chunked_prefill_size:,}, decode CUDA graphs to batch "
-        f"{f.decode_max_bs}, {f.graph_mib:,.0f} MiB reserved for graphs); a launch with DP attention or DeepEP "
-        "reserves more, and a disaggregated prefill or decode server reserves by rules of its own, not modelled: "
-        "enter the value that launch passes to --mem-fraction-static, or paste its log into the log reader."
+        f"{f.decode_max_bs}, {f.graph_mib:,.0f} MiB reserved for graphs); {ver['default_fraction']['not_modelled']}, "
+        "not modelled: enter the value that launch passes to --mem-fraction-static, or paste its log into the log "
+        "reader."
     ]
-    if v["model"].architecture in ver["default_fraction"]["text_only_unless_enabled"]:
+    rule = ver["default_fraction"]
+    if v["model"].architecture in rule["text_only_unless_enabled"]:
+        graphs = " no prefill graphs are reserved for and" if f.prefill_graph_mib else ""
         notes.append(
-            f"{ver['label']} serves {v['model'].name} text-only unless --enable-multimodal is given; with it, no "
-            "prefill graphs are reserved for and the vision tower takes more (adjust_mem_fraction_for_vlm), not "
-            "modelled here."
+            f"{ver['label']} serves {v['model'].name} text-only unless --enable-multimodal is given; with it,{graphs} "
+            "the vision tower takes more (adjust_mem_fraction_for_vlm), not modelled here."
         )
     if f.multimodal:
         notes.append(

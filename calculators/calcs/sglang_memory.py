@@ -11,6 +11,8 @@ sets it when the launch gives none, and the cut it makes on ROCm to a given one 
   fraction  = round((gpu_mem − reserved) ÷ gpu_mem, 3)
   ROCm      : × 0.85, given or not, where the aiter attention backend serves the model and context_len > 8,192
 
+v0.5.23's figures; an older release's entry (v0.5.9) differs in the tiers and reserves no prefill graphs.
+
 Every figure in MiB. A multimodal launch's further cut by its vision tower, DP attention, DeepEP and a disaggregated
 prefill or decode server's own reserve are not modelled (the notes beside the result say so).
 """
@@ -30,7 +32,8 @@ class DefaultFraction:
     gpu_mib: float
     chunked_prefill_size: int
     decode_max_bs: int
-    graph_mib: float
+    graph_mib: float  # decode and prefill graphs
+    prefill_graph_mib: float
     reserved_mib: float
     aiter_scaled: bool
     multimodal: bool
@@ -66,9 +69,12 @@ def _prefill_graph_mib(rule: dict, model: Model, hardware: Accelerator, chunk: i
 
 def aiter_scaled(rule: dict, model: Model, hardware: Accelerator, tensor_parallel: int, context_len: int) -> bool:
     """Whether SGLang takes 85% of mem_fraction_static, given or not: on ROCm, where its default attention backend is
-    aiter (for MLA only with 16 or 128 KV heads a rank; a sparse-attention (DSA) model takes its own backend) and
-    context_len (--context-length; the calculator's max_model_len) is above 8,192 tokens."""
+    aiter (for MLA only with 16 or 128 KV heads a rank; a sparse-attention (DSA) model takes its own backend, and the
+    classes aiter_triton_architectures lists take triton) and context_len (--context-length; the calculator's
+    max_model_len) is above 8,192 tokens."""
     if not vendor_in(hardware.vendor, rule["aiter_vendors"]) or model.attention.index_topk:
+        return False
+    if model.architecture in rule["aiter_triton_architectures"]:
         return False
     heads = max(1, model.attention.num_kv_heads // tensor_parallel)
     if model.attention.kind == "mla" and heads not in rule["aiter_mla_kv_heads"]:
@@ -82,7 +88,8 @@ def default_fraction(ver: dict, model: Model, hardware: Accelerator, tensor_para
     mib = hardware.memory_bytes / MIB
     chunk, small, large = memory_tier(mib, rule["tiers_below_mib"], rule["tier_above"])
     max_bs = small if tensor_parallel < 4 else large
-    graphs = graph_memory_bytes(max_bs) / MIB + _prefill_graph_mib(rule, model, hardware, chunk)
+    prefill_graphs = _prefill_graph_mib(rule, model, hardware, chunk)
+    graphs = graph_memory_bytes(max_bs) / MIB + prefill_graphs
     reserved = rule["base_mib"] + rule["activation_mib_per_token"] * max(chunk, rule["min_activation_tokens"])
     reserved += tensor_parallel / 8 * rule["parallel_mib_per_8_gpus"] + graphs
     if mib > rule["floor_above_mib"]:
@@ -95,6 +102,7 @@ def default_fraction(ver: dict, model: Model, hardware: Accelerator, tensor_para
         chunk,
         max_bs,
         graphs,
+        prefill_graphs,
         reserved,
         scaled,
         multimodal(rule, model),

@@ -173,7 +173,8 @@ def version_for(found: dict, chosen: str) -> tuple[dict, str]:
             raise InputError("engine_version", f"{ver['label']} does not match this {found['engine']} log")
         return ver, f"{ver['label']} (chosen)"
     if found["engine"] == "sglang":
-        return version("sglang-0.5.23"), "SGLang v0.5.23's rules (the SGLang release modelled)"
+        why = "the newest SGLang release modelled; the log's own mem_fraction_static is taken"
+        return version("sglang-0.5.23"), f"SGLang v0.5.23's rules ({why})"
     v, vllm = found.get("version"), vllm_versions()
     if v is not None:
         ver = rules_for_release(v)

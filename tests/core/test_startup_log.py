@@ -7,6 +7,7 @@ from the log's own budget, and its KV bytes per token are exact: the log's budge
 core's bytes per token to the log's printing precision (0.01 GiB, plus the block the floor drops).
 """
 
+import dataclasses
 import math
 import tomllib
 from pathlib import Path
@@ -14,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from calculators import run
-from calculators.catalog import accelerator_presets
+from calculators.catalog import accelerator_presets, model_presets
 from calculators.calcs.engine_capacity import GIB, layout, release, version, versions, vllm_capacity
+from calculators.calcs.sglang_memory import aiter_scaled
 from calculators.calcs.startup_log import parse, version_for
 from calculators.errors import InputError
 
@@ -623,6 +625,50 @@ def test_sglang_sets_its_own_mem_fraction_static_by_gpu_tp_and_model():
     assert not any(d["label"].startswith("mem_fraction_static") for d in given["derivation"])
     assert given["requested_bytes"] == pytest.approx(0.9 * 81_559 * 2**20)
     assert fraction(model="llama-3.1-8b", hardware="mi300x", mem_fraction_static=0.9)[0] == pytest.approx(0.765)
+
+
+def test_sglang_v059_sets_its_fraction_without_prefill_graphs():
+    # SGLang v0.5.9 server_args.py:911-1069 (the same default launch from 0.5.5): no prefill graphs reserved
+    # (enable_piecewise_cuda_graph False, :604), a sub-35 GiB tier of chunk 2,048 and batch 24 at TP < 4 (:943-955)
+    def fraction(version="sglang-0.5.9", **inputs):
+        r = run("engine_capacity", {"engine_version": version, **inputs})
+        return next(d for d in r["derivation"] if d["label"].startswith("mem_fraction_static"))["value"], r["notes"]
+
+    # one H100 SXM (81,559 MiB), Llama 3.1 8B, TP 1: 512 + 1.5 × 8,192 + 2 × 256 + 1 ÷ 8 × 1,024 = 13,440: 0.835,
+    # where v0.5.23's 464 MiB of prefill graphs make it 0.830
+    assert fraction(model="llama-3.1-8b")[0] == 0.835
+    assert fraction("sglang-0.5.23", model="llama-3.1-8b")[0] == 0.830
+    # an L4 (23,034 MiB): 512 + 3,072 + 48 + 128 = 3,760: 0.837 (v0.5.23's larger tier and prefill graphs: 0.684)
+    assert fraction(model="llama-3.1-8b", hardware="l4")[0] == 0.837
+    # Published logs, eight MI355X (GLM-5-FP8, TP 8; ajith-sirra-amd/Issues, GLM-5-FP8-MI355X-SGLANG-ERROR.md,
+    # 2026-02-26): with --attention-backend triton the 0.5.8.post1 and 0.5.9 ROCm images printed
+    # mem_fraction_static=0.908 (chunked_prefill_size=16384, cuda_graph_max_bs=512): 512 + 24,576 + 1,024 + 1,024 =
+    # 27,136 of 294,912 MiB. GLM-5 is not in the catalogue; the rule sees the model only through multimodal, MLA and
+    # the attention backend, so gpt-oss (triton on ROCm in 0.5.9, :1333-1341) and DeepSeek-V3.2 (nsa) stand for it
+    assert fraction(model="gpt-oss-120b", hardware="mi355x", tensor_parallel=8, max_model_len=131072)[0] == 0.908
+    assert fraction(model="deepseek-v3.2", hardware="mi355x", tensor_parallel=8, max_model_len=131072)[0] == 0.908
+    # the v0.5.8 image that ran aiter by default printed 0.7718 = 0.908 × 0.85 (the aiter cut, :1924-1926); a model
+    # aiter serves takes it in 0.5.9, and gpt-oss takes it in 0.5.23, whose gpt-oss override picks aiter on ROCm
+    assert fraction(model="llama-3.1-70b", hardware="mi355x", tensor_parallel=8, max_model_len=131072)[0] == 0.7718
+    oss = {"model": "gpt-oss-120b", "hardware": "mi355x", "tensor_parallel": 8, "max_model_len": 131072}
+    assert fraction("sglang-0.5.23", **oss)[0] == pytest.approx(0.908 * 0.85)
+    # the notes name what each release's rule leaves out, and no prefill graphs for Gemma 3 in 0.5.9
+    notes = fraction(model="gemma-3-27b")[1]
+    assert any("speculative decoding reserves more" in n for n in notes)
+    assert not any("prefill graphs are reserved" in n for n in notes)
+    assert any("prefill graphs are reserved" in n for n in fraction("sglang-0.5.23", model="gemma-3-27b")[1])
+
+
+def test_sglang_gives_olmo2_and_gemma4_triton_attention_on_rocm():
+    # model_overrides/olmo2.py:15-30 and gemma4.py:17-43 at v0.5.23: triton on ROCm, so the aiter cut spares them
+    # (a pasted config's architecture decides); 0.5.9 gives OLMo 2 triton too (server_args.py:1499-1512)
+    rule = version("sglang-0.5.23")["default_fraction"]
+    llama, mi300x = model_presets()["llama-3.1-8b"], accelerator_presets()["mi300x"]
+    assert aiter_scaled(rule, llama, mi300x, 1, 32768)
+    for arch in ("Olmo2ForCausalLM", "Gemma4ForConditionalGeneration"):
+        assert not aiter_scaled(rule, dataclasses.replace(llama, architecture=arch), mi300x, 1, 32768)
+    olmo = dataclasses.replace(llama, architecture="Olmo2ForCausalLM")
+    assert not aiter_scaled(version("sglang-0.5.9")["default_fraction"], olmo, mi300x, 1, 32768)
 
 
 def test_the_reader_takes_mem_fraction_static_from_sglang_v0523s_server_args_dict():
