@@ -738,8 +738,7 @@ def _sglang_fraction(v: dict, ver: dict, seen) -> tuple[float, list[dict], list[
     used = given * scale
     line = step(
         "mem_fraction_static as SGLang uses it",
-        f"the value given {_aiter_cut(rule)}, unless SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION is set; "
-        + cite(ver, "default_fraction"),
+        f"the value given {_aiter_cut(rule)}{_spared_by(rule)}; " + cite(ver, "aiter_cut"),
         f"{{}} × {scale:g}",
         [given],
         used,
@@ -754,6 +753,10 @@ def _aiter_cut(rule: dict) -> str:
     )
 
 
+def _spared_by(rule: dict) -> str:
+    return f", unless {rule['aiter_given_spared_by']} is set" if rule["aiter_given_spared_by"] else ""
+
+
 def _reserve_rule(rule: dict) -> str:
     return (
         f"reserved = {rule['base_mib']:,} + {rule['activation_mib_per_token']:g} × max(chunked_prefill_size, "
@@ -766,8 +769,8 @@ def _sglang_platform_note(ver: dict, hardware) -> list[str]:
     if vendor_in(hardware.vendor, ver["default_fraction"]["platforms"]):
         return []
     return [
-        f"{ver['label']} has no memory reading for {hardware.name} (it reads CUDA, ROCm, Gaudi, Intel XPU and a few "
-        "other platforms'): its GPUs' rule is shown, not one it applies there."
+        f"{ver['label']} has no memory reading for {hardware.name} (it reads the memory of CUDA, ROCm, Gaudi, Intel "
+        "XPU and a few other platforms): its GPUs' rule is shown, not one it applies there."
     ]
 
 

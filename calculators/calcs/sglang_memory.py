@@ -70,11 +70,11 @@ def _prefill_graph_mib(rule: dict, model: Model, hardware: Accelerator, chunk: i
 def aiter_scaled(rule: dict, model: Model, hardware: Accelerator, tensor_parallel: int, context_len: int) -> bool:
     """Whether SGLang takes 85% of mem_fraction_static, given or not: on ROCm, where its default attention backend is
     aiter (for MLA only with 16 or 128 KV heads a rank; a sparse-attention (DSA) model takes its own backend, and the
-    classes aiter_triton_architectures lists take triton) and context_len (--context-length; the calculator's
+    classes aiter_excluded_architectures lists take another) and context_len (--context-length; the calculator's
     max_model_len) is above 8,192 tokens."""
     if not vendor_in(hardware.vendor, rule["aiter_vendors"]) or model.attention.index_topk:
         return False
-    if model.architecture in rule["aiter_triton_architectures"]:
+    if model.architecture in rule["aiter_excluded_architectures"]:
         return False
     heads = max(1, model.attention.num_kv_heads // tensor_parallel)
     if model.attention.kind == "mla" and heads not in rule["aiter_mla_kv_heads"]:

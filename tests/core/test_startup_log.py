@@ -647,11 +647,18 @@ def test_sglang_v059_sets_its_fraction_without_prefill_graphs():
     # the attention backend, so gpt-oss (triton on ROCm in 0.5.9, :1333-1341) and DeepSeek-V3.2 (nsa) stand for it
     assert fraction(model="gpt-oss-120b", hardware="mi355x", tensor_parallel=8, max_model_len=131072)[0] == 0.908
     assert fraction(model="deepseek-v3.2", hardware="mi355x", tensor_parallel=8, max_model_len=131072)[0] == 0.908
-    # the v0.5.8 image that ran aiter by default printed 0.7718 = 0.908 × 0.85 (the aiter cut, :1924-1926); a model
-    # aiter serves takes it in 0.5.9, and gpt-oss takes it in 0.5.23, whose gpt-oss override picks aiter on ROCm
+    # the v0.5.8 image that ran aiter by default printed 0.7718 = 0.908 × 0.85 (the aiter cut, :1924-1926; that build
+    # served GLM-5 as a non-MLA model, where 0.5.9 gives it nsa and 0.908); a model aiter serves takes it in 0.5.9, and
+    # gpt-oss takes it in 0.5.23, whose gpt-oss override picks aiter on ROCm
     assert fraction(model="llama-3.1-70b", hardware="mi355x", tensor_parallel=8, max_model_len=131072)[0] == 0.7718
     oss = {"model": "gpt-oss-120b", "hardware": "mi355x", "tensor_parallel": 8, "max_model_len": 131072}
     assert fraction("sglang-0.5.23", **oss)[0] == pytest.approx(0.908 * 0.85)
+    # a value given is cut too; only v0.5.23 has an environment variable that spares it (environ.py:1071 there)
+    for version_id, spared in (("sglang-0.5.9", False), ("sglang-0.5.23", True)):
+        inputs = {"engine_version": version_id, "hardware": "mi300x", "mem_fraction_static": 0.9}
+        line = next(d for d in run("engine_capacity", inputs)["derivation"] if d["label"].startswith("mem_fraction"))
+        assert line["value"] == pytest.approx(0.765)
+        assert ("SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION" in line["formula"]) == spared
     # the notes name what each release's rule leaves out, and no prefill graphs for Gemma 3 in 0.5.9
     notes = fraction(model="gemma-3-27b")[1]
     assert any("speculative decoding reserves more" in n for n in notes)

@@ -10,12 +10,14 @@ PAGE = "/workbench/startup-log/"
 ROOT_ID = "workbench-startup-log"
 LOGS = Path(__file__).parent.parent / "fixtures" / "startup_logs"
 
-# (fixture, the inputs the reader sets besides the log): an SGLang TP 4 FP8 log, a vLLM FP8-KV log and a vLLM
-# start that failed its KV check (pipeline-parallel, its 'estimated maximum model length' re-derived).
+# (fixture, the inputs the reader sets besides the log): an SGLang TP 4 FP8 log, a vLLM FP8-KV log, a vLLM
+# start that failed its KV check (pipeline-parallel, its 'estimated maximum model length' re-derived) and a v0.27.1
+# log that names its release (the rules are picked from it).
 CASES = [
     ("sglang-qwen3-235b-a22b-fp8-tp4", {"model": "qwen3-235b-a22b", "tensor_parallel": 4}),
     ("vllm-qwen3-30b-a3b-fp8-kvfp8", {"model": "qwen3-30b-a3b", "kv_dtype": "fp8"}),
     ("vllm-qwen3-coder-30b-a3b-fp8-pp2-failed", {"model": "qwen3-30b-a3b"}),
+    ("vllm-v0271-qwen3-8b-rtx4090-cold", {"model": "qwen3-8b"}),
 ]
 
 
