@@ -18,7 +18,9 @@ from calculators.api import schema as calculator_schema
 from calculators.page import present
 from calculators.calcs.latency import SCHEMA as LATENCY
 from calculators.calcs import overhead
+from calculators.calcs.engine_capacity import version
 from calculators.calcs.overhead import step_overhead
+from calculators.calcs.sglang_memory import default_fraction
 from calculators.calcs.steptime import deployment
 from calculators.parallel import _overhead
 from calculators.engine.client import draws
@@ -707,3 +709,31 @@ def test_sglangs_cookbook_runs_found_earlier_runs_prompts_in_the_cache():
     earlier = calibration._earlier(row)
     assert [(c.concurrency, c.prompts_per_user) for c in earlier] == [(1, 10), (16, 5)]
     assert calibration._earlier(next(r for r in ROWS if r["group"].startswith("inferencex"))) == ()
+
+
+# SGLang groups served at their release's defaults (server_note), each group's release within v0.5.4.post2 to v0.5.9,
+# whose rule the engine-faithful mode models as SGLang v0.5.9's entry; the context its launch gave (the model's own
+# where it gave none), for ROCm's aiter cut
+SGLANG_DEFAULT_LAUNCHES = {
+    "sglang-cookbook-llama31-70b-a100": None,
+    "sglang-cookbook-qwen3-235b-a22b-b200": None,
+    "sglang-cookbook-deepseek-r1-b200": None,
+    "sglang-cookbook-llama4-scout-mi300x": 1_000_000,
+    "sglang-cookbook-llama4-maverick-mi300x": 1_000_000,
+    "sglang-cookbook-deepseek-v3.1-mi300x": None,
+    "gpustack-qwen3-14b-h100-sglang-optimized": None,
+    "gpustack-glm-4.5-air-a100-sglang-optimized": None,
+}
+
+
+@pytest.mark.parametrize("group_id, context", SGLANG_DEFAULT_LAUNCHES.items())
+def test_the_ledgers_sglang_fractions_are_the_engine_faithful_modes(group_id, context):
+    # the ledger writes each default launch's mem_fraction_static by hand (its header gives the rule); the core's
+    # sglang_memory, which the engine-faithful capacity mode runs, must give the same for the group's GPU, TP and model
+    group = next(g for g in calibration.ledger()["group"] if g["id"] == group_id)
+    assert "default" in group["server_note"]
+    model = catalog.model_presets()[group["model"]]
+    hardware = catalog.accelerator_presets()[group["hardware"]]
+    tp = group["num_gpus"]
+    f = default_fraction(version("sglang-0.5.9"), model, hardware, tp, context or model.max_context_tokens)
+    assert f.fraction == pytest.approx(group["server"]["mem_fraction_static"], abs=5e-4)
