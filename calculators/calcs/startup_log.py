@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..model import vendor_in
+from .sglang_memory import default_fraction
 from ..schema import accelerator_field, choice, dtype_field, integer, model_field, output, step, text
 from .engine_capacity import (
     GIB,
@@ -173,7 +174,7 @@ def version_for(found: dict, chosen: str) -> tuple[dict, str]:
             raise InputError("engine_version", f"{ver['label']} does not match this {found['engine']} log")
         return ver, f"{ver['label']} (chosen)"
     if found["engine"] == "sglang":
-        why = "the newest SGLang release modelled; the log's own mem_fraction_static is taken"
+        why = "the newest SGLang release modelled; the budget comes from the log's own lines"
         return version("sglang-0.5.23"), f"SGLang v0.5.23's rules ({why})"
     v, vllm = found.get("version"), vllm_versions()
     if v is not None:
@@ -240,7 +241,8 @@ SCHEMA = {
         accelerator_field(
             help="Used where the log prints no memory figures, and by vLLM v0.34.0's rules: the margin after warmup "
             "(a 1 GiB floor on NVIDIA, 3 GiB on AMD) and, where the log does not say, the block size (16 where ROCm's "
-            "ROCM_ATTN serves the model)."
+            "ROCM_ATTN serves the model). For an SGLang log, the GPU whose memory SGLang's own mem_fraction_static "
+            "rule is checked on."
         ),
     ],
     "outputs": [
@@ -590,7 +592,34 @@ def _sglang(v: dict, f: dict, ver: dict) -> dict:
     notes.append(
         _diff_note("max_total_num_tokens", cap.tokens, log_tokens, "tokens", "the budget is printed to 0.01 GB")
     )
+    notes += _fraction_note(v, f, tp)
     return _sglang_result(f, cap, cell, budget, log_tokens, L) | {"notes": notes, "derivation": steps}
+
+
+def _fraction_note(v: dict, f: dict, tp: int) -> list[str]:
+    """The log's mem_fraction_static beside what each modelled SGLang release sets by itself on the chosen GPU at the
+    log's TP and context: a match says the launch most likely gave none."""
+    if "mfs" not in f:
+        return []
+    hardware, model = v["hardware"], v["model"]
+    context = int(f.get("max_len", 0)) or model.max_context_tokens or 0
+    own = {
+        ver["label"]: default_fraction(ver, model, hardware, tp, context).fraction
+        for ver in versions().values()
+        if ver["engine"] == "sglang"
+    }
+    listed = ", ".join(f"{label} {value:g}" for label, value in own.items())
+    matched = [label for label, value in own.items() if abs(value - f["mfs"]) < 5e-4]
+    verdict = (
+        f"the log's matches {' and '.join(matched)}'s: the launch most likely set none"
+        if matched
+        else "it matches none: a value given at launch (--mem-fraction-static), another release's rule, a launch "
+        "with DP attention, speculative decoding or a vision tower, or a GPU with other memory than the one chosen"
+    )
+    return [
+        f"mem_fraction_static: the log's {f['mfs']:g}; SGLang's own rule for {hardware.name} at TP {tp}: {listed} "
+        f"({verdict}). A ROCm log before v0.5.4.post1 prints the value before its aiter cut."
+    ]
 
 
 def _sglang_result(f: dict, cap, cell: float, budget: float, log_tokens, L: int) -> dict:

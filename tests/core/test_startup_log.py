@@ -678,6 +678,27 @@ def test_sglang_gives_olmo2_and_gemma4_triton_attention_on_rocm():
     assert not aiter_scaled(version("sglang-0.5.9")["default_fraction"], olmo, mi300x, 1, 32768)
 
 
+def test_the_reader_sets_an_sglang_logs_fraction_beside_each_releases_own():
+    # a log's mem_fraction_static beside what each modelled release sets by itself on the chosen GPU and the log's TP:
+    # on one H100 SXM, 0.835 is v0.5.9's own (v0.5.23's is 0.830, its prefill graphs reserved); 0.9 is neither's
+    def note(mfs, hardware="h100-sxm"):
+        log = (
+            f"server_args={{'model_path': 'x', 'mem_fraction_static': {mfs}, 'tp_size': 1}}\n"
+            "Load weight begin. avail mem=78.50 GB\n"
+            "Load weight end. type=LlamaForCausalLM, avail mem=63.50 GB, mem usage=15.00 GB.\n"
+            "KV Cache is allocated. #tokens: 400000, K size: 24.41 GB, V size: 24.41 GB\nmax_total_num_tokens=400000"
+        )
+        notes = run("startup_log", {"log": log, "model": "llama-3.1-8b", "hardware": hardware})["notes"]
+        return next(n for n in notes if n.startswith("mem_fraction_static"))
+
+    assert "SGLang v0.5.23 0.83, SGLang v0.5.9 0.835" in note(0.835)
+    assert "matches SGLang v0.5.9's: the launch most likely set none" in note(0.835)
+    assert "matches SGLang v0.5.23's" in note(0.83)
+    assert "it matches none" in note(0.9)
+    # on an L4 the two releases differ more (0.684 and 0.837): the GPU chosen decides
+    assert "matches SGLang v0.5.9's" in note(0.837, "l4") and "it matches none" in note(0.835, "l4")
+
+
 def test_the_reader_takes_mem_fraction_static_from_sglang_v0523s_server_args_dict():
     # v0.5.23 logs server_args as a dict (entrypoints/engine.py:173-174, 311), after resolution: the value it used
     log = "server_args={'model_path': 'x', 'mem_fraction_static': 0.73695, 'tp_size': 1}\nLoad weight end. avail mem=1"
