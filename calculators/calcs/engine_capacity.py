@@ -788,14 +788,13 @@ def _default_fraction_line(ver: dict, f: DefaultFraction) -> dict:
 
 
 def _default_fraction_notes(ver: dict, f: DefaultFraction, v: dict) -> list[str]:
+    rule = ver["default_fraction"]
     notes = [
         f"mem_fraction_static: {f.fraction:g}, {ver['label']}'s own for {v['hardware'].name} at TP "
         f"{v['tensor_parallel']} (chunked_prefill_size {f.chunked_prefill_size:,}, decode CUDA graphs to batch "
-        f"{f.decode_max_bs}, {f.graph_mib:,.0f} MiB reserved for graphs); {ver['default_fraction']['not_modelled']}, "
-        "not modelled: enter the value that launch passes to --mem-fraction-static, or paste its log into the log "
-        "reader."
+        f"{f.decode_max_bs}, {f.graph_mib:,.0f} MiB reserved for graphs); {rule['not_modelled']}, not modelled: "
+        "enter the value that launch passes to --mem-fraction-static, or paste its log into the log reader."
     ]
-    rule = ver["default_fraction"]
     if v["model"].architecture in rule["text_only_unless_enabled"]:
         graphs = " no prefill graphs are reserved for and" if f.prefill_graph_mib else ""
         notes.append(

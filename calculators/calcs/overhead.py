@@ -35,11 +35,12 @@
                        [sglang_prefill]): the time each kernel of SGLang's eager prefill adds that the GPU's work
                        does not hide, its Python dispatch or syncs it waits on (a kernel count cannot tell them
                        apart). Its decode steps replay one graph up to SGLang's cuda_graph_max_bs
-                       (step_overheads.toml [sglang_graphs]: 512 on B200, 256 below TP 4 on 60-160 GiB chips) and run
-                       eagerly above it. Two simplifications: the size is taken at the TP group's size, where
-                       SGLang's DP attention takes it at TP × DP; and a speculative verify step is compared by its
-                       tokens, as vLLM counts them, where SGLang counts sequences (such a step of more than
-                       cuda_graph_max_bs ÷ (k + 1) sequences is priced eager where SGLang replays a graph)
+                       (step_overheads.toml [sglang_graphs], by engine_versions.toml's SGLang v0.5.9 tiers: 512 on
+                       B200, 256 below TP 4 on 60-160 GiB chips) and run eagerly above it. Two simplifications: the
+                       size is taken at the TP group's size, where SGLang's DP attention takes it at TP × DP; and a
+                       speculative verify step is compared by its tokens, as vLLM counts them, where SGLang counts
+                       sequences (such a step of more than cuda_graph_max_bs ÷ (k + 1) sequences is priced eager
+                       where SGLang replays a graph)
   SGLang ≥ 0.5.10    = the "sglang-piecewise" mode: as "sglang", but a step with prefill in it up to SGLang's largest
                        piecewise prefill graph replays it (piecewise launches, no t_s): 2,048 tokens for an MLA model,
                        every step for others (their cap is the chunk); none off NVIDIA, for DeepSeek-V3.2 and
@@ -61,7 +62,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from functools import cache
 
-from ..catalog import fitted, model_presets, step_overheads
+from ..catalog import entries, fitted, model_presets, step_overheads
 from ..model import Accelerator, Model
 from ..params import is_moe_layer
 from .engine_defaults import vllm_max_num_seqs
@@ -151,10 +152,11 @@ def max_capture_tokens(accelerator: Accelerator, tokens_per_sequence: int = 1) -
 
 def sglang_max_graph_batch(accelerator: Accelerator, tp: int) -> int:
     """SGLang's cuda_graph_max_bs in the releases step_overheads.toml [sglang_graphs] names (0.5.4.post2 to 0.5.9): the
-    largest decode batch it replays a graph for, by the GPU's memory and TP."""
-    rule = data()["sglang_graphs"]
-    above = [rule["max_bs_above"]] * 2
-    small_tp, large_tp = memory_tier(accelerator.memory_bytes / MIB, rule["max_bs_below_mib"], above)
+    largest decode batch it replays a graph for, by the GPU's memory and TP, as the engine_versions.toml entry it names
+    (SGLang v0.5.9's) sets it beside mem_fraction_static."""
+    rules = next(v for v in entries("engine_versions.toml", "version") if v["id"] == data()["sglang_graphs"]["rules"])
+    tiers = rules["default_fraction"]
+    _, small_tp, large_tp = memory_tier(accelerator.memory_bytes / MIB, tiers["tiers_below_mib"], tiers["tier_above"])
     return small_tp if tp < 4 else large_tp
 
 
