@@ -75,6 +75,7 @@ PATTERNS = [
     ("tp", "any", r"tensor_parallel_size['\"]?[=:]\s*(\d+)"),
     ("tp", "any", r"--tensor[-_]parallel[-_]size[ =](\d+)"),
     ("tp", "sglang", r"\btp_size=(\d+)"),
+    ("tp", "sglang", r"'tp_size': (\d+)"),  # v0.5.23 logs server_args as a dict
     ("tp", "sglang", r"--tp(?:-size)?[ =](\d+)"),
     ("kv_dtype", "any", r"kv_cache_dtype['\"]?[=:]\s*['\"]?(\w+)"),
     ("kv_dtype", "any", r"--kv-cache-dtype[ =](\w+)"),
@@ -84,10 +85,14 @@ PATTERNS = [
     ("max_len", "any", r"max_seq_len=(\d+)"),
     ("max_len", "any", r"max_model_len['\"]?[=:]\s*(\d+)"),
     ("max_len", "sglang", r"context_len=(\d+)"),
+    ("max_len", "sglang", r"'context_length': (\d+)"),
+    ("max_len", "sglang", r"\bcontext_length=(\d+)"),  # the launch's --context-length in ServerArgs
+    ("dp_attention", "sglang", r"enable_dp_attention['\"]?[=:]\s*(True)"),
     ("max_len", "vllm", r"max seq len \((\d+)\)"),  # a failed start: "the model's max seq len (N)"
     ("block_size", "vllm", r"Setting kv cache block size to (\d+)"),  # the size vLLM chose for the backends
     ("block_size", "any", r"block_size['\"]?[=:]\s*(\d+)"),
     ("block_size", "sglang", r"\bpage_size=(\d+)"),
+    ("block_size", "sglang", r"'page_size': (\d+)"),
     ("batched", "any", r"max_num_batched_tokens['\"]?[=:]\s*(\d+)"),
     ("weights", "vllm", r"Model loading took " + N + r" ?GiB"),
     ("weights", "vllm", r"Loading model weights took " + N + r" ?GB"),
@@ -129,7 +134,7 @@ PATTERNS = [
     ("mfs", "sglang", r"--mem-fraction-static[ =](\d\.\d+)"),
 ]
 MISSING = {-1: "not in the log"}
-TEXT_KEYS = ("version", "kv_dtype", "platform")  # read as text; every other key is a number
+TEXT_KEYS = ("version", "kv_dtype", "platform", "dp_attention")  # read as text; every other key is a number
 SGLANG_MARKS = ("KV Cache is allocated", "max_total_num_tokens", "Load weight end", "sglang")
 
 
@@ -547,7 +552,7 @@ def _diff_note(name: str, core: float, log: float, unit: str, reason: str) -> st
     return f"{name}: log {fmt(log)}{' ' + unit if unit != '×' else '×'}, core {fmt(core)} ({pct:+.2f}%): {reason}"
 
 
-def _sglang_budget(f: dict, ver: dict, notes: list) -> tuple[float, str]:
+def _sglang_budget(f: dict, ver: dict, vendor: str, notes: list) -> tuple[float, str]:
     """The KV budget an SGLang log fixes: its pool (K + V sizes), else its avail-mem lines and mem_fraction_static."""
     if "k_size" in f or "kv_size" in f:
         pool = (f.get("k_size", 0) + f.get("v_size", 0) + f.get("kv_size", 0)) * GIB
@@ -557,6 +562,11 @@ def _sglang_budget(f: dict, ver: dict, notes: list) -> tuple[float, str]:
     if "before_load" not in f:
         notes.append("no 'Load weight begin' line: memory before loading taken as avail mem + mem usage")
     budget = (f["after_load"] - before * (1 - f["mfs"])) * GIB
+    if vendor_in(vendor, ["AMD"]):
+        notes.append(
+            "a ROCm log before v0.5.4.post1 printed mem_fraction_static before SGLang's aiter cut (× 0.85 where aiter "
+            "served a context above 8,192 tokens): for such a log the budget taken from it is that much too large"
+        )
     return budget, "avail mem after the weights − memory before loading × (1 − mem_fraction_static); " + cite(
         ver, "budget"
     )
@@ -571,7 +581,7 @@ def _sglang(v: dict, f: dict, ver: dict) -> dict:
     notes: list[str] = (
         [] if "kv_dtype" in f else [f"the log does not declare its KV-cache format: {kv.upper()} assumed"]
     )
-    budget, how = _sglang_budget(f, ver, notes)
+    budget, how = _sglang_budget(f, ver, v["hardware"].vendor, notes)
     L = int(f.get("max_len", 0)) or 1
     cap = sglang_capacity(cell, budget, page, L)
     log_tokens = f.get("pool_tokens", f.get("max_total"))
@@ -602,24 +612,45 @@ def _fraction_note(v: dict, f: dict, tp: int) -> list[str]:
     if "mfs" not in f:
         return []
     hardware, model = v["hardware"], v["model"]
+    sglang = [ver for ver in versions().values() if ver["engine"] == "sglang"]
+    if not any(vendor_in(hardware.vendor, ver["default_fraction"]["platforms"]) for ver in sglang):
+        return [
+            f"mem_fraction_static: the log's {f['mfs']}; SGLang reads no memory on {hardware.name}, so its own "
+            "rule does not apply there: choose the GPU the log came from to check the value against it."
+        ]
     context = int(f.get("max_len", 0)) or model.max_context_tokens or 0
-    own = {
-        ver["label"]: default_fraction(ver, model, hardware, tp, context).fraction
-        for ver in versions().values()
-        if ver["engine"] == "sglang"
-    }
-    listed = ", ".join(f"{label} {value:g}" for label, value in own.items())
-    matched = [label for label, value in own.items() if abs(value - f["mfs"]) < 5e-4]
-    verdict = (
-        f"the log's matches {' and '.join(matched)}'s: the launch most likely set none"
-        if matched
-        else "it matches none: a value given at launch (--mem-fraction-static), another release's rule, a launch "
-        "with DP attention, speculative decoding or a vision tower, or a GPU with other memory than the one chosen"
-    )
+    whose = "" if "max_len" in f else " (the model's; the log names none)"
+    own = {ver["label"]: default_fraction(ver, model, hardware, tp, context) for ver in sglang}
+    listed = ", ".join(f"{label} {d.fraction:g}" for label, d in own.items())
+    matched = [label for label, d in own.items() if abs(d.fraction - f["mfs"]) < 5e-4]
     return [
-        f"mem_fraction_static: the log's {f['mfs']:g}; SGLang's own rule for {hardware.name} at TP {tp}: {listed} "
-        f"({verdict}). A ROCm log before v0.5.4.post1 prints the value before its aiter cut."
+        f"mem_fraction_static: the log's {f['mfs']}; SGLang's own rule for {hardware.name} at TP {tp}, context "
+        f"{context:,} tokens{whose}: {listed} ({_fraction_verdict(matched, own, 'dp_attention' in f)})."
+        + (
+            " A ROCm log before v0.5.4.post1 prints the value before its aiter cut."
+            if vendor_in(hardware.vendor, ["AMD"])
+            else ""
+        )
     ]
+
+
+def _fraction_verdict(matched: list[str], own: dict, dp_attention: bool) -> str:
+    if matched:
+        by = "itself" if len(matched) == 1 else "themselves"
+        return f"the log's value is what {' and '.join(matched)} set by {by}: the launch most likely set none"
+    if dp_attention:
+        return "the log ran DP attention, for which SGLang reserves more, not modelled"
+    if any(d.multimodal for d in own.values()):
+        return (
+            "it matches neither: SGLang lowers a multimodal model's own value further by its vision tower, not "
+            "modelled, or the launch gave one"
+        )
+    return (
+        "it matches neither: the launch gave a value (--mem-fraction-static) or a setting the rule reads "
+        "(--chunked-prefill-size, --cuda-graph-max-bs, on ROCm --attention-backend), or ran DP attention, pipeline "
+        "parallelism, DeepEP or speculative decoding, or another release's rule applies, or the GPU has other "
+        "memory than the one chosen"
+    )
 
 
 def _sglang_result(f: dict, cap, cell: float, budget: float, log_tokens, L: int) -> dict:

@@ -18,7 +18,7 @@ from calculators import run
 from calculators.catalog import accelerator_presets, model_presets
 from calculators.calcs.engine_capacity import GIB, layout, release, version, versions, vllm_capacity
 from calculators.calcs.sglang_memory import aiter_scaled
-from calculators.calcs.startup_log import parse, version_for
+from calculators.calcs.startup_log import _fraction_verdict, parse, version_for
 from calculators.errors import InputError
 
 HERE = Path(__file__).parent.parent / "fixtures" / "startup_logs"
@@ -681,22 +681,44 @@ def test_sglang_gives_olmo2_and_gemma4_triton_attention_on_rocm():
 def test_the_reader_sets_an_sglang_logs_fraction_beside_each_releases_own():
     # a log's mem_fraction_static beside what each modelled release sets by itself on the chosen GPU and the log's TP:
     # on one H100 SXM, 0.835 is v0.5.9's own (v0.5.23's is 0.830, its prefill graphs reserved); 0.9 is neither's
-    def note(mfs, hardware="h100-sxm"):
+    def note(mfs, hardware="h100-sxm", tp=1, model="llama-3.1-8b"):
         log = (
-            f"server_args={{'model_path': 'x', 'mem_fraction_static': {mfs}, 'tp_size': 1}}\n"
+            f"server_args={{'model_path': 'x', 'mem_fraction_static': {mfs}, 'tp_size': {tp}}}\n"
             "Load weight begin. avail mem=78.50 GB\n"
             "Load weight end. type=LlamaForCausalLM, avail mem=63.50 GB, mem usage=15.00 GB.\n"
             "KV Cache is allocated. #tokens: 400000, K size: 24.41 GB, V size: 24.41 GB\nmax_total_num_tokens=400000"
         )
-        notes = run("startup_log", {"log": log, "model": "llama-3.1-8b", "hardware": hardware})["notes"]
+        notes = run("startup_log", {"log": log, "model": model, "hardware": hardware})["notes"]
         return next(n for n in notes if n.startswith("mem_fraction_static"))
 
     assert "SGLang v0.5.23 0.83, SGLang v0.5.9 0.835" in note(0.835)
-    assert "matches SGLang v0.5.9's: the launch most likely set none" in note(0.835)
-    assert "matches SGLang v0.5.23's" in note(0.83)
-    assert "it matches none" in note(0.9)
+    assert "is what SGLang v0.5.9 set by itself: the launch most likely set none" in note(0.835)
+    assert "is what SGLang v0.5.23 set by itself" in note(0.83)
+    assert "it matches neither" in note(0.9) and "--chunked-prefill-size" in note(0.9)
+    assert "ROCm log" not in note(0.835)
     # on an L4 the two releases differ more (0.684 and 0.837): the GPU chosen decides
-    assert "matches SGLang v0.5.9's" in note(0.837, "l4") and "it matches none" in note(0.835, "l4")
+    assert "is what SGLang v0.5.9 set" in note(0.837, "l4") and "it matches neither" in note(0.835, "l4")
+    # the TP comes from v0.5.23's dict ('tp_size': 8, read 41's P1): DeepSeek-V3 on eight H200s, 0.886 (the test
+    # above), not the form's TP 1
+    deepseek = note(0.886, "h200", 8, "deepseek-v3")
+    assert "at TP 8" in deepseek and "is what SGLang v0.5.23 set by itself" in deepseek
+    # on AMD, a ROCm log before v0.5.4.post1 printed the value before the aiter cut: said there only
+    assert "ROCm log" in note(0.7327, "mi300x") and "the model's; the log names none" in note(0.7327, "mi300x")
+    # SGLang reads no TPU's memory: no rule is set beside the value
+    assert "reads no memory on Google TPU" in note(0.8, "tpu-v6e")
+    assert "vision tower" in _fraction_verdict([], {"v": dataclasses.make_dataclass("F", ["multimodal"])(True)}, False)
+    assert "DP attention" in _fraction_verdict([], {}, True)
+    assert parse("sglang ServerArgs(tp_size=8, enable_dp_attention=True, dp_size=8)")["dp_attention"] == "True"
+    assert parse("sglang server_args={'enable_dp_attention': True, 'context_length': 8192}")["max_len"] == 8192
+    # a budget from the avail-mem lines and the printed fraction, on AMD: an old ROCm log printed it before the cut
+    avail_only = (
+        "server_args={'mem_fraction_static': 0.8, 'tp_size': 1}\nLoad weight begin. avail mem=190.00 GB\n"
+        "Load weight end. type=LlamaForCausalLM, avail mem=175.00 GB, mem usage=15.00 GB.\nmax_total_num_tokens=1000000"
+    )
+    notes = run("startup_log", {"log": avail_only, "hardware": "mi300x"})["notes"]
+    assert any("printed mem_fraction_static before SGLang's aiter cut" in n for n in notes)
+    notes = run("startup_log", {"log": avail_only, "hardware": "h100-sxm"})["notes"]
+    assert not any("aiter cut" in n for n in notes)
 
 
 def test_the_reader_takes_mem_fraction_static_from_sglang_v0523s_server_args_dict():
