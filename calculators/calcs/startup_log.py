@@ -618,6 +618,12 @@ def _fraction_note(v: dict, f: dict, tp: int) -> list[str]:
             f"mem_fraction_static: the log's {f['mfs']}; SGLang reads no memory on {hardware.name}, so its own "
             "rule does not apply there: choose the GPU the log came from to check the value against it."
         ]
+    if f.get("before_load", 0) * GIB > hardware.memory_bytes:
+        return [
+            f"mem_fraction_static: the log's {f['mfs']}; its GPU had {f['before_load']:g} GB (2^30 bytes) free before "
+            f"loading, more than {hardware.name} holds: choose the GPU the log came from to check the value against "
+            "SGLang's own rule."
+        ]
     context = int(f.get("max_len", 0)) or model.max_context_tokens or 0
     whose = "" if "max_len" in f else " (the model's; the log names none)"
     own = {ver["label"]: default_fraction(ver, model, hardware, tp, context) for ver in sglang}

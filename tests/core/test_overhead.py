@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 from calculators import run
 from calculators.calcs import overhead as ovh
 from calculators.calcs.deployment import deployment_fields
+from calculators.calcs.engine_capacity import versions
 from calculators.calcs.steptime import StepModel, bound_deployment, deployment
 from calculators.catalog import step_overheads
 from calculators.presets import accelerator_presets, model_presets
@@ -67,6 +68,15 @@ def test_graph_memory_is_sglangs_reserve():
     # SGLang 0.5.23 reserve_for_graph_mb: decode max_bs × 2 MB; 256 on an 80 GB GPU at TP < 4
     assert ovh.graph_memory_bytes(256) == 512 * 2**20
     assert step_overheads()["sglang"]["cuda_graph_max_bs_80gb"] == 256
+
+
+def test_sglang_decode_graph_batch_by_the_named_entrys_tiers():
+    # [sglang_graphs] names the engine_versions.toml entry whose tiers hold 0.5.4.post2 to 0.5.9's cuda_graph_max_bs
+    # (server_args.py _handle_gpu_memory_settings): an SGLang entry that exists; 24 and 80 on an L4, 256 and 512 on an
+    # H100, 512 on a B200 at any TP
+    assert versions()[step_overheads()["sglang_graphs"]["rules"]]["engine"] == "sglang"
+    for acc, small, large in (("l4", 24, 80), ("h100-sxm", 256, 512), ("b200", 512, 512)):
+        assert (ovh.sglang_max_graph_batch(ACCS[acc], 1), ovh.sglang_max_graph_batch(ACCS[acc], 8)) == (small, large)
 
 
 # ---- the three modes ------------------------------------------------------------------------------------------

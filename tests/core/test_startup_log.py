@@ -681,12 +681,12 @@ def test_sglang_gives_olmo2_and_gemma4_triton_attention_on_rocm():
 def test_the_reader_sets_an_sglang_logs_fraction_beside_each_releases_own():
     # a log's mem_fraction_static beside what each modelled release sets by itself on the chosen GPU and the log's TP:
     # on one H100 SXM, 0.835 is v0.5.9's own (v0.5.23's is 0.830, its prefill graphs reserved); 0.9 is neither's
-    def note(mfs, hardware="h100-sxm", tp=1, model="llama-3.1-8b"):
+    def note(mfs, hardware="h100-sxm", tp=1, model="llama-3.1-8b", free=78.5):
         log = (
             f"server_args={{'model_path': 'x', 'mem_fraction_static': {mfs}, 'tp_size': {tp}}}\n"
-            "Load weight begin. avail mem=78.50 GB\n"
-            "Load weight end. type=LlamaForCausalLM, avail mem=63.50 GB, mem usage=15.00 GB.\n"
-            "KV Cache is allocated. #tokens: 400000, K size: 24.41 GB, V size: 24.41 GB\nmax_total_num_tokens=400000"
+            f"Load weight begin. avail mem={free:.2f} GB\n"
+            f"Load weight end. type=LlamaForCausalLM, avail mem={free - 15:.2f} GB, mem usage=15.00 GB.\n"
+            "KV Cache is allocated. #tokens: 40000, K size: 2.44 GB, V size: 2.44 GB\nmax_total_num_tokens=40000"
         )
         notes = run("startup_log", {"log": log, "model": model, "hardware": hardware})["notes"]
         return next(n for n in notes if n.startswith("mem_fraction_static"))
@@ -697,7 +697,9 @@ def test_the_reader_sets_an_sglang_logs_fraction_beside_each_releases_own():
     assert "it matches neither" in note(0.9) and "--chunked-prefill-size" in note(0.9)
     assert "ROCm log" not in note(0.835)
     # on an L4 the two releases differ more (0.684 and 0.837): the GPU chosen decides
-    assert "is what SGLang v0.5.9 set" in note(0.837, "l4") and "it matches neither" in note(0.835, "l4")
+    assert "is what SGLang v0.5.9 set" in note(0.837, "l4", free=20) and "it matches neither" in note(
+        0.835, "l4", free=20
+    )
     # the TP comes from v0.5.23's dict ('tp_size': 8, read 41's P1): DeepSeek-V3 on eight H200s, 0.886 (the test
     # above), not the form's TP 1
     deepseek = note(0.886, "h200", 8, "deepseek-v3")
@@ -706,6 +708,8 @@ def test_the_reader_sets_an_sglang_logs_fraction_beside_each_releases_own():
     assert "ROCm log" in note(0.7327, "mi300x") and "the model's; the log names none" in note(0.7327, "mi300x")
     # SGLang reads no TPU's memory: no rule is set beside the value
     assert "reads no memory on Google TPU" in note(0.8, "tpu-v6e")
+    # the log's GPU had 78.5 GB free before loading: an L40S (48 GB) cannot be it
+    assert "choose the GPU the log came from" in note(0.835, "l40s")
     assert "vision tower" in _fraction_verdict([], {"v": dataclasses.make_dataclass("F", ["multimodal"])(True)}, False)
     assert "DP attention" in _fraction_verdict([], {}, True)
     assert parse("sglang ServerArgs(tp_size=8, enable_dp_attention=True, dp_size=8)")["dp_attention"] == "True"
