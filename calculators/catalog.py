@@ -140,6 +140,11 @@ def kv_tiers() -> dict[str, dict]:
     return _by_id("kv_tiers.toml", "tier")
 
 
+def engine_versions() -> dict[str, dict]:
+    """Each engine release's startup-accounting rules, by id (engine_versions.toml, as written)."""
+    return _by_id("engine_versions.toml", "version")
+
+
 def engines() -> dict[str, dict]:
     """Serving engines by id and the features each documents (engines.toml)."""
     return _by_id("engines.toml", "engine")

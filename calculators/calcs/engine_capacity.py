@@ -39,7 +39,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..catalog import entries
+from ..catalog import engine_versions
 from ..errors import InputError
 from ..formats import bytes_per_element
 from ..model import Model, vendor_in
@@ -60,12 +60,10 @@ from .memory import checkpoint_weight_bytes, expert_layout, footprint, loaded_we
 from .sglang_memory import DefaultFraction, aiter_scaled, default_fraction
 from ..units import GIB, MIB
 
-DATA = "engine_versions.toml"
-
 
 def versions() -> dict[str, dict]:
     """Every engine version's rules, by id (engine_versions.toml, as written)."""
-    return {v["id"]: v for v in entries(DATA, "version")}
+    return engine_versions()
 
 
 def version(vid: str) -> dict:

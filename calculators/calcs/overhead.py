@@ -62,7 +62,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from functools import cache
 
-from ..catalog import entries, fitted, model_presets, step_overheads
+from ..catalog import engine_versions, fitted, model_presets, step_overheads
 from ..model import Accelerator, Model
 from ..params import is_moe_layer
 from .engine_defaults import vllm_max_num_seqs
@@ -154,8 +154,7 @@ def sglang_max_graph_batch(accelerator: Accelerator, tp: int) -> int:
     """SGLang's cuda_graph_max_bs in the releases step_overheads.toml [sglang_graphs] names (0.5.4.post2 to 0.5.9): the
     largest decode batch it replays a graph for, by the GPU's memory and TP, as the engine_versions.toml entry it names
     (SGLang v0.5.9's) sets it beside mem_fraction_static."""
-    rules = next(v for v in entries("engine_versions.toml", "version") if v["id"] == data()["sglang_graphs"]["rules"])
-    tiers = rules["default_fraction"]
+    tiers = engine_versions()[data()["sglang_graphs"]["rules"]]["default_fraction"]
     _, small_tp, large_tp = memory_tier(accelerator.memory_bytes / MIB, tiers["tiers_below_mib"], tiers["tier_above"])
     return small_tp if tp < 4 else large_tp
 
