@@ -736,7 +736,7 @@ def _sglang_fraction(v: dict, ver: dict, seen) -> tuple[float, list[dict], list[
     used = given * scale
     line = step(
         "mem_fraction_static as SGLang uses it",
-        f"the value given {_aiter_cut(rule)}{_spared_by(rule)}; " + cite(ver, "aiter_cut"),
+        f"the value given {aiter_cut_text(rule)}{_spared_by(rule)}; " + cite(ver, "aiter_cut"),
         f"{{}} × {scale:g}",
         [given],
         used,
@@ -745,7 +745,7 @@ def _sglang_fraction(v: dict, ver: dict, seen) -> tuple[float, list[dict], list[
     return used, [line], [f"mem_fraction_static: {given:g} given, {used:g} as {ver['label']} uses it (× {scale:g})."]
 
 
-def _aiter_cut(rule: dict) -> str:
+def aiter_cut_text(rule: dict) -> str:
     return (
         f"× {rule['aiter_scale']:g} (ROCm's aiter attention, context_len above {rule['aiter_above_context']:,} tokens)"
     )
@@ -774,7 +774,7 @@ def _sglang_platform_note(ver: dict, hardware) -> list[str]:
 
 def _default_fraction_line(ver: dict, f: DefaultFraction) -> dict:
     rule = ver["default_fraction"]
-    scaled = " " + _aiter_cut(rule) if f.aiter_scaled else ""
+    scaled = " " + aiter_cut_text(rule) if f.aiter_scaled else ""
     return step(
         "mem_fraction_static (SGLang's own, none given)",
         f"round((memory − reserved) ÷ memory, 3); {_reserve_rule(rule)}{scaled}; " + cite(ver, "default_fraction"),

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..model import vendor_in
-from .sglang_memory import default_fraction
 from ..schema import accelerator_field, choice, dtype_field, integer, model_field, output, step, text
 from .engine_capacity import (
     GIB,
     TOKENS_RULE,
+    aiter_cut_text,
     cite,
     layout,
     sglang_capacity,
@@ -41,6 +41,7 @@ from .engine_capacity import (
     vllm_versions,
     with_memory,
 )
+from .sglang_memory import default_fraction
 
 MAX_CHARS = 200_000
 # The default: a V0 startup log quoted in vLLM issue #10517 (kaspersiminski, 2024-12-02), Llama 3.1 8B on an
@@ -87,8 +88,8 @@ PATTERNS = [
     ("max_len", "sglang", r"context_len=(\d+)"),
     ("max_len", "sglang", r"'context_length': (\d+)"),
     ("max_len", "sglang", r"\bcontext_length=(\d+)"),  # the launch's --context-length in ServerArgs
-    ("dp_attention", "sglang", r"enable_dp_attention['\"]?[=:]\s*(True)"),
     ("max_len", "vllm", r"max seq len \((\d+)\)"),  # a failed start: "the model's max seq len (N)"
+    ("dp_attention", "sglang", r"enable_dp_attention['\"]?[=:]\s*(True)"),
     ("block_size", "vllm", r"Setting kv cache block size to (\d+)"),  # the size vLLM chose for the backends
     ("block_size", "any", r"block_size['\"]?[=:]\s*(\d+)"),
     ("block_size", "sglang", r"\bpage_size=(\d+)"),
@@ -552,6 +553,10 @@ def _diff_note(name: str, core: float, log: float, unit: str, reason: str) -> st
     return f"{name}: log {fmt(log)}{' ' + unit if unit != '×' else '×'}, core {fmt(core)} ({pct:+.2f}%): {reason}"
 
 
+# SGLang up to v0.5.4 cut mem_fraction_static for aiter in model_runner.py, after its server_args line was printed
+OLD_ROCM_LOGS = "A ROCm log before v0.5.4.post1 printed mem_fraction_static before SGLang's aiter cut"
+
+
 def _sglang_budget(f: dict, ver: dict, vendor: str, notes: list) -> tuple[float, str]:
     """The KV budget an SGLang log fixes: its pool (K + V sizes), else its avail-mem lines and mem_fraction_static."""
     if "k_size" in f or "kv_size" in f:
@@ -562,10 +567,10 @@ def _sglang_budget(f: dict, ver: dict, vendor: str, notes: list) -> tuple[float,
     if "before_load" not in f:
         notes.append("no 'Load weight begin' line: memory before loading taken as avail mem + mem usage")
     budget = (f["after_load"] - before * (1 - f["mfs"])) * GIB
-    if vendor_in(vendor, ["AMD"]):
+    rule = ver["default_fraction"]
+    if vendor_in(vendor, rule["aiter_vendors"]):
         notes.append(
-            "a ROCm log before v0.5.4.post1 printed mem_fraction_static before SGLang's aiter cut (× 0.85 where aiter "
-            "served a context above 8,192 tokens): for such a log the budget taken from it is that much too large"
+            f"{OLD_ROCM_LOGS}, {aiter_cut_text(rule)}: for such a log the budget taken from it is that much too large"
         )
     return budget, "avail mem after the weights − memory before loading × (1 − mem_fraction_static); " + cite(
         ver, "budget"
@@ -633,8 +638,8 @@ def _fraction_note(v: dict, f: dict, tp: int) -> list[str]:
         f"mem_fraction_static: the log's {f['mfs']}; SGLang's own rule for {hardware.name} at TP {tp}, context "
         f"{context:,} tokens{whose}: {listed} ({_fraction_verdict(matched, own, 'dp_attention' in f)})."
         + (
-            " A ROCm log before v0.5.4.post1 prints the value before its aiter cut."
-            if vendor_in(hardware.vendor, ["AMD"])
+            f" {OLD_ROCM_LOGS}."
+            if any(vendor_in(hardware.vendor, v["default_fraction"]["aiter_vendors"]) for v in sglang)
             else ""
         )
     ]
