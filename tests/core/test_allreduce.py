@@ -261,6 +261,24 @@ def test_mi300x_mesh_rings_use_the_links_to_the_other_members():
     assert any(d["label"] == "Ring bandwidth on the chip's links" for d in r2["derivation"])
 
 
+def test_mi325x_and_mi355x_meshes_follow_amds_aggregate_peer_bandwidth():
+    """AMD ROCm docs 'AMD Instinct MI300 Series / MI350 Series workload optimization' (docs-7.2.4), table
+    'Architecture comparison': 'P2P ring aggregate BW' 896 GB/s for the MI300X and the MI325X, 1,075.2 GB/s for
+    the MI350X and MI355X (bidirectional over the 7 peer links of a fully meshed 8-GPU board, AMD's
+    system-acceptance docs). Per direction: 448 and 537.6 GB/s, 64 and 76.8 GB/s a link. RCCL all_reduce_perf on
+    8 MI350X measured 361 GB/s bus bandwidth out of place at 8 GB (the acceptance docs' example), within the
+    ring's bandwidth on the chip's links."""
+    for chip, aggregate_bidirectional in (("mi325x", 896e9), ("mi355x", 1075.2e9)):
+        acc = ACC[chip]
+        assert 2 * acc.scale_up_bandwidth_bytes_per_s == pytest.approx(aggregate_bidirectional)
+        assert acc.scale_up_bandwidth_bytes_per_s == pytest.approx(7 * acc.scale_up_link_bandwidth_bytes_per_s)
+        ex = dict(model="llama-3.1-70b", hardware=chip, link="accelerator", batch_size=2048)
+        bws = {n: _old(**ex, num_gpus=n)["link_bandwidth_bytes_per_s"] for n in (2, 8)}
+        assert bws[2] == acc.scale_up_link_bandwidth_bytes_per_s and bws[8] == acc.scale_up_bandwidth_bytes_per_s
+    assert 361e9 <= ACC["mi355x"].scale_up_bandwidth_bytes_per_s
+    assert ACC["mi325x"].scale_up_bandwidth_bytes_per_s == ACC["mi300x"].scale_up_bandwidth_bytes_per_s
+
+
 def test_gaudi3_mesh_uses_its_21_scale_up_ports():
     """Intel Gaudi docs, 'Intel Gaudi Network Configuration': 21 scale-up ports, 3 to each of the 7
     peers, 525 GB/s per direction (the chip's 600 GB/s counts 3 scale-out ports); HCCL all-reduce on
