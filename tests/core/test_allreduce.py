@@ -279,6 +279,24 @@ def test_mi325x_and_mi355x_meshes_follow_amds_aggregate_peer_bandwidth():
     assert ACC["mi325x"].scale_up_bandwidth_bytes_per_s == ACC["mi300x"].scale_up_bandwidth_bytes_per_s
 
 
+def test_neuronlink_rings_take_awss_figures_as_both_directions_together():
+    """AWS Neuron docs (aws-neuron/aws-neuron-sdk @ 81ce03a): Trainium2, 'Intra-instance NeuronLink-v3 bandwidth
+    (GB/sec/chip)' 1,024 in a 4x4 2D torus of 16 chips, 4 neighbours a chip (trn2-arch, collectives); Inferentia2,
+    'NeuronLink-v2 chip-to-chip (GiB/sec/chip)' 192, a ring of 12 drawn with 96 GiB/s links (inf2-arch). No
+    direction is stated; the catalogue halves each figure (the conservative reading), so a ring along one torus
+    dimension gets two links' worth: 256 GB/s on a Trainium2, 96 GiB/s (the chip's whole) on an Inferentia2."""
+    trn2, inf2 = ACC["trainium2"], ACC["inferentia2"]
+    assert 2 * trn2.scale_up_bandwidth_bytes_per_s == 1024e9
+    assert 4 * trn2.scale_up_link_bandwidth_bytes_per_s == 1024e9 / 2
+    assert trn2.scale_up_domain == 16 and trn2.scale_up_topology == "torus"
+    assert 2 * inf2.scale_up_bandwidth_bytes_per_s == 192 * 2**30
+    assert 2 * inf2.scale_up_link_bandwidth_bytes_per_s == 96 * 2**30
+    assert inf2.scale_up_domain == 12 and inf2.scale_up_topology == "torus"
+    ex = dict(model="llama-3.1-8b", link="accelerator", batch_size=2048)
+    assert _old(**ex, hardware="trainium2", num_gpus=4)["link_bandwidth_bytes_per_s"] == 256e9
+    assert _old(**ex, hardware="inferentia2", num_gpus=2)["link_bandwidth_bytes_per_s"] == 96 * 2**30
+
+
 def test_gaudi3_mesh_uses_its_21_scale_up_ports():
     """Intel Gaudi docs, 'Intel Gaudi Network Configuration': 21 scale-up ports, 3 to each of the 7
     peers, 525 GB/s per direction (the chip's 600 GB/s counts 3 scale-out ports); HCCL all-reduce on
