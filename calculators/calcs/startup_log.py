@@ -632,35 +632,44 @@ def _fraction_note(v: dict, f: dict, tp: int) -> list[str]:
     context = int(f.get("max_len", 0)) or model.max_context_tokens or 0
     whose = "" if "max_len" in f else " (the model's; the log names none)"
     own = {ver["label"]: default_fraction(ver, model, hardware, tp, context) for ver in sglang}
-    listed = ", ".join(f"{label} {d.fraction:g}" for label, d in own.items())
-    matched = [label for label, d in own.items() if abs(d.fraction - f["mfs"]) < 5e-4]
+    rocm = any(vendor_in(hardware.vendor, ver["default_fraction"]["aiter_vendors"]) for ver in sglang)
+    listed = "; ".join(
+        f"{label} {d.fraction:g}" + (f" ({d.before_cut:g} before its aiter cut)" if d.aiter_scaled else "")
+        for label, d in own.items()
+    )
     return [
         f"mem_fraction_static: the log's {f['mfs']}; SGLang's own rule for {hardware.name} at TP {tp}, context "
-        f"{context:,} tokens{whose}: {listed} ({_fraction_verdict(matched, own, 'dp_attention' in f)})."
-        + (
-            f" {OLD_ROCM_LOGS}."
-            if any(vendor_in(hardware.vendor, v["default_fraction"]["aiter_vendors"]) for v in sglang)
-            else ""
-        )
+        f"{context:,} tokens{whose}: {listed}. {_fraction_verdict(f['mfs'], own, 'dp_attention' in f, rocm)}"
     ]
 
 
-def _fraction_verdict(matched: list[str], own: dict, dp_attention: bool) -> str:
+def _fraction_verdict(mfs: float, own: dict, dp_attention: bool, rocm: bool) -> str:
+    """Which release's own rule the log's value is, or why it may be none's; on ROCm, what an old log printed."""
+    matched = [label for label, d in own.items() if abs(d.fraction - mfs) < 5e-4]
+    uncut = [label for label, d in own.items() if d.aiter_scaled and abs(d.before_cut - mfs) < 5e-4]
+    old_rocm = f" {OLD_ROCM_LOGS}." if rocm else ""
     if matched:
         by = "itself" if len(matched) == 1 else "themselves"
-        return f"the log's value is what {' and '.join(matched)} set by {by}: the launch most likely set none"
+        return (
+            f"The log's value is what {' and '.join(matched)} set by {by}: the launch most likely set none." + old_rocm
+        )
+    if uncut:
+        return (
+            f"The log's value is {' and '.join(uncut)}'s before the aiter cut. {OLD_ROCM_LOGS}, and a launch on "
+            "another attention backend takes no cut: the launch most likely set none."
+        )
     if dp_attention:
-        return "the log ran DP attention, for which SGLang reserves more, not modelled"
+        return "The log ran DP attention, for which SGLang reserves more, not modelled." + old_rocm
     if any(d.multimodal for d in own.values()):
         return (
-            "it matches neither: SGLang lowers a multimodal model's own value further by its vision tower, not "
-            "modelled, or the launch gave one"
+            "It matches neither: SGLang lowers a multimodal model's own value further by its vision tower, not "
+            "modelled, or the launch gave one." + old_rocm
         )
     return (
-        "it matches neither: the launch gave a value (--mem-fraction-static) or a setting the rule reads "
+        "It matches neither: the launch gave a value (--mem-fraction-static) or a setting the rule reads "
         "(--chunked-prefill-size, --cuda-graph-max-bs, on ROCm --attention-backend), or ran DP attention, pipeline "
         "parallelism, DeepEP or speculative decoding, or another release's rule applies, or the GPU has other "
-        "memory than the one chosen"
+        "memory than the one chosen." + old_rocm
     )
 
 

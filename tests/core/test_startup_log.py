@@ -691,13 +691,13 @@ def test_the_reader_sets_an_sglang_logs_fraction_beside_each_releases_own():
         notes = run("startup_log", {"log": log, "model": model, "hardware": hardware})["notes"]
         return next(n for n in notes if n.startswith("mem_fraction_static"))
 
-    assert "SGLang v0.5.23 0.83, SGLang v0.5.9 0.835" in note(0.835)
+    assert "SGLang v0.5.23 0.83; SGLang v0.5.9 0.835. The log's value" in note(0.835)
     assert "is what SGLang v0.5.9 set by itself: the launch most likely set none" in note(0.835)
     assert "is what SGLang v0.5.23 set by itself" in note(0.83)
-    assert "it matches neither" in note(0.9) and "--chunked-prefill-size" in note(0.9)
+    assert "It matches neither" in note(0.9) and "--chunked-prefill-size" in note(0.9)
     assert "ROCm log" not in note(0.835)
     # on an L4 the two releases differ more (0.684 and 0.837): the GPU chosen decides
-    assert "is what SGLang v0.5.9 set" in note(0.837, "l4", free=20) and "it matches neither" in note(
+    assert "is what SGLang v0.5.9 set" in note(0.837, "l4", free=20) and "It matches neither" in note(
         0.835, "l4", free=20
     )
     # the TP comes from v0.5.23's dict ('tp_size': 8, read 41's P1): DeepSeek-V3 on eight H200s, 0.886 (the test
@@ -706,12 +706,21 @@ def test_the_reader_sets_an_sglang_logs_fraction_beside_each_releases_own():
     assert "at TP 8" in deepseek and "is what SGLang v0.5.23 set by itself" in deepseek
     # on AMD, a ROCm log before v0.5.4.post1 printed the value before the aiter cut: said there only
     assert "ROCm log" in note(0.7327, "mi300x") and "the model's; the log names none" in note(0.7327, "mi300x")
+    # and each release's value before the cut is listed beside its own, so that such a log (or one whose launch chose
+    # another attention backend) matches: Llama 3.1 8B on one MI300X, 0.867 × 0.85 = 0.73695 under both releases
+    assert "SGLang v0.5.9 0.73695 (0.867 before its aiter cut)" in note(0.867, "mi300x")
+    assert "value is SGLang v0.5.23 and SGLang v0.5.9's before the aiter cut" in note(0.867, "mi300x")
+    assert "set by themselves" in note(0.73695, "mi300x") and "'s before the aiter cut" not in note(0.73695, "mi300x")
+    assert "before its aiter cut" not in note(0.835)
     # SGLang reads no TPU's memory: no rule is set beside the value
     assert "reads no memory on Google TPU" in note(0.8, "tpu-v6e")
     # the log's GPU had 78.5 GB free before loading: an L40S (48 GB) cannot be it
     assert "choose the GPU the log came from" in note(0.835, "l40s")
-    assert "vision tower" in _fraction_verdict([], {"v": dataclasses.make_dataclass("F", ["multimodal"])(True)}, False)
-    assert "DP attention" in _fraction_verdict([], {}, True)
+    own = dataclasses.make_dataclass("F", ["fraction", "before_cut", "aiter_scaled", "multimodal"])
+    assert "vision tower" in _fraction_verdict(0.5, {"v": own(0.9, 0.9, False, True)}, False, False)
+    assert "DP attention" in _fraction_verdict(0.5, {}, True, False)
+    assert "DP attention" in _fraction_verdict(0.5, {"v": own(0.9, 0.9, False, True)}, True, True)
+    assert "before v0.5.4.post1" in _fraction_verdict(0.5, {}, True, True)
     assert parse("sglang ServerArgs(tp_size=8, enable_dp_attention=True, dp_size=8)")["dp_attention"] == "True"
     assert parse("sglang server_args={'enable_dp_attention': True, 'context_length': 8192}")["max_len"] == 8192
     # a budget from the avail-mem lines and the printed fraction, on AMD: an old ROCm log printed it before the cut
