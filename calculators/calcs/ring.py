@@ -19,7 +19,7 @@ PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 TOPOLOGY_RULE = {
     "switched": "switched: the chip's whole bandwidth",
     "mesh": "mesh: min(total, (n − 1) × one link)",
-    "torus": "torus: min(total, 2 × one link), one dimension",
+    "torus": "torus: min(total, min(n − 1, 2) × one link), one dimension",
 }
 
 
@@ -70,8 +70,8 @@ def ring_bandwidth(acc, n: int) -> float | None:
         return total
     if acc.scale_up_topology == "mesh":
         return min(total, max(n - 1, 1) * link)
-    if acc.scale_up_topology == "torus":
-        return min(total, 2 * link)
+    if acc.scale_up_topology == "torus":  # a ring of two has the one link between the pair
+        return min(total, min(max(n - 1, 1), 2) * link)
     return total
 
 

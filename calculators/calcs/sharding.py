@@ -166,16 +166,24 @@ def server_gpus(v: dict) -> int:
 
 def comm_notes(v: dict, steps) -> list[str]:
     """What the reader should know of the communication priced: none at all on an accelerator with no scale-up
-    link (sharded_steps returned None for more than one GPU); GPUs per server cut to the scale-up domain."""
+    link (sharded_steps returned None for more than one GPU); GPUs per server cut to the scale-up domain; a group
+    crossing servers that the chip's link could hold in one (GPUs per server defaults to 8, an HGX board)."""
     acc = v["hardware"]
     if steps.num_gpus > 1 and not isinstance(steps, ShardedSteps):
         return [
             f"{acc.name} lists no scale-up link: the all-reduces between its GPUs (over PCIe) are "
             "not priced, so these times are optimistic"
         ]
-    if steps.num_gpus > server_gpus(v) and server_gpus(v) < v.get("gpus_per_node", 8):
+    per_server, domain = server_gpus(v), acc.scale_up_domain or 0
+    if steps.num_gpus > per_server and per_server < v.get("gpus_per_node", 8):
         return [
-            f"GPUs per server taken as {server_gpus(v)}, the GPUs {acc.name}'s scale-up link joins; "
+            f"GPUs per server taken as {per_server}, the GPUs {acc.name}'s scale-up link joins; "
             "the rest of the deployment talks over the network"
+        ]
+    if steps.num_gpus > per_server and per_server < domain:
+        return [
+            f"The {steps.num_gpus} GPUs span servers of {per_server} (GPUs per server) joined by the network, though "
+            f"{acc.name}'s scale-up link joins up to {domain}: where a server, instance or rack holds more of them on "
+            f"that link, set GPUs per server to its size (at most {domain})"
         ]
     return []

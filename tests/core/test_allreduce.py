@@ -284,7 +284,8 @@ def test_neuronlink_rings_take_awss_figures_as_both_directions_together():
     (GB/sec/chip)' 1,024 in a 4x4 2D torus of 16 chips, 4 neighbours a chip (trn2-arch, collectives); Inferentia2,
     'NeuronLink-v2 chip-to-chip (GiB/sec/chip)' 192, a ring of 12 drawn with 96 GiB/s links (inf2-arch). No
     direction is stated; the catalogue halves each figure (the conservative reading), so a ring along one torus
-    dimension gets two links' worth: 256 GB/s on a Trainium2, 96 GiB/s (the chip's whole) on an Inferentia2."""
+    dimension gets two links' worth: 256 GB/s on a Trainium2, 96 GiB/s (the chip's whole) on an Inferentia2; a ring of
+    two, the one link between the pair."""
     trn2, inf2 = ACC["trainium2"], ACC["inferentia2"]
     assert 2 * trn2.scale_up_bandwidth_bytes_per_s == 1024e9
     assert 4 * trn2.scale_up_link_bandwidth_bytes_per_s == 1024e9 / 2
@@ -294,7 +295,9 @@ def test_neuronlink_rings_take_awss_figures_as_both_directions_together():
     assert inf2.scale_up_domain == 12 and inf2.scale_up_topology == "torus"
     ex = dict(model="llama-3.1-8b", link="accelerator", batch_size=2048)
     assert _old(**ex, hardware="trainium2", num_gpus=4)["link_bandwidth_bytes_per_s"] == 256e9
-    assert _old(**ex, hardware="inferentia2", num_gpus=2)["link_bandwidth_bytes_per_s"] == 96 * 2**30
+    assert _old(**ex, hardware="inferentia2", num_gpus=4)["link_bandwidth_bytes_per_s"] == 96 * 2**30
+    assert _old(**ex, hardware="inferentia2", num_gpus=2)["link_bandwidth_bytes_per_s"] == 48 * 2**30
+    assert _old(**ex, hardware="trainium2", num_gpus=2)["link_bandwidth_bytes_per_s"] == 128e9
 
 
 def test_gaudi3_mesh_uses_its_21_scale_up_ports():
@@ -323,6 +326,7 @@ def test_torus_ring_uses_one_dimension():
         "scale_up_link_bandwidth_bytes_per_s": 100e9,
     }
     assert _old(hardware=mine, num_gpus=8)["link_bandwidth_bytes_per_s"] == 200e9
+    assert _old(hardware=mine, num_gpus=2)["link_bandwidth_bytes_per_s"] == 100e9  # the pair's one link
     assert _old(hardware={**mine, "scale_up_topology": "switched"}, num_gpus=8)["link_bandwidth_bytes_per_s"] == 600e9
 
 

@@ -71,3 +71,19 @@ def test_breakdown_errors_name_the_field(inputs, field):
     with pytest.raises(InputError) as e:
         run("sharding_breakdown", inputs)
     assert e.value.field == field
+
+
+def test_a_group_crossing_servers_the_chips_link_could_hold_in_one_is_said():
+    # read 43's P1: 16 Trainium2 chips sit in one trn2.48xlarge (a 4x4 torus), but GPUs per server defaults to 8 (an
+    # HGX board), so TP 16 is priced as two servers over the network; the latency calculator says so, and the time
+    # falls once GPUs per server is the instance's 16. On an HGX B200 (8 on NVLink) nothing is said.
+    def latency(hardware, **extra):
+        return run("latency", {"model": "llama-3.1-70b", "hardware": hardware, "num_gpus": 16, **extra})
+
+    spans = latency("trainium2")
+    assert any("scale-up link joins up to 16" in n and "set GPUs per server" in n for n in spans["notes"])
+    one = latency("trainium2", gpus_per_node=16)
+    assert not any("GPUs per server" in n for n in one["notes"]) and one["tpot_s"] < spans["tpot_s"]
+    assert any("joins up to 72" in n for n in latency("gb200")["notes"])
+    assert not any("GPUs per server" in n for n in latency("b200")["notes"])
+    assert any("GPUs per server taken as 12" in n for n in latency("inferentia2", gpus_per_node=16)["notes"])
