@@ -37,7 +37,7 @@ class DefaultFraction:
     reserved_mib: float
     aiter_scaled: bool
     multimodal: bool
-    before_cut: float = 0.0  # the rule's own value, before the aiter cut (the same where none applies)
+    before_cut: float  # the rule's own value, before the aiter cut (the same where none applies)
 
 
 def prefill_graph_sizes(max_tokens: int) -> list[int]:
