@@ -183,7 +183,7 @@ def comm_notes(v: dict, steps) -> list[str]:
     if steps.num_gpus > per_server and per_server < domain:
         return [
             f"The {steps.num_gpus} GPUs span servers of {per_server} (GPUs per server) joined by the network, though "
-            f"{acc.name}'s scale-up link joins up to {domain}: where a server, instance or rack holds more of them on "
-            f"that link, set GPUs per server to its size (at most {domain})"
+            f"{acc.name}'s scale-up link joins up to {domain}: where a server, instance, rack or TPU slice joins more "
+            f"of them on that link, set GPUs per server to its size (at most {domain})"
         ]
     return []

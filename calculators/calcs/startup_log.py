@@ -643,20 +643,28 @@ def _fraction_note(v: dict, f: dict, tp: int) -> list[str]:
     ]
 
 
+def _computes(labels: list[str]) -> str:
+    return "computes" if len(labels) == 1 else "compute"
+
+
 def _fraction_verdict(mfs: float, own: dict, dp_attention: bool, rocm: bool) -> str:
     """Which release's own rule the log's value is, or why it may be none's; on ROCm, what an old log printed."""
     matched = [label for label, d in own.items() if abs(d.fraction - mfs) < 5e-4]
     uncut = [label for label, d in own.items() if d.aiter_scaled and abs(d.before_cut - mfs) < 5e-4]
     old_rocm = f" {OLD_ROCM_LOGS}." if rocm else ""
+    also = [label for label in uncut if label not in matched]
     if matched:
         by = "itself" if len(matched) == 1 else "themselves"
+        before = f" It is also what {' and '.join(also)} {_computes(also)} before the aiter cut." if also else ""
         return (
-            f"The log's value is what {' and '.join(matched)} set by {by}: the launch most likely set none." + old_rocm
+            f"The log's value is what {' and '.join(matched)} set by {by}: the launch most likely set none."
+            + before
+            + old_rocm
         )
     if uncut:
         return (
-            f"The log's value is {' and '.join(uncut)}'s before the aiter cut. {OLD_ROCM_LOGS}, and a launch on "
-            "another attention backend takes no cut: the launch most likely set none."
+            f"The log's value is what {' and '.join(uncut)} {_computes(uncut)} before the aiter cut. {OLD_ROCM_LOGS}, "
+            "and a launch on another attention backend takes no cut: most likely no fraction was given."
         )
     if dp_attention:
         return "The log ran DP attention, for which SGLang reserves more, not modelled." + old_rocm

@@ -709,9 +709,14 @@ def test_the_reader_sets_an_sglang_logs_fraction_beside_each_releases_own():
     # and each release's value before the cut is listed beside its own, so that such a log (or one whose launch chose
     # another attention backend) matches: Llama 3.1 8B on one MI300X, 0.867 × 0.85 = 0.73695 under both releases
     assert "SGLang v0.5.9 0.73695 (0.867 before its aiter cut)" in note(0.867, "mi300x")
-    assert "value is SGLang v0.5.23 and SGLang v0.5.9's before the aiter cut" in note(0.867, "mi300x")
-    assert "set by themselves" in note(0.73695, "mi300x") and "'s before the aiter cut" not in note(0.73695, "mi300x")
+    assert "value is what SGLang v0.5.23 and SGLang v0.5.9 compute before the aiter cut" in note(0.867, "mi300x")
+    assert "set by themselves" in note(0.73695, "mi300x") and "compute before the aiter cut" not in note(
+        0.73695, "mi300x"
+    )
     assert "before its aiter cut" not in note(0.835)
+    # gpt-oss on eight MI355X: 0.908 is v0.5.9's own (its gpt-oss runs off aiter) and v0.5.23's before its cut
+    oss = note(0.908, "mi355x", 8, "gpt-oss-120b", free=280)
+    assert "set by itself" in oss and "It is also what SGLang v0.5.23 computes before the aiter cut" in oss
     # SGLang reads no TPU's memory: no rule is set beside the value
     assert "reads no memory on Google TPU" in note(0.8, "tpu-v6e")
     # the log's GPU had 78.5 GB free before loading: an L40S (48 GB) cannot be it
