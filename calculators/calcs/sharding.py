@@ -177,8 +177,9 @@ def comm_notes(v: dict, steps) -> list[str]:
     per_server, domain = server_gpus(v), acc.scale_up_domain or 0
     if steps.num_gpus > per_server and per_server < v.get("gpus_per_node", 8):
         return [
-            f"GPUs per server taken as {per_server}, the GPUs {acc.name}'s scale-up link joins; "
-            "the rest of the deployment talks over the network"
+            f"GPUs per server taken as {per_server}, the GPUs {acc.name}'s scale-up link joins; the rest of the "
+            "deployment is priced over the network link (where those groups share one server over PCIe, as bridged "
+            "pairs do, that PCIe is not modelled)"
         ]
     if steps.num_gpus > per_server and per_server < domain:
         return [

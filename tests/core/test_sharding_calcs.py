@@ -87,3 +87,6 @@ def test_a_group_crossing_servers_the_chips_link_could_hold_in_one_is_said():
     assert any("joins up to 72" in n for n in latency("gb200")["notes"])
     assert not any("GPUs per server" in n for n in latency("b200")["notes"])
     assert any("GPUs per server taken as 12" in n for n in latency("inferentia2", gpus_per_node=16)["notes"])
+    # H100 PCIe cards are bridged in pairs: TP 4 in one server crosses PCIe, which is priced as the network link
+    pcie = run("latency", {"model": "llama-3.1-70b", "hardware": "h100-pcie", "num_gpus": 4})["notes"]
+    assert any("taken as 2" in n and "PCIe is not modelled" in n for n in pcie)
