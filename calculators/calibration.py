@@ -188,7 +188,24 @@ def core_inputs(row: dict, bound: bool = False, overhead: str = DEFAULT_MODE, co
         )
     elif row.get("ep") not in (None, "same", 1) and comm and not bound:  # TP attention, whole experts per GPU
         inputs.update(ep=row["ep"])
+    if comm and not bound and row.get("attention") != "dp" and sglang_fused(row):
+        inputs["algorithm"] = "fused"
     return inputs
+
+
+def sglang_fused(row: dict) -> bool:
+    """Whether the row's SGLang release ran its TP all-reduces fused with the norms after them, by its own default
+    (overhead.sglang_fuses_allreduce: the model's class on that chip), a TP group of more than one GPU in one server.
+    DP attention turns it off (the caller's check); no row here sets an all-to-all backend without it."""
+    per_server = row.get("gpus_per_node", "same")
+    per_server = 8 if per_server == "same" else per_server
+    return (
+        engine_family(row["engine"]) == "SGLang"
+        and 1 < row["core_tp"] <= per_server
+        and overhead.sglang_fuses_allreduce(
+            release_key(row["engine_version"]), resolve_model(_model_cached(row["model"])).architecture, row["hardware"]
+        )
+    )
 
 
 DEPLOYMENT_KEYS = (

@@ -125,6 +125,11 @@ def nccl() -> dict:
     return _load("interconnects.toml")["nccl"]
 
 
+def fused_allreduce() -> dict:
+    """FlashInfer's all-reduce fused with the residual add and RMSNorm (interconnects.toml [fused_allreduce])."""
+    return _load("interconnects.toml")["fused_allreduce"]
+
+
 def sram_parts() -> dict[str, dict]:
     """SRAM-only parts by id (interconnects.toml [[sram_part]])."""
     return _by_id("interconnects.toml", "sram_part")

@@ -35,7 +35,9 @@ communication + overhead; a step whose attention ranks have fewer than two seque
   TP: 2 all-reduces per layer (attention, FFN) + one after the embedding + the logits gather
       (allreduce.py's 2L + 1 rule), over tp at s tokens; an MoE layer without EP all-reduces over G at b
       tokens; with EP it does an all-to-all dispatch and combine over G instead, each GPU sending its
-      b ÷ G tokens × top_k × hidden × bytes, and an all-gather over tp when tp > 1
+      b ÷ G tokens × top_k × hidden × bytes, and an all-gather over tp when tp > 1; under the "fused"
+      algorithm (SGLang's FlashInfer fusion, inside one server) every layer's all-reduce is one fused kernel
+      that also runs the norm after it, up to [fused_allreduce] max_tokens tokens, and the embedding's stays plain
   PP: each boundary sends s × hidden × b_act, 1/tp per rank then all-gathered (vLLM
       parallel_state.py send_tensor_dict all_gather_group)
   DCP: per attention layer an all-gather of the queries and a reduce-scatter of the partial outputs
@@ -51,8 +53,9 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from .calcs.allreduce import one_allreduce
+from .calcs.direct import FUSED
 from .display import auto_bytes
-from .calcs.overhead import step_overhead
+from .calcs.overhead import fused_norms, step_overhead
 from .calcs.kv_cache import (
     check_decode_context_parallel,
     kv_bytes_per_sequence,
@@ -68,6 +71,7 @@ from .params import active_params, embedding_params, expert_params, is_moe_layer
 
 NETWORK_LINKS = tuple(k for k, e in LINKS.items() if e.get("kind") == "network")
 OVERLAPS = ("none", "full", "two-batch")
+FUSED_MAX_TOKENS = FUSED["max_tokens"]  # the largest step whose all-reduces a fused kernel runs
 
 
 def halves(overlap: str, sequences_per_rank: float) -> int:
@@ -214,10 +218,20 @@ def _allreduce_settings(c: Cluster, n: int) -> dict:
     return found
 
 
-def allreduce_s(c: Cluster, msg: float, n: int) -> float:
+def allreduce_s(c: Cluster, msg: float, n: int, algorithm: str | None = None) -> float:
+    """One all-reduce of msg bytes over n GPUs, by the cluster's algorithm or `algorithm` (across servers: ring)."""
     if n <= 1 or msg <= 0:
         return 0.0
-    return one_allreduce(msg, n, ring(c, n), _allreduce_settings(c, n)).time
+    settings = _allreduce_settings(c, n)
+    if algorithm and settings["algorithm"] != "ring":
+        settings = {**settings, "algorithm": algorithm}
+    return one_allreduce(msg, n, ring(c, n), settings).time
+
+
+def fused_allreduces(c: Cluster, tp: int) -> bool:
+    """Whether a TP group's all-reduces run fused with the norms after them: the "fused" algorithm (SGLang's FlashInfer
+    fusion), on more than one GPU inside one server."""
+    return c.algorithm == "fused" and 1 < tp <= c.gpus_per_node
 
 
 def allgather_s(c: Cluster, msg: float, n: int) -> float:
@@ -487,7 +501,7 @@ class DeploymentModel:
             dep = replace(
                 self.base,
                 num_gpus=tp,
-                overhead=_overhead(self.base, tp),
+                overhead=_overhead(self.base, tp, fused_allreduces(self.cluster, tp)),
                 decode_context_parallel=dcp,
                 expert_slices=expert_slices,
             )
@@ -512,10 +526,18 @@ class DeploymentModel:
         if moe_layers is None:
             moe_layers = self._moe_layers[p.pp] = _moe_layers_on_stage(m, p.pp)
         dense_ffn = layers - moe_layers
-        ar = self._cached(("ar", p.tp, s), lambda: allreduce_s(c, s * m.hidden_size * act, p.tp))
+        msg = s * m.hidden_size * act
+        fused = fused_allreduces(c, p.tp)
+        # a fused step's all-reduces absorb the norms after them; above the kernel's largest step and after the
+        # embedding (no norm follows it) they run plain, priced as NCCL's ring
+        plain = self._cached(("ar-ring", p.tp, s), lambda: allreduce_s(c, msg, p.tp, "ring")) if fused else None
+        if fused and s > FUSED_MAX_TOKENS:
+            ar = plain
+        else:
+            ar = self._cached(("ar", p.tp, s), lambda: allreduce_s(c, msg, p.tp))
         rows = s if rows is None else rows
         gather = self._cached(("g", p.tp, rows), lambda: allgather_s(c, math.ceil(rows) * m.vocab_size * act, p.tp))
-        tp_part = (layers + dense_ffn + 1) * ar + gather
+        tp_part = (layers + dense_ffn) * ar + (plain if fused else ar) + gather
         if not moe_layers:
             return tp_part, 0.0
         g = p.moe_group
@@ -642,9 +664,10 @@ def _cp_ring(c: Cluster, kv_gpu: float, p: Parallelism) -> float:
     return p2p_s(c, kv_gpu * (p.cp - 1) / p.cp, True)
 
 
-def _overhead(dep: Deployment, tp: int):
+def _overhead(dep: Deployment, tp: int, fused: bool = False):
     """The deployment's overhead model with what depends on a tp-wide group (its kernels, the collectives among them,
-    and its largest graphs) taken from step_overhead at that TP; its other terms kept (a fit may have set them)."""
+    the norms its fused all-reduces absorb, and its largest graphs) taken from step_overhead at that TP; its other
+    terms kept (a fit may have set them)."""
     if dep.overhead is None:
         return None
     group = step_overhead(dep.model, dep.accelerator, tp, dep.overhead.mode)
@@ -653,6 +676,8 @@ def _overhead(dep: Deployment, tp: int):
         eager_kernels=group.eager_kernels,
         full_graph_tokens=group.full_graph_tokens,
         max_capture_tokens=group.max_capture_tokens,
+        fused_kernels=fused_norms(dep.model) if fused else 0,
+        fused_max_tokens=FUSED_MAX_TOKENS if fused else 0,
     )
 
 

@@ -35,7 +35,7 @@ LL, LL128 and Simple has its own base and per-step latency; ring LL moves at min
 0.5 × B) (llMaxBw 141 GB/s on Hopper, 282 on Blackwell, 39 / 20.4 GB/s across 2 / 3+ servers),
 LL128 at 0.92 × B, Simple at B. 'auto' takes the fastest, as NCCL's tuner does. With one GPU
 per server NCCL charges the Tree network latency per network step (5.0 us for LL). Other
-algorithms (one-shot, two-shot, NVLS) are in direct.py. The NCCL latencies are the constants
+algorithms (one-shot, two-shot, fused, NVLS) are in direct.py. The NCCL latencies are the constants
 of its tuning model, not measurements; 'custom' latencies with t_base = 0 give a floor. Compute/communication overlap
 is not modelled: the tax is reported as if the all-reduces sit on the critical path, as they
 do in a plain TP forward pass.
@@ -57,7 +57,13 @@ from .steptime import Deployment, StepCost, decode_step, deployment, without_ove
 
 PLOT_DEGREES = (2, 4, 8, 16, 32, 64, 72)
 ALGORITHM_NAMES = {"ring": "Ring (NCCL)", "one-shot": "One-shot (custom all-reduce)",
-                   "two-shot": "Two-shot (custom all-reduce, MultiShot)", "nvls": "NVLink SHARP (NCCL NVLS)"}
+                   "two-shot": "Two-shot (custom all-reduce, MultiShot)",
+                   "fused": "Fused with residual add and RMSNorm (FlashInfer, SGLang)",
+                   "nvls": "NVLink SHARP (NCCL NVLS)"}
+
+ALGORITHM_HELP = ("One-shot, two-shot, fused and NVLS run inside one scale-up domain; NVLS needs NVSwitch (Hopper or "
+                  "later). Fused is FlashInfer's all-reduce with the norm after it, one measured kernel (SGLang's "
+                  "--enable-flashinfer-allreduce-fusion).")
 
 
 def _fields() -> list[dict]:
@@ -79,7 +85,7 @@ def _fields() -> list[dict]:
                "A network link (InfiniBand) joins servers of 'GPUs per server'; the steps inside a server "
                "use the accelerator's own link."),
         choice("algorithm", "All-reduce algorithm", "ring", [(k, ALGORITHM_NAMES[k]) for k in ALGORITHMS],
-               "One-shot, two-shot and NVLS run inside one scale-up domain; NVLS needs NVSwitch (Hopper or later)."),
+               ALGORITHM_HELP),
         choice("protocol", "NCCL protocol (ring)", "auto",
                [("auto", "Fastest for this message (NCCL's tuner)")] + [(p, PROTOCOL_NAMES[p]) for p in PROTOCOLS],
                "LL: lowest latency, at most half the bandwidth; LL128: 92%; Simple: full bandwidth, most latency."),
@@ -109,9 +115,9 @@ SCHEMA = {
                     "embedding, each of tokens × hidden × bytes, and a gather of the logits. Ring all-reduce as "
                     "NCCL v2.30.7 models it: per-protocol base and step latencies, LL capped at min(llMaxBw, half "
                     "the link), only the 2(servers − 1) steps that cross servers paying network latency, the Tree "
-                    "network latency with one GPU per server. One-shot, two-shot and NVLS as alternatives inside "
-                    "one scale-up domain. Compared with the step's own lower bound to give the tax; no overlap of "
-                    "communication with compute."),
+                    "network latency with one GPU per server. One-shot, two-shot, fused and NVLS as alternatives "
+                    "inside one scale-up domain. Compared with the step's own lower bound to give the tax; no "
+                    "overlap of communication with compute."),
     "inputs": _fields(),
     "outputs": [
         output("allreduce_bytes_per_token_per_layer", "All-reduce payload per token per layer (2 × hidden × b)",
@@ -282,7 +288,7 @@ def _ar_step(v: dict, c: Communication) -> dict:
         return step(f"Time per all-reduce, ring {proto}", "t_base + 2(n − 1) × α + 2(n − 1)/n × M ÷ B",
                     "{} + 2 × {}/{} × {} ÷ {}", terms, ar.time, "s")
     formula = {"one-shot": "t0 + α + (n − 1) × M ÷ B", "two-shot": "t0 + 2α + 2(n − 1)/n × M ÷ B",
-               "nvls": "t_NVLS + M ÷ (η × B)"}[algo]
+               "fused": "t_fused + 2(n − 1)/n × M ÷ B", "nvls": "t_NVLS + M ÷ (η × B)"}[algo]
     return step(f"Time per all-reduce, {ALGORITHM_NAMES[algo]}", formula, "{} + {} ÷ {}",
                 [(ar.latency, "s"), (ar.volume, "B"), (ar.bw, "B/s")], ar.time, "s")
 

@@ -6,6 +6,10 @@ one-shot (vLLM/SGLang custom all-reduce `cross_device_reduce_1stage`; TensorRT-L
 two-shot (`cross_device_reduce_2stage`; TensorRT-LLM TWOSHOT / MultiShot): reduce-scatter
     then all-gather through peer memory: 2 steps, the ring's volume:
                                                      t = t0 + 2α + 2(n − 1)/n × M ÷ B
+fused (FlashInfer's all-reduce fused with the residual add and RMSNorm, TensorRT-LLM's kernel: SGLang's
+    --enable-flashinfer-allreduce-fusion): one kernel in place of the all-reduce and the norm after it, its
+    fixed time t_fused measured (interconnects.toml [fused_allreduce]), the bytes of two-shot (FlashInfer
+    takes two-shot where bytes dominate; one-shot's are never fewer): t = t_fused + 2(n − 1)/n × M ÷ B
 NVLS (NVLink SHARP, NCCL's NVLS algorithm): the NVSwitch sums and multicasts, so each GPU
     sends and receives its M bytes once: t = t_NVLS + M ÷ (η × B), with NCCL's constants
     t_NVLS = hwLat[NVLINK][NVLS][Simple] = 25 us and η = nvlsEfficiency (Hopper 0.85,
@@ -18,10 +22,12 @@ step (0.6 us) and t0 = 0, a floor; set custom latencies from a measurement.
 
 from __future__ import annotations
 
+from ..catalog import fused_allreduce
 from ..errors import InputError
 from .ring import NCCL, Ring, Transfer
 
-ALGORITHMS = ("ring", "one-shot", "two-shot", "nvls")
+ALGORITHMS = ("ring", "one-shot", "two-shot", "fused", "nvls")
+FUSED = fused_allreduce()
 SYNC_STEPS = {"one-shot": 1, "two-shot": 2}
 
 
@@ -29,6 +35,12 @@ def _check(r: Ring, algorithm: str) -> None:
     if r.nodes > 1:
         raise InputError(
             "algorithm", f"{algorithm} runs inside one scale-up domain; with a network link between servers pick ring"
+        )
+    if algorithm == "fused" and r.arch not in ("hopper", "blackwell"):
+        raise InputError(
+            "algorithm",
+            "fused runs FlashInfer's kernel, which SGLang turns on for compute capability 9.0 and 10.x only: "
+            "a Hopper or Blackwell NVIDIA GPU",
         )
     if algorithm == "nvls" and not (r.switched and r.hw == "nvlink" and r.arch in NCCL["nvls_efficiency"]):
         raise InputError(
@@ -48,6 +60,9 @@ def direct_time(msg: float, n: int, r: Ring, eff: float, lat: dict, algorithm: s
         bw *= NCCL["nvls_efficiency"][r.arch]
         latency = (lat["base"] or 0.0) + lat["hop"] if lat["hop"] is not None else NCCL["nvls_latency_s"]
         volume, steps = msg, 1
+    elif algorithm == "fused":  # the measured kernel's time holds its synchronisation; custom latencies replace it
+        latency = FUSED["kernel_s"] if lat["hop"] is None else (lat["base"] or 0.0) + lat["hop"]
+        volume, steps = 2 * (n - 1) / n * msg, 1
     else:
         steps = SYNC_STEPS[algorithm]
         hop = lat["hop"] if lat["hop"] is not None else NCCL["ring_latency_s"]["nvlink"]["ll"]

@@ -47,6 +47,11 @@
                        Qwen3-Next, or on Blackwell where SGLang runs the flashinfer_trtllm MoE runner
                        (step_overheads.toml [sglang_piecewise]: disable_piecewise_cuda_graph off by default from 0.5.10)
   a pipeline stage   = the same terms for its share of the layers' kernels (a full-graph replay stays one)
+  fused all-reduces  = where each TP all-reduce runs fused with the residual add and RMSNorm after it (the "fused"
+                       all-reduce algorithm: SGLang's FlashInfer fusion, step_overheads.toml
+                       [sglang_allreduce_fusion]), a step of up to interconnects.toml [fused_allreduce] max_tokens
+                       tokens launches the layers' norms inside the all-reduces: 2 kernels a layer fewer (fused_norms);
+                       the fused kernel's own time is communication (direct.py)
 
 Assumptions, not measurements: a graph replay is priced as one launch; the CPU work of scheduling,
 sampling and detokenisation adds nothing, because vLLM v0.33.0's async scheduling and separate API
@@ -58,6 +63,7 @@ Bounds never include this term (steptime.bound_deployment drops it).
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from dataclasses import dataclass
 from functools import cache
@@ -127,6 +133,11 @@ def kernels_per_step(model: Model, num_gpus: int = 1) -> int:
     k = data()["kernels"]
     head = k["head_tail"] + (k["tp_head_tail"] if num_gpus > 1 else 0)
     return sum(kernels_per_layer(model, i, num_gpus) for i in range(model.num_layers)) + head
+
+
+def fused_norms(model: Model) -> int:
+    """Kernels a step's fused all-reduces absorb: every layer's norms, each run inside the all-reduce before it."""
+    return data()["kernels"]["norms_per_layer"] * model.num_layers
 
 
 def piecewise_launches(model: Model) -> int:
@@ -225,14 +236,21 @@ class StepOverhead:
     layers: int = 0
     prefill_kernel_s: float = 0.0  # t_s, each kernel's time on a step with prefill in it (SGLang's eager prefill)
     prefill_graph_tokens: int = 0  # SGLang's piecewise prefill graphs: steps up to this many tokens replay them
+    fused_kernels: int = 0  # kernels a fused all-reduce absorbs (the norms after each TP all-reduce), 0: none
+    fused_max_tokens: int = 0  # the largest step that fuses them
 
-    def eager_s(self, share: float = 1.0) -> float:
-        """Every kernel launched from the CPU (`share` of the step's kernels: a pipeline stage runs its layers')."""
-        return self.eager_kernels * share * self.per_kernel_s
+    def kernels(self, tokens: float) -> int:
+        """The step's kernels: fewer where its all-reduces absorb the norms after them (a step small enough)."""
+        return self.eager_kernels - (self.fused_kernels if tokens <= self.fused_max_tokens else 0)
 
-    def floor_s(self, share: float = 1.0) -> float:
+    def eager_s(self, share: float = 1.0, tokens: float = math.inf) -> float:
+        """Every kernel launched from the CPU (`share` of the step's kernels: a pipeline stage runs its layers') for a
+        step of `tokens` tokens (by default one too large to fuse anything)."""
+        return self.kernels(tokens) * share * self.per_kernel_s
+
+    def floor_s(self, share: float = 1.0, tokens: float = math.inf) -> float:
         """Every kernel's GPU floor: kernels per step × t_g (the same with or without graphs)."""
-        return self.eager_kernels * share * self.gpu_kernel_s
+        return self.kernels(tokens) * share * self.gpu_kernel_s
 
     def launch_decode_s(self, tokens: float, share: float = 1.0) -> float:
         """The launches of a decode-only step of `tokens` tokens: one replay, piecewise replays, or eager.
@@ -242,7 +260,7 @@ class StepOverhead:
                 return self.per_kernel_s * data()["vllm"]["graph_launches_full"]
             if tokens <= self.max_capture_tokens:
                 return self.piecewise_launches * share * self.per_kernel_s
-        return self.eager_s(share)
+        return self.eager_s(share, tokens)
 
     def prefill_graphed(self, tokens: float) -> bool:
         """Whether a step with prefill in it of `tokens` tokens replays piecewise graphs: up to the largest graph in
@@ -255,7 +273,7 @@ class StepOverhead:
         """The launches of a step with prefill in it: piecewise replays where it is graphed, else eager."""
         if self.prefill_graphed(tokens):
             return self.piecewise_launches * share * self.per_kernel_s
-        return self.eager_s(share)
+        return self.eager_s(share, tokens)
 
     def decode_s(self, tokens: float, share: float = 1.0) -> float:
         """A decode-only step of `tokens` tokens (sequences × tokens each): launches + kernel floor + its rows' time,
@@ -263,7 +281,7 @@ class StepOverhead:
         if self.mode == "none":
             return 0.0
         rows = tokens * self.layers * share * self.row_layer_s
-        return self.launch_decode_s(tokens, share) + self.floor_s(share) + rows
+        return self.launch_decode_s(tokens, share) + self.floor_s(share, tokens) + rows
 
     def mixed_s(self, tokens: float, share: float = 1.0) -> float:
         """A step with prefill in it (alone or mixed with decodes) of `tokens` tokens: launches + kernel floor (+ each
@@ -272,7 +290,7 @@ class StepOverhead:
             return 0.0
         eager = 0.0 if self.prefill_graphed(tokens) else self.prefill_kernel_s  # SGLang's t_s, on an eager step
         per_kernel = self.gpu_kernel_s + eager  # every kernel's floor and, in SGLang, its t_s
-        return self.launch_mixed_s(tokens, share) + self.eager_kernels * share * per_kernel
+        return self.launch_mixed_s(tokens, share) + self.kernels(tokens) * share * per_kernel
 
 
 def step_overhead(
@@ -317,3 +335,19 @@ def sglang_prefill_graph_tokens(model: Model, accelerator: Accelerator) -> int:
         return 0
     cap = rules["model_max_tokens"].get(model.id, 2**31 - 1)
     return min(cap, rules["mla_max_tokens"]) if model.attention.kind == "mla" else cap
+
+
+NEWEST_RELEASE = (1 << 30,)  # a release key after every rule read: the newest rule
+
+
+def sglang_fuses_allreduce(release: tuple[int, ...], architecture: str, accelerator_id: str) -> bool:
+    """Whether SGLang of this release (steptime.release_key's tuple) turns on its FlashInfer all-reduce fusion by
+    itself for a model class on a chip (step_overheads.toml [sglang_allreduce_fusion]: the newest rule from a release
+    at or before it). More than one GPU in the TP group, one server, no DP attention and no all-to-all backend are the
+    caller's to check."""
+    table = data()["sglang_allreduce_fusion"]
+    rules = [r for r in table["rules"] if tuple(int(n) for n in r["from"].split(".")) <= release]
+    if not rules:
+        return False
+    chips = table["hopper"] + table["blackwell"] if rules[-1]["chips"] == "both" else table[rules[-1]["chips"]]
+    return accelerator_id in chips and architecture in rules[-1]["architectures"]

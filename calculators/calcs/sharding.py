@@ -24,6 +24,7 @@ from ..parallel import (
 from ..sharded_steps import ShardedSteps
 from ..schema import step
 from .memory import usable_bytes_per_gpu
+from .overhead import NEWEST_RELEASE, SGLANG_MODES, sglang_fuses_allreduce
 from .parallel_fields import check_scale_out, scale_out
 from .parallel_fields import cluster_fields, comm_fields, parallelism_fields  # noqa: F401 (re-exported)
 from .steptime import StepModel, deployment
@@ -187,4 +188,23 @@ def comm_notes(v: dict, steps) -> list[str]:
             f"{acc.name}'s scale-up link joins up to {domain}: where a server, instance, rack or TPU slice joins more "
             f"of them on that link, set GPUs per server to its size (at most {domain})"
         ]
-    return []
+    return _fusion_note(v, steps)
+
+
+def _fusion_note(v: dict, steps) -> list[str]:
+    """In an SGLang mode, where SGLang would fuse this TP group's all-reduces with the norms after them by itself
+    (its newest rule read) and the reader priced them otherwise."""
+    tp = steps.p.tp if isinstance(steps, ShardedSteps) else 1
+    if (
+        v.get("step_overhead") not in SGLANG_MODES
+        or v.get("algorithm", "ring") == "fused"
+        or not 1 < tp <= server_gpus(v)
+        or v.get("dp", 1) > 1
+        or not sglang_fuses_allreduce(NEWEST_RELEASE, v["model"].architecture, v["hardware"].id)
+    ):
+        return []
+    return [
+        f"SGLang runs this model's all-reduces on {v['hardware'].name} fused with the RMSNorm after each (FlashInfer's "
+        "kernel, on by default without DP attention; from v0.5.7, and v0.5.4 on Blackwell for DeepSeek and gpt-oss): "
+        "set TP all-reduce algorithm to fused to price that"
+    ]
