@@ -36,8 +36,9 @@ communication + overhead; a step whose attention ranks have fewer than two seque
       (allreduce.py's 2L + 1 rule), over tp at s tokens; an MoE layer without EP all-reduces over G at b
       tokens; with EP it does an all-to-all dispatch and combine over G instead, each GPU sending its
       b ÷ G tokens × top_k × hidden × bytes, and an all-gather over tp when tp > 1; under the "fused"
-      algorithm (SGLang's FlashInfer fusion, inside one server) every layer's all-reduce is one fused kernel
-      that also runs the norm after it, up to [fused_allreduce] max_tokens tokens, and the embedding's stays plain
+      algorithm (FlashInfer's fusion, SGLang's and vLLM's, inside one server) every layer's all-reduce is one fused
+      kernel that also runs the norm after it, up to the engine's largest fused step (direct.fused_max_tokens),
+      and the embedding's stays plain
   PP: each boundary sends s × hidden × b_act, 1/tp per rank then all-gathered (vLLM
       parallel_state.py send_tensor_dict all_gather_group)
   DCP: per attention layer an all-gather of the queries and a reduce-scatter of the partial outputs
@@ -53,9 +54,9 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from .calcs.allreduce import one_allreduce
-from .calcs.direct import FUSED
+from .calcs.direct import fused_max_tokens
 from .display import auto_bytes
-from .calcs.overhead import fused_norms, step_overhead
+from .calcs.overhead import SGLANG_MODES, fused_norms, step_overhead
 from .calcs.kv_cache import (
     check_decode_context_parallel,
     kv_bytes_per_sequence,
@@ -71,7 +72,6 @@ from .params import active_params, embedding_params, expert_params, is_moe_layer
 
 NETWORK_LINKS = tuple(k for k, e in LINKS.items() if e.get("kind") == "network")
 OVERLAPS = ("none", "full", "two-batch")
-FUSED_MAX_TOKENS = FUSED["max_tokens"]  # the largest step whose all-reduces a fused kernel runs
 
 
 def halves(overlap: str, sequences_per_rank: float) -> int:
@@ -492,6 +492,16 @@ class DeploymentModel:
         self._params = _split(self.model)  # hashing a Model per step is not free: the per-model constants, once
         self._moe_layers: dict[int, int] = {}  # by pp
 
+    def fused_tokens(self, tp: int) -> int:
+        """The largest step whose TP all-reduces over tp GPUs run fused with the norms after them (0: none): under
+        the "fused" algorithm inside one server, the engine's cap (an SGLang step-overhead mode: SGLang's; else
+        vLLM's, by chip and TP size)."""
+        if not fused_allreduces(self.cluster, tp):
+            return 0
+        mode = self.base.overhead.mode if self.base.overhead else None
+        engine = "sglang" if mode in SGLANG_MODES else "vllm"
+        return fused_max_tokens(engine, self.base.accelerator.id, tp, self.model.hidden_size)
+
     def step_model(self, tp: int, dcp: int = 1, expert_slices: int = 0) -> StepModel:
         """steptime.StepModel of one TP group of tp GPUs, dcp of them striping each sequence's KV (its
         per-sequence sums, overhead and rates; its kv_share is one GPU's part of a sequence's KV); each routed
@@ -501,7 +511,7 @@ class DeploymentModel:
             dep = replace(
                 self.base,
                 num_gpus=tp,
-                overhead=_overhead(self.base, tp, fused_allreduces(self.cluster, tp)),
+                overhead=_overhead(self.base, tp, self.fused_tokens(tp)),
                 decode_context_parallel=dcp,
                 expert_slices=expert_slices,
             )
@@ -527,11 +537,11 @@ class DeploymentModel:
             moe_layers = self._moe_layers[p.pp] = _moe_layers_on_stage(m, p.pp)
         dense_ffn = layers - moe_layers
         msg = s * m.hidden_size * act
-        fused = fused_allreduces(c, p.tp)
-        # a fused step's all-reduces absorb the norms after them; above the kernel's largest step and after the
+        fused = c.algorithm == "fused"
+        # a fused step's all-reduces absorb the norms after them; above the engine's largest fused step and after the
         # embedding (no norm follows it) they run plain, priced as NCCL's ring
         plain = self._cached(("ar-ring", p.tp, s), lambda: allreduce_s(c, msg, p.tp, "ring")) if fused else None
-        if fused and s > FUSED_MAX_TOKENS:
+        if fused and s > self.fused_tokens(p.tp):
             ar = plain
         else:
             ar = self._cached(("ar", p.tp, s), lambda: allreduce_s(c, msg, p.tp))
@@ -664,7 +674,7 @@ def _cp_ring(c: Cluster, kv_gpu: float, p: Parallelism) -> float:
     return p2p_s(c, kv_gpu * (p.cp - 1) / p.cp, True)
 
 
-def _overhead(dep: Deployment, tp: int, fused: bool = False):
+def _overhead(dep: Deployment, tp: int, fused_tokens: int = 0):
     """The deployment's overhead model with what depends on a tp-wide group (its kernels, the collectives among them,
     the norms its fused all-reduces absorb, and its largest graphs) taken from step_overhead at that TP; its other
     terms kept (a fit may have set them)."""
@@ -676,8 +686,8 @@ def _overhead(dep: Deployment, tp: int, fused: bool = False):
         eager_kernels=group.eager_kernels,
         full_graph_tokens=group.full_graph_tokens,
         max_capture_tokens=group.max_capture_tokens,
-        fused_kernels=fused_norms(dep.model) if fused else 0,
-        fused_max_tokens=FUSED_MAX_TOKENS if fused else 0,
+        fused_kernels=fused_norms(dep.model) if fused_tokens else 0,
+        fused_max_tokens=fused_tokens,
     )
 
 

@@ -24,11 +24,22 @@ from __future__ import annotations
 
 from ..catalog import fused_allreduce
 from ..errors import InputError
+from ..units import MIB
 from .ring import NCCL, Ring, Transfer
 
 ALGORITHMS = ("ring", "one-shot", "two-shot", "fused", "nvls")
 FUSED = fused_allreduce()
 SYNC_STEPS = {"one-shot": 1, "two-shot": 2}
+
+
+def fused_max_tokens(engine: str, accelerator_id: str, tp: int, hidden_size: int) -> int:
+    """The largest step whose TP all-reduces the fused kernel runs (0: none): SGLang's fixed cap in tokens; vLLM's
+    bytes by chip and TP size, over a BF16 row of the hidden size (interconnects.toml [fused_allreduce])."""
+    if engine == "sglang":
+        return FUSED["max_tokens"]
+    by_tp = FUSED["vllm_max_mib"].get(str(FUSED["capability"].get(accelerator_id)), {})
+    mib = by_tp.get(str(tp))
+    return int(mib * MIB) // (hidden_size * 2) if mib else 0
 
 
 def _check(r: Ring, algorithm: str) -> None:

@@ -24,7 +24,8 @@ from ..parallel import (
 from ..sharded_steps import ShardedSteps
 from ..schema import step
 from .memory import usable_bytes_per_gpu
-from .overhead import NEWEST_RELEASE, SGLANG_MODES, sglang_fuses_allreduce
+from .direct import fused_max_tokens
+from .overhead import DEFAULT_MODE, NEWEST_RELEASE, SGLANG_MODES, sglang_fuses_allreduce
 from .parallel_fields import check_scale_out, scale_out
 from .parallel_fields import cluster_fields, comm_fields, parallelism_fields  # noqa: F401 (re-exported)
 from .steptime import StepModel, deployment
@@ -192,19 +193,26 @@ def comm_notes(v: dict, steps) -> list[str]:
 
 
 def _fusion_note(v: dict, steps) -> list[str]:
-    """In an SGLang mode, where SGLang would fuse this TP group's all-reduces with the norms after them by itself
-    (its newest rule read) and the reader priced them otherwise."""
+    """Where the modelled engine would fuse this TP group's all-reduces with the norms after them by itself and the
+    reader priced them otherwise: SGLang (its newest rule read) in an SGLang mode, vLLM v0.33.0 in the others."""
     tp = steps.p.tp if isinstance(steps, ShardedSteps) else 1
-    if (
-        v.get("step_overhead") not in SGLANG_MODES
-        or v.get("algorithm", "ring") == "fused"
-        or not 1 < tp <= server_gpus(v)
-        or v.get("dp", 1) > 1
-        or not sglang_fuses_allreduce(NEWEST_RELEASE, v["model"].architecture, v["hardware"].id)
-    ):
+    mode = v.get("step_overhead", DEFAULT_MODE)
+    if mode == "none" or v.get("algorithm", "ring") == "fused" or not 1 < tp <= server_gpus(v):
+        return []
+    acc, model = v["hardware"], v["model"]
+    if mode in SGLANG_MODES:
+        if v.get("dp", 1) > 1 or not sglang_fuses_allreduce(NEWEST_RELEASE, model.architecture, acc.id):
+            return []
+        return [
+            f"SGLang runs this model's all-reduces on {acc.name} fused with the RMSNorm after each (FlashInfer's "
+            "kernel, on by default without DP attention; from v0.5.7, and v0.5.4 on Blackwell for DeepSeek and "
+            "gpt-oss): set TP all-reduce algorithm to fused to price that"
+        ]
+    largest = fused_max_tokens("vllm", acc.id, tp, model.hidden_size)
+    if not largest:
         return []
     return [
-        f"SGLang runs this model's all-reduces on {v['hardware'].name} fused with the RMSNorm after each (FlashInfer's "
-        "kernel, on by default without DP attention; from v0.5.7, and v0.5.4 on Blackwell for DeepSeek and gpt-oss): "
-        "set TP all-reduce algorithm to fused to price that"
+        f"vLLM (from v0.17.0; v0.33.0 modelled) runs these all-reduces fused with the RMSNorm after each in steps "
+        f"of up to {largest:,} tokens at TP {tp} on {acc.name} (FlashInfer's kernel, on by default at -O2): set "
+        "TP all-reduce algorithm to fused to price that"
     ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from calculators import calibration, catalog, run
+from calculators.calcs.direct import fused_max_tokens
 from calculators.calcs.overhead import fused_norms, sglang_fuses_allreduce
 from calculators.errors import InputError
 from calculators.model import Model
@@ -116,3 +117,46 @@ def test_sglang_v0512s_deepseek_decode_comes_within_a_few_percent_on_b200_and_b3
 def test_a_model_without_an_architecture_never_fuses():
     assert Model.__dataclass_fields__["architecture"].default == ""
     assert not sglang_fuses_allreduce((0, 5, 12), "", "b200")
+
+
+@pytest.mark.parametrize(
+    "chip, tp, model, largest",
+    [
+        ("h100-sxm", 8, "llama-3.1-70b", 32),  # 0.5 MiB ÷ (8,192 × 2 B)
+        ("h100-sxm", 4, "llama-3.1-70b", 128),  # 2 MiB
+        ("h200", 2, "llama-3.1-70b", 4096),  # 64 MiB
+        ("b200", 8, "deepseek-r1", 73),  # 1 MiB ÷ (7,168 × 2 B)
+        ("b300", 8, "deepseek-r1", 292),  # 4 MiB on compute capability 10.3
+        ("h100-sxm", 6, "llama-3.1-70b", 0),  # a TP size vLLM's table does not list
+        ("a100-80gb", 8, "llama-3.1-70b", 0),
+    ],
+)
+def test_vllms_largest_fused_step_is_its_size_table_over_a_bf16_row(chip, tp, model, largest):
+    """vLLM v0.33.0 FI_ALLREDUCE_FUSION_MAX_SIZE_MB (compilation/passes/fusion/allreduce_rms_fusion.py) and
+    AllReduceFusionPass.max_token_num = size ÷ (hidden × 2 bytes); SGLang's is 2,048 tokens whatever the size."""
+    hidden = resolve_model(model).hidden_size
+    assert fused_max_tokens("vllm", chip, tp, hidden) == largest
+    assert fused_max_tokens("sglang", chip, tp, hidden) == 2048
+
+
+def _latency(**kw) -> dict:
+    base = {"model": "llama-3.1-70b", "hardware": "h100-sxm", "num_gpus": 8, "input_tokens": 1024, "output_tokens": 256}
+    return run("latency", {**base, **kw})
+
+
+def test_vllms_fusion_prices_small_decode_steps_only_and_the_calculator_says_so():
+    small, fused_small = _latency(batch_size=8), _latency(batch_size=8, algorithm="fused")
+    assert fused_small["tpot_s"] < small["tpot_s"]
+    assert "up to 32 tokens at TP 8" in small["notes"][0] and not fused_small.get("notes")
+    # above vLLM's 32 tokens at TP 8 on Hopper the decode step runs its all-reduces and norms apart
+    assert _latency(batch_size=64, algorithm="fused")["tpot_s"] == pytest.approx(_latency(batch_size=64)["tpot_s"])
+    # in an SGLang mode the same group fuses up to 2,048 tokens, but SGLang fuses Llama only where asked: no note
+    sglang = _latency(batch_size=64, step_overhead="sglang-piecewise", algorithm="fused")
+    assert sglang["tpot_s"] < _latency(batch_size=64, step_overhead="sglang-piecewise")["tpot_s"]
+    assert not _latency(batch_size=8, step_overhead="sglang-piecewise").get("notes")
+    assert (
+        "SGLang runs this model's all-reduces"
+        in _latency(
+            model="deepseek-r1", weight_dtype="fp8", compute_dtype="fp8", batch_size=8, step_overhead="sglang-piecewise"
+        )["notes"][0]
+    )
