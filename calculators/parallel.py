@@ -33,12 +33,13 @@ runs under the other half's kernels, as SGLang's two-batch overlap and DeepSeek'
 do: twice the weight reads and launches, each half max(kernels, all-to-all) + the rest of its
 communication + overhead; a step whose attention ranks have fewer than two sequences each is not cut):
   TP: 2 all-reduces per layer (attention, FFN) + one after the embedding + the logits gather
-      (allreduce.py's 2L + 1 rule), over tp at s tokens; an MoE layer without EP all-reduces over G at b
-      tokens; with EP it does an all-to-all dispatch and combine over G instead, each GPU sending its
-      b ÷ G tokens × top_k × hidden × bytes, and an all-gather over tp when tp > 1; under the "fused"
-      algorithm (FlashInfer's fusion, SGLang's and vLLM's, inside one server) every layer's all-reduce is one fused
-      kernel that also runs the norm after it, up to the engine's largest fused step (direct.fused_max_tokens),
-      and the embedding's stays plain
+      (allreduce.py's 2L + 1 rule), over tp at s tokens, an MoE layer's too where G = tp (no DP or CP ranks),
+      with or without EP (the engines dispatch by all-to-all only with DP ranks); with DP ranks an MoE layer
+      without EP all-reduces over G at b tokens, and with EP does an all-to-all dispatch and combine over G
+      instead, each GPU sending its b ÷ G tokens × top_k × hidden × bytes, and an all-gather over tp when
+      tp > 1; under the "fused" algorithm (FlashInfer's fusion, SGLang's and vLLM's, inside one server) every
+      layer's all-reduce but the last one's FFN all-reduce is one fused kernel that also runs the norm after it,
+      up to the engine's largest fused step (direct.fused_max_tokens), and the embedding's stays plain
   PP: each boundary sends s × hidden × b_act, 1/tp per rank then all-gathered (vLLM
       parallel_state.py send_tensor_dict all_gather_group)
   DCP: per attention layer an all-gather of the queries and a reduce-scatter of the partial outputs
@@ -56,7 +57,7 @@ from functools import lru_cache
 from .calcs.allreduce import one_allreduce
 from .calcs.direct import fused_max_tokens
 from .display import auto_bytes
-from .calcs.overhead import SGLANG_MODES, fused_norms, step_overhead
+from .calcs.overhead import SGLANG_MODES, fused_norms, fused_pairs, step_overhead
 from .calcs.kv_cache import (
     check_decode_context_parallel,
     kv_bytes_per_sequence,
@@ -502,16 +503,21 @@ class DeploymentModel:
         engine = "sglang" if mode in SGLANG_MODES else "vllm"
         return fused_max_tokens(engine, self.base.accelerator.id, tp, self.model.hidden_size)
 
-    def step_model(self, tp: int, dcp: int = 1, expert_slices: int = 0) -> StepModel:
+    def group_model(self, p: Parallelism) -> StepModel:
+        """step_model of p's TP group: its MoE layers' output all-reduces over that group where no DP or CP rank
+        shares them (moe_group = tp), with or without expert parallelism."""
+        return self.step_model(p.tp, p.dcp, p.expert_slices, p.moe_group == p.tp)
+
+    def step_model(self, tp: int, dcp: int = 1, expert_slices: int = 0, moe_over_tp: bool = True) -> StepModel:
         """steptime.StepModel of one TP group of tp GPUs, dcp of them striping each sequence's KV (its
         per-sequence sums, overhead and rates; its kv_share is one GPU's part of a sequence's KV); each routed
         expert sliced across expert_slices GPUs (Parallelism.expert_slices; 0: the tp of the group)."""
-        key = (tp, dcp, expert_slices)
+        key = (tp, dcp, expert_slices, moe_over_tp)
         if key not in self._steps:
             dep = replace(
                 self.base,
                 num_gpus=tp,
-                overhead=_overhead(self.base, tp, self.fused_tokens(tp)),
+                overhead=_overhead(self.base, tp, self.fused_tokens(tp), moe_over_tp),
                 decode_context_parallel=dcp,
                 expert_slices=expert_slices,
             )
@@ -537,24 +543,29 @@ class DeploymentModel:
             moe_layers = self._moe_layers[p.pp] = _moe_layers_on_stage(m, p.pp)
         dense_ffn = layers - moe_layers
         msg = s * m.hidden_size * act
-        fused = c.algorithm == "fused"
-        # a fused step's all-reduces absorb the norms after them; above the engine's largest fused step and after the
-        # embedding (no norm follows it) they run plain, priced as NCCL's ring
-        plain = self._cached(("ar-ring", p.tp, s), lambda: allreduce_s(c, msg, p.tp, "ring")) if fused else None
-        if fused and s > self.fused_tokens(p.tp):
-            ar = plain
-        else:
-            ar = self._cached(("ar", p.tp, s), lambda: allreduce_s(c, msg, p.tp))
+        # without DP or CP ranks the MoE layers' output all-reduces over the TP group too, expert parallelism or not:
+        # vLLM v0.34.0 dispatches by all-to-all only with DP, PCP or sequence parallelism (fused_moe/config.py
+        # use_all2all_kernels), SGLang only with an all-to-all backend (--moe-a2a-backend)
+        over_tp = p.moe_group == p.tp
+        layer_ars = layers + dense_ffn + (moe_layers if over_tp else 0)
         rows = s if rows is None else rows
         gather = self._cached(("g", p.tp, rows), lambda: allgather_s(c, math.ceil(rows) * m.vocab_size * act, p.tp))
-        tp_part = (layers + dense_ffn) * ar + (plain if fused else ar) + gather
-        if not moe_layers:
+        ar = self._cached(("ar", p.tp, s), lambda: allreduce_s(c, msg, p.tp))
+        fused = c.algorithm == "fused"
+        if fused:  # fused all-reduces absorb the norms after them; the rest run plain, priced as NCCL's ring
+            plain = self._cached(("ar-ring", p.tp, s), lambda: allreduce_s(c, msg, p.tp, "ring"))
+            last_ffn = over_tp or not moe_layers or not is_moe_layer(m, m.num_layers - 1)
+            n = fused_pairs(layer_ars, last_ffn) if s <= self.fused_tokens(p.tp) else 0
+            tp_part = n * ar + (layer_ars + 1 - n) * plain + gather  # + 1: the embedding's
+        else:
+            tp_part = (layer_ars + 1) * ar + gather
+        if not moe_layers or over_tp:
             return tp_part, 0.0
         g = p.moe_group
-        if p.ep == 1:
-            if g == p.tp:
-                return tp_part + moe_layers * ar, 0.0
-            moe = self._cached(("arg", g, b), lambda: allreduce_s(c, b * m.hidden_size * act, g))
+        if p.ep == 1:  # a wider MoE group's all-reduce has no norm after it to fuse
+            moe = self._cached(
+                ("arg", g, b), lambda: allreduce_s(c, b * m.hidden_size * act, g, "ring" if fused else None)
+            )
             return tp_part, moe_layers * moe
         k = m.moe.experts_per_token
         out = b / g * k * m.hidden_size
@@ -592,7 +603,7 @@ class DeploymentModel:
         it in halves), per GPU."""
         cut = self.cut(p, batch)
         b = batch / (pipeline_micro_batches(p) * cut)
-        flops, kv = self.step_model(p.tp, p.dcp, p.expert_slices).per_sequence(context)
+        flops, kv = self.group_model(p).per_sequence(context)
         return with_overlap(self.slot(p, b, b * flops, b * kv), step_overlap(self.overlap, cut))
 
     def slot(
@@ -604,7 +615,7 @@ class DeploymentModel:
         dense weights, its experts that some token picks and its ranks' KV × kv_share; FLOPs split over the
         stage's tp × cp × dp GPUs; `rows` tokens sample (None: all). prefill prices the overhead of a step with
         prefill in it and leaves DCP's per-query exchange to the decode tokens (rows)."""
-        m, sm = self.model, self.step_model(p.tp, p.dcp, p.expert_slices)
+        m, sm = self.model, self.group_model(p)
         s = tokens / p.attention_ranks
         frac = stage_fraction(m, p.pp)
         dense, experts, _, _ = self._params
@@ -646,7 +657,7 @@ class DeploymentModel:
         #42187, merged May 2026), so PP shortens a long prompt's prefill and not one that fits a chunk. Each slot
         pays its communication (TP all-reduces, MoE all-to-all or all-reduce, the stage send) under the model's
         overlap; the CP ranks then all-gather the prompt's KV (PCP replicates it)."""
-        sm = self.step_model(p.tp, p.dcp, p.expert_slices)
+        sm = self.group_model(p)
         flops, kv = sm.per_prompt(prompt)
         c = 1 if not chunk or prompt <= chunk else math.ceil(prompt / chunk)
         cut = self.cut(p, p.dp)
@@ -674,7 +685,7 @@ def _cp_ring(c: Cluster, kv_gpu: float, p: Parallelism) -> float:
     return p2p_s(c, kv_gpu * (p.cp - 1) / p.cp, True)
 
 
-def _overhead(dep: Deployment, tp: int, fused_tokens: int = 0):
+def _overhead(dep: Deployment, tp: int, fused_tokens: int = 0, moe_over_tp: bool = True):
     """The deployment's overhead model with what depends on a tp-wide group (its kernels, the collectives among them,
     the norms its fused all-reduces absorb, and its largest graphs) taken from step_overhead at that TP; its other
     terms kept (a fit may have set them)."""
@@ -686,7 +697,7 @@ def _overhead(dep: Deployment, tp: int, fused_tokens: int = 0):
         eager_kernels=group.eager_kernels,
         full_graph_tokens=group.full_graph_tokens,
         max_capture_tokens=group.max_capture_tokens,
-        fused_kernels=fused_norms(dep.model) if fused_tokens else 0,
+        fused_kernels=fused_norms(dep.model, moe_over_tp) if fused_tokens else 0,
         fused_max_tokens=fused_tokens,
     )
 

@@ -43,7 +43,7 @@ class ShardedSteps:
     def __init__(self, dm: DeploymentModel, p: Parallelism):
         check_parallelism(dm.model, p, dm.cluster)
         self.dm, self.p = dm, p
-        self.group = group = dm.step_model(p.tp, p.dcp, p.expert_slices)
+        self.group = group = dm.group_model(p)
         self.dep, self.active, self.overhead = group.dep, group.active, group.overhead
         self.attention_weight = group.attention_weight
         self.per_sequence, self.per_prompt = group.per_sequence, group.per_prompt

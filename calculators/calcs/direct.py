@@ -50,8 +50,8 @@ def _check(r: Ring, algorithm: str) -> None:
     if algorithm == "fused" and r.arch not in ("hopper", "blackwell"):
         raise InputError(
             "algorithm",
-            "fused runs FlashInfer's kernel, which SGLang turns on for compute capability 9.0 and 10.x only: "
-            "a Hopper or Blackwell NVIDIA GPU",
+            "fused runs FlashInfer's kernel, priced here on data-centre GPUs of compute capability 9.0 and 10.x "
+            "only: a Hopper or Blackwell NVIDIA GPU",
         )
     if algorithm == "nvls" and not (r.switched and r.hw == "nvlink" and r.arch in NCCL["nvls_efficiency"]):
         raise InputError(

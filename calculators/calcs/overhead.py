@@ -50,7 +50,7 @@
   fused all-reduces  = where each TP all-reduce runs fused with the residual add and RMSNorm after it (the "fused"
                        all-reduce algorithm: SGLang's FlashInfer fusion, step_overheads.toml
                        [sglang_allreduce_fusion]), a step of up to interconnects.toml [fused_allreduce] max_tokens
-                       tokens launches the layers' norms inside the all-reduces: 2 kernels a layer fewer (fused_norms);
+                       tokens launches the layers' norms inside the all-reduces: a kernel fewer each (fused_norms);
                        the fused kernel's own time is communication (direct.py)
 
 Assumptions, not measurements: a graph replay is priced as one launch; the CPU work of scheduling,
@@ -135,9 +135,21 @@ def kernels_per_step(model: Model, num_gpus: int = 1) -> int:
     return sum(kernels_per_layer(model, i, num_gpus) for i in range(model.num_layers)) + head
 
 
-def fused_norms(model: Model) -> int:
-    """Kernels a step's fused all-reduces absorb: every layer's norms, each run inside the all-reduce before it."""
-    return data()["kernels"]["norms_per_layer"] * model.num_layers
+def fused_norms(model: Model, moe_over_tp: bool = True) -> int:
+    """Kernels a step's fused all-reduces absorb, a norm each: fused_pairs over the whole model."""
+    moe = sum(is_moe_layer(model, i) for i in range(model.num_layers))
+    ffn = model.num_layers - moe + (moe if moe_over_tp else 0)
+    last_ffn = moe_over_tp or not is_moe_layer(model, model.num_layers - 1)
+    return fused_pairs(model.num_layers + ffn, last_ffn)
+
+
+def fused_pairs(layer_allreduces: int, last_ffn_over_tp: bool) -> int:
+    """Of a step's layer all-reduces over the TP group (one after each attention, one after each FFN that all-reduces
+    over it: an MoE layer's does not under expert parallelism or a wider MoE group), those that run fused with the
+    norm after them: all but the last layer's FFN one, which runs plain before the final norm, as the embedding's
+    runs before the first layer's norm (SGLang 0.5.12 models/deepseek_v2.py, is_last_layer; vLLM's pass may fuse
+    those two too, priced as SGLang's)."""
+    return layer_allreduces - (1 if last_ffn_over_tp else 0)
 
 
 def piecewise_launches(model: Model) -> int:
@@ -337,7 +349,14 @@ def sglang_prefill_graph_tokens(model: Model, accelerator: Accelerator) -> int:
     return min(cap, rules["mla_max_tokens"]) if model.attention.kind == "mla" else cap
 
 
-NEWEST_RELEASE = (1 << 30,)  # a release key after every rule read: the newest rule
+def _fusion_rules() -> list[tuple[tuple[int, ...], frozenset[str], frozenset[str]]]:
+    """[sglang_allreduce_fusion]'s rules as (release key, chips, architectures), oldest first."""
+    table = data()["sglang_allreduce_fusion"]
+    chips = {"hopper": table["hopper"], "blackwell": table["blackwell"], "both": table["hopper"] + table["blackwell"]}
+    return [
+        (tuple(int(n) for n in r["from"].split(".")), frozenset(chips[r["chips"]]), frozenset(r["architectures"]))
+        for r in table["rules"]
+    ]
 
 
 def sglang_fuses_allreduce(release: tuple[int, ...], architecture: str, accelerator_id: str) -> bool:
@@ -345,9 +364,11 @@ def sglang_fuses_allreduce(release: tuple[int, ...], architecture: str, accelera
     itself for a model class on a chip (step_overheads.toml [sglang_allreduce_fusion]: the newest rule from a release
     at or before it). More than one GPU in the TP group, one server, no DP attention and no all-to-all backend are the
     caller's to check."""
-    table = data()["sglang_allreduce_fusion"]
-    rules = [r for r in table["rules"] if tuple(int(n) for n in r["from"].split(".")) <= release]
-    if not rules:
-        return False
-    chips = table["hopper"] + table["blackwell"] if rules[-1]["chips"] == "both" else table[rules[-1]["chips"]]
-    return accelerator_id in chips and architecture in rules[-1]["architectures"]
+    rules = [r for r in _fusion_rules() if r[0] <= release]
+    return bool(rules) and accelerator_id in rules[-1][1] and architecture in rules[-1][2]
+
+
+def sglang_fusion_from(architecture: str, accelerator_id: str) -> str | None:
+    """The first SGLang release read that fuses this model class's all-reduces on this chip by itself, or None."""
+    first = next((r for r in _fusion_rules() if accelerator_id in r[1] and architecture in r[2]), None)
+    return ".".join(map(str, first[0])) if first else None

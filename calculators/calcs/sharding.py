@@ -25,7 +25,7 @@ from ..sharded_steps import ShardedSteps
 from ..schema import step
 from .memory import usable_bytes_per_gpu
 from .direct import fused_max_tokens
-from .overhead import DEFAULT_MODE, NEWEST_RELEASE, SGLANG_MODES, sglang_fuses_allreduce
+from .overhead import DEFAULT_MODE, SGLANG_MODES, sglang_fusion_from
 from .parallel_fields import check_scale_out, scale_out
 from .parallel_fields import cluster_fields, comm_fields, parallelism_fields  # noqa: F401 (re-exported)
 from .steptime import StepModel, deployment
@@ -201,12 +201,13 @@ def _fusion_note(v: dict, steps) -> list[str]:
         return []
     acc, model = v["hardware"], v["model"]
     if mode in SGLANG_MODES:
-        if v.get("dp", 1) > 1 or not sglang_fuses_allreduce(NEWEST_RELEASE, model.architecture, acc.id):
+        first = sglang_fusion_from(model.architecture, acc.id)
+        if v.get("dp", 1) > 1 or first is None:
             return []
         return [
-            f"SGLang runs this model's all-reduces on {acc.name} fused with the RMSNorm after each (FlashInfer's "
-            "kernel, on by default without DP attention; from v0.5.7, and v0.5.4 on Blackwell for DeepSeek and "
-            "gpt-oss): set TP all-reduce algorithm to fused to price that"
+            f"SGLang (from v{first}) runs this model's all-reduces on {acc.name} fused with the RMSNorm after each "
+            "(FlashInfer's kernel, on by default without DP attention): set TP all-reduce algorithm to fused to "
+            "price that"
         ]
     largest = fused_max_tokens("vllm", acc.id, tp, model.hidden_size)
     if not largest:
