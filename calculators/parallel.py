@@ -39,7 +39,8 @@ communication + overhead; a step whose attention ranks have fewer than two seque
       instead, each GPU sending its b ÷ G tokens × top_k × hidden × bytes, and an all-gather over tp when
       tp > 1; under the "fused" algorithm (FlashInfer's fusion, SGLang's and vLLM's, inside one server) every
       layer's all-reduce but the last one's FFN all-reduce is one fused kernel that also runs the norm after it,
-      up to the engine's largest fused step (direct.fused_max_tokens), and the embedding's stays plain
+      up to the engine's largest fused step (direct.fused_max_tokens), and the embedding's stays plain (SGLang's
+      count; vLLM fuses those two too, not priced)
   PP: each boundary sends s × hidden × b_act, 1/tp per rank then all-gathered (vLLM
       parallel_state.py send_tensor_dict all_gather_group)
   DCP: per attention layer an all-gather of the queries and a reduce-scatter of the partial outputs
@@ -230,8 +231,8 @@ def allreduce_s(c: Cluster, msg: float, n: int, algorithm: str | None = None) ->
 
 
 def fused_allreduces(c: Cluster, tp: int) -> bool:
-    """Whether a TP group's all-reduces run fused with the norms after them: the "fused" algorithm (SGLang's FlashInfer
-    fusion), on more than one GPU inside one server."""
+    """Whether a TP group's all-reduces run fused with the norms after them: the "fused" algorithm (FlashInfer's
+    fusion, SGLang's and vLLM's), on more than one GPU inside one server."""
     return c.algorithm == "fused" and 1 < tp <= c.gpus_per_node
 
 
@@ -501,7 +502,7 @@ class DeploymentModel:
             return 0
         mode = self.base.overhead.mode if self.base.overhead else None
         engine = "sglang" if mode in SGLANG_MODES else "vllm"
-        return fused_max_tokens(engine, self.base.accelerator.id, tp, self.model.hidden_size)
+        return fused_max_tokens(engine, self.base.accelerator.id, tp, self.model.hidden_size, self.model.architecture)
 
     def group_model(self, p: Parallelism) -> StepModel:
         """step_model of p's TP group: its MoE layers' output all-reduces over that group where no DP or CP rank
@@ -544,7 +545,7 @@ class DeploymentModel:
         dense_ffn = layers - moe_layers
         msg = s * m.hidden_size * act
         # without DP or CP ranks the MoE layers' output all-reduces over the TP group too, expert parallelism or not:
-        # vLLM v0.34.0 dispatches by all-to-all only with DP, PCP or sequence parallelism (fused_moe/config.py
+        # vLLM v0.33.0 and v0.34.0 dispatch by all-to-all only with DP, PCP or sequence parallelism (fused_moe/config.py
         # use_all2all_kernels), SGLang only with an all-to-all backend (--moe-a2a-backend)
         over_tp = p.moe_group == p.tp
         layer_ars = layers + dense_ffn + (moe_layers if over_tp else 0)

@@ -32,9 +32,12 @@ FUSED = fused_allreduce()
 SYNC_STEPS = {"one-shot": 1, "two-shot": 2}
 
 
-def fused_max_tokens(engine: str, accelerator_id: str, tp: int, hidden_size: int) -> int:
+def fused_max_tokens(engine: str, accelerator_id: str, tp: int, hidden_size: int, architecture: str = "") -> int:
     """The largest step whose TP all-reduces the fused kernel runs (0: none): SGLang's fixed cap in tokens; vLLM's
-    bytes by chip and TP size, over a BF16 row of the hidden size (interconnects.toml [fused_allreduce])."""
+    bytes by chip and TP size, over a BF16 row of the hidden size; none for a model class of LayerNorm
+    (interconnects.toml [fused_allreduce])."""
+    if architecture in FUSED["layernorm_architectures"]:
+        return 0
     if engine == "sglang":
         return FUSED["max_tokens"]
     by_tp = FUSED["vllm_max_mib"].get(str(FUSED["capability"].get(accelerator_id)), {})

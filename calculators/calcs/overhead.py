@@ -48,10 +48,10 @@
                        (step_overheads.toml [sglang_piecewise]: disable_piecewise_cuda_graph off by default from 0.5.10)
   a pipeline stage   = the same terms for its share of the layers' kernels (a full-graph replay stays one)
   fused all-reduces  = where each TP all-reduce runs fused with the residual add and RMSNorm after it (the "fused"
-                       all-reduce algorithm: SGLang's FlashInfer fusion, step_overheads.toml
-                       [sglang_allreduce_fusion]), a step of up to interconnects.toml [fused_allreduce] max_tokens
-                       tokens launches the layers' norms inside the all-reduces: a kernel fewer each (fused_norms);
-                       the fused kernel's own time is communication (direct.py)
+                       all-reduce algorithm: FlashInfer's fusion, SGLang's by step_overheads.toml
+                       [sglang_allreduce_fusion], vLLM's from v0.17.0), a step of up to the engine's largest fused step
+                       (direct.fused_max_tokens) launches each fused all-reduce's norm inside it: a kernel fewer each
+                       (fused_norms); the fused kernel's own time is communication (direct.py)
 
 Assumptions, not measurements: a graph replay is priced as one launch; the CPU work of scheduling,
 sampling and detokenisation adds nothing, because vLLM v0.33.0's async scheduling and separate API

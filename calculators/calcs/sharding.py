@@ -209,11 +209,11 @@ def _fusion_note(v: dict, steps) -> list[str]:
             "(FlashInfer's kernel, on by default without DP attention): set TP all-reduce algorithm to fused to "
             "price that"
         ]
-    largest = fused_max_tokens("vllm", acc.id, tp, model.hidden_size)
+    largest = fused_max_tokens("vllm", acc.id, tp, model.hidden_size, model.architecture)
     if not largest:
         return []
     return [
-        f"vLLM (from v0.17.0; v0.33.0 modelled) runs these all-reduces fused with the RMSNorm after each in steps "
-        f"of up to {largest:,} tokens at TP {tp} on {acc.name} (FlashInfer's kernel, on by default at -O2): set "
-        "TP all-reduce algorithm to fused to price that"
+        f"vLLM v0.33.0 (the release modelled) runs these all-reduces fused with the RMSNorm after each in steps of "
+        f"up to {largest:,} tokens at TP {tp} on {acc.name} (FlashInfer's kernel, on by default at -O2): set TP "
+        "all-reduce algorithm to fused to price that"
     ]
