@@ -147,8 +147,8 @@ def fused_pairs(layer_allreduces: int, last_ffn_over_tp: bool) -> int:
     """Of a step's layer all-reduces over the TP group (one after each attention, one after each FFN that all-reduces
     over it: an MoE layer's does not under expert parallelism or a wider MoE group), those that run fused with the
     norm after them: all but the last layer's FFN one, which runs plain before the final norm, as the embedding's
-    runs before the first layer's norm (SGLang 0.5.12 models/deepseek_v2.py, is_last_layer; vLLM's pass may fuse
-    those two too, priced as SGLang's)."""
+    runs before the first layer's norm (SGLang 0.5.12 models/deepseek_v2.py, is_last_layer; vLLM v0.33.0's pass fuses
+    those two too, which is not priced)."""
     return layer_allreduces - (1 if last_ffn_over_tp else 0)
 
 

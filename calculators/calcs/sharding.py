@@ -194,7 +194,8 @@ def comm_notes(v: dict, steps) -> list[str]:
 
 def _fusion_note(v: dict, steps) -> list[str]:
     """Where the modelled engine would fuse this TP group's all-reduces with the norms after them by itself and the
-    reader priced them otherwise: SGLang (its newest rule read) in an SGLang mode, vLLM v0.33.0 in the others."""
+    reader priced them otherwise: SGLang (the first release read that fuses the model's class on the chip) in an SGLang
+    mode, vLLM v0.33.0 in the others."""
     tp = steps.p.tp if isinstance(steps, ShardedSteps) else 1
     mode = v.get("step_overhead", DEFAULT_MODE)
     if mode == "none" or v.get("algorithm", "ring") == "fused" or not 1 < tp <= server_gpus(v):
