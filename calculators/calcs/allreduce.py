@@ -58,12 +58,12 @@ from .steptime import Deployment, StepCost, decode_step, deployment, without_ove
 PLOT_DEGREES = (2, 4, 8, 16, 32, 64, 72)
 ALGORITHM_NAMES = {"ring": "Ring (NCCL)", "one-shot": "One-shot (custom all-reduce)",
                    "two-shot": "Two-shot (custom all-reduce, MultiShot)",
-                   "fused": "Fused with residual add and RMSNorm (FlashInfer, SGLang)",
+                   "fused": "Fused with residual add and RMSNorm (FlashInfer; SGLang, vLLM)",
                    "nvls": "NVLink SHARP (NCCL NVLS)"}
 
 ALGORITHM_HELP = ("One-shot, two-shot, fused and NVLS run inside one scale-up domain; NVLS needs NVSwitch (Hopper or "
                   "later). Fused is FlashInfer's all-reduce with the norm after it, one measured kernel (SGLang's "
-                  "--enable-flashinfer-allreduce-fusion).")
+                  "--enable-flashinfer-allreduce-fusion; vLLM's fuse_allreduce_rms at -O2).")
 
 
 def _fields() -> list[dict]:
