@@ -174,7 +174,7 @@ def max_capture_tokens(accelerator: Accelerator, tokens_per_sequence: int = 1) -
 
 
 def sglang_max_graph_batch(accelerator: Accelerator, tp: int) -> int:
-    """SGLang's cuda_graph_max_bs in the releases step_overheads.toml [sglang_graphs] names (0.5.4.post2 to 0.5.9): the
+    """SGLang's cuda_graph_max_bs in the releases step_overheads.toml [sglang_graphs] names (0.5.3 to 0.5.9): the
     largest decode batch it replays a graph for, by the GPU's memory and TP, as the engine_versions.toml entry it names
     (SGLang v0.5.9's) sets it beside mem_fraction_static."""
     tiers = engine_versions()[data()["sglang_graphs"]["rules"]]["default_fraction"]

@@ -491,8 +491,8 @@ def test_the_sglang_mode_replays_decode_graphs_up_to_sglangs_own_largest_batch()
 
 def test_an_sglang_row_decodes_above_its_largest_graph_only_where_that_release_was_read():
     # the SGLang mode's own capture sizes move a ledger estimate only in a release whose rule was read
-    # (step_overheads.toml [sglang_graphs]): GPUStack's 1,000-request runs on v0.5.4.post2 and v0.5.5.post1 and its
-    # 500-request runs on v0.5.5.post1 (256 at TP 1 on an H100)
+    # (step_overheads.toml [sglang_graphs]): GPUStack's 1,000-request runs on v0.5.3, v0.5.4.post2 and v0.5.5.post1 and
+    # its 500-request runs on v0.5.5.post1 (256 at TP 1 on an H100)
     read = catalog.step_overheads()["sglang_graphs"]["versions"]
     above = set()
     for r in ROWS:
@@ -501,7 +501,11 @@ def test_an_sglang_row_decodes_above_its_largest_graph_only_where_that_release_w
             if r["batch"] > largest:  # a DP row's batch is each rank's own
                 assert r["engine_version"].removeprefix("v").split()[0] in read, r["id"]
                 above.add(r["group"])
-    assert above == {"gpustack-qwen3-14b-h100-sglang-optimized", "gpustack-glm-4.5-air-a100-sglang-optimized"}
+    assert above == {
+        "gpustack-qwen3-14b-h100-sglang-optimized",
+        "gpustack-glm-4.5-air-a100-sglang-optimized",
+        "gpustack-glm-4.6-h200-sglang-optimized",
+    }
 
 
 def test_sglangs_eager_prefill_holds_its_held_out_rows():
@@ -720,7 +724,7 @@ def test_sglangs_cookbook_runs_found_earlier_runs_prompts_in_the_cache():
     assert calibration._earlier(next(r for r in ROWS if r["group"].startswith("inferencex"))) == ()
 
 
-# SGLang groups served at their release's defaults (server_note), each group's release within v0.5.4.post2 to v0.5.9,
+# SGLang groups served at their release's defaults (server_note), each group's release within v0.5.3 to v0.5.9,
 # whose rule the engine-faithful mode models as SGLang v0.5.9's entry; the context its launch gave (the model's own
 # where it gave none), for ROCm's aiter cut
 SGLANG_DEFAULT_LAUNCHES = {
@@ -732,6 +736,7 @@ SGLANG_DEFAULT_LAUNCHES = {
     "sglang-cookbook-deepseek-v3.1-mi300x": None,
     "gpustack-qwen3-14b-h100-sglang-optimized": None,
     "gpustack-glm-4.5-air-a100-sglang-optimized": None,
+    "gpustack-glm-4.6-h200-sglang-optimized": None,
 }
 
 

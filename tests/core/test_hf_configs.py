@@ -245,3 +245,19 @@ def test_families_that_name_the_standard_fields_otherwise():
     assert glm.intermediate_size == 13696 and glm.max_context_tokens == 8192
     assert qwen.intermediate_size == 11008 // 2 and "counts both gated branches" in qwen.notes
     assert (sc.attention.kind, sc.tie_embeddings, sc.ffn_kind) == ("mqa", True, "plain")
+
+
+def test_glm_4_6_in_the_catalogue_has_glm_4_7s_shape():
+    # GLM-4.6's entry is GLM-4.5's Table 1 shape with a 202,752-token context; GLM-4.7's config (the copy the fixture
+    # is, which keeps the sizing keys and not attention_bias) must import to the same model but for the QKV bias
+    from dataclasses import replace
+
+    from calculators.catalog import model_presets
+
+    imported = model_from_hf_config(json.loads((FIXTURES / "glm-4.7.json").read_text()), id="glm-4.6")
+    preset = model_presets()["glm-4.6"]
+    assert preset.attention.qkv_bias and not imported.attention.qkv_bias
+    imported = replace(imported, attention=replace(imported.attention, qkv_bias=True))
+    shape = ("num_layers", "hidden_size", "attention", "moe", "intermediate_size", "vocab_size", "max_context_tokens")
+    for field in shape:
+        assert getattr(imported, field) == getattr(preset, field), field
