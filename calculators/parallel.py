@@ -32,15 +32,16 @@ best any overlap can do; "two-batch" cuts each (pipeline) micro-batch in two hal
 runs under the other half's kernels, as SGLang's two-batch overlap and DeepSeek's dual micro-batch overlap
 do: twice the weight reads and launches, each half max(kernels, all-to-all) + the rest of its
 communication + overhead; a step whose attention ranks have fewer than two sequences each is not cut):
-  TP: 2 all-reduces per layer (attention, FFN) + one after the embedding + the logits gather
-      (allreduce.py's 2L + 1 rule), over tp at s tokens, an MoE layer's too where G = tp (no DP or CP ranks),
+  TP: 2 all-reduces per layer (attention, FFN; one where FFNs are layers of their own, params.layer_allreduces)
+      + one after the embedding + the logits gather (allreduce.py's 2L + 1 rule), over tp at s tokens, an MoE
+      layer's too where G = tp (no DP or CP ranks),
       with or without EP (the engines dispatch by all-to-all only with DP ranks); with DP ranks an MoE layer
       without EP all-reduces over G at b tokens, and with EP does an all-to-all dispatch and combine over G
       instead, each GPU sending its b ÷ G tokens × top_k × hidden × bytes, and an all-gather over tp when
-      tp > 1; under the "fused" algorithm (FlashInfer's fusion, SGLang's and vLLM's, inside one server) every
-      layer's all-reduce but the last one's FFN all-reduce is one fused kernel that also runs the norm after it,
-      up to the engine's largest fused step (direct.fused_max_tokens), and the embedding's stays plain (SGLang's
-      count; vLLM fuses those two too, not priced)
+      tp > 1; under the "fused" algorithm (FlashInfer's fusion, SGLang's and vLLM's, inside one server) each
+      fused all-reduce is one kernel that also runs the norm after it, up to the engine's largest fused step
+      (direct.fused_max_tokens): in SGLang every layer's but the last layer's FFN one, the embedding's plain; in
+      vLLM all of them (overhead.fused_pairs)
   PP: each boundary sends s × hidden × b_act, 1/tp per rank then all-gathered (vLLM
       parallel_state.py send_tensor_dict all_gather_group)
   DCP: per attention layer an all-gather of the queries and a reduce-scatter of the partial outputs
@@ -58,7 +59,7 @@ from functools import lru_cache
 from .calcs.allreduce import one_allreduce
 from .calcs.direct import fused_max_tokens
 from .display import auto_bytes
-from .calcs.overhead import SGLANG_MODES, fused_norms, fused_pairs, step_overhead
+from .calcs.overhead import fused_norms, fused_pairs, fusion_engine, step_overhead
 from .calcs.kv_cache import (
     check_decode_context_parallel,
     kv_bytes_per_sequence,
@@ -70,7 +71,16 @@ from .calcs.ring import LINKS, NCCL, Ring, ring_time, scale_up_ring
 from .calcs.steptime import STATE_ELEM_BYTES, Deployment, StepModel, experts_touched, embedding_lookup_saving
 from .errors import InputError
 from .model import Accelerator, Model
-from .params import active_params, embedding_params, expert_params, is_moe_layer, lm_head_params, total_params
+from .params import (
+    active_params,
+    embedding_params,
+    expert_params,
+    is_moe_layer,
+    last_ffn_over_tp,
+    layer_allreduces,
+    lm_head_params,
+    total_params,
+)
 
 NETWORK_LINKS = tuple(k for k, e in LINKS.items() if e.get("kind") == "network")
 OVERLAPS = ("none", "full", "two-batch")
@@ -500,9 +510,13 @@ class DeploymentModel:
         vLLM's, by chip and TP size)."""
         if not fused_allreduces(self.cluster, tp):
             return 0
-        mode = self.base.overhead.mode if self.base.overhead else None
-        engine = "sglang" if mode in SGLANG_MODES else "vllm"
+        engine = self.fusion_engine
         return fused_max_tokens(engine, self.base.accelerator.id, tp, self.model.hidden_size, self.model.architecture)
+
+    @property
+    def fusion_engine(self) -> str:
+        """The engine whose fusion rules the step-overhead mode prices (overhead.fusion_engine)."""
+        return fusion_engine(self.base.overhead.mode if self.base.overhead else None)
 
     def group_model(self, p: Parallelism) -> StepModel:
         """step_model of p's TP group: its MoE layers' output all-reduces over that group where no DP or CP rank
@@ -542,21 +556,21 @@ class DeploymentModel:
         moe_layers = self._moe_layers.get(p.pp)
         if moe_layers is None:
             moe_layers = self._moe_layers[p.pp] = _moe_layers_on_stage(m, p.pp)
-        dense_ffn = layers - moe_layers
         msg = s * m.hidden_size * act
         # without DP or CP ranks the MoE layers' output all-reduces over the TP group too, expert parallelism or not:
         # vLLM v0.33.0 and v0.34.0 dispatch by all-to-all only with DP, PCP or sequence parallelism (fused_moe/config.py
         # use_all2all_kernels), SGLang only with an all-to-all backend (--moe-a2a-backend)
         over_tp = p.moe_group == p.tp
-        layer_ars = layers + dense_ffn + (moe_layers if over_tp else 0)
+        layer_ars = layer_allreduces(m, layers, moe_layers, over_tp)
         rows = s if rows is None else rows
         gather = self._cached(("g", p.tp, rows), lambda: allgather_s(c, math.ceil(rows) * m.vocab_size * act, p.tp))
         ar = self._cached(("ar", p.tp, s), lambda: allreduce_s(c, msg, p.tp))
         fused = c.algorithm == "fused"
         if fused:  # fused all-reduces absorb the norms after them; the rest run plain, priced as NCCL's ring
             plain = self._cached(("ar-ring", p.tp, s), lambda: allreduce_s(c, msg, p.tp, "ring"))
-            last_ffn = over_tp or not moe_layers or not is_moe_layer(m, m.num_layers - 1)
-            n = fused_pairs(layer_ars, last_ffn) if s <= self.fused_tokens(p.tp) else 0
+            last_ffn = not moe_layers or last_ffn_over_tp(m, over_tp)  # a stage of no MoE layers ends plain
+            engine = self.fusion_engine
+            n = fused_pairs(layer_ars, last_ffn, engine, m.architecture) if s <= self.fused_tokens(p.tp) else 0
             tp_part = n * ar + (layer_ars + 1 - n) * plain + gather  # + 1: the embedding's
         else:
             tp_part = (layer_ars + 1) * ar + gather
@@ -698,7 +712,7 @@ def _overhead(dep: Deployment, tp: int, fused_tokens: int = 0, moe_over_tp: bool
         eager_kernels=group.eager_kernels,
         full_graph_tokens=group.full_graph_tokens,
         max_capture_tokens=group.max_capture_tokens,
-        fused_kernels=fused_norms(dep.model, moe_over_tp) if fused_tokens else 0,
+        fused_kernels=fused_norms(dep.model, moe_over_tp, fusion_engine(dep.overhead.mode)) if fused_tokens else 0,
         fused_max_tokens=fused_tokens,
     )
 

@@ -119,6 +119,37 @@ def moe_layer_count(model: Model) -> int:
     return sum(is_moe_layer(model, i) for i in range(model.num_layers))
 
 
+def layer_parts(model: Model, layer: int) -> tuple[bool, bool]:
+    """(mixer, FFN): whether a layer has an attention or linear mixer, and whether it has an FFN: each a sublayer with
+    a norm before it and, under tensor parallelism, an all-reduce after it. Where FFNs are layers of their own
+    (Nemotron-H's MLP blocks: ffn_in_mixer_layers false) a layer has one of the two; in every other model both."""
+    if model.ffn_in_mixer_layers:
+        return True, True
+    ffn = model.layer_kinds[layer] == "mlp"
+    return not ffn, ffn
+
+
+def layer_allreduces(model: Model, layers: int, moe_layers: int, moe_over_tp: bool) -> int:
+    """All-reduces over the TP group after the sublayers of `layers` layers, `moe_layers` of them MoE: one after each
+    mixer and each FFN (layer_parts), an MoE FFN's only where it all-reduces over the TP group (not under expert
+    parallelism with all-to-all dispatch, nor over a wider MoE group); one a layer where FFNs are layers of their own
+    (Nemotron-H, whose blocks have no MoE)."""
+    if not model.ffn_in_mixer_layers:
+        return layers
+    return 2 * layers - moe_layers + (moe_layers if moe_over_tp else 0)
+
+
+def last_ffn_over_tp(model: Model, moe_over_tp: bool) -> bool:
+    """Whether the model's last layer ends in an all-reduce over the TP group: it does unless that layer is MoE and its
+    MoE output goes elsewhere (expert parallelism's all-to-all, a wider MoE group)."""
+    return moe_over_tp or not is_moe_layer(model, model.num_layers - 1)
+
+
+def mixer_layer_count(model: Model) -> int:
+    """Layers with an attention or linear mixer: every layer but Nemotron-H's MLP blocks."""
+    return sum(layer_parts(model, i)[0] for i in range(model.num_layers))
+
+
 def _moe_layer_params(model: Model, experts: int) -> int:
     m = model.moe
     routed = experts * _expert_params(model, m.expert_intermediate_size, m.expert_bias)

@@ -5,7 +5,8 @@
   one after the vocab-parallel input embedding (vLLM `VocabParallelEmbedding.forward`: "Reduce
   across all the model parallel GPUs", commit 7f5d141) and a gather of the vocab-parallel
   logits (vLLM `LogitsProcessor._gather_logits`, commit 307e086: gather, or all-gather on
-  TPU), one row per sequence: 2L + 1 all-reduces and one gather per forward pass. The gather
+  TPU), one row per sequence: 2L + 1 all-reduces and one gather per forward pass (L + 1 where FFNs are layers of
+  their own, as Nemotron-H's MLP blocks: one all-reduce a layer). The gather
   is costed as a ring all-gather of rows × vocab × b bytes (NCCL: n − 1 steps).
   Ring all-reduce of M bytes over n ranks, per-direction link bandwidth B, per-hop latency α:
       t = t_base + 2(n − 1) × α + 2(n − 1)/n × M / B
@@ -47,7 +48,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..formats import bytes_per_element
-from ..params import weight_bytes
+from ..params import layer_allreduces, moe_layer_count, weight_bytes
 from ..schema import choice, dtype_field, integer, mark, number, output, series, step
 from .direct import ALGORITHMS, direct_time
 from .deployment import deployment_fields
@@ -111,8 +112,9 @@ def _fields() -> list[dict]:
 SCHEMA = {
     "name": "allreduce",
     "title": "All-reduce tax of tensor parallelism",
-    "description": ("TP communication per forward pass: 2 all-reduces per layer plus one after the vocab-parallel "
-                    "embedding, each of tokens × hidden × bytes, and a gather of the logits. Ring all-reduce as "
+    "description": ("TP communication per forward pass: 2 all-reduces per layer (1 where FFNs are layers of their "
+                    "own, as Nemotron-H's) plus one after the vocab-parallel embedding, each of tokens × hidden × "
+                    "bytes, and a gather of the logits. Ring all-reduce as "
                     "NCCL v2.30.7 models it: per-protocol base and step latencies, LL capped at min(llMaxBw, half "
                     "the link), only the 2(servers − 1) steps that cross servers paying network latency, the Tree "
                     "network latency with one GPU per server. One-shot, two-shot, fused and NVLS as alternatives "
@@ -120,10 +122,12 @@ SCHEMA = {
                     "overlap of communication with compute."),
     "inputs": _fields(),
     "outputs": [
-        output("allreduce_bytes_per_token_per_layer", "All-reduce payload per token per layer (2 × hidden × b)",
+        output("allreduce_bytes_per_token_per_layer",
+               "All-reduce payload per token per layer (2 × hidden × b; 1 × where FFNs are layers of their own)",
                "B", "bytes"),
         output("message_bytes", "Message per all-reduce (tokens × hidden × b)", "B", "bytes"),
-        output("allreduces_per_step", "All-reduces per forward pass (2 × layers + 1)", "", "integer"),
+        output("allreduces_per_step", "All-reduces per forward pass (2 × layers + 1; layers + 1 where FFNs are layers "
+               "of their own)", "", "integer"),
         output("link_bandwidth_bytes_per_s", "Bandwidth used, per direction, after the protocol's derating",
                "B/s", "rate"),
         output("latency_per_hop_s", "Latency per ring step, base latency included (total latency ÷ steps)", "s",
@@ -175,12 +179,19 @@ def gather_time(rows: int, vocab: int, b: float, n: int, r: Ring, v: dict) -> fl
 
 
 def comm_per_step(v: dict, n: int, tokens: int, r: Ring | None = None) -> float:
-    """Seconds of TP communication in one forward pass at degree n: (2L + 1) all-reduces + the gather."""
+    """Seconds of TP communication in one forward pass at degree n: the layers' all-reduces (2L, or L where FFNs are
+    layers of their own) and the embedding's, + the gather."""
     model, b = v["model"], bytes_per_element(v["activation_dtype"], "activation_dtype")
     r = r or scale_up_ring(v, n)
     rows = tokens if v["phase"] == "decode" else 1
     t = one_allreduce(tokens * model.hidden_size * b, n, r, v).time
-    return (2 * model.num_layers + 1) * t + gather_time(rows, model.vocab_size, b, n, r, v)
+    return allreduces_per_step(model) * t + gather_time(rows, model.vocab_size, b, n, r, v)
+
+
+def allreduces_per_step(model) -> int:
+    """A forward pass's all-reduces under plain TP: one after each mixer and each FFN (params.layer_allreduces: 2L,
+    L where FFNs are layers of their own) and the embedding's."""
+    return layer_allreduces(model, model.num_layers, moe_layer_count(model), True) + 1
 
 
 def _ring_in_domain(v: dict, n: int) -> Ring:
@@ -247,7 +258,7 @@ class Communication:
     """TP communication in one forward pass at the reader's degree, and the step it is added to."""
     n: int
     tokens: int
-    layers: int
+    allreduces: int       # per forward pass (allreduces_per_step)
     b_act: float          # bytes per activation element
     ring: Ring
     msg: float            # bytes per all-reduce: tokens × hidden × b
@@ -257,7 +268,7 @@ class Communication:
 
     @property
     def per_step(self) -> float:
-        return (2 * self.layers + 1) * self.ar.time + self.gather
+        return self.allreduces * self.ar.time + self.gather
 
     @property
     def tax(self) -> float:
@@ -270,7 +281,7 @@ def communication(v: dict, dep: Deployment) -> Communication:
     r = _ring_in_domain(v, n)
     msg = tokens * model.hidden_size * b_act
     gather = gather_time(tokens if v["phase"] == "decode" else 1, model.vocab_size, b_act, n, r, v)
-    return Communication(n, tokens, model.num_layers, b_act, r, msg, one_allreduce(msg, n, r, v), gather,
+    return Communication(n, tokens, allreduces_per_step(model), b_act, r, msg, one_allreduce(msg, n, r, v), gather,
                          decode_step(dep, tokens, v["context_tokens"]))
 
 
@@ -312,8 +323,8 @@ def _steps(v: dict, c: Communication) -> list[dict]:
         _ar_step(v, c),
         step("Logits gather", "ring all-gather of rows × vocab × b", "vocab {}", [v["model"].vocab_size], c.gather,
              "s"),
-        step("TP communication per step", "(2 × L + 1) × t + t_gather", "(2 × {} + 1) × {} + {}",
-             [c.layers, (c.ar.time, "s"), (c.gather, "s")], c.per_step, "s"),
+        step("TP communication per step", "A × t + t_gather, A = 2L + 1 (L + 1 where FFNs are layers of their own)",
+             "{} × {} + {}", [c.allreduces, (c.ar.time, "s"), (c.gather, "s")], c.per_step, "s"),
         step("Step without communication", "max(bytes ÷ (n × HBM BW), FLOPs ÷ (n × peak))", "max({}, {})",
              [(c.dec.memory_time_s, "s"), (c.dec.compute_time_s, "s")], dec_t, "s"),
         step("All-reduce tax", "t_comm ÷ (t_step + t_comm)", "{} ÷ ({} + {})", [comm, (dec_t, "s"), comm], c.tax,
@@ -322,10 +333,10 @@ def _steps(v: dict, c: Communication) -> list[dict]:
 
 
 def _transfer_outputs(c: Communication) -> dict:
-    ar, layers = c.ar, c.layers
+    ar = c.ar
     return {
         "message_bytes": c.msg,
-        "allreduces_per_step": 2 * layers + 1,
+        "allreduces_per_step": c.allreduces,
         "link_bandwidth_bytes_per_s": ar.bw,
         "latency_per_hop_s": ar.latency / ar.steps if ar.steps else 0.0,
         "servers_spanned": c.ring.nodes,
@@ -335,7 +346,7 @@ def _transfer_outputs(c: Communication) -> dict:
         "transfer_time_per_allreduce_s": ar.time - ar.latency,
         "bus_bandwidth_bytes_per_s": bus_bandwidth(c.msg, c.n, ar.time),
         "logits_gather_time_s": c.gather,
-        "bytes_sent_per_gpu_per_step": (2 * layers + 1) * ar.volume,
+        "bytes_sent_per_gpu_per_step": c.allreduces * ar.volume,
         "allreduce_time_per_step_s": c.per_step,
         "allreduce_time_per_token_s": c.per_step / c.tokens,
     }
@@ -347,7 +358,9 @@ def compute(v: dict) -> dict:
     n, tokens, acc, dec_t, per_step = c.n, c.tokens, dep.accelerator, c.dec.time_s, c.per_step
     w_bytes = weight_bytes(dep.model, v["weight_dtype"], "weight_dtype")
     return {
-        "allreduce_bytes_per_token_per_layer": 2 * dep.model.hidden_size * c.b_act,
+        # the layers' all-reduces (all but the embedding's) per layer: 2, or 1 where FFNs are layers of their own
+        "allreduce_bytes_per_token_per_layer": (c.allreduces - 1) / dep.model.num_layers * dep.model.hidden_size
+        * c.b_act,
         **_transfer_outputs(c),
         "decode_step_time_s_lower_bound": dec_t,
         "step_time_with_allreduce_s": dec_t + per_step,

@@ -2,11 +2,13 @@
 
   eager step         = kernels per step × t_k
   CUDA graphs        decode-only step of T ≤ T_full tokens: one full-graph replay = 1 × t_k
-                     any step of T ≤ T_max tokens otherwise: piecewise graphs, (L + 1) replays plus the
-                     attention kernels that run between the pieces (2 per layer) = (3L + 1) × t_k
+                     any step of T ≤ T_max tokens otherwise: piecewise graphs, (M + 1) replays plus the
+                     mixer kernels that run between the pieces (2 per mixer layer) = (3M + 1) × t_k, M the layers
+                     with a mixer (every layer but Nemotron-H's MLP blocks)
                      T > T_max: eager (vLLM replays no graph for a step above the largest captured size)
   kernels per step   = Σ over layers (norms + attention + MLP [+ 2 all-reduces at TP > 1]) + head and tail
-                       (counted from vLLM v0.33.0's model code; step_overheads.toml says how)
+                       (counted from vLLM v0.33.0's model code; step_overheads.toml says how); a layer that holds a
+                       mixer or an FFN alone (Nemotron-H's blocks) has one norm and one all-reduce
   t_k                = (eager − graphs) ÷ (forward passes × kernels per step), from vLLM PR #10058's
                        Llama 3.1 8B BF16 measurement (step_overheads.toml [measured]): the launch cost a step
                        waits for, not hidden behind GPU work
@@ -68,9 +70,9 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from functools import cache
 
-from ..catalog import engine_versions, fitted, model_presets, step_overheads
+from ..catalog import engine_versions, fitted, fused_allreduce, model_presets, step_overheads
 from ..model import Accelerator, Model
-from ..params import is_moe_layer
+from ..params import is_moe_layer, last_ffn_over_tp, layer_allreduces, layer_parts, mixer_layer_count
 from .engine_defaults import vllm_max_num_seqs
 from ..units import MIB
 
@@ -116,15 +118,20 @@ def data() -> dict:
 
 
 def kernels_per_layer(model: Model, layer: int, num_gpus: int = 1) -> int:
-    """Kernels one decoder layer launches in vLLM's eager path (our count; see step_overheads.toml)."""
+    """Kernels one decoder layer launches in vLLM's eager path (our count; see step_overheads.toml): a norm and, at TP
+    > 1, an all-reduce for each of its sublayers (layer_parts: a mixer and an FFN, or one of the two)."""
     k = data()["kernels"]
-    n = k["norms_per_layer"]
-    n += k["mla_attention_per_layer"] if model.attention.kind == "mla" else k["attention_per_layer"]
-    if is_moe_layer(model, layer):
+    mixer, ffn = layer_parts(model, layer)
+    # a norm before each sublayer and, at TP > 1, an all-reduce after it (the counts are per two sublayers)
+    per_sublayer = (k["norms_per_layer"] + (k["tp_collectives_per_layer"] if num_gpus > 1 else 0)) // 2
+    n = per_sublayer * (mixer + ffn)
+    if mixer:
+        n += k["mla_attention_per_layer"] if model.attention.kind == "mla" else k["attention_per_layer"]
+    if ffn and is_moe_layer(model, layer):
         n += k["moe_mlp_per_layer"] + (k["shared_expert_per_layer"] if model.moe.num_shared_experts else 0)
-    else:
+    elif ffn:
         n += k["dense_mlp_per_layer"]
-    return n + (k["tp_collectives_per_layer"] if num_gpus > 1 else 0)
+    return n
 
 
 def kernels_per_step(model: Model, num_gpus: int = 1) -> int:
@@ -135,27 +142,38 @@ def kernels_per_step(model: Model, num_gpus: int = 1) -> int:
     return sum(kernels_per_layer(model, i, num_gpus) for i in range(model.num_layers)) + head
 
 
-def fused_norms(model: Model, moe_over_tp: bool = True) -> int:
-    """Kernels a step's fused all-reduces absorb, a norm each: fused_pairs over the whole model."""
+def fused_norms(model: Model, moe_over_tp: bool, engine: str) -> int:
+    """Kernels a step's fused all-reduces absorb, a norm each: fused_pairs over the whole model, by `engine`'s rule."""
     moe = sum(is_moe_layer(model, i) for i in range(model.num_layers))
-    ffn = model.num_layers - moe + (moe if moe_over_tp else 0)
-    last_ffn = moe_over_tp or not is_moe_layer(model, model.num_layers - 1)
-    return fused_pairs(model.num_layers + ffn, last_ffn)
+    allreduces = layer_allreduces(model, model.num_layers, moe, moe_over_tp)
+    return fused_pairs(allreduces, last_ffn_over_tp(model, moe_over_tp), engine, model.architecture)
 
 
-def fused_pairs(layer_allreduces: int, last_ffn_over_tp: bool) -> int:
-    """Of a step's layer all-reduces over the TP group (one after each attention, one after each FFN that all-reduces
-    over it: an MoE layer's does not under expert parallelism or a wider MoE group), those that run fused with the
-    norm after them: all but the last layer's FFN one, which runs plain before the final norm, as the embedding's
-    runs before the first layer's norm (SGLang 0.5.12 models/deepseek_v2.py, is_last_layer; vLLM v0.33.0's pass fuses
-    those two too, which is not priced)."""
+def fused_pairs(layer_allreduces: int, last_ffn_over_tp: bool, engine: str, architecture: str = "") -> int:
+    """Of a step's all-reduces over the TP group (the layers', params.layer_allreduces, and the embedding's), those that
+    run fused with the norm after them. SGLang fuses the layers' but the last layer's, which runs plain before the final
+    norm, as the embedding's runs before the first layer's norm (0.5.12 models/deepseek_v2.py, is_last_layer). vLLM's
+    pass fuses every all-reduce an RMSNorm follows, those two too (v0.34.0
+    compilation/passes/fusion/allreduce_rms_fusion.py: AllReduceRMSNormPattern, "allreduce + rmsnorm before attn in the
+    first Transformer block", and AllReduceFusedAddRMSNormPattern's variant "for end of graph where residual is not used
+    again"), but the embedding's of a class whose embeddings the graph does not compute or scales before the norm
+    (interconnects.toml [fused_allreduce] vllm_embedding_plain_architectures)."""
+    if engine == "vllm":
+        return layer_allreduces + (0 if architecture in fused_allreduce()["vllm_embedding_plain_architectures"] else 1)
     return layer_allreduces - (1 if last_ffn_over_tp else 0)
 
 
+def fusion_engine(mode: str | None) -> str:
+    """Whose fusion rules and cap a step-overhead mode prices: SGLang's in an SGLang mode, vLLM's in every other."""
+    return "sglang" if mode in SGLANG_MODES else "vllm"
+
+
 def piecewise_launches(model: Model) -> int:
-    """Launches of one piecewise-graph step: L + 1 graph pieces and the attention kernels between them."""
+    """Launches of one piecewise-graph step: a graph piece after each mixer layer and one before the first, and the
+    mixer's kernels that run between them (Nemotron-H's MLP blocks have no mixer to split at)."""
     outside = data()["kernels"]["attention_outside_piecewise_graphs"]
-    return model.num_layers + 1 + outside * model.num_layers
+    mixers = mixer_layer_count(model)
+    return mixers + 1 + outside * mixers
 
 
 @cache

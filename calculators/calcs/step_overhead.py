@@ -141,7 +141,7 @@ def _share_steps(b: int, ctx: int, out: dict) -> list[dict]:
     if b <= out["full_graph_tokens"]:
         kind = "one full-graph replay"
     elif b <= out["largest_graph_tokens"]:
-        kind = "piecewise graphs: L + 1 replays and 2 attention kernels a layer"
+        kind = "piecewise graphs: a replay a mixer layer and one more, and 2 mixer kernels a mixer layer"
     else:
         kind = "eager (above the largest graph)"
     share = [(eager_s, "s"), (kernel, "s"), (eager_s, "s")]

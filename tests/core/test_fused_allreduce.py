@@ -96,7 +96,7 @@ def test_a_fused_group_drops_each_layers_norms_up_to_sglangs_largest_fused_step(
     model = resolve_model("deepseek-r1")
     # every layer's two all-reduces absorb the norm after each but the last layer's FFN one, which runs plain before
     # the final norm; the FP4 run's EP 8 without DP attention all-reduces its MoE layers over the TP group too
-    assert steps.p.ep == 8 and ov.fused_kernels == fused_norms(model) == 2 * model.num_layers - 1
+    assert steps.p.ep == 8 and ov.fused_kernels == fused_norms(model, True, "sglang") == 2 * model.num_layers - 1
     assert ov.kernels(1) == ov.kernels(2048) == ov.eager_kernels - (2 * model.num_layers - 1)
     assert ov.kernels(2049) == ov.eager_kernels
     assert ov.decode_s(1) == pytest.approx(ov.per_kernel_s + ov.kernels(1) * ov.gpu_kernel_s)
@@ -215,6 +215,27 @@ def test_the_fused_count_matches_the_norms_dropped():
         n * one_fused + (2 * model.num_layers + 1 - n) * one_ring + ring.dm._comm[("g", 8, 8)]
     )
     assert fused.dm._tp_comm(fused.p, 4096, 4096, 1) == pytest.approx(ring.dm._tp_comm(ring.p, 4096, 4096, 1))
+
+
+def test_vllm_fuses_the_embeddings_and_the_last_layers_all_reduce_too():
+    """vLLM v0.34.0's pass fuses every all-reduce an RMSNorm follows: the embedding's (before the first block's norm)
+    and the last layer's (before the final norm) with the rest, 2L + 1 of them and as many norms; SGLang 2L - 1."""
+    inputs = {"model": "llama-3.1-70b", "hardware": "h100-sxm", "num_gpus": 8, "algorithm": "fused"}
+    vllm = steps_for(validate(LATENCY["inputs"], {**inputs, "step_overhead": "fitted"}))
+    sglang = steps_for(validate(LATENCY["inputs"], {**inputs, "step_overhead": "sglang-piecewise"}))
+    layers = resolve_model("llama-3.1-70b").num_layers
+    assert vllm.group.overhead.fused_kernels == 2 * layers + 1 and sglang.group.overhead.fused_kernels == 2 * layers - 1
+    priced, _ = vllm.dm._tp_comm(vllm.p, 8, 8)  # 8 tokens: under vLLM's 32 at TP 8 on Hopper
+    assert priced == pytest.approx((2 * layers + 1) * vllm.dm._comm[("ar", 8, 8)] + vllm.dm._comm[("g", 8, 8)])
+    # above the cap both run plain, and every norm is launched
+    assert vllm.group.overhead.kernels(64) == vllm.group.overhead.eager_kernels
+    # a multimodal class (embeddings computed outside the compiled graph) and Gemma (embeddings scaled before the first
+    # norm) fuse 2L: vLLM v0.34.0's tests/compile/fusions_e2e/models.py expects n_layers * 2 for Llama 4 Scout
+    for name in ("llama-4-scout", "gemma-2-9b"):
+        model = resolve_model(name)
+        assert fused_norms(model, True, "vllm") == 2 * model.num_layers
+        assert fused_norms(model, True, "sglang") == 2 * model.num_layers - 1
+    assert fused_norms(resolve_model("gpt-oss-20b"), True, "vllm") == 2 * resolve_model("gpt-oss-20b").num_layers + 1
 
 
 @pytest.mark.parametrize("model", ["opt-13b"])

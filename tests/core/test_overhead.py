@@ -335,3 +335,39 @@ def test_dequantised_fp4_weights_run_at_the_dequantising_rate():
     share = nvfp4.dense_dequant_efficiency
     assert StepModel(nvfp4).matmul_per_token == pytest.approx(2 * StepModel(nvfp4).active / share, rel=1e-12)
     assert StepModel(bound_deployment(h100)).matmul_per_token == 2 * slow.active  # never in a bound
+
+
+def test_nemotron_h_blocks_each_hold_one_sublayer_with_one_norm_and_one_all_reduce():
+    # vLLM v0.34.0 models/nemotron_h.py: each of Nemotron-H's blocks (NemotronHMambaDecoderLayer,
+    # NemotronHAttentionDecoderLayer, NemotronHMLPDecoderLayer) is one RMSNorm and one mixer whose output projection is
+    # row-parallel, so one all-reduce at TP > 1: 52 all-reduces in the 8B's layers where a Llama layer count gives 104
+    from calculators.calcs.allreduce import comm_per_step, gather_time, one_allreduce, scale_up_ring
+    from calculators.calcs.sharding import steps_for
+    from calculators.params import layer_allreduces
+
+    m, llama = model_presets()["nemotron-h-8b"], model_presets()["llama-3.1-8b"]
+    k = step_overheads()["kernels"]
+    mixers, mlps = 28, 24  # 24 Mamba-2 and 4 attention blocks, 24 MLP blocks
+    assert (mixers, mlps) == (m.num_layers - m.layer_kinds.count("mlp"), m.layer_kinds.count("mlp"))
+    one_gpu = mixers * (1 + k["attention_per_layer"]) + mlps * (1 + k["dense_mlp_per_layer"]) + k["head_tail"]
+    assert ovh.kernels_per_step(m, 1) == one_gpu
+    assert ovh.kernels_per_step(m, 8) - ovh.kernels_per_step(m, 1) == m.num_layers + k["tp_head_tail"]
+    assert layer_allreduces(m, m.num_layers, 0, True) == 52 and ovh.fused_norms(m, True, "sglang") == 51
+    assert ovh.piecewise_launches(m) == mixers + 1 + k["attention_outside_piecewise_graphs"] * mixers
+    # a Llama layer holds both sublayers: the counts it always had
+    assert ovh.kernels_per_step(llama, 1) == 32 * (2 + k["attention_per_layer"] + k["dense_mlp_per_layer"]) + 8
+    assert layer_allreduces(llama, 32, 0, True) == 64 and ovh.fused_norms(llama, True, "sglang") == 63
+    # the all-reduce calculator's step: 53 all-reduces (the layers' and the embedding's) and the logits gather
+    v = validate(schema("allreduce")["inputs"], {"model": "nemotron-h-8b", "hardware": "h100-sxm"})
+    r, b = scale_up_ring(v, 8), 2  # BF16 activations, the field's default
+    t = one_allreduce(m.hidden_size * b, 8, r, v).time
+    assert comm_per_step(v, 8, 1) == pytest.approx(53 * t + gather_time(1, m.vocab_size, b, 8, r, v), rel=1e-12)
+    out = run("allreduce", {"model": "nemotron-h-8b", "hardware": "h100-sxm", "num_gpus": 8, "batch_size": 1})
+    assert out["allreduces_per_step"] == 53
+    assert out["allreduce_time_per_step_s"] == pytest.approx(comm_per_step(v, 8, 1))
+    assert out["allreduce_bytes_per_token_per_layer"] == m.hidden_size * b  # one all-reduce a layer
+    # the deployment model's TP step: the same 52 layer all-reduces and the embedding's
+    lat = validate(schema("latency")["inputs"], {"model": "nemotron-h-8b", "hardware": "h100-sxm", "num_gpus": 2})
+    steps = steps_for(lat)
+    tp_comm, _ = steps.dm._tp_comm(steps.p, 4, 4)
+    assert tp_comm == pytest.approx(53 * steps.dm._comm[("ar", 2, 4)] + steps.dm._comm[("g", 2, 4)], rel=1e-12)
