@@ -16,6 +16,7 @@ from .model import (
     FFN_KINDS,
     LAYER_KINDS,
     LINEAR_MIXER_KINDS,
+    PCIE_LINKS,
     SCALE_UP_TOPOLOGIES,
     Accelerator,
     Attention,
@@ -278,6 +279,7 @@ def accelerator_from_dict(d: dict, field: str = "hardware") -> Accelerator:
             and _text(d, "scale_up_topology", field, "", SCALE_UP_TOPOLOGIES)
         ),
         scale_up_link_bandwidth_bytes_per_s=link,
+        pcie_link=_text(d, "pcie_link", field) and _text(d, "pcie_link", field, "", PCIE_LINKS),
         power_watts=_num(d, "power_watts", field, 1, 1e6, **opt),
         shared_memory_per_sm_bytes=_num(d, "shared_memory_per_sm_bytes", field, 1024, 1 << 30, default=None),
         price_usd_per_hour=_num(d, "price_usd_per_hour", field, 0, 1e5, **opt),

@@ -22,6 +22,8 @@ FFN_KINDS = ("gated", "plain")  # gated: gate+up+down (SwiGLU/GeGLU); plain: up+
 # per-chip bandwidth), "mesh" (one point-to-point link group to each peer: MI300X, Gaudi 3),
 # "torus" (links to the neighbours along each torus dimension: TPU ICI).
 SCALE_UP_TOPOLOGIES = ("switched", "mesh", "torus")
+# interconnects.toml links a chip without a scale-up link may name as the one its GPUs reach each other over
+PCIE_LINKS = ("pcie4-x16", "pcie5-x16")
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,7 @@ class Accelerator:
     scale_up_domain: int | None = None  # chips in one scale-up domain (8, 72, ...)
     scale_up_topology: str = ""  # one of SCALE_UP_TOPOLOGIES; "" = not stated (treated as switched)
     scale_up_link_bandwidth_bytes_per_s: float | None = None  # to ONE neighbour (mesh: one peer), per direction
+    pcie_link: str = ""  # one of PCIE_LINKS: its GPUs' path to each other where it lists no scale-up link
     power_watts: float | None = None
     # on-chip shared memory per SM (the SRAM one FlashAttention tile lives in), bytes; None = not sourced
     shared_memory_per_sm_bytes: int | None = None

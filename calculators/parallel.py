@@ -200,16 +200,29 @@ class Cluster:
         )
 
 
+def scale_up_domain(acc: Accelerator) -> int | None:
+    """The most GPUs the chip's own link joins: its scale-up domain, or its PCIe link's (a server's switches)."""
+    if not acc.scale_up_bandwidth_bytes_per_s and acc.pcie_link:
+        return LINKS[acc.pcie_link].get("domain_gpus")
+    return acc.scale_up_domain
+
+
+def link_name(acc: Accelerator) -> str:
+    """What joins the chip's GPUs in one server, for messages: its scale-up link, or PCIe where it has none."""
+    if not acc.scale_up_bandwidth_bytes_per_s and acc.pcie_link:
+        return LINKS[acc.pcie_link]["name"].split(" (")[0]
+    return "scale-up link"
+
+
 def check_cluster(c: Cluster) -> None:
     acc = c.accelerator
     if c.network not in NETWORK_LINKS:
         raise InputError("network", f"must be one of the network links {', '.join(NETWORK_LINKS)}")
-    if c.gpus_per_node > 1 and not acc.scale_up_bandwidth_bytes_per_s:
+    if c.gpus_per_node > 1 and not acc.scale_up_bandwidth_bytes_per_s and not acc.pcie_link:
         raise InputError("gpus_per_node", f"{acc.name} lists no scale-up link; set GPUs per server to 1")
-    if acc.scale_up_domain and c.gpus_per_node > acc.scale_up_domain:
-        raise InputError(
-            "gpus_per_node", f"must be at most {acc.scale_up_domain}: the GPUs {acc.name}'s scale-up link joins"
-        )
+    domain = scale_up_domain(acc)
+    if domain and c.gpus_per_node > domain:
+        raise InputError("gpus_per_node", f"must be at most {domain}: the GPUs {acc.name}'s {link_name(acc)} joins")
 
 
 def ring(c: Cluster, n: int) -> Ring:

@@ -45,10 +45,16 @@ def fused_max_tokens(engine: str, accelerator_id: str, tp: int, hidden_size: int
     return int(mib * MIB) // (hidden_size * 2) if mib else 0
 
 
-def _check(r: Ring, algorithm: str) -> None:
+def _check(r: Ring, algorithm: str, n: int) -> None:
     if r.nodes > 1:
         raise InputError(
             "algorithm", f"{algorithm} runs inside one scale-up domain; with a network link between servers pick ring"
+        )
+    if algorithm in SYNC_STEPS and r.hw == "pci" and n > 2:
+        raise InputError(
+            "algorithm",
+            f"{algorithm} over PCIe runs on two GPUs at most (vLLM v0.34.0 turns its custom all-reduce off on more "
+            "than two PCIe-only GPUs); pick ring",
         )
     if algorithm == "fused" and r.arch not in ("hopper", "blackwell"):
         raise InputError(
@@ -66,7 +72,7 @@ def _check(r: Ring, algorithm: str) -> None:
 
 def direct_time(msg: float, n: int, r: Ring, eff: float, lat: dict, algorithm: str) -> Transfer:
     """One all-reduce by a non-ring algorithm: time, bandwidth, latency, bytes each GPU receives."""
-    _check(r, algorithm)
+    _check(r, algorithm, n)
     if n <= 1:  # nothing crosses a link; a server of one GPU has no intra-server bandwidth (intra_bw None)
         return Transfer(0.0, (r.intra_bw or r.inter_bw) * eff, 0.0, 0.0)
     bw = r.intra_bw * eff

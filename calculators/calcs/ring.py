@@ -82,7 +82,7 @@ def bus_bandwidth(message_bytes: float, n: int, time_s: float) -> float:
 
 def _scale_up(v: dict, n: int, field: str, why: str) -> float:
     acc = v["hardware"]
-    bw = ring_bandwidth(acc, n)
+    bw = ring_bandwidth(acc, n) or (_link_bandwidth(LINKS[acc.pcie_link]) if acc.pcie_link else None)
     if not bw:
         raise InputError(field, f"{acc.name} lists no scale-up link bandwidth{why}")
     return bw
@@ -140,6 +140,10 @@ def scale_up_ring(v: dict, n: int) -> Ring:
     acc = v["hardware"]
     arch = NCCL["arch"].get(acc.id)
     chip = Ring(f"{acc.name} scale-up", None, arch=arch, switched=(acc.scale_up_topology or "switched") == "switched")
+    if not acc.scale_up_bandwidth_bytes_per_s and acc.pcie_link:  # no scale-up link: its GPUs talk over PCIe
+        chip = replace(chip, hw="pci", switched=False)  # in a network ring's server steps too
+        if v["link"] == "accelerator":
+            return _preset_ring(chip, LINKS[acc.pcie_link])
     if v["link"] == "accelerator":
         return replace(
             chip,
@@ -152,10 +156,20 @@ def scale_up_ring(v: dict, n: int) -> Ring:
     e = LINKS[v["link"]]
     if e.get("kind") == "network":
         return _network_ring(v, n, chip, e)
+    return _preset_ring(chip, e)
+
+
+def _link_bandwidth(e: dict) -> float:
+    """What a ring moves on a link preset, per direction: NCCL's model of it where that is below the line rate."""
+    return e.get("ring_bandwidth_bytes_per_s", e["bandwidth_bytes_per_s"])
+
+
+def _preset_ring(chip: Ring, e: dict) -> Ring:
+    """The ring on a scale-up link preset (interconnects.toml): its bandwidth, NCCL's latencies for its kind."""
     return replace(
         chip,
         name=e["name"],
-        intra_bw=e["bandwidth_bytes_per_s"],
+        intra_bw=_link_bandwidth(e),
         hw=e["hw"],
         domain=e.get("domain_gpus"),
         switched=e["hw"] == "nvlink",

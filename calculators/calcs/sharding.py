@@ -19,7 +19,9 @@ from ..parallel import (
     Parallelism,
     check_parallelism,
     cut_of,
+    link_name,
     pipeline_micro_batches,
+    scale_up_domain,
 )
 from ..sharded_steps import ShardedSteps
 from ..schema import step
@@ -118,8 +120,8 @@ def decode_steps(p: Parallelism, d) -> list[dict]:
 
 def sharded_steps(v: dict, dep, tp_key: str = "num_gpus", overlap: str = "none") -> ShardedSteps | None:
     """The steps of v's deployment with its communication, or None where steptime.StepModel(dep) prices it
-    exactly: one GPU, or TP alone on an accelerator that lists no scale-up link (its GPUs talk over PCIe, which
-    the deployment model does not price: the caller says so). `dep` is steptime.deployment(v); `overlap` one of
+    exactly: one GPU, or TP alone on an accelerator that lists neither a scale-up link nor the PCIe its GPUs talk over
+    (the caller says so; a chip with a pcie_link is priced on it). `dep` is steptime.deployment(v); `overlap` one of
     parallel.OVERLAPS ("none": communication adds to each step; "full": hidden under the kernels; "two-batch": two
     half-batch micro-batches, each hiding the other's communication)."""
     p = scale_out(v, v[tp_key])
@@ -127,7 +129,7 @@ def sharded_steps(v: dict, dep, tp_key: str = "num_gpus", overlap: str = "none")
     if p.gpus == 1:
         return None
     acc = v["hardware"]
-    if not acc.scale_up_bandwidth_bytes_per_s:
+    if not acc.scale_up_bandwidth_bytes_per_s and not acc.pcie_link:
         if p.gpus > p.tp:
             raise InputError(
                 "pp",
@@ -161,33 +163,54 @@ def steps_for(v: dict, dep=None, tp_key: str = "num_gpus", overlap: str = "none"
 
 
 def server_gpus(v: dict) -> int:
-    """GPUs per server: v's, at most the accelerator's scale-up domain (the GPUs its own link joins)."""
-    domain = v["hardware"].scale_up_domain
+    """GPUs per server: v's, at most the accelerator's scale-up domain (the GPUs its own link joins: PCIe's where it
+    has no scale-up link)."""
+    domain = scale_up_domain(v["hardware"])
     return min(v.get("gpus_per_node", 8), domain) if domain else v.get("gpus_per_node", 8)
 
 
 def comm_notes(v: dict, steps) -> list[str]:
     """What the reader should know of the communication priced: none at all on an accelerator with no scale-up
-    link (sharded_steps returned None for more than one GPU); GPUs per server cut to the scale-up domain; a group
-    crossing servers that the chip's link could hold in one (GPUs per server defaults to 8, an HGX board)."""
+    link nor PCIe link (sharded_steps returned None for more than one GPU), or priced over PCIe; GPUs per server cut
+    to the scale-up domain; a group crossing servers that the chip's link could hold in one (GPUs per server defaults
+    to 8, an HGX board)."""
     acc = v["hardware"]
     if steps.num_gpus > 1 and not isinstance(steps, ShardedSteps):
         return [
-            f"{acc.name} lists no scale-up link: the all-reduces between its GPUs (over PCIe) are "
-            "not priced, so these times are optimistic"
+            f"{acc.name} lists no scale-up link: the all-reduces between its GPUs (over PCIe, through host memory "
+            "where they cannot reach each other's memory, as on GeForce cards) are not priced, so these times are "
+            "optimistic"
         ]
-    per_server, domain = server_gpus(v), acc.scale_up_domain or 0
+    notes = _pcie_note(acc) if steps.num_gpus > 1 else []
+    return notes + _server_notes(v, steps)
+
+
+def _pcie_note(acc) -> list[str]:
+    """Where a chip's GPUs talk over PCIe: what that prices and what it leaves out."""
+    if acc.scale_up_bandwidth_bytes_per_s or not acc.pcie_link:
+        return []
+    return [
+        f"{acc.name} has no scale-up link: its GPUs' collectives are priced as NCCL models {link_name(acc)} (its PCI "
+        "latencies and bandwidth), peer to peer through the server's PCIe switches; where the platform does not allow "
+        "peer access, NCCL goes through host memory, which is slower than this"
+    ]
+
+
+def _server_notes(v: dict, steps) -> list[str]:
+    """GPUs per server cut to what the chip's link joins, or a group spread over servers the link could hold."""
+    acc = v["hardware"]
+    per_server, domain = server_gpus(v), scale_up_domain(acc) or 0
     if steps.num_gpus > per_server and per_server < v.get("gpus_per_node", 8):
         return [
-            f"GPUs per server taken as {per_server}, the GPUs {acc.name}'s scale-up link joins; the rest of the "
+            f"GPUs per server taken as {per_server}, the GPUs {acc.name}'s {link_name(acc)} joins; the rest of the "
             "deployment is priced over the network link (where those groups share one server over PCIe, as bridged "
             "pairs do, that PCIe is not modelled)"
         ]
     if steps.num_gpus > per_server and per_server < domain:
         return [
             f"The {steps.num_gpus} GPUs span servers of {per_server} (GPUs per server) joined by the network, though "
-            f"{acc.name}'s scale-up link joins up to {domain}: where a server, instance, rack or TPU slice joins more "
-            f"of them on that link, set GPUs per server to its size (at most {domain})"
+            f"{acc.name}'s {link_name(acc)} joins up to {domain}: where a server, instance, rack or TPU slice joins "
+            f"more of them on that link, set GPUs per server to its size (at most {domain})"
         ]
     return _fusion_note(v, steps)
 

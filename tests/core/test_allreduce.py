@@ -2,6 +2,7 @@
 
 import json
 import math
+from dataclasses import asdict
 
 import pytest
 
@@ -9,6 +10,7 @@ from calculators import run, run_json
 from calculators.calcs.ring import LINKS, bus_bandwidth, ring_allreduce_time
 from calculators.calcs.sram import SRAM_PARTS
 from calculators.errors import InputError
+from calculators.model import PCIE_LINKS
 from calculators.catalog import accelerator_presets
 
 ACC = accelerator_presets()
@@ -107,11 +109,38 @@ def test_link_presets_agree_with_accelerator_presets():
         assert e["source"] and e["hw"] in ("nvlink", "pci", "net")
 
 
-def test_accelerator_without_scale_up_link_names_the_field():
+def test_every_chip_without_a_scale_up_link_names_its_pcie_but_geforce():
+    # a chip with no scale-up link names the PCIe link its GPUs share (a PCI link of interconnects.toml), but GeForce
+    # cards, which have no GPU peer-to-peer (NVIDIA/nccl issue #1309): their collectives go through host memory
+    for k in PCIE_LINKS:
+        assert LINKS[k]["hw"] == "pci" and LINKS[k]["kind"] == "scale-up"
+        # NCCL's own model of the link: width x GT/s / 80 (src/graph/topo.cc), below the line rate
+        assert LINKS[k]["ring_bandwidth_bytes_per_s"] == LINKS[k]["bandwidth_bytes_per_s"] * 0.75
+    for acc in accelerator_presets().values():
+        geforce = "GeForce" in acc.name
+        assert bool(acc.scale_up_bandwidth_bytes_per_s) != bool(acc.pcie_link) or geforce, acc.id
+        assert not (geforce and acc.pcie_link), acc.id
+
+
+def test_accelerator_without_scale_up_link_rings_over_its_pcie_or_names_the_field():
+    # the L40S lists PCIe 4.0 x16 (pcie_link): its own link is that, at NCCL's PCI latencies; a chip listing neither
+    # a scale-up link nor PCIe is refused at the link field
+    own, preset = _old(hardware="l40s", num_gpus=2), _old(hardware="l40s", num_gpus=2, link="pcie4-x16")
+    assert own["link_bandwidth_bytes_per_s"] == preset["link_bandwidth_bytes_per_s"] == 24e9  # NCCL's model
+    assert own["time_per_allreduce_s"] == preset["time_per_allreduce_s"]
+    auto = _run(hardware="l40s", num_gpus=8, batch_size=1, protocol="ll")
+    # LL's base 6.6 us and 14 steps of hwLat[PCI][Ring][LL] = 1.0 us (NVLink's would be 0.6 us), per hop
+    assert auto["latency_per_hop_s"] == pytest.approx((6.6e-6 + 14 * 1.0e-6) / 14)
+    bare = {k: v for k, v in asdict(accelerator_presets()["l40s"]).items() if k != "pcie_link"}
     with pytest.raises(InputError) as exc:
-        _run(hardware="l40s", num_gpus=2)
+        _run(hardware=bare, num_gpus=2)
     assert exc.value.to_json()["field"] == "link"
-    assert _old(hardware="l40s", num_gpus=2, link="pcie5-x16")["link_bandwidth_bytes_per_s"] == 64e9
+    assert _old(hardware="l40s", num_gpus=2, link="pcie5-x16")["link_bandwidth_bytes_per_s"] == 48e9
+    # one-shot and two-shot over PCIe: two GPUs at most (vLLM's custom all-reduce)
+    assert _run(hardware="l40s", num_gpus=2, algorithm="one-shot")["time_per_allreduce_s"] > 0
+    with pytest.raises(InputError) as exc:
+        _run(hardware="l40s", num_gpus=4, algorithm="two-shot")
+    assert exc.value.to_json()["field"] == "algorithm"
 
 
 def test_chips_to_hold_the_weights():
@@ -231,9 +260,12 @@ def test_single_node_switched_results_unchanged(hw, bw, batch):
 
 
 def test_network_link_without_scale_up_names_gpus_per_node():
+    # a chip with neither a scale-up link nor PCIe cannot run the in-server steps; the L40S runs them over PCIe
+    bare = {k: v for k, v in asdict(accelerator_presets()["l40s"]).items() if k != "pcie_link"}
     with pytest.raises(InputError) as exc:
-        _old(hardware="l40s", num_gpus=2, link="ib-ndr-400")
+        _old(hardware=bare, num_gpus=2, link="ib-ndr-400")
     assert exc.value.to_json()["field"] == "gpus_per_node"
+    assert _old(hardware="l40s", num_gpus=16, link="ib-ndr-400", gpus_per_node=8)["servers_spanned"] == 2
     assert _old(hardware="l40s", num_gpus=2, link="ib-ndr-400", gpus_per_node=1)["link_bandwidth_bytes_per_s"] == 50e9
 
 

@@ -4,6 +4,8 @@ parallelism through it. Exact agreement where two paths must be one model; publi
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 
 from calculators import run
@@ -12,7 +14,7 @@ from calculators.calcs.latency import SCHEMA as LATENCY
 from calculators.calcs.memory import Footprint, budget
 from calculators.calcs.sharding import deployment_model, sharded_steps
 from calculators.calcs.steptime import StepModel, deployment
-from calculators.catalog import model_presets
+from calculators.catalog import accelerator_presets, model_presets
 from calculators.engine.config import EngineConfig, Request
 from calculators.engine.run import simulate
 from calculators.engine.steps import StepTimes
@@ -185,7 +187,6 @@ def test_latency_prices_pipeline_stages_slower_than_the_tp_group_they_split():
         ({"num_gpus": 3}, "num_gpus"),  # 32 heads
         ({"ep": 4}, "ep"),  # a dense model
         ({"model": "qwen3-30b-a3b", "num_gpus": 2, "dp": 2, "ep": 2}, "ep"),  # must be tp × dp = 4
-        ({"hardware": "l40s", "num_gpus": 2, "pp": 2}, "pp"),  # no scale-up link
     ],
 )
 def test_an_impossible_deployment_is_refused_at_its_field(inputs, field):
@@ -195,12 +196,28 @@ def test_an_impossible_deployment_is_refused_at_its_field(inputs, field):
         assert e.value.field == field
 
 
-def test_pcie_only_gpus_say_their_all_reduces_are_not_priced():
-    r = run("latency", {"hardware": "l40s", "num_gpus": 2})
+def test_pcie_only_gpus_price_their_all_reduces_over_pcie():
+    """The L40S lists no scale-up link but PCIe 4.0 x16 (accelerators.toml pcie_link): TP prices NCCL's ring on it and
+    says so; a chip listing neither keeps the unpriced step and says that instead."""
+    inputs = {"hardware": "l40s", "num_gpus": 4, "model": "llama-3.1-8b", "batch_size": 8}
+    r = run("latency", inputs)
+    assert any("priced as NCCL models PCIe 4.0 x16" in n for n in r["notes"])
+    v = validate(LATENCY["inputs"], inputs)
+    steps = sharded_steps(v, deployment(v))
+    step = steps.decode(8, 1024 + 128)
+    ring = steps.dm.cluster
+    assert ring.gpus_per_node == 4 and step.comm_s > 0
+    assert step.time_s > StepModel(deployment(v)).decode(8, 1024 + 128).time_s
+    # PP, DP and EP are priced on the same link now
+    assert run("latency", {**inputs, "num_gpus": 2, "pp": 2})["tpot_s"] > 0
+    bare = {k: val for k, val in asdict(accelerator_presets()["l40s"]).items() if k != "pcie_link"}
+    r = run("latency", {**inputs, "hardware": bare, "num_gpus": 2})
     assert any("not priced" in n for n in r["notes"])
-    assert r["tpot_s"] == pytest.approx(
-        StepModel(deployment(validate(LATENCY["inputs"], {"hardware": "l40s", "num_gpus": 2})))
-        .decode(16, 1024 + 128)
-        .time_s,
-        rel=1e-12,
-    )
+    v = validate(LATENCY["inputs"], {**inputs, "hardware": bare, "num_gpus": 2})
+    assert r["tpot_s"] == pytest.approx(StepModel(deployment(v)).decode(8, 1024 + 128).time_s, rel=1e-12)
+    with pytest.raises(InputError) as e:
+        run("latency", {**inputs, "hardware": bare, "num_gpus": 2, "pp": 2})
+    assert e.value.field == "pp"
+    # GeForce cards have no GPU peer-to-peer (NVIDIA/nccl issue #1309): no pcie_link, the unpriced step and its note
+    geforce = run("latency", {**inputs, "hardware": "rtx-4090", "num_gpus": 2})
+    assert any("not priced" in n and "GeForce cards" in n for n in geforce["notes"])
