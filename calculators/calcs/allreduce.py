@@ -67,12 +67,15 @@ ALGORITHM_HELP = ("One-shot, two-shot, fused and NVLS run inside one scale-up do
                   "--enable-flashinfer-allreduce-fusion; vLLM's fuse_allreduce_rms at -O2).")
 
 
+OWN_LINK = ("accelerator", "The accelerator's own link (its PCIe where it has no scale-up link)")
+
+
 def _fields() -> list[dict]:
     fields = deployment_fields(1.0, 1.0, overhead_field=False, overrides={  # the tax is against kernel time only
         "model": {"default": "llama-3.1-70b"},
         "num_gpus": {"label": "Tensor-parallel degree n", "default": 8,
                      "help": "GPUs the weights are split across; each layer all-reduces across all of them."}})
-    links = ([("accelerator", "The accelerator's own scale-up link")] + [(k, e["name"]) for k, e in LINKS.items()]
+    links = ([OWN_LINK] + [(k, e["name"]) for k, e in LINKS.items()]
              + [("custom", "Custom (the bandwidth field below)")])
     return fields + [
         integer("batch_size", "Tokens per step", 1, 1, 1_000_000, "tokens",
@@ -213,8 +216,10 @@ def _point(v: dict, link: str, n: int, tokens: int) -> float | None:
 def _tp_series(tokens: int, v: dict) -> dict:
     ys, degrees = [], sorted({*PLOT_DEGREES, v["num_gpus"]} - {1})
     for k, e in LINKS.items():
-        if e.get("kind") == "network" and v["gpus_per_node"] > 1 and not v["hardware"].scale_up_bandwidth_bytes_per_s:
-            continue                     # the steps inside a server need the accelerator's own link
+        acc = v["hardware"]
+        if e.get("kind") == "network" and v["gpus_per_node"] > 1 and not (acc.scale_up_bandwidth_bytes_per_s
+                                                                           or acc.pcie_link):
+            continue                     # the steps inside a server need the accelerator's own link (or its PCIe)
         name = e["name"] + (f" (servers of {v['gpus_per_node']})" if e.get("kind") == "network" else "")
         ys.append((name, "ms", [_point(v, k, n, tokens) for n in degrees]))
     per_step = f"{tokens:,} token{'' if tokens == 1 else 's'} per step"
