@@ -269,7 +269,7 @@ def allgather_s(c: Cluster, msg: float, n: int) -> float:
 def alltoall_s(c: Cluster, bytes_out: float, n: int) -> float:
     """One all-to-all over n consecutive GPUs, each sending bytes_out spread evenly over all n (1/n stays):
     the in-server part over the scale-up link and the rest over the GPU's NIC share, in parallel, plus one
-    step latency (NCCL's LL NVLink or network constant, a floor)."""
+    step latency (NCCL's LL constant for the server's link, NVLink or PCI, or the network's: a floor)."""
     if n <= 1 or bytes_out <= 0:
         return 0.0
     local = min(n, c.gpus_per_node)
@@ -278,7 +278,7 @@ def alltoall_s(c: Cluster, bytes_out: float, n: int) -> float:
     up = ring(c, min(n, c.gpus_per_node)).intra_bw if local > 1 else None
     t_intra = intra / (up * c.link_efficiency) if intra else 0.0
     t_inter = inter / (c.nic_bandwidth_per_gpu * c.link_efficiency) if inter else 0.0
-    hop = NCCL["ring_latency_s"]["net" if inter else "nvlink"]["ll"]
+    hop = NCCL["ring_latency_s"]["net" if inter else ring(c, local).hw]["ll"]
     return hop + max(t_intra, t_inter)
 
 
@@ -288,7 +288,8 @@ def p2p_s(c: Cluster, msg: float, across: bool) -> float:
         return 0.0
     if across:
         return NCCL["ring_latency_s"]["net"]["ll"] + msg / (c.nic_bandwidth_per_gpu * c.link_efficiency)
-    return NCCL["ring_latency_s"]["nvlink"]["ll"] + msg / (ring(c, 2).intra_bw * c.link_efficiency)
+    r = ring(c, 2)  # the server's link: NVLink, or PCIe on a chip without a scale-up link
+    return NCCL["ring_latency_s"][r.hw]["ll"] + msg / (r.intra_bw * c.link_efficiency)
 
 
 def check_parallelism(model: Model, p: Parallelism, cluster: Cluster | None = None) -> None:

@@ -221,3 +221,14 @@ def test_pcie_only_gpus_price_their_all_reduces_over_pcie():
     # GeForce cards have no GPU peer-to-peer (NVIDIA/nccl issue #1309): no pcie_link, the unpriced step and its note
     geforce = run("latency", {**inputs, "hardware": "rtx-4090", "num_gpus": 2})
     assert any("not priced" in n and "GeForce cards" in n for n in geforce["notes"])
+
+
+def test_point_to_point_and_all_to_all_inside_a_pcie_server_pay_pcis_step_latency():
+    # NCCL's LL step on PCI is 1.0 us where NVLink's is 0.6 us (interconnects.toml [nccl]); a chip without a scale-up
+    # link sends over its PCIe (24 GB/s a direction on Gen4, NCCL's model), so its sends and exchanges pay PCI's
+    from calculators.parallel import Cluster, alltoall_s, p2p_s
+
+    l40s, h100 = Cluster(accelerator_presets()["l40s"], 1, 8), Cluster(accelerator_presets()["h100-sxm"], 1, 8)
+    assert p2p_s(l40s, 24e3, False) == pytest.approx(1.0e-6 + 24e3 / 24e9)
+    assert p2p_s(h100, 24e3, False) == pytest.approx(0.6e-6 + 24e3 / 450e9)
+    assert alltoall_s(l40s, 8e3, 8) == pytest.approx(1.0e-6 + 8e3 * 7 / 8 / 24e9)
