@@ -67,7 +67,7 @@ from .calcs.kv_cache import (
     state_bytes_per_sequence,
     state_fraction_per_gpu,
 )
-from .calcs.ring import LINKS, NCCL, Ring, ring_time, scale_up_ring
+from .calcs.ring import LINKS, NCCL, Ring, pcie_only, ring_time, scale_up_ring
 from .calcs.steptime import STATE_ELEM_BYTES, Deployment, StepModel, experts_touched, embedding_lookup_saving
 from .errors import InputError
 from .model import Accelerator, Model
@@ -202,14 +202,14 @@ class Cluster:
 
 def scale_up_domain(acc: Accelerator) -> int | None:
     """The most GPUs the chip's own link joins: its scale-up domain, or its PCIe link's (a server's switches)."""
-    if not acc.scale_up_bandwidth_bytes_per_s and acc.pcie_link:
+    if pcie_only(acc):
         return LINKS[acc.pcie_link].get("domain_gpus")
     return acc.scale_up_domain
 
 
 def link_name(acc: Accelerator) -> str:
     """What joins the chip's GPUs in one server, for messages: its scale-up link, or PCIe where it has none."""
-    if not acc.scale_up_bandwidth_bytes_per_s and acc.pcie_link:
+    if pcie_only(acc):
         return LINKS[acc.pcie_link]["name"].split(" (")[0]
     return "scale-up link"
 
@@ -218,7 +218,7 @@ def check_cluster(c: Cluster) -> None:
     acc = c.accelerator
     if c.network not in NETWORK_LINKS:
         raise InputError("network", f"must be one of the network links {', '.join(NETWORK_LINKS)}")
-    if c.gpus_per_node > 1 and not acc.scale_up_bandwidth_bytes_per_s and not acc.pcie_link:
+    if c.gpus_per_node > 1 and not acc.scale_up_bandwidth_bytes_per_s and not pcie_only(acc):
         raise InputError("gpus_per_node", f"{acc.name} lists no scale-up link; set GPUs per server to 1")
     domain = scale_up_domain(acc)
     if domain and c.gpus_per_node > domain:

@@ -140,7 +140,7 @@ def scale_up_ring(v: dict, n: int) -> Ring:
     acc = v["hardware"]
     arch = NCCL["arch"].get(acc.id)
     chip = Ring(f"{acc.name} scale-up", None, arch=arch, switched=(acc.scale_up_topology or "switched") == "switched")
-    if not acc.scale_up_bandwidth_bytes_per_s and acc.pcie_link:  # no scale-up link: its GPUs talk over PCIe
+    if pcie_only(acc):  # no scale-up link: its GPUs talk over PCIe
         chip = replace(chip, hw="pci", switched=False)  # in a network ring's server steps too
         if v["link"] == "accelerator":
             return _preset_ring(chip, LINKS[acc.pcie_link])
@@ -157,6 +157,11 @@ def scale_up_ring(v: dict, n: int) -> Ring:
     if e.get("kind") == "network":
         return _network_ring(v, n, chip, e)
     return _preset_ring(chip, e)
+
+
+def pcie_only(acc) -> bool:
+    """Whether the chip's GPUs talk over PCIe: it lists no scale-up link and names the PCIe link (pcie_link)."""
+    return not acc.scale_up_bandwidth_bytes_per_s and bool(acc.pcie_link)
 
 
 def _link_bandwidth(e: dict) -> float:

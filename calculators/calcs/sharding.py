@@ -28,6 +28,7 @@ from ..schema import step
 from .memory import usable_bytes_per_gpu
 from .direct import fused_max_tokens
 from .overhead import DEFAULT_MODE, SGLANG_MODES, sglang_fusion_from
+from .ring import pcie_only
 from .parallel_fields import check_scale_out, scale_out
 from .parallel_fields import cluster_fields, comm_fields, parallelism_fields  # noqa: F401 (re-exported)
 from .steptime import StepModel, deployment
@@ -129,7 +130,7 @@ def sharded_steps(v: dict, dep, tp_key: str = "num_gpus", overlap: str = "none")
     if p.gpus == 1:
         return None
     acc = v["hardware"]
-    if not acc.scale_up_bandwidth_bytes_per_s and not acc.pcie_link:
+    if not acc.scale_up_bandwidth_bytes_per_s and not pcie_only(acc):
         if p.gpus > p.tp:
             raise InputError(
                 "pp",
@@ -187,7 +188,7 @@ def comm_notes(v: dict, steps) -> list[str]:
 
 def _pcie_note(acc) -> list[str]:
     """Where a chip's GPUs talk over PCIe: what that prices and what it leaves out."""
-    if acc.scale_up_bandwidth_bytes_per_s or not acc.pcie_link:
+    if not pcie_only(acc):
         return []
     return [
         f"{acc.name} has no scale-up link: its GPUs' collectives are priced as NCCL models {link_name(acc)} (its PCI "
