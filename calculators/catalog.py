@@ -165,6 +165,12 @@ def attention_kernels() -> dict:
     return _load("attention_kernels.toml")
 
 
+def achievable_matmul() -> dict:
+    """The measured matmul rates' source and the chip the compute efficiency is stated for (accelerators.toml
+    [achievable_matmul])."""
+    return _load("accelerators.toml")["achievable_matmul"]
+
+
 def weight_layouts() -> dict:
     """How engines' kernels lay weights out where it takes more room than the checkpoint (weight_layouts.toml)."""
     return _load("weight_layouts.toml")

@@ -259,6 +259,21 @@ def _flops(value, field: str) -> dict:
     return out
 
 
+def _achievable(d: dict, field: str) -> dict:
+    """The measured achievable matmul rates: each for a format the chip lists a dense peak for, at most that peak."""
+    name = f"{field}.achievable_matmul_flops_per_s"
+    measured = _flops(d.get("achievable_matmul_flops_per_s", {}), name)
+    peaks = d.get("dense_flops_per_s", {})
+    for key, rate in measured.items():
+        if not isinstance(peaks, dict) or key not in peaks:
+            raise InputError(f"{name}.{key}", f"the chip lists no dense peak for {key} to measure against")
+        if rate > float(peaks[key]):
+            raise InputError(
+                f"{name}.{key}", f"must be at most the dense peak for {key}, {float(peaks[key]):.4g} FLOP/s"
+            )
+    return measured
+
+
 def accelerator_from_dict(d: dict, field: str = "hardware") -> Accelerator:
     """An Accelerator from JSON; every number checked (FLOP/s dense, per chip)."""
     _no_unknown(d, Accelerator, field)
@@ -272,6 +287,7 @@ def accelerator_from_dict(d: dict, field: str = "hardware") -> Accelerator:
         memory_bytes=_num(d, "memory_bytes", field, 1, _BIG),
         memory_bandwidth_bytes_per_s=float(_num(d, "memory_bandwidth_bytes_per_s", field, 1e6, 1e17, False)),
         dense_flops_per_s=_flops(d.get("dense_flops_per_s", {}), f"{field}.dense_flops_per_s"),
+        achievable_matmul_flops_per_s=_achievable(d, field),
         scale_up_bandwidth_bytes_per_s=total,
         scale_up_domain=_num(d, "scale_up_domain", field, 1, 1_000_000, default=None),
         scale_up_topology=(

@@ -130,6 +130,8 @@ class Accelerator:
     memory_bytes: int  # device memory, bytes, as software sees it (see accelerators.toml)
     memory_bandwidth_bytes_per_s: float
     dense_flops_per_s: dict = field(default_factory=dict)  # {"bf16": 989e12, "fp8": ...}; dense only
+    # the largest matmul rate measured on the chip (MAMF), by format, FLOP/s; {} = not measured (steptime.matmul_share)
+    achievable_matmul_flops_per_s: dict = field(default_factory=dict)
     scale_up_bandwidth_bytes_per_s: float | None = None  # per GPU, per direction (NVLink, ICI, ...)
     scale_up_domain: int | None = None  # chips in one scale-up domain (8, 72, ...)
     scale_up_topology: str = ""  # one of SCALE_UP_TOPOLOGIES; "" = not stated (treated as switched)

@@ -68,7 +68,14 @@ from .calcs.kv_cache import (
     state_fraction_per_gpu,
 )
 from .calcs.ring import LINKS, NCCL, Ring, pcie_only, ring_time, scale_up_ring
-from .calcs.steptime import STATE_ELEM_BYTES, Deployment, StepModel, experts_touched, embedding_lookup_saving
+from .calcs.steptime import (
+    STATE_ELEM_BYTES,
+    Deployment,
+    StepModel,
+    compute_rate,
+    embedding_lookup_saving,
+    experts_touched,
+)
 from .errors import InputError
 from .model import Accelerator, Model
 from .params import (
@@ -513,7 +520,7 @@ class DeploymentModel:
         self.model = base.model
         self._steps: dict[int, StepModel] = {}
         self._bw = base.accelerator.memory_bandwidth_bytes_per_s * base.bandwidth_efficiency
-        self._peak = base.peak_flops_per_s * base.compute_efficiency
+        self._peak = compute_rate(base)
         self._comm: dict = {}
         self._params = _split(self.model)  # hashing a Model per step is not free: the per-model constants, once
         self._moe_layers: dict[int, int] = {}  # by pp

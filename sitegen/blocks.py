@@ -169,6 +169,7 @@ ADVANCED = frozenset(
     {
         "bandwidth_efficiency",
         "compute_efficiency",
+        "efficiency_of",
         "link_efficiency",
         "tier_efficiency",
         "seed",

@@ -11,6 +11,7 @@ from collections import Counter
 from functools import partial
 
 from calculators import calibration, catalog, display
+from calculators.calcs.steptime import achievable_share, matmul_share
 
 from .terms import cell, wrap
 
@@ -112,6 +113,28 @@ def render_fits() -> str:
             shown += " on " + ", ".join(entry["accelerators"])
         rows.append([cell(name.replace("_", " ")), shown, ", ".join(entry["fitted_on"]), cell(entry["method"])])
     return wrap("The fitted constants", _table(["Constant", "Value", "Fitted on (ledger groups)", "Method"], rows))
+
+
+def render_matmul() -> str:
+    """Each measured chip's achievable matmul rate, its share of the datasheet peak, and the factor estimates take."""
+    rows = []
+    for acc in catalog.accelerator_presets().values():
+        for fmt, rate in acc.achievable_matmul_flops_per_s.items():
+            peak = acc.dense_flops_per_s[fmt]
+            rows.append(
+                [
+                    cell(acc.name),
+                    fmt.upper(),
+                    f"{rate / 1e12:,.1f}",
+                    f"{peak / 1e12:,.1f}",
+                    f"{achievable_share(acc, fmt) * 100:.1f}%",
+                    f"{matmul_share(acc, fmt):.3f}",
+                ]
+            )
+    head = ["Chip", "Format", "Measured (TFLOP/s)", "Datasheet, dense (TFLOP/s)", "Share of peak", "s_chip"]
+    source = catalog.achievable_matmul()
+    note = f"Source: [{cell(source['source'])}]({source['url']})."
+    return wrap("The chips' measured matmul rates", _table(head, rows), note)
 
 
 def render_sources() -> str:
@@ -260,6 +283,7 @@ RENDER = {
     "summary": render_summary,
     "fitted": render_fitted,
     "fits": render_fits,
+    "matmul": render_matmul,
     "sources": render_sources,
     **{f"rows-{family}": partial(render_rows, family) for family in ROWS_PAGES},
     **{f"groups-{family}": partial(render_groups, family) for family in ROWS_PAGES},

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from ..schema import integer, output, series, step
 from .deployment import deployment_fields
 from .memory import engine_budget, engine_fields
-from .steptime import (Deployment, StepCost, StepModel, bound_deployment, deployment, effective_ridge, ridge_point,
-                       weight_bytes_touched)
+from .steptime import (Deployment, StepCost, StepModel, bound_deployment, compute_share, deployment, effective_ridge,
+                       ridge_point, weight_bytes_touched)
 
 SEARCH_MAX = 10_000_000
 
@@ -139,8 +139,8 @@ def _ridge_steps(dep: Deployment) -> list[dict]:
     peak, bw = (dep.peak_flops_per_s, "FLOP/s"), (dep.accelerator.memory_bandwidth_bytes_per_s, "B/s")
     return [
         step("Ridge point", "peak FLOP/s ÷ bandwidth", "{} ÷ {}", [peak, bw], ridge_point(dep), "FLOP/B"),
-        step("Effective ridge", "(η_compute × peak) ÷ (η_bw × bandwidth)", "({} × {}) ÷ ({} × {})",
-             [dep.compute_efficiency, peak, dep.bandwidth_efficiency, bw], effective_ridge(dep), "FLOP/B"),
+        step("Effective ridge", "(η_compute × s_chip × peak) ÷ (η_bw × bandwidth)", "({} × {}) ÷ ({} × {})",
+             [compute_share(dep), peak, dep.bandwidth_efficiency, bw], effective_ridge(dep), "FLOP/B"),
     ]
 
 

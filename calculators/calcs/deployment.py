@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..schema import (DTYPE_CHOICES, accelerator_field, choice, dtype_field, expert_dtype_field, integer,
                       model_field, number, step)
 from .overhead import DEFAULT_MODE, MODE_CHOICES
-from .steptime import Deployment, StepCost, experts_sliced, matmul_shares
+from .steptime import Deployment, StepCost, compute_rate, experts_sliced, matmul_shares, reference_chip
 
 # int4 formats have no native matmul rate; MXFP8's block-scaled MMA is priced as FP8 (choose fp8)
 COMPUTE_DTYPES = tuple(c for c in DTYPE_CHOICES if c[0] not in ("int4", "int4-awq", "mxfp8"))
@@ -51,8 +51,16 @@ def _fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict
                  "Fraction of peak memory bandwidth achieved (FlashMLA reaches ~0.9 on H800, "
                  "deepseek-ai/FlashMLA README).", 0.01),
         number("compute_efficiency", "Compute efficiency", compute_efficiency, 0.01, 1.0, "",
-                 "Fraction of dense peak FLOP/s achieved (FlashAttention-3: 0.75 on H100, arXiv 2407.08608).",
+                 "Fraction of dense peak FLOP/s achieved (FlashAttention-3: 0.75 on H100, arXiv 2407.08608), on the "
+                 "chip the next field names. Bounds use 1.",
                  0.01),
+        # a calculator whose defaults are the bound (efficiency 1.0) keeps the chip's own peak by default too
+        choice("efficiency_of", "Compute efficiency as reached on",
+               "chip" if compute_efficiency == 1.0 else "reference", EFFICIENCY_OF,
+               "The reference chip: a chip whose matmuls were measured reaching less of their peak than the "
+               "reference's runs at the efficiency × its measured share ÷ the reference's (s_chip; the chips' "
+               "shares are on the calibration page). This chip: the efficiency as given, of this chip's peak (a "
+               "measured MFU, say)."),
         choice("step_overhead", "Per-step overhead", DEFAULT_MODE, MODE_CHOICES,
                "Launch time each step adds to its kernels' time, as vLLM v0.33.0 runs: with CUDA graphs one "
                "replay per decode step (piecewise graphs for steps with prefill, eager above 512 tokens); "
@@ -67,15 +75,21 @@ def _fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict
 
 
 def _effective(dep: Deployment) -> tuple[float, float]:
-    """(bandwidth × η_bw, peak × η_compute) per GPU: the rates the step times divide by."""
-    return (dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency,
-            dep.peak_flops_per_s * dep.compute_efficiency)
+    """(bandwidth × η_bw, peak × η_compute × s_chip) per GPU: the rates the step times divide by."""
+    return dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency, compute_rate(dep)
 
 
+# the chip's measured achievable matmul share ÷ the reference chip's (steptime.matmul_share)
+SHARE_FORMULA = ("peak × η_compute × s_chip, s_chip = (MAMF ÷ peak) ÷ the reference chip's, at most 1: MAMF the "
+                 "largest matmul rate measured on the chip (stas00/ml-engineering's table; accelerators.toml)")
+EFFICIENCY_OF = [
+    ("reference", f"the {reference_chip().name} (another chip × its measured matmul share ÷ this one's, at most 1)"),
+    ("chip", "this chip (its datasheet peak, as given)"),
+]
 # the sliced experts keep a fitted share s_sliced of the BF16 rate whatever the format (steptime.sliced_expert_factor)
-SLICED_FORMULA = "peak × η_compute × s_sliced × peak_BF16 ÷ peak (s_sliced fitted; 1 under expert parallelism)"
+SLICED_FORMULA = "peak × η_compute × s_chip × s_sliced × peak_BF16 ÷ peak (s_sliced fitted; 1 under expert parallelism)"
 # the dequantising GEMM runs at a fitted rate R_dequant (steptime.dequant_factors), a share of the peak at most 1
-DEQUANT_FORMULA = "peak × η_compute × min(1, R_dequant ÷ peak) (R_dequant fitted: no FP4 rate on this chip)"
+DEQUANT_FORMULA = "peak × η_compute × s_chip × min(1, R_dequant ÷ peak) (R_dequant fitted: no FP4 rate on this chip)"
 
 
 def efficiency_steps(dep: Deployment) -> list[dict]:
@@ -84,8 +98,11 @@ def efficiency_steps(dep: Deployment) -> list[dict]:
         step("Effective bandwidth per GPU", "BW × η_bw", "{} × {}",
              [(dep.accelerator.memory_bandwidth_bytes_per_s, "B/s"), dep.bandwidth_efficiency], bandwidth, "B/s"),
         step("Effective FLOP/s per GPU", "peak × η_compute", "{} × {}",
-             [(dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency], flops, "FLOP/s"),
+             [(dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency], flops / dep.matmul_share, "FLOP/s"),
     ]
+    if dep.matmul_share != 1.0:  # the chip's matmuls reach less of its peak than the reference chip's
+        steps.append(step("Effective FLOP/s per GPU at the chip's achievable matmul share", SHARE_FORMULA, "{} × {}",
+                          [(flops / dep.matmul_share, "FLOP/s"), dep.matmul_share], flops, "FLOP/s"))
     dense, routed = matmul_shares(dep)
     moe = dep.model.moe is not None
     if dense != 1.0:
@@ -111,8 +128,8 @@ def decode_steps(dep: Deployment, batch: int, context: int, cost: StepCost) -> l
              [batch, (context, "tokens"), cost.kv_share], cost.kv_bytes_per_gpu, "B"),
         step("Memory time", "(weights ÷ N_gpu + KV per GPU) ÷ (BW × η_bw)", "({} ÷ {} + {}) ÷ {}",
              [(cost.weight_bytes, "B"), n, (cost.kv_bytes_per_gpu, "B"), (bandwidth, "B/s")], cost.memory_time_s, "s"),
-        step("Compute time", "B × (2 × P_active + attention FLOPs) ÷ (N_gpu × peak × η_compute)", "{} ÷ ({} × {})",
-             [(cost.flops, "FLOP"), n, (flops, "FLOP/s")], cost.compute_time_s, "s"),
+        step("Compute time", "B × (2 × P_active + attention FLOPs) ÷ (N_gpu × peak × η_compute × s_chip)",
+             "{} ÷ ({} × {})", [(cost.flops, "FLOP"), n, (flops, "FLOP/s")], cost.compute_time_s, "s"),
         time_step(cost, "Decode step time"),
     ]
 

@@ -17,7 +17,7 @@ Placement. Without EPLB expert j sits on GPU ⌊j ÷ (E/N)⌋ (contiguous blocks
 Imbalance = max over GPUs of tokens received ÷ mean (TensorRT-LLM's report_load_statistics.py reports max ÷ mean − 1).
 Step time. The MoE layer waits for its slowest GPU (dispatch and combine synchronise the EP group):
       t_gpu = max(touched experts on the GPU × expert bytes ÷ (BW × η_bw),
-                  tokens on the GPU × 2 × expert params ÷ (peak × η_compute))
+                  tokens on the GPU × 2 × expert params ÷ (peak × η_compute × s_chip))
       MoE time per step = MoE layers × max over GPUs of t_gpu; the balanced reference uses the mean GPU.
   Routed experts only: attention, shared experts and communication are not in it (moe_alltoall.py has the
   all-to-all). Expected loads: the finite-batch noise of one step is not modelled, so measured per-step
@@ -35,7 +35,7 @@ from ..params import _expert_params, active_params, expert_params, moe_layer_cou
 from ..schema import expert_dtype
 from ..schema import boolean, choice, integer, mark, number, output, series, step, text
 from .deployment import ep_deployment_fields
-from .steptime import deployment, experts_touched
+from .steptime import compute_rate, deployment, experts_touched
 
 SKEWS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.5)
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 16384)
@@ -221,7 +221,7 @@ def expert_costs(v: dict, dep) -> ExpertCosts:
         per_expert * b,
         2.0 * per_expert,
         dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency,
-        dep.peak_flops_per_s * dep.compute_efficiency,
+        compute_rate(dep),
     )
 
 

@@ -34,7 +34,7 @@ from .deployment import deployment_fields, efficiency_steps
 from .kv_cache import kv_bytes_per_sequence, kv_bytes_per_token_per_layer, layer_groups
 from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
 from .ring import ring_time, scale_up_ring
-from .steptime import StepModel, deployment
+from .steptime import StepModel, compute_rate, deployment
 from ..units import GIB
 
 GRID = [4096 * 2**k for k in range(9)]  # 4K … 1M tokens
@@ -143,7 +143,7 @@ SCHEMA = {
 
 def _rate(sm: StepModel) -> float:
     """Effective FLOP/s of one N-GPU group."""
-    return sm.dep.num_gpus * sm.dep.peak_flops_per_s * sm.dep.compute_efficiency
+    return sm.dep.num_gpus * compute_rate(sm.dep)
 
 
 def _cp_ring(v: dict, cp: int):

@@ -25,7 +25,7 @@ from ..schema import choice, integer, mark, number, output, series, step
 from . import lora
 from .deployment import deployment_fields
 from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
-from .steptime import deployment
+from .steptime import compute_rate, deployment
 from .sharding import steps_for
 
 HOST_LINKS = host_links()
@@ -215,7 +215,7 @@ def _time(c: Capacity, v: dict) -> tuple[dict, float, float]:
     a = min(v["adapters_in_batch"], v["max_loras"])
     flops_tok = lora.flops_per_token(c.model, c.rank, c.targets)
     bw = c.dep.accelerator.memory_bandwidth_bytes_per_s * c.dep.bandwidth_efficiency
-    peak = c.dep.peak_flops_per_s * c.dep.compute_efficiency
+    peak = compute_rate(c.dep)
     memory_s, compute_s = a * c.adapter_per_gpu() / bw, v["batch_tokens"] * flops_tok / c.tp / peak
     lora_s = max(memory_s, compute_s)
     base_s = steps_for(v, c.dep).decode(v["batch_tokens"], v["context_tokens"]).time_s

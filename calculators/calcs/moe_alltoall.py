@@ -36,7 +36,7 @@ from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import ep_deployment_fields
 from .kv_cache import kv_bytes_per_sequence
 from .ring import LINKS
-from .steptime import deployment, experts_touched
+from .steptime import compute_rate, deployment, experts_touched
 
 NETWORKS = {k: e for k, e in LINKS.items() if e.get("kind") == "network"}
 DEGREES = (8, 16, 32, 64, 72, 128, 144, 256, 320)
@@ -187,7 +187,7 @@ def compute_step(v: dict, dep, n: int) -> float:
     kv = t * kv_bytes_per_sequence(m, v["context_tokens"], dep.kv_elem_bytes)
     bw = dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency
     flops = t * 2 * active_params(m, include_embedding=False)
-    return max((weights + kv) / bw, flops / (dep.peak_flops_per_s * dep.compute_efficiency))
+    return max((weights + kv) / bw, flops / compute_rate(dep))
 
 
 def _check(v: dict, dep, c: Cluster) -> None:

@@ -31,7 +31,7 @@ from ..catalog import host_links
 from ..schema import choice, integer, mark, number, output, series, step
 from .kv_cache import kv_bytes_per_sequence, kv_fraction_per_gpu
 from .deployment import deployment_fields, time_step
-from .steptime import deployment
+from .steptime import compute_rate, compute_share, deployment
 from .sharding import steps_for
 
 HOST_LINKS = host_links()
@@ -202,14 +202,15 @@ def _recompute_step(c: Costs, t: int, rec: float) -> dict:
     if c.standalone:
         return time_step(cost, "Recompute", "max(bytes ÷ (N × BW), FLOPs ÷ (N × peak × η))")
     if c.steps.attention_weight == 1.0:
-        return step("Recompute", "FLOPs ÷ (N × peak × η_prefill)", "{} ÷ ({} × {} × {})",
-                    [(cost.flops, "FLOP"), dep.num_gpus, (dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency],
+        return step("Recompute", "FLOPs ÷ (N × peak × η_prefill × s_chip)", "{} ÷ ({} × {} × {})",
+                    [(cost.flops, "FLOP"), dep.num_gpus, (dep.peak_flops_per_s, "FLOP/s"), compute_share(dep)],
                     rec, "s")
     # attention at its own rate (steptime.attention_peak_flops): its FLOPs count × matmul peak ÷ attention peak
-    equivalent = cost.compute_time_s * dep.num_gpus * dep.peak_flops_per_s * dep.compute_efficiency
-    return step("Recompute", "(matmul FLOPs + attention FLOPs × peak ÷ attention peak) ÷ (N × peak × η_prefill)",
+    equivalent = cost.compute_time_s * dep.num_gpus * compute_rate(dep)
+    return step("Recompute",
+                "(matmul FLOPs + attention FLOPs × peak ÷ attention peak) ÷ (N × peak × η_prefill × s_chip)",
                 "{} ÷ ({} × {} × {})",
-                [(equivalent, "FLOP"), dep.num_gpus, (dep.peak_flops_per_s, "FLOP/s"), dep.compute_efficiency],
+                [(equivalent, "FLOP"), dep.num_gpus, (dep.peak_flops_per_s, "FLOP/s"), compute_share(dep)],
                 rec, "s")
 
 

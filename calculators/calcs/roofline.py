@@ -17,7 +17,7 @@ from ..schema import integer, number, output, series, step
 from .memory import engine_budget, engine_fields
 from .deployment import decode_steps, deployment_fields, efficiency_steps, time_step
 from .steptime import (Deployment, StepCost, StepModel, bound_deployment, compute_ceiling_tokens_per_s_per_gpu,
-                       decode_step, deployment, experts_touched, prefill_step, ridge_point)
+                       compute_rate, decode_step, deployment, experts_touched, prefill_step, ridge_point)
 
 ENGINE_DEFAULTS = {f["key"]: f["default"] for f in engine_fields()}
 FIT_RULE = (f"vLLM rule at gpu_memory_utilization {ENGINE_DEFAULTS['gpu_memory_utilization']} and a "
@@ -71,7 +71,7 @@ SCHEMA = {
 
 def _roofline_series(dep: Deployment, points: dict) -> dict:
     bw = dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency
-    peak = dep.peak_flops_per_s * dep.compute_efficiency
+    peak = compute_rate(dep)
     grid = sorted({10 ** (k / 4) for k in range(-4, 21)} | set(points.values()))
     ys = [("attainable FLOP/s", "FLOP/s", [min(peak, i * bw) for i in grid])]
     for name, x in points.items():   # operating points: one value each, null elsewhere
@@ -168,9 +168,9 @@ def _derivation(b: Bounds) -> list[dict]:
 
 
 def _attainable(b: Bounds) -> float:
-    """min(η_compute × peak, intensity × η_bw × BW) at the estimate's intensity."""
+    """min(η_compute × s_chip × peak, intensity × η_bw × BW) at the estimate's intensity."""
     dep = b.dep
-    return min(dep.peak_flops_per_s * dep.compute_efficiency,
+    return min(compute_rate(dep),
                b.est.intensity * dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency)
 
 

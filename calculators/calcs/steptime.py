@@ -43,6 +43,10 @@ Dequantised weights: a 4-bit float weight format on a chip with no rate for it (
          [dequant_matmul]), not at the chip's peak: those weights' matmul FLOPs (the routed experts' only, when only
          the experts are 4-bit) are divided by that rate ÷ the peak, at most 1. Attention and the BF16 weights run
          at their own rates. Never in a bound.
+Achievable matmul share: chips reach different shares of their datasheet peaks (the maximum achievable matmul
+         FLOPS measured on each, accelerators.toml achievable_matmul_flops_per_s): an estimate's compute rate is
+         peak × the reader's compute efficiency × the chip's measured share ÷ the reference chip's (the H100's), at
+         most 1 (matmul_share; 1 unmeasured). Never in a bound.
 Per-step overhead (overhead.py): every step adds the fixed time of its launches, by the kind of step
          and its tokens (CUDA graphs on by default, as vLLM v0.33.0 runs), after the roofline max:
          step = max(memory time, compute time) + overhead. Deployment.overhead None adds nothing.
@@ -57,7 +61,7 @@ from functools import lru_cache
 import math
 from math import fsum
 
-from ..catalog import attention_kernels, fitted
+from ..catalog import accelerator_presets, achievable_matmul, attention_kernels, fitted
 from ..schema import expert_dtype
 from ..errors import InputError
 from ..formats import bytes_per_element, get_format
@@ -102,6 +106,18 @@ class Deployment:
     # (1: none), and whether each query works through all index_topk slots rather than the valid ones
     sparse_head_tile: int = 1
     sparse_all_slots: bool = False
+    # the chip's measured achievable matmul share at the compute format ÷ the reference chip's (matmul_share)
+    matmul_share: float = 1.0
+
+
+def compute_share(dep: Deployment) -> float:
+    """The share of the dense peak an estimate's matmuls reach: η_compute × the chip's matmul share (s_chip)."""
+    return dep.compute_efficiency * dep.matmul_share
+
+
+def compute_rate(dep: Deployment) -> float:
+    """The dense FLOP/s per GPU an estimate's matmuls run at: peak × η_compute × s_chip."""
+    return dep.peak_flops_per_s * compute_share(dep)
 
 
 def bound_deployment(dep: Deployment) -> Deployment:
@@ -118,6 +134,7 @@ def bound_deployment(dep: Deployment) -> Deployment:
         sparse_head_tile=1,
         sparse_all_slots=False,
         attention_kernel_efficiency=1.0,
+        matmul_share=1.0,
     )
 
 
@@ -183,6 +200,41 @@ def peak_flops(accelerator: Accelerator, compute_dtype: str, field: str = "compu
         listed = ", ".join(sorted(rates)) or "none"
         raise InputError(field, f"{accelerator.name} lists no dense FLOP/s for {compute_dtype}; it lists: {listed}")
     return float(rate)
+
+
+# an unmeasured format takes the chip's nearest measured one: the narrower formats reach less of their peak (FP8 than
+# BF16 on every NVIDIA chip measured in both), so FP4 takes FP8's share before BF16's
+NEAREST_MEASURED = {"fp4": ("fp8", "bf16"), "fp8": ("fp8", "bf16"), "int8": ("int8", "fp8", "bf16")}
+
+
+def measured_format(accelerator: Accelerator, compute_dtype: str) -> str | None:
+    """The format the chip's matmul rate was measured in that stands for the compute format: itself or the nearest
+    measured one (NEAREST_MEASURED; FP16 and BF16 share a rate); None where the chip has no measurement."""
+    key = get_format(compute_dtype, "compute_dtype").flops_key
+    measured = accelerator.achievable_matmul_flops_per_s
+    nearest = NEAREST_MEASURED.get(key, (key, SAME_RATE.get(key, ""), "bf16"))
+    return next((f for f in nearest if measured.get(f) and accelerator.dense_flops_per_s.get(f)), None)
+
+
+def achievable_share(accelerator: Accelerator, compute_dtype: str) -> float | None:
+    """The chip's largest measured matmul rate ÷ its datasheet peak, in measured_format; None where not measured."""
+    fmt = measured_format(accelerator, compute_dtype)
+    return accelerator.achievable_matmul_flops_per_s[fmt] / accelerator.dense_flops_per_s[fmt] if fmt else None
+
+
+def reference_chip() -> Accelerator:
+    """The chip the reader's compute efficiency is stated for by default (accelerators.toml [achievable_matmul])."""
+    return accelerator_presets()[achievable_matmul()["reference"]]
+
+
+def matmul_share(accelerator: Accelerator, compute_dtype: str) -> float:
+    """The factor an estimate's compute rate carries for the chip: its achievable share ÷ the reference chip's, both
+    in the format the chip was measured in (measured_format), at most 1 (no estimate is made faster for the
+    measurement); 1 on a chip with no measurement."""
+    fmt = measured_format(accelerator, compute_dtype)
+    if fmt is None:
+        return 1.0
+    return min(1.0, achievable_share(accelerator, fmt) / achievable_share(reference_chip(), fmt))
 
 
 def attention_peak_flops(
@@ -281,6 +333,7 @@ def deployment(v: dict, release: str | None = None) -> Deployment:
         sliced_expert_efficiency=sliced_expert_factor(v),
         dense_dequant_efficiency=dense_dequant,
         expert_dequant_efficiency=expert_dequant,
+        matmul_share=matmul_share(v["hardware"], v["compute_dtype"]) if v.get("efficiency_of") != "chip" else 1.0,
         **attention_fields(v["model"], v["hardware"], v["kv_dtype"], v["compute_dtype"], release),
     )
 
@@ -448,7 +501,7 @@ class StepModel:
         self._n = self.num_gpus = dep.num_gpus
         self.kv_share = kv_fraction_per_gpu(dep.model, dep.num_gpus, dep.decode_context_parallel)
         self._bandwidth = dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency
-        self._flops = dep.peak_flops_per_s * dep.compute_efficiency
+        self._flops = compute_rate(dep)
         self.overhead = dep.overhead
         self._decode_overhead: dict = {}  # by tokens in the step
         self._mixed_overhead: dict = {}
@@ -490,7 +543,7 @@ class StepModel:
         self._full_layer_term = [cap is None or (sparse and i == 0) for i, (_, cap) in enumerate(prefill)]
 
     def _times(self, flops: float, weight_bytes: float, kv_bytes: float) -> tuple[float, float]:
-        """(memory time, compute time): (W ÷ N + KV × share) ÷ (BW × η_bw), FLOPs ÷ (N × peak × η_compute)."""
+        """(memory time, compute time): (W ÷ N + KV × share) ÷ (BW × η_bw), FLOPs ÷ (N × peak × η_compute × s_chip)."""
         return (weight_bytes / self._n + kv_bytes * self.kv_share) / self._bandwidth, flops / self._n / self._flops
 
     def _cost(
@@ -665,15 +718,11 @@ def ridge_point(dep: Deployment) -> float:
 
 
 def effective_ridge(dep: Deployment) -> float:
-    """The ridge the step times obey: (η_compute × peak) ÷ (η_bw × bandwidth), FLOP/B."""
-    return (
-        dep.peak_flops_per_s
-        * dep.compute_efficiency
-        / (dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency)
-    )
+    """The ridge the step times obey: (η_compute × s_chip × peak) ÷ (η_bw × bandwidth), FLOP/B."""
+    return compute_rate(dep) / (dep.accelerator.memory_bandwidth_bytes_per_s * dep.bandwidth_efficiency)
 
 
 def compute_ceiling_tokens_per_s_per_gpu(dep: Deployment) -> float:
     """Decode tokens/s per GPU as the batch grows without limit: 2 × active params per token (at the rate TP-sliced
     experts keep, matmul_flops_per_token)."""
-    return dep.peak_flops_per_s * dep.compute_efficiency / matmul_flops_per_token(dep)
+    return compute_rate(dep) / matmul_flops_per_token(dep)

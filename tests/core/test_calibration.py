@@ -590,14 +590,14 @@ def test_the_blackwell_and_mi325x_baselines_score_as_the_calibration_page_says()
     one = {p["hardware"]: p for p in fp8 + b200 if p["metric"] == "ttft_s" and p["batch"] == 1 and "1k1k" in p["group"]}
     assert one["b300"]["value"] < 0.5 * one["b200"]["value"]
     assert one["b300"]["predicted"] == pytest.approx(one["b200"]["predicted"], rel=0.05)
-    # MI325X: every row too fast, TPOT and throughput beyond +25% at 4 and 8 users only (its TP 8 all-reduces priced
-    # on the Infinity Fabric since December 2026; none within the band before), TTFT beyond it up to 32 users (at 64
-    # it sits on the edge)
+    # MI325X: every row too fast, TPOT, throughput and TTFT beyond +25% at 4 and 8 users only (its TP 8 all-reduces
+    # priced on the Infinity Fabric since December 2026, none within the band before; its prefill at the chip's measured
+    # matmul share since then too, TTFT beyond the band up to 32 users before)
     m325 = {(p["metric"], p["batch"]): p["error"] for p in rows("inferencex-dsr1-mi325x-fp8")}
     assert all(e > 0 for e in m325.values())
     for m in ("tpot_s", "output_tokens_per_s"):
         assert all(m325[m, b] > 0.25 for b in (4, 8)) and all(m325[m, b] <= 0.25 for b in (16, 32, 64))
-    assert all(m325["ttft_s", b] > 0.25 for b in (4, 8, 16, 32))
+    assert all(m325["ttft_s", b] > 0.25 for b in (4, 8)) and all(m325["ttft_s", b] <= 0.25 for b in (16, 32, 64))
 
 
 def test_the_fitted_mode_is_closer_on_rows_no_fit_has_seen():
