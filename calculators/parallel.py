@@ -67,7 +67,7 @@ from .calcs.kv_cache import (
     state_bytes_per_sequence,
     state_fraction_per_gpu,
 )
-from .calcs.ring import LINKS, NCCL, Ring, pcie_only, ring_time, scale_up_ring
+from .calcs.ring import LINKS, NCCL, Ring, link_name, pcie_only, ring_time, scale_up_domain, scale_up_ring
 from .calcs.steptime import (
     STATE_ELEM_BYTES,
     Deployment,
@@ -205,20 +205,6 @@ class Cluster:
             * LINKS[self.network]["bandwidth_bytes_per_s"]
             / self.gpus_per_node
         )
-
-
-def scale_up_domain(acc: Accelerator) -> int | None:
-    """The most GPUs the chip's own link joins: its scale-up domain, or its PCIe link's (a server's switches)."""
-    if pcie_only(acc):
-        return LINKS[acc.pcie_link].get("domain_gpus")
-    return acc.scale_up_domain
-
-
-def link_name(acc: Accelerator) -> str:
-    """What joins the chip's GPUs in one server, for messages: its scale-up link, or PCIe where it has none."""
-    if pcie_only(acc):
-        return LINKS[acc.pcie_link]["name"].split(" (")[0]
-    return "scale-up link"
 
 
 def check_cluster(c: Cluster) -> None:

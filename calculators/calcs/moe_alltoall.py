@@ -9,9 +9,10 @@ Of the N GPUs in the EP group, 1/N of the copies stay on this GPU, (g − 1)/N c
 g − 1 others in its domain (g = min(GPUs per domain, N)), and (N − g)/N leave the domain over the NICs:
     t = α + max(in-domain bytes ÷ (B_up × η), cross-domain bytes ÷ (B_NIC per GPU × η)) × imbalance + t_0
 That is the deployment model's all-to-all (parallel.py alltoall_s, from the Part 12 branch; α is one NCCL LL step
-latency, 0.6 µs on NVLink or 2.7 µs on the network, a floor), sent at imbalance × the mean payload: the hottest
-GPU receives imbalance × the mean (expert_load.py's max ÷ mean), and both phases wait for it.
-B_up: the accelerator's per-direction scale-up bandwidth (accelerators.toml) or a custom figure; B_NIC per GPU:
+latency, 0.6 µs on NVLink, 1.0 µs on PCIe or 2.7 µs on the network, a floor), sent at imbalance × the mean
+payload: the hottest GPU receives imbalance × the mean (expert_load.py's max ÷ mean), and both phases wait for it.
+B_up: the accelerator's per-direction scale-up bandwidth (accelerators.toml), on a chip without one its PCIe link as
+NCCL models it (ring.pcie_only: L40S, L4), or a custom figure; B_NIC per GPU:
 NICs per server × one NIC (interconnects.toml) ÷ GPUs per server. One copy per (token, expert): no per-node
 de-duplication (DeepEP's normal kernels send a token once per node and forward over NVLink, which lowers the
 RDMA bytes; its low-latency kernels send per expert, as here). t_0 (a further fixed latency per call) defaults to
@@ -31,11 +32,12 @@ from dataclasses import replace
 from ..errors import InputError
 from ..formats import bytes_per_element
 from ..params import _expert_params, active_params, expert_params, moe_layer_count, total_params
-from ..parallel import Cluster, alltoall_s, check_cluster
+from ..parallel import Cluster, alltoall_s, check_cluster, ring
 from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import ep_deployment_fields
 from .kv_cache import kv_bytes_per_sequence
-from .ring import LINKS
+from .ring import LINKS, pcie_only
+from .sharding import pcie_note
 from .steptime import compute_rate, deployment, experts_touched
 
 NETWORKS = {k: e for k, e in LINKS.items() if e.get("kind") == "network"}
@@ -80,7 +82,8 @@ _INPUTS = [
         0.0,
         100_000.0,
         "GB/s",
-        "H800: about 160 GB/s (DeepEP docs/legacy.md); 0 takes accelerators.toml's figure.",
+        "H800: about 160 GB/s (DeepEP docs/legacy.md); 0 takes accelerators.toml's figure, or on a chip without a "
+        "scale-up link (L40S, L4) its PCIe as NCCL models it.",
     ),
     choice("network", "Scale-out link (NIC)", "ib-ndr-400", [(k, e["name"]) for k, e in NETWORKS.items()]),
     integer("nics_per_domain", "NICs per domain (0: one per GPU)", 0, 0, 4096, "NICs"),
@@ -194,8 +197,12 @@ def _check(v: dict, dep, c: Cluster) -> None:
     m = dep.model
     if m.moe is None:
         raise InputError("model", f"{m.name} is dense: pick a mixture-of-experts model")
-    if c.gpus_per_node > 1 and not c.accelerator.scale_up_bandwidth_bytes_per_s:
-        raise InputError("scale_up_gb_per_s", f"{v['hardware'].name} lists no scale-up bandwidth: give one")
+    if c.gpus_per_node > 1 and not c.accelerator.scale_up_bandwidth_bytes_per_s and not pcie_only(c.accelerator):
+        raise InputError(
+            "scale_up_gb_per_s",
+            f"{v['hardware'].name} lists no scale-up link and no GPU peer-to-peer over PCIe (GeForce cards have "
+            "none, NVIDIA/nccl #1309): give a bandwidth",
+        )
     if 0 < v["scale_up_gb_per_s"] < 1:  # hypothesis: 1e-308 GB/s overflowed the transfer time to inf, then nan
         raise InputError("scale_up_gb_per_s", "must be 0 (the accelerator's figure) or from 1 to 100,000 GB/s")
     try:
@@ -214,7 +221,8 @@ def alltoall(v: dict, dep, n: int, g: int) -> dict:
     layers = moe_layer_count(m)
     comm = layers * (t_d + t_c)
     comp = compute_step(v, dep, n)
-    up = c.accelerator.scale_up_bandwidth_bytes_per_s or 0.0
+    # a chip without a scale-up link exchanges over its PCIe: the bandwidth NCCL's model gives that link
+    up = c.accelerator.scale_up_bandwidth_bytes_per_s or (ring(c, g).intra_bw if g > 1 else 0.0)
     return {
         "up": up,
         "nic": c.nic_bandwidth_per_gpu,
@@ -356,4 +364,5 @@ def compute(v: dict) -> dict:
         "expert_weight_bytes_per_gpu": per_gpu,
         "derivation": _byte_steps(v, r, m) + _time_steps(r),
         "series": {"share_vs_ep": _share_series(v, dep)},
+        "notes": pcie_note(v["hardware"]) if not v["scale_up_gb_per_s"] and g > 1 else [],
     }

@@ -107,8 +107,12 @@ def _topology_rule(acc, arch: str | None) -> str:
 
 
 def _network_ring(v: dict, n: int, chip: Ring, e: dict) -> Ring:
-    """Servers of gpus_per_node joined by a network link: in-server steps on the chip's own link."""
-    g = v["gpus_per_node"]
+    """Servers of gpus_per_node joined by a network link: in-server steps on the chip's own link, which joins at most
+    its scale-up domain (the deployment model's check_cluster holds the same rule)."""
+    g, acc = v["gpus_per_node"], v["hardware"]
+    domain = scale_up_domain(acc)
+    if g > 1 and domain and g > domain:
+        raise InputError("gpus_per_node", f"must be at most {domain}: the GPUs {acc.name}'s {link_name(acc)} joins")
     nodes = -(-n // g) if n > 1 else 1
     intra = (
         _scale_up(
@@ -162,6 +166,20 @@ def scale_up_ring(v: dict, n: int) -> Ring:
 def pcie_only(acc) -> bool:
     """Whether the chip's GPUs talk over PCIe: it lists no scale-up link and names the PCIe link (pcie_link)."""
     return not acc.scale_up_bandwidth_bytes_per_s and bool(acc.pcie_link)
+
+
+def scale_up_domain(acc) -> int | None:
+    """The most GPUs the chip's own link joins: its scale-up domain, or its PCIe link's (a server's switches)."""
+    if pcie_only(acc):
+        return LINKS[acc.pcie_link].get("domain_gpus")
+    return acc.scale_up_domain
+
+
+def link_name(acc) -> str:
+    """What joins the chip's GPUs in one server, for messages: its scale-up link, or PCIe where it has none."""
+    if pcie_only(acc):
+        return LINKS[acc.pcie_link]["name"].split(" (")[0]
+    return "scale-up link"
 
 
 def _link_bandwidth(e: dict) -> float:

@@ -182,11 +182,11 @@ def comm_notes(v: dict, steps) -> list[str]:
             "where they cannot reach each other's memory, as on GeForce cards) are not priced, so these times are "
             "optimistic"
         ]
-    notes = _pcie_note(acc) if steps.num_gpus > 1 else []
+    notes = pcie_note(acc) if steps.num_gpus > 1 else []
     return notes + _server_notes(v, steps)
 
 
-def _pcie_note(acc) -> list[str]:
+def pcie_note(acc) -> list[str]:
     """Where a chip's GPUs talk over PCIe: what that prices and what it leaves out."""
     if not pcie_only(acc):
         return []

@@ -224,11 +224,21 @@ def test_one_gpu_per_server_uses_the_tree_network_latency():
 
 @pytest.mark.parametrize("batch", [1, 64, 2048])
 def test_monotonic_in_gpus_per_server(batch):
-    """More GPUs per server: fewer network steps and more NICs to cross through, never slower."""
-    t = [_old(**{**B405, "batch_size": batch}, gpus_per_node=g)["allreduce_time_per_step_s"] for g in (1, 2, 4, 8, 16)]
+    """More GPUs per server: fewer network steps and more NICs to cross through, never slower (on GB200, whose
+    NVLink joins 72, so that 16 can share one)."""
+    nvl = {**B405, "hardware": "gb200", "batch_size": batch}
+    t = [_old(**nvl, gpus_per_node=g)["allreduce_time_per_step_s"] for g in (1, 2, 4, 8, 16)]
     assert t == sorted(t, reverse=True) and t[0] > t[-1]
     # 16 per server: the ring fits in one server and is the plain NVLink 5 ring.
-    assert t[-1] == pytest.approx(_old(**{**B405, "batch_size": batch, "link": "nvlink5"})["allreduce_time_per_step_s"])
+    assert t[-1] == pytest.approx(_old(**{**nvl, "link": "nvlink5"})["allreduce_time_per_step_s"])
+
+
+def test_a_server_holds_at_most_the_gpus_its_link_joins():
+    # an HGX B200's NVLink joins 8; an L40S server's PCIe switches 8 (as the deployment model's check_cluster says)
+    for hardware in ("b200", "l40s"):
+        with pytest.raises(InputError, match="at most 8") as e:
+            run("allreduce", {**B405, "hardware": hardware, "link": "ib-ndr-400", "gpus_per_node": 16})
+        assert e.value.field == "gpus_per_node"
 
 
 def test_nics_per_server():

@@ -71,3 +71,19 @@ def test_deepep_v2_nvlink_is_under_the_link():
     model's link (0.8 to 0.83 of it)."""
     up = _run(hardware="b200", num_gpus=8)["scale_up_bandwidth_bytes_per_s"]
     assert 0.75 < 726e9 / up < 1.0 and 0.75 < 740e9 / up < 1.0
+
+
+def test_a_chip_without_a_scale_up_link_exchanges_over_its_pcie():
+    # L40S: PCIe 4.0 x16, 24 GB/s a direction as NCCL's topology models it (x16 × 16 GT/s ÷ 80 × 8 bits, topo.cc at
+    # v2.30.7-1), its step latency PCI's 1.0 µs, and the note says so; GeForce cards have no peer-to-peer at all
+    r = _run(hardware="l40s", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=8, tokens_per_gpu=64)
+    assert r["scale_up_bandwidth_bytes_per_s"] == pytest.approx(24e9)
+    nvlink = _run(hardware="h100-sxm", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=8, tokens_per_gpu=64)
+    assert r["dispatch_time_s"] > nvlink["dispatch_time_s"]
+    assert any("PCIe 4.0 x16" in n for n in r["notes"]) and not nvlink["notes"]
+    with pytest.raises(InputError, match="no GPU peer-to-peer") as e:
+        _run(hardware="rtx-4090", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=8)
+    assert e.value.field == "scale_up_gb_per_s"
+    with pytest.raises(InputError, match="at most 8") as e:
+        _run(hardware="l40s", model="qwen3-30b-a3b", num_gpus=16, gpus_per_domain=16)
+    assert e.value.field == "gpus_per_domain"
