@@ -70,11 +70,17 @@ ALGORITHM_HELP = ("One-shot, two-shot, fused and NVLS run inside one scale-up do
 OWN_LINK = ("accelerator", "The accelerator's own link (its PCIe where it has no scale-up link)")
 
 
+# the tax is against kernel time only, the decode step a lower bound at the defaults (the chip's own peak)
+DEPLOYMENT_OVERRIDES = {
+    "model": {"default": "llama-3.1-70b"},
+    "efficiency_of": {"default": "chip"},
+    "num_gpus": {"label": "Tensor-parallel degree n", "default": 8,
+                 "help": "GPUs the weights are split across; each layer all-reduces across all of them."},
+}
+
+
 def _fields() -> list[dict]:
-    fields = deployment_fields(1.0, 1.0, overhead_field=False, overrides={  # the tax is against kernel time only
-        "model": {"default": "llama-3.1-70b"},
-        "num_gpus": {"label": "Tensor-parallel degree n", "default": 8,
-                     "help": "GPUs the weights are split across; each layer all-reduces across all of them."}})
+    fields = deployment_fields(1.0, 1.0, overhead_field=False, overrides=DEPLOYMENT_OVERRIDES)
     links = ([OWN_LINK] + [(k, e["name"]) for k, e in LINKS.items()]
              + [("custom", "Custom (the bandwidth field below)")])
     return fields + [

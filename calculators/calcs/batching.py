@@ -315,7 +315,7 @@ def _derivation(dep, capacity: float, context: int, c64, out: dict) -> list[dict
         step("KV pool", "engine budget ÷ KV per token (all layers)", "{}", [(capacity, "tokens")], capacity, "tokens"),
         step(
             "Decode step, 64 sequences",
-            "max((weights + 64 × KV(T)) ÷ (BW × η_bw), FLOPs ÷ (peak × η))",
+            "max((weights + 64 × KV(T)) ÷ (BW × η_bw), FLOPs ÷ (peak × η × s_chip))",
             "T = {}",
             [(context, "tokens")],
             c64.time_s,

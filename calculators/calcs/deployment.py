@@ -54,13 +54,11 @@ def _fields(bandwidth_efficiency: float, compute_efficiency: float) -> list[dict
                  "Fraction of dense peak FLOP/s achieved (FlashAttention-3: 0.75 on H100, arXiv 2407.08608), on the "
                  "chip the next field names. Bounds use 1.",
                  0.01),
-        # a calculator whose defaults are the bound (efficiency 1.0) keeps the chip's own peak by default too
-        choice("efficiency_of", "Compute efficiency as reached on",
-               "chip" if compute_efficiency == 1.0 else "reference", EFFICIENCY_OF,
-               "The reference chip: a chip whose matmuls were measured reaching less of their peak than the "
-               "reference's runs at the efficiency × its measured share ÷ the reference's (s_chip; the chips' "
-               "shares are on the calibration page). This chip: the efficiency as given, of this chip's peak (a "
-               "measured MFU, say)."),
+        choice("efficiency_of", "Compute efficiency as reached on", "reference", EFFICIENCY_OF,
+               "If your efficiency is an MFU you measured on the selected chip, choose the selected chip. Otherwise "
+               f"a chip whose largest measured matmul rate is a smaller share of its peak than the "
+               f"{reference_chip().name}'s runs at the efficiency × that share ÷ the reference's (s_chip; every "
+               "chip's on the calibration page)."),
         choice("step_overhead", "Per-step overhead", DEFAULT_MODE, MODE_CHOICES,
                "Launch time each step adds to its kernels' time, as vLLM v0.33.0 runs: with CUDA graphs one "
                "replay per decode step (piecewise graphs for steps with prefill, eager above 512 tokens); "
@@ -83,8 +81,8 @@ def _effective(dep: Deployment) -> tuple[float, float]:
 SHARE_FORMULA = ("peak × η_compute × s_chip, s_chip = (MAMF ÷ peak) ÷ the reference chip's, at most 1: MAMF the "
                  "largest matmul rate measured on the chip (stas00/ml-engineering's table; accelerators.toml)")
 EFFICIENCY_OF = [
-    ("reference", f"the {reference_chip().name} (another chip × its measured matmul share ÷ this one's, at most 1)"),
-    ("chip", "this chip (its datasheet peak, as given)"),
+    ("reference", f"the {reference_chip().name} (other chips × their measured matmul share ÷ its, at most 1)"),
+    ("chip", "the selected chip (the efficiency of its datasheet peak, as given)"),
 ]
 # the sliced experts keep a fitted share s_sliced of the BF16 rate whatever the format (steptime.sliced_expert_factor)
 SLICED_FORMULA = "peak × η_compute × s_chip × s_sliced × peak_BF16 ÷ peak (s_sliced fitted; 1 under expert parallelism)"

@@ -173,7 +173,8 @@ def _series(c: Tiers, length: int) -> dict:
 
 def _derivation(c: Tiers, length: int, rec: float) -> list[dict]:
     kv, first = c.kv(length), next(iter(TIERS))
-    recompute = "max(bytes ÷ (N × BW), FLOPs ÷ (N × peak × η))" if c.standalone else "FLOPs ÷ (N × peak × η_prefill)"
+    recompute = ("max(bytes ÷ (N × BW), FLOPs ÷ (N × peak × η × s_chip))" if c.standalone
+                 else "FLOPs ÷ (N × peak × η_prefill × s_chip)")
     return [
         step("KV each GPU fetches", "KV(L) × ⌈H_kv/N⌉ ÷ H_kv", "KV({}) × {}", [(length, "tokens"), c.share], kv, "B"),
         step(f"Fetch from {TIERS[first]['name']}", "KV ÷ (B_tier × η) + t_setup", "{} ÷ ({} × {}) + {}",

@@ -6,7 +6,7 @@ cost the KV pool, what a batch of mixed adapters adds to a step, and what a swap
                 + 2 r (vocab + d) for the embedding and LM head when every module is wrapped and the
                 model's vLLM class lists them (lora.vllm_wraps_vocab)
   KV lost     = max_loras × slot ÷ KV bytes per token                   (tokens of the pool)
-  step extra  = max(a × adapter per GPU ÷ (BW × η), T × 2 r (d_in + d_out) ÷ (N × peak × η))
+  step extra  = max(a × adapter per GPU ÷ (BW × η), T × 2 r (d_in + d_out) ÷ (N × peak × η × s_chip))
   swap        = adapter per GPU ÷ (host link × η_link)
 
 T tokens in the step touch a distinct adapters (Punica's SGMV, arXiv 2310.18547 §4, reads each

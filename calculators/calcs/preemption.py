@@ -200,7 +200,7 @@ def _series(c: Costs, context: int, top: int) -> dict:
 def _recompute_step(c: Costs, t: int, rec: float) -> dict:
     cost, dep = c.steps.prefill([t]), c.dep
     if c.standalone:
-        return time_step(cost, "Recompute", "max(bytes ÷ (N × BW), FLOPs ÷ (N × peak × η))")
+        return time_step(cost, "Recompute", "max(bytes ÷ (N × BW), FLOPs ÷ (N × peak × η × s_chip))")
     if c.steps.attention_weight == 1.0:
         return step("Recompute", "FLOPs ÷ (N × peak × η_prefill × s_chip)", "{} ÷ ({} × {} × {})",
                     [(cost.flops, "FLOP"), dep.num_gpus, (dep.peak_flops_per_s, "FLOP/s"), compute_share(dep)],

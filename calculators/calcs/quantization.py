@@ -30,7 +30,7 @@ from ..schema import integer, output, series, step
 from .deployment import deployment_fields
 from .kv_cache import kv_bytes_per_token_all_layers, kv_fraction_per_gpu
 from .memory import engine_budget, engine_fields
-from .steptime import attention_fields, attention_peak_flops, deployment, peak_flops
+from .steptime import attention_fields, attention_peak_flops, chip_share, deployment, peak_flops
 from .sharding import steps_for
 from ..units import GIB
 
@@ -131,6 +131,18 @@ SCHEMA = {
 }
 
 
+def _format_deployment(v: dict, base, weight: str, compute: str, peak: float):
+    """The BF16 deployment with every weight in this format and its matmuls at this format's peak and chip share."""
+    return replace(
+        base,
+        weight_elem_bytes=bytes_per_element(weight),
+        expert_elem_bytes=None,
+        peak_flops_per_s=peak,
+        matmul_share=chip_share(v, compute),
+        **attention_fields(v["model"], v["hardware"], v["kv_dtype"], compute),
+    )
+
+
 def _row(v: dict, base, weight: str, compute: str) -> dict:
     """One format row: memory always; times only when the chip has a rate for the matmul format."""
     fmt = get_format(weight, "weight_dtype")
@@ -150,14 +162,7 @@ def _row(v: dict, base, weight: str, compute: str) -> dict:
         return {**out, "runs": False}
     if weight in NEEDS_BLOCK_SCALED_MMA and compute != "bf16" and not v["hardware"].dense_flops_per_s.get("fp4"):
         return {**out, "runs": False}
-    dep = replace(
-        base,
-        weight_elem_bytes=bytes_per_element(weight),
-        expert_elem_bytes=None,
-        peak_flops_per_s=peak,
-        **attention_fields(v["model"], v["hardware"], v["kv_dtype"], compute),
-    )
-    sm = steps_for(v, dep)
+    sm = steps_for(v, _format_deployment(v, base, weight, compute, peak))
     decode = sm.decode(v["batch_size"], v["context_tokens"])
     prefill = sm.prefill([v["prompt_tokens"]])
     return {

@@ -162,7 +162,7 @@ def _derivation(b: Bounds) -> list[dict]:
                           b.tau / b.spec.time_s, "tokens/s"))
     if b.estimated:
         steps += efficiency_steps(dep) + [time_step(b.est, "Decode step time, estimate",
-                                                    "max(memory ÷ η_bw, compute ÷ η_compute)")]
+                                                    "max(memory ÷ η_bw, compute ÷ (η_compute × s_chip))")]
     return steps + [step("Prefill time", "max(bytes ÷ BW, (2 × P_active × T + attention) ÷ peak)", "max({}, {})",
                          [(b.pre.memory_time_s, "s"), (b.pre.compute_time_s, "s")], b.pre.time_s, "s")]
 

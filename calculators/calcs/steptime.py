@@ -46,7 +46,8 @@ Dequantised weights: a 4-bit float weight format on a chip with no rate for it (
 Achievable matmul share: chips reach different shares of their datasheet peaks (the maximum achievable matmul
          FLOPS measured on each, accelerators.toml achievable_matmul_flops_per_s): an estimate's compute rate is
          peak × the reader's compute efficiency × the chip's measured share ÷ the reference chip's (the H100's), at
-         most 1 (matmul_share; 1 unmeasured). Never in a bound.
+         most 1 (matmul_share; 1 unmeasured), the matmul format's factor for the whole step's compute, attention
+         included (an assumption: that a chip's attention kernels trail the H100's as its GEMMs do). Never in a bound.
 Per-step overhead (overhead.py): every step adds the fixed time of its launches, by the kind of step
          and its tokens (CUDA graphs on by default, as vLLM v0.33.0 runs), after the roofline max:
          step = max(memory time, compute time) + overhead. Deployment.overhead None adds nothing.
@@ -204,7 +205,7 @@ def peak_flops(accelerator: Accelerator, compute_dtype: str, field: str = "compu
 
 # an unmeasured format takes the chip's nearest measured one: the narrower formats reach less of their peak (FP8 than
 # BF16 on every NVIDIA chip measured in both), so FP4 takes FP8's share before BF16's
-NEAREST_MEASURED = {"fp4": ("fp8", "bf16"), "fp8": ("fp8", "bf16"), "int8": ("int8", "fp8", "bf16")}
+NEAREST_MEASURED = {"fp4": ("fp4", "fp8", "bf16"), "fp8": ("fp8", "bf16"), "int8": ("int8", "fp8", "bf16")}
 
 
 def measured_format(accelerator: Accelerator, compute_dtype: str) -> str | None:
@@ -235,6 +236,12 @@ def matmul_share(accelerator: Accelerator, compute_dtype: str) -> float:
     if fmt is None:
         return 1.0
     return min(1.0, achievable_share(accelerator, fmt) / achievable_share(reference_chip(), fmt))
+
+
+def chip_share(v: dict, compute_dtype: str) -> float:
+    """The Deployment's matmul_share for these inputs at a compute format: the chip's (matmul_share) unless the reader
+    states the compute efficiency as reached on this chip (efficiency_of "chip")."""
+    return 1.0 if v.get("efficiency_of") == "chip" else matmul_share(v["hardware"], compute_dtype)
 
 
 def attention_peak_flops(
@@ -333,7 +340,7 @@ def deployment(v: dict, release: str | None = None) -> Deployment:
         sliced_expert_efficiency=sliced_expert_factor(v),
         dense_dequant_efficiency=dense_dequant,
         expert_dequant_efficiency=expert_dequant,
-        matmul_share=matmul_share(v["hardware"], v["compute_dtype"]) if v.get("efficiency_of") != "chip" else 1.0,
+        matmul_share=chip_share(v, v["compute_dtype"]),
         **attention_fields(v["model"], v["hardware"], v["kv_dtype"], v["compute_dtype"], release),
     )
 
