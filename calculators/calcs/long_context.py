@@ -33,7 +33,7 @@ from .cost import gpu_hour_field, usd_per_million
 from .deployment import deployment_fields, efficiency_steps
 from .kv_cache import kv_bytes_per_sequence, kv_bytes_per_token_per_layer, layer_groups
 from .memory import budget, engine_fields, footprint, usable_bytes_per_gpu
-from .ring import ring_time, scale_up_ring
+from .ring import link_name, ring_time, scale_up_domain, scale_up_ring
 from .steptime import StepModel, compute_rate, deployment
 from ..units import GIB
 
@@ -150,12 +150,12 @@ def _cp_ring(v: dict, cp: int):
     """The ring the CP groups pass KV around: each GPU to the same TP rank of the next group."""
     n = v["num_gpus"]
     if v["cp_link"] == "accelerator":
-        domain = v["hardware"].scale_up_domain
+        domain = scale_up_domain(v["hardware"])  # PCIe's where the chip has no scale-up link
         if domain and cp * n > domain:
             raise InputError(
                 "context_parallel",
                 f"CP × N must be at most {domain} GPUs on {v['hardware'].name}'s "
-                "own link; pick a network link between CP groups",
+                f"{link_name(v['hardware'])}; pick a network link between CP groups",
             )
         w = {**v, "link": "accelerator"}
     else:

@@ -36,7 +36,7 @@ from ..parallel import Cluster, alltoall_s, check_cluster, ring
 from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import ep_deployment_fields
 from .kv_cache import kv_bytes_per_sequence
-from .ring import LINKS, pcie_only
+from .ring import LINKS, own_link_bandwidth, pcie_only
 from .sharding import pcie_note
 from .steptime import compute_rate, deployment, experts_touched
 
@@ -201,7 +201,7 @@ def _check(v: dict, dep, c: Cluster) -> None:
         raise InputError(
             "scale_up_gb_per_s",
             f"{v['hardware'].name} lists no scale-up link and no GPU peer-to-peer over PCIe (GeForce cards have "
-            "none, NVIDIA/nccl #1309): give a bandwidth",
+            "none, NVIDIA/nccl #1309): give a bandwidth, or one GPU per domain",
         )
     if 0 < v["scale_up_gb_per_s"] < 1:  # hypothesis: 1e-308 GB/s overflowed the transfer time to inf, then nan
         raise InputError("scale_up_gb_per_s", "must be 0 (the accelerator's figure) or from 1 to 100,000 GB/s")
@@ -209,6 +209,17 @@ def _check(v: dict, dep, c: Cluster) -> None:
         check_cluster(c)
     except InputError as e:
         raise InputError("gpus_per_domain" if e.field == "gpus_per_node" else e.field, e.message) from None
+
+
+def _pcie_notes(v: dict, g: int) -> list[str]:
+    """On a chip whose GPUs exchange over PCIe: what that prices, and the socket link an all-to-all also crosses."""
+    if v["scale_up_gb_per_s"] or g < 2 or not pcie_only(v["hardware"]):
+        return []
+    return pcie_note(v["hardware"]) + [
+        "Unlike a ring, an all-to-all also sends across the link between the server's CPU sockets, which every GPU "
+        "behind one socket shares (NCCL's topology model gives it 16 GB/s on AMD hosts, 22 on Sapphire Rapids, 40 on "
+        "Emerald Rapids: src/graph/topo.h at v2.30.7-1); it is not priced, so on PCIe this time is a lower bound"
+    ]
 
 
 def alltoall(v: dict, dep, n: int, g: int) -> dict:
@@ -221,8 +232,9 @@ def alltoall(v: dict, dep, n: int, g: int) -> dict:
     layers = moe_layer_count(m)
     comm = layers * (t_d + t_c)
     comp = compute_step(v, dep, n)
-    # a chip without a scale-up link exchanges over its PCIe: the bandwidth NCCL's model gives that link
-    up = c.accelerator.scale_up_bandwidth_bytes_per_s or (ring(c, g).intra_bw if g > 1 else 0.0)
+    # what the in-domain exchange runs at (a mesh's links to the domain's peers; PCIe as NCCL models it on a chip
+    # without a scale-up link); with one GPU a domain, the chip's own link for reference
+    up = ring(c, g).intra_bw if g > 1 else own_link_bandwidth(c.accelerator)
     return {
         "up": up,
         "nic": c.nic_bandwidth_per_gpu,
@@ -364,5 +376,5 @@ def compute(v: dict) -> dict:
         "expert_weight_bytes_per_gpu": per_gpu,
         "derivation": _byte_steps(v, r, m) + _time_steps(r),
         "series": {"share_vs_ep": _share_series(v, dep)},
-        "notes": pcie_note(v["hardware"]) if not v["scale_up_gb_per_s"] and g > 1 else [],
+        "notes": _pcie_notes(v, g),
     }

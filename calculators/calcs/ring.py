@@ -107,12 +107,13 @@ def _topology_rule(acc, arch: str | None) -> str:
 
 
 def _network_ring(v: dict, n: int, chip: Ring, e: dict) -> Ring:
-    """Servers of gpus_per_node joined by a network link: in-server steps on the chip's own link, which joins at most
-    its scale-up domain (the deployment model's check_cluster holds the same rule)."""
-    g, acc = v["gpus_per_node"], v["hardware"]
+    """Servers of gpus_per_node joined by a network link: in-server steps on the chip's own link, the server cut to the
+    GPUs that link joins (its scale-up domain, as the serving calculators cut it, sharding.server_gpus: an H100 PCIe's
+    bridged pairs are servers of 2, the PCIe between pairs not modelled)."""
+    acc, asked = v["hardware"], v["gpus_per_node"]
     domain = scale_up_domain(acc)
-    if g > 1 and domain and g > domain:
-        raise InputError("gpus_per_node", f"must be at most {domain}: the GPUs {acc.name}'s {link_name(acc)} joins")
+    g = min(asked, domain) if domain else asked
+    cut = f" (cut from {asked}: the GPUs {acc.name}'s {link_name(acc)} joins)" if g < asked else ""
     nodes = -(-n // g) if n > 1 else 1
     intra = (
         _scale_up(
@@ -122,7 +123,7 @@ def _network_ring(v: dict, n: int, chip: Ring, e: dict) -> Ring:
         else None
     )
     name = (
-        f"{e['name']} between servers of {g}"
+        f"{e['name']} between servers of {g}{cut}"
         if nodes > 1
         else f"{v['hardware'].name} scale-up (the ring fits in one server)"
     )
@@ -166,6 +167,13 @@ def scale_up_ring(v: dict, n: int) -> Ring:
 def pcie_only(acc) -> bool:
     """Whether the chip's GPUs talk over PCIe: it lists no scale-up link and names the PCIe link (pcie_link)."""
     return not acc.scale_up_bandwidth_bytes_per_s and bool(acc.pcie_link)
+
+
+def own_link_bandwidth(acc) -> float:
+    """The chip's own link per GPU, per direction: its scale-up total, or its PCIe link as NCCL models it; 0: none."""
+    if pcie_only(acc):
+        return _link_bandwidth(LINKS[acc.pcie_link])
+    return acc.scale_up_bandwidth_bytes_per_s or 0.0
 
 
 def scale_up_domain(acc) -> int | None:

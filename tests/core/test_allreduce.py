@@ -234,11 +234,16 @@ def test_monotonic_in_gpus_per_server(batch):
 
 
 def test_a_server_holds_at_most_the_gpus_its_link_joins():
-    # an HGX B200's NVLink joins 8; an L40S server's PCIe switches 8 (as the deployment model's check_cluster says)
-    for hardware in ("b200", "l40s"):
-        with pytest.raises(InputError, match="at most 8") as e:
-            run("allreduce", {**B405, "hardware": hardware, "link": "ib-ndr-400", "gpus_per_node": 16})
-        assert e.value.field == "gpus_per_node"
+    # an HGX B200's NVLink joins 8 and an L40S server's PCIe switches 8: 16 asked are priced as servers of 8, as the
+    # serving calculators cut them; an H100 PCIe's NVLink bridge joins 2, so its 8-GPU servers are priced as pairs
+    for hardware, joined in (("b200", 8), ("l40s", 8), ("h100-pcie", 2)):
+        kw = {**B405, "hardware": hardware, "link": "ib-ndr-400"}
+        asked = run("allreduce", {**kw, "gpus_per_node": 16})
+        assert (
+            asked["allreduce_time_per_step_s"]
+            == run("allreduce", {**kw, "gpus_per_node": joined})["allreduce_time_per_step_s"]
+        )
+        assert f"servers of {joined} (cut from 16" in json.dumps(asked)
 
 
 def test_nics_per_server():

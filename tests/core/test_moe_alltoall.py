@@ -74,13 +74,20 @@ def test_deepep_v2_nvlink_is_under_the_link():
 
 
 def test_a_chip_without_a_scale_up_link_exchanges_over_its_pcie():
-    # L40S: PCIe 4.0 x16, 24 GB/s a direction as NCCL's topology models it (x16 × 16 GT/s ÷ 80 × 8 bits, topo.cc at
-    # v2.30.7-1), its step latency PCI's 1.0 µs, and the note says so; GeForce cards have no peer-to-peer at all
+    # L40S: PCIe 4.0 x16, 24 GB/s a direction as NCCL's topology models it (16 lanes × Gen4's 120, in 100 Mbps a lane,
+    # ÷ 80: topo.cc at v2.30.7-1), its step latency PCI's 1.0 µs, and the notes say so (the socket link an all-to-all
+    # also crosses is not priced); GeForce cards have no peer-to-peer at all
     r = _run(hardware="l40s", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=8, tokens_per_gpu=64)
     assert r["scale_up_bandwidth_bytes_per_s"] == pytest.approx(24e9)
     nvlink = _run(hardware="h100-sxm", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=8, tokens_per_gpu=64)
     assert r["dispatch_time_s"] > nvlink["dispatch_time_s"]
-    assert any("PCIe 4.0 x16" in n for n in r["notes"]) and not nvlink["notes"]
+    assert any("PCIe 4.0 x16" in n for n in r["notes"]) and any("CPU sockets" in n for n in r["notes"])
+    assert not nvlink["notes"]
+    one = _run(hardware="l40s", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=1)
+    assert one["notes"] == [] and one["scale_up_bandwidth_bytes_per_s"] == pytest.approx(24e9)
+    # the bandwidth reported is the one the exchange runs at: one 64 GB/s xGMI link for an MI300X pair, seven for 8
+    pair = _run(hardware="mi300x", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=2)
+    assert pair["scale_up_bandwidth_bytes_per_s"] == pytest.approx(64e9)
     with pytest.raises(InputError, match="no GPU peer-to-peer") as e:
         _run(hardware="rtx-4090", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=8)
     assert e.value.field == "scale_up_gb_per_s"
