@@ -73,7 +73,8 @@ _INPUTS = [
         1,
         1024,
         "GPUs",
-        "GPUs joined by NVLink (an HGX server: 8; GB200 NVL72: 72); at most the accelerator's domain.",
+        "GPUs joined by NVLink (an HGX server: 8; GB200 NVL72: 72), or by PCIe on a chip without it (L40S, L4: 8); at "
+        "most the accelerator's domain.",
     ),
     number(
         "scale_up_gb_per_s",
