@@ -67,7 +67,7 @@ from .calcs.kv_cache import (
     state_bytes_per_sequence,
     state_fraction_per_gpu,
 )
-from .calcs.ring import LINKS, NCCL, Ring, link_name, pcie_only, ring_time, scale_up_domain, scale_up_ring
+from .calcs.ring import LINKS, NCCL, Ring, joins_gpus, link_name, ring_time, scale_up_domain, scale_up_ring
 from .calcs.steptime import (
     STATE_ELEM_BYTES,
     Deployment,
@@ -211,7 +211,7 @@ def check_cluster(c: Cluster) -> None:
     acc = c.accelerator
     if c.network not in NETWORK_LINKS:
         raise InputError("network", f"must be one of the network links {', '.join(NETWORK_LINKS)}")
-    if c.gpus_per_node > 1 and not acc.scale_up_bandwidth_bytes_per_s and not pcie_only(acc):
+    if c.gpus_per_node > 1 and not joins_gpus(acc):
         raise InputError("gpus_per_node", f"{acc.name} lists no scale-up link; set GPUs per server to 1")
     domain = scale_up_domain(acc)
     if domain and c.gpus_per_node > domain:

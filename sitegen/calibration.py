@@ -142,9 +142,7 @@ def render_matmul() -> str:
     head = ["Chip", "Format", "Measured (TFLOP/s)", "Datasheet, dense (TFLOP/s)", "Share of peak", "s_chip", "Row"]
     note = (
         f"Source: [{cell(source['source'])}]({source['url']}). The share divides by the catalogue's datasheet peak, "
-        "which for Gaudi 3 (1,835 TFLOP/s, the whitepaper's) is not the table's Theory (1,677 at the shipping "
-        "clock) and for the MI300X and MI325X (1,307.4) a little above it (1,300); s_chip is the same either way. "
-        f"Not measured, s_chip 1: {cell(unmeasured)}."
+        f"{cell(source['peak_note'])}; s_chip is the same either way. Not measured, s_chip 1: {cell(unmeasured)}."
     )
     return wrap("The chips' measured matmul rates", _table(head, rows), note)
 

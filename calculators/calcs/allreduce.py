@@ -53,7 +53,7 @@ from ..schema import choice, dtype_field, integer, mark, number, output, series,
 from .direct import ALGORITHMS, direct_time
 from .deployment import deployment_fields
 from .ring import (LINKS, PROTOCOL_NAMES, PROTOCOLS, Ring, Transfer, _check_domain, bus_bandwidth, ring_time,
-                   pcie_only, scale_up_ring)
+                   joins_gpus, scale_up_ring)
 from .steptime import Deployment, StepCost, decode_step, deployment, without_overhead
 
 PLOT_DEGREES = (2, 4, 8, 16, 32, 64, 72)
@@ -222,9 +222,7 @@ def _point(v: dict, link: str, n: int, tokens: int) -> float | None:
 def _tp_series(tokens: int, v: dict) -> dict:
     ys, degrees = [], sorted({*PLOT_DEGREES, v["num_gpus"]} - {1})
     for k, e in LINKS.items():
-        acc = v["hardware"]
-        if e.get("kind") == "network" and v["gpus_per_node"] > 1 and not (acc.scale_up_bandwidth_bytes_per_s
-                                                                           or pcie_only(acc)):
+        if e.get("kind") == "network" and v["gpus_per_node"] > 1 and not joins_gpus(v["hardware"]):
             continue                     # the steps inside a server need the accelerator's own link (or its PCIe)
         name = e["name"] + (f" (servers of {v['gpus_per_node']})" if e.get("kind") == "network" else "")
         ys.append((name, "ms", [_point(v, k, n, tokens) for n in degrees]))

@@ -36,7 +36,7 @@ from ..parallel import Cluster, alltoall_s, check_cluster, ring
 from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import ep_deployment_fields
 from .kv_cache import kv_bytes_per_sequence
-from .ring import LINKS, own_link_bandwidth, pcie_only
+from .ring import LINKS, joins_gpus, own_link_bandwidth, pcie_only
 from .sharding import pcie_note
 from .steptime import compute_rate, deployment, experts_touched
 
@@ -198,7 +198,7 @@ def _check(v: dict, dep, c: Cluster) -> None:
     m = dep.model
     if m.moe is None:
         raise InputError("model", f"{m.name} is dense: pick a mixture-of-experts model")
-    if c.gpus_per_node > 1 and not c.accelerator.scale_up_bandwidth_bytes_per_s and not pcie_only(c.accelerator):
+    if c.gpus_per_node > 1 and not joins_gpus(c.accelerator):
         raise InputError(
             "scale_up_gb_per_s",
             f"{v['hardware'].name} lists no scale-up link and no GPU peer-to-peer over PCIe (GeForce cards have "

@@ -169,6 +169,12 @@ def pcie_only(acc) -> bool:
     return not acc.scale_up_bandwidth_bytes_per_s and bool(acc.pcie_link)
 
 
+def joins_gpus(acc) -> bool:
+    """Whether the chip's GPUs reach each other over a link the core prices: a scale-up link, or PCIe peer to peer
+    (GeForce cards have neither)."""
+    return bool(acc.scale_up_bandwidth_bytes_per_s) or pcie_only(acc)
+
+
 def own_link_bandwidth(acc) -> float:
     """The chip's own link per GPU, per direction: its scale-up total, or its PCIe link as NCCL models it; 0: none."""
     if pcie_only(acc):

@@ -28,7 +28,7 @@ from ..schema import step
 from .memory import usable_bytes_per_gpu
 from .direct import fused_max_tokens
 from .overhead import DEFAULT_MODE, SGLANG_MODES, sglang_fusion_from
-from .ring import pcie_only
+from .ring import joins_gpus, pcie_only
 from .parallel_fields import check_scale_out, scale_out
 from .parallel_fields import cluster_fields, comm_fields, parallelism_fields  # noqa: F401 (re-exported)
 from .steptime import StepModel, deployment
@@ -130,7 +130,7 @@ def sharded_steps(v: dict, dep, tp_key: str = "num_gpus", overlap: str = "none")
     if p.gpus == 1:
         return None
     acc = v["hardware"]
-    if not acc.scale_up_bandwidth_bytes_per_s and not pcie_only(acc):
+    if not joins_gpus(acc):
         if p.gpus > p.tp:
             raise InputError(
                 "pp",
