@@ -34,7 +34,7 @@ do: twice the weight reads and launches, each half max(kernels, all-to-all) + th
 communication + overhead; a step whose attention ranks have fewer than two sequences each is not cut):
   TP: 2 all-reduces per layer (attention, FFN; one where FFNs are layers of their own, params.layer_allreduces)
       + one after the embedding + the logits gather (allreduce.py's 2L + 1 rule), over tp at s tokens, an MoE
-      layer's too where G = tp (no DP or CP ranks),
+      layer's too where G = tp (no DP or CP ranks), and a Jamba Mamba layer's x_proj (dt_rank + 2N wide),
       with or without EP (the engines dispatch by all-to-all only with DP ranks); with DP ranks an MoE layer
       without EP all-reduces over G at b tokens, and with EP does an all-to-all dispatch and combine over G
       instead, each GPU sending its b ÷ G tokens × top_k × hidden × bytes, and an all-gather over tp when
@@ -86,6 +86,7 @@ from .params import (
     last_ffn_over_tp,
     layer_allreduces,
     lm_head_params,
+    mixer_inner_allreduce,
     total_params,
 )
 
@@ -581,6 +582,7 @@ class DeploymentModel:
             tp_part = n * ar + (layer_ars + 1 - n) * plain + gather  # + 1: the embedding's
         else:
             tp_part = (layer_ars + 1) * ar + gather
+        tp_part += self._mixer_inner_comm(p, s, fused)
         if not moe_layers or over_tp:
             return tp_part, 0.0
         g = p.moe_group
@@ -594,6 +596,18 @@ class DeploymentModel:
         a2a = self._cached(("a2a", g, b), lambda: alltoall_s(c, out * self.f.dispatch, g) + alltoall_s(c, out * act, g))
         regather = self._cached(("ag", p.tp, s), lambda: allgather_s(c, s * m.hidden_size * act, p.tp))
         return tp_part, moe_layers * (a2a + regather)
+
+    def _mixer_inner_comm(self, p: Parallelism, s: float, fused: bool) -> float:
+        """The all-reduces linear mixers run inside themselves on a stage (params.mixer_inner_allreduce: Jamba's
+        x_proj), one a mixer layer; no norm of the residual follows them, so under "fused" they run as NCCL's ring."""
+        runs, width = mixer_inner_allreduce(self.model)
+        if not runs or p.tp <= 1:
+            return 0.0
+        one = self._cached(
+            ("ar-mixer", p.tp, s),
+            lambda: allreduce_s(self.cluster, s * width * self.f.activation, p.tp, "ring" if fused else None),
+        )
+        return _linear_layers_on_stage(self.model, p.pp) * one
 
     def _dcp_comm(self, p: Parallelism, s: float) -> float:
         if p.dcp <= 1:
@@ -726,11 +740,20 @@ def _overhead(dep: Deployment, tp: int, fused_tokens: int = 0, moe_over_tp: bool
 
 @lru_cache(maxsize=256)
 def _moe_layers_on_stage(model: Model, pp: int) -> int:
-    """MoE layers on the stage with the most of them (stages take consecutive layers, ceil(L ÷ pp) each)."""
+    """MoE layers on the stage with the most of them."""
     if model.moe is None:
         return 0
+    return _most_on_a_stage(model, pp, [is_moe_layer(model, i) for i in range(model.num_layers)])
+
+
+def _linear_layers_on_stage(model: Model, pp: int) -> int:
+    """Linear-mixer (Mamba, DeltaNet) layers on the stage with the most of them."""
+    return _most_on_a_stage(model, pp, [kind == "linear" for kind in model.layer_kinds])
+
+
+def _most_on_a_stage(model: Model, pp: int, flags: list[bool]) -> int:
+    """The most flagged layers on one stage (stages take consecutive layers, ceil(L ÷ pp) each)."""
     size = stage_layers(model, pp)
-    flags = [is_moe_layer(model, i) for i in range(model.num_layers)]
     return max(sum(flags[i : i + size]) for i in range(0, model.num_layers, size))
 
 

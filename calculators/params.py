@@ -139,6 +139,18 @@ def layer_allreduces(model: Model, layers: int, moe_layers: int, moe_over_tp: bo
     return 2 * layers - moe_layers + (moe_layers if moe_over_tp else 0)
 
 
+def mixer_inner_allreduce(model: Model) -> tuple[bool, int]:
+    """(whether, elements per token): whether the model's linear mixer runs an all-reduce inside itself under tensor
+    parallelism, besides the one after it, and how wide. Mamba-1's x_proj is row-parallel (vLLM v0.34.0
+    model_executor/layers/mamba/mamba_mixer.py, MambaMixer.__init__), so a Jamba Mamba layer sums its Δ, B and C
+    projections (dt_rank + 2N per token) over the TP group before dt_proj. A step with prefill and decode tokens runs
+    it twice (forward_cuda calls _ssm_transform for each part); priced once."""
+    m = model.linear_mixer
+    if m is None or m.kind != "mamba1":
+        return False, 0
+    return True, m.dt_rank + 2 * m.state_size
+
+
 def last_ffn_over_tp(model: Model, moe_over_tp: bool) -> bool:
     """Whether the model's last layer ends in an all-reduce over the TP group: it does unless that layer is MoE and its
     MoE output goes elsewhere (expert parallelism's all-to-all, a wider MoE group)."""

@@ -6,7 +6,8 @@
   across all the model parallel GPUs", commit 7f5d141) and a gather of the vocab-parallel
   logits (vLLM `LogitsProcessor._gather_logits`, commit 307e086: gather, or all-gather on
   TPU), one row per sequence: 2L + 1 all-reduces and one gather per forward pass (L + 1 where FFNs are layers of
-  their own, as Nemotron-H's MLP blocks: one all-reduce a layer). The gather
+  their own, as Nemotron-H's MLP blocks: one all-reduce a layer), and one more of tokens × (dt_rank + 2N) × b inside
+  each Mamba-1 layer (Jamba), whose x_proj is row-parallel (vLLM v0.34.0 layers/mamba/mamba_mixer.py). The gather
   is costed as a ring all-gather of rows × vocab × b bytes (NCCL: n − 1 steps).
   Ring all-reduce of M bytes over n ranks, per-direction link bandwidth B, per-hop latency α:
       t = t_base + 2(n − 1) × α + 2(n − 1)/n × M / B
@@ -48,7 +49,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..formats import bytes_per_element
-from ..params import layer_allreduces, moe_layer_count, weight_bytes
+from ..params import layer_allreduces, mixer_inner_allreduce, moe_layer_count, weight_bytes
 from ..schema import choice, dtype_field, integer, mark, number, output, series, step
 from .direct import ALGORITHMS, direct_time
 from .deployment import deployment_fields
@@ -123,7 +124,8 @@ SCHEMA = {
     "title": "All-reduce tax of tensor parallelism",
     "description": ("TP communication per forward pass: 2 all-reduces per layer (1 where FFNs are layers of their "
                     "own, as Nemotron-H's) plus one after the vocab-parallel embedding, each of tokens × hidden × "
-                    "bytes, and a gather of the logits. Ring all-reduce as "
+                    "bytes, one more of tokens × (dt_rank + 2N) inside each of Jamba's Mamba layers (its "
+                    "row-parallel x_proj), and a gather of the logits. Ring all-reduce as "
                     "NCCL v2.30.7 models it: per-protocol base and step latencies, LL capped at min(llMaxBw, half "
                     "the link), only the 2(servers − 1) steps that cross servers paying network latency, the Tree "
                     "network latency with one GPU per server. One-shot, two-shot, fused and NVLS as alternatives "
@@ -194,13 +196,25 @@ def comm_per_step(v: dict, n: int, tokens: int, r: Ring | None = None) -> float:
     r = r or scale_up_ring(v, n)
     rows = tokens if v["phase"] == "decode" else 1
     t = one_allreduce(tokens * model.hidden_size * b, n, r, v).time
-    return allreduces_per_step(model) * t + gather_time(rows, model.vocab_size, b, n, r, v)
+    count, inner = mixer_allreduces(model, tokens * b, n, r, v)
+    return allreduces_per_step(model) * t + count * inner.time + gather_time(rows, model.vocab_size, b, n, r, v)
 
 
 def allreduces_per_step(model) -> int:
     """A forward pass's all-reduces under plain TP: one after each mixer and each FFN (params.layer_allreduces: 2L,
     L where FFNs are layers of their own) and the embedding's."""
     return layer_allreduces(model, model.num_layers, moe_layer_count(model), True) + 1
+
+
+def mixer_allreduces(model, token_bytes: float, n: int, r: Ring, v: dict) -> tuple[int, Transfer]:
+    """(count, one) of the all-reduces linear mixers run inside themselves (params.mixer_inner_allreduce: Jamba's
+    x_proj, dt_rank + 2N wide), one a mixer layer; token_bytes = tokens × b. No norm of the residual follows them,
+    so the fused algorithm's are priced as the ring. (0, a zero transfer) for every other model."""
+    runs, width = mixer_inner_allreduce(model)
+    if not runs:
+        return 0, Transfer(0.0, 0.0, 0.0, 0.0)
+    algo = {**v, "algorithm": "ring"} if v["algorithm"] == "fused" else v
+    return model.layer_kinds.count("linear"), one_allreduce(token_bytes * width, n, r, algo)
 
 
 def _ring_in_domain(v: dict, n: int) -> Ring:
@@ -274,10 +288,12 @@ class Communication:
     ar: Transfer          # one all-reduce
     gather: float         # s, the logits gather
     dec: StepCost         # the step without communication
+    mixer_ars: int = 0    # per forward pass, inside linear mixers (mixer_allreduces)
+    mixer_ar: Transfer = Transfer(0.0, 0.0, 0.0, 0.0)
 
     @property
     def per_step(self) -> float:
-        return self.allreduces * self.ar.time + self.gather
+        return self.allreduces * self.ar.time + self.mixer_ars * self.mixer_ar.time + self.gather
 
     @property
     def tax(self) -> float:
@@ -290,8 +306,9 @@ def communication(v: dict, dep: Deployment) -> Communication:
     r = _ring_in_domain(v, n)
     msg = tokens * model.hidden_size * b_act
     gather = gather_time(tokens if v["phase"] == "decode" else 1, model.vocab_size, b_act, n, r, v)
+    inner = mixer_allreduces(model, tokens * b_act, n, r, v)
     return Communication(n, tokens, allreduces_per_step(model), b_act, r, msg, one_allreduce(msg, n, r, v), gather,
-                         decode_step(dep, tokens, v["context_tokens"]))
+                         decode_step(dep, tokens, v["context_tokens"]), *inner)
 
 
 def _ar_step(v: dict, c: Communication) -> dict:
@@ -332,13 +349,31 @@ def _steps(v: dict, c: Communication) -> list[dict]:
         _ar_step(v, c),
         step("Logits gather", "ring all-gather of rows × vocab × b", "vocab {}", [v["model"].vocab_size], c.gather,
              "s"),
-        step("TP communication per step", "A × t + t_gather, A = 2L + 1 (L + 1 where FFNs are layers of their own)",
-             "{} × {} + {}", [c.allreduces, (c.ar.time, "s"), (c.gather, "s")], c.per_step, "s"),
+        *_mixer_steps(c),
+        _total_step(c),
         step("Step without communication", "max(bytes ÷ (n × HBM BW), FLOPs ÷ (n × peak))", "max({}, {})",
              [(c.dec.memory_time_s, "s"), (c.dec.compute_time_s, "s")], dec_t, "s"),
         step("All-reduce tax", "t_comm ÷ (t_step + t_comm)", "{} ÷ ({} + {})", [comm, (dec_t, "s"), comm], c.tax,
              "share"),
     ]
+
+
+def _mixer_steps(c: Communication) -> list[dict]:
+    if not c.mixer_ars:
+        return []
+    return [step("Mamba x_proj all-reduce, inside each Mamba layer", "row-parallel x_proj: tokens × (dt_rank + 2N) × b",
+                 "{} of {} (ring where the rest run fused)", [c.mixer_ars, (c.mixer_ar.volume, "B")],
+                 c.mixer_ar.time, "s")]
+
+
+def _total_step(c: Communication) -> dict:
+    rule = "A = 2L + 1 (L + 1 where FFNs are layers of their own)"
+    if c.mixer_ars:
+        return step("TP communication per step", f"A × t + A_x × t_x + t_gather, {rule}, A_x Mamba layers",
+                    "{} × {} + {} × {} + {}", [c.allreduces, (c.ar.time, "s"), c.mixer_ars, (c.mixer_ar.time, "s"),
+                                               (c.gather, "s")], c.per_step, "s")
+    return step("TP communication per step", f"A × t + t_gather, {rule}", "{} × {} + {}",
+                [c.allreduces, (c.ar.time, "s"), (c.gather, "s")], c.per_step, "s")
 
 
 def _transfer_outputs(c: Communication) -> dict:
@@ -355,7 +390,7 @@ def _transfer_outputs(c: Communication) -> dict:
         "transfer_time_per_allreduce_s": ar.time - ar.latency,
         "bus_bandwidth_bytes_per_s": bus_bandwidth(c.msg, c.n, ar.time),
         "logits_gather_time_s": c.gather,
-        "bytes_sent_per_gpu_per_step": c.allreduces * ar.volume,
+        "bytes_sent_per_gpu_per_step": c.allreduces * ar.volume + c.mixer_ars * c.mixer_ar.volume,
         "allreduce_time_per_step_s": c.per_step,
         "allreduce_time_per_token_s": c.per_step / c.tokens,
     }

@@ -70,6 +70,24 @@ def test_llama_70b_tp8_defaults():
     )
 
 
+def test_jamba_pays_an_x_proj_all_reduce_in_each_mamba_layer():
+    """Jamba 1.5 Mini at TP 2: 2 × 32 + 1 hidden-wide all-reduces and, inside its 28 Mamba layers, the row-parallel
+    x_proj's (vLLM v0.34.0 mamba_mixer.py), each of tokens × (dt_rank 256 + 2 × d_state 16) × 2 B."""
+    r = _old(model="jamba-1.5-mini", hardware="h100-sxm", num_gpus=2, batch_size=8)
+    assert r["allreduces_per_step"] == 65
+    x_msg = 8 * (256 + 2 * 16) * 2
+    x_time = 2 * 0.6e-6 + x_msg / 450e9  # two ring steps; 2(n − 1)/n × M ÷ B = M ÷ B at n = 2
+    assert r["allreduce_time_per_step_s"] == pytest.approx(
+        65 * r["time_per_allreduce_s"] + 28 * x_time + r["logits_gather_time_s"], rel=1e-12
+    )
+    assert r["bytes_sent_per_gpu_per_step"] == pytest.approx(65 * 8 * 4096 * 2 + 28 * x_msg)
+    labels = [s["label"] for s in r["derivation"]]
+    assert "Mamba x_proj all-reduce, inside each Mamba layer" in labels
+    assert "Mamba x_proj all-reduce, inside each Mamba layer" not in [
+        s["label"] for s in _old(model="nemotron-h-8b", num_gpus=2)["derivation"]
+    ]
+
+
 def test_tp1_has_no_tax():
     r = _run(model="llama-3.1-8b", num_gpus=1)
     assert r["allreduce_time_per_step_s"] == 0 and r["allreduce_tax_fraction"] == 0

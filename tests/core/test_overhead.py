@@ -46,6 +46,14 @@ def test_deepseek_v3_kernels_by_hand():
     assert ovh.kernels_per_step(m, 8) == 3 * 17 + 58 * 24 + 10
 
 
+def test_jamba_mamba_layers_launch_their_x_proj_all_reduce_under_tp():
+    """vLLM v0.34.0 mamba_mixer.py: x_proj is a RowParallelLinear, an all-reduce inside each of Jamba's 28 Mamba
+    layers beside the two after each layer's sublayers (32 layers) and the head and tail's two."""
+    m = MODELS["jamba-1.5-mini"]
+    assert m.layer_kinds.count("linear") == 28 and m.num_layers == 32
+    assert ovh.kernels_per_step(m, 2) - ovh.kernels_per_step(m, 1) == 32 * 2 + 2 + 28
+
+
 def test_per_kernel_cost_is_the_measured_gap_over_kernels():
     assert ovh.per_kernel_s() == pytest.approx(T_K, rel=1e-12)
     assert 2.61e-6 < ovh.per_kernel_s() < 2.63e-6

@@ -116,11 +116,18 @@ def test_more_tp_never_raises_weight_bytes_per_gpu():
 
 @pytest.mark.parametrize(
     "model,tp,batch",
-    [("llama-3.1-70b", 4, 32), ("deepseek-v3", 8, 64), ("qwen3-30b-a3b", 2, 16), ("llama-3.1-8b", 1, 1)],
+    [
+        ("llama-3.1-70b", 4, 32),
+        ("deepseek-v3", 8, 64),
+        ("qwen3-30b-a3b", 2, 16),
+        ("llama-3.1-8b", 1, 1),
+        ("jamba-1.5-mini", 2, 16),
+    ],
 )
 def test_plain_tp_step_is_steptime_plus_allreduce_py(model, tp, batch):
     """At TP only the stage step is StepModel's decode step (kernels and overhead) plus allreduce.py's
-    2L + 1 all-reduces and logits gather: the deployment model adds nothing of its own there."""
+    2L + 1 all-reduces (and Jamba's x_proj all-reduces) and logits gather: the deployment model adds nothing of its
+    own there."""
     v, dm = dm_for(model=model, tp=tp, hardware="h200", weight_dtype="fp8")
     step = dm.stage_step(Parallelism(tp=tp), batch, 4096)
     ref = StepModel(deployment({**v, "num_gpus": tp})).decode(batch, 4096)
