@@ -125,6 +125,11 @@ def nccl() -> dict:
     return _load("interconnects.toml")["nccl"]
 
 
+def socket_link() -> dict:
+    """The link between a two-socket server's CPUs, by host CPU (interconnects.toml [socket_link])."""
+    return _load("interconnects.toml")["socket_link"]
+
+
 def fused_allreduce() -> dict:
     """FlashInfer's all-reduce fused with the residual add and RMSNorm (interconnects.toml [fused_allreduce])."""
     return _load("interconnects.toml")["fused_allreduce"]

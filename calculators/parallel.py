@@ -67,7 +67,17 @@ from .calcs.kv_cache import (
     state_bytes_per_sequence,
     state_fraction_per_gpu,
 )
-from .calcs.ring import LINKS, NCCL, Ring, joins_gpus, link_name, ring_time, scale_up_domain, scale_up_ring
+from .calcs.ring import (
+    LINKS,
+    NCCL,
+    Ring,
+    joins_gpus,
+    link_name,
+    own_link_bandwidth,
+    ring_time,
+    scale_up_domain,
+    scale_up_ring,
+)
 from .calcs.steptime import (
     STATE_ELEM_BYTES,
     Deployment,
@@ -178,6 +188,7 @@ class Cluster:
     link_efficiency: float = 1.0
     algorithm: str = "ring"  # all-reduce algorithm (allreduce.py / direct.py)
     protocol: str = "auto"
+    host_cpu: str = ""  # interconnects.toml [socket_link] host id; "" = its default (PCIe servers' socket link)
     _memo: dict = field(default_factory=dict, compare=False, hash=False, repr=False)  # rings by size
 
     @property
@@ -196,6 +207,7 @@ class Cluster:
             "algorithm": self.algorithm,
             "protocol": self.protocol,
             "latency_source": "nccl",
+            "host_cpu": self.host_cpu,
         }
 
     @property
@@ -269,11 +281,23 @@ def alltoall_s(c: Cluster, bytes_out: float, n: int) -> float:
     local = min(n, c.gpus_per_node)
     intra = bytes_out * (local - 1) / n
     inter = bytes_out * (n - local) / n
-    up = ring(c, min(n, c.gpus_per_node)).intra_bw if local > 1 else None
-    t_intra = intra / (up * c.link_efficiency) if intra else 0.0
+    t_intra = _in_server_alltoall_s(c, bytes_out, n, local) if intra else 0.0
     t_inter = inter / (c.nic_bandwidth_per_gpu * c.link_efficiency) if inter else 0.0
     hop = NCCL["ring_latency_s"]["net" if inter else ring(c, local).hw]["ll"]
     return hop + max(t_intra, t_inter)
+
+
+def _in_server_alltoall_s(c: Cluster, bytes_out: float, n: int, local: int) -> float:
+    """The in-server part of an all-to-all (each GPU sends bytes_out ÷ n to each of the other local − 1): over the
+    scale-up link; on PCIe past one CPU socket's GPUs, also across the sockets' link, which carries what the GPUs behind
+    one socket send to those behind the other (a × b × bytes_out ÷ n each way), the slower of the two paths."""
+    r = ring(c, local)
+    own = own_link_bandwidth(c.accelerator) if r.socket_bw else r.intra_bw
+    t = bytes_out * (local - 1) / n / (own * c.link_efficiency)
+    if not r.socket_bw:
+        return t
+    a = min(local, r.socket_gpus)
+    return max(t, a * (local - a) * bytes_out / n / (r.socket_bw * c.link_efficiency))
 
 
 def p2p_s(c: Cluster, msg: float, across: bool) -> float:

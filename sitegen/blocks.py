@@ -170,6 +170,7 @@ ADVANCED = frozenset(
         "bandwidth_efficiency",
         "compute_efficiency",
         "efficiency_of",
+        "host_cpu",
         "link_efficiency",
         "tier_efficiency",
         "seed",

@@ -53,8 +53,8 @@ from ..params import layer_allreduces, mixer_inner_allreduce, moe_layer_count, w
 from ..schema import choice, dtype_field, integer, mark, number, output, series, step
 from .direct import ALGORITHMS, direct_time
 from .deployment import deployment_fields
-from .ring import (LINKS, PROTOCOL_NAMES, PROTOCOLS, Ring, Transfer, _check_domain, bus_bandwidth, ring_time,
-                   joins_gpus, scale_up_ring)
+from .ring import (LINKS, PROTOCOL_NAMES, PROTOCOLS, Ring, Transfer, _check_domain, bus_bandwidth, host_cpu_field,
+                   joins_gpus, ring_time, scale_up_ring)
 from .steptime import Deployment, StepCost, decode_step, deployment, without_overhead
 
 PLOT_DEGREES = (2, 4, 8, 16, 32, 64, 72)
@@ -116,6 +116,7 @@ def _fields() -> list[dict]:
                "Used with custom latencies. 0 with the NVLink step latency gives a floor.", 0.1),
         number("link_efficiency", "Link efficiency", 1.0, 0.01, 1.0, "",
                "Fraction of the link's peak an all-reduce achieves.", 0.01),
+        host_cpu_field(),
     ]
 
 

@@ -36,7 +36,7 @@ from ..parallel import Cluster, alltoall_s, check_cluster, ring
 from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import ep_deployment_fields
 from .kv_cache import kv_bytes_per_sequence
-from .ring import LINKS, joins_gpus, own_link_bandwidth, pcie_only
+from .ring import LINKS, host_cpu_field, joins_gpus, own_link_bandwidth, pcie_only
 from .sharding import pcie_note
 from .steptime import compute_rate, deployment, experts_touched
 
@@ -86,6 +86,7 @@ _INPUTS = [
         "H800: about 160 GB/s (DeepEP docs/legacy.md); 0 takes accelerators.toml's figure, or on a chip without a "
         "scale-up link (L40S, L4) its PCIe as NCCL models it.",
     ),
+    host_cpu_field(),
     choice("network", "Scale-out link (NIC)", "ib-ndr-400", [(k, e["name"]) for k, e in NETWORKS.items()]),
     integer("nics_per_domain", "NICs per domain (0: one per GPU)", 0, 0, 4096, "NICs"),
     choice("dispatch_dtype", "Dispatch format", "fp8", [("fp8", "FP8 + per-128 scales (DeepEP)"), ("bf16", "BF16")]),
@@ -170,6 +171,7 @@ def cluster(v: dict, g: int) -> Cluster:
         network=v["network"],
         nics_per_node=v["nics_per_domain"],
         link_efficiency=v["link_efficiency"],
+        host_cpu=v["host_cpu"],
     )
 
 
@@ -216,11 +218,16 @@ def _pcie_notes(v: dict, g: int) -> list[str]:
     """On a chip whose GPUs exchange over PCIe: what that prices, and the socket link an all-to-all also crosses."""
     if v["scale_up_gb_per_s"] or g < 2 or not pcie_only(v["hardware"]):
         return []
-    return pcie_note(v["hardware"]) + [
-        "Unlike a ring, an all-to-all also sends across the link between the server's CPU sockets, which every GPU "
-        "behind one socket shares (NCCL's topology model gives it 16 GB/s on AMD hosts, 22 on Sapphire Rapids, 40 on "
-        "Emerald Rapids: src/graph/topo.h at v2.30.7-1); it is not priced, so on PCIe this time is a lower bound"
-    ]
+    notes = pcie_note(v["hardware"])
+    r = ring(cluster(v, g), g)
+    if r.socket_bw:
+        notes.append(
+            f"More than {r.socket_gpus} GPUs span the server's two CPU sockets: what the GPUs behind one send to those "
+            "behind the other crosses the link between the sockets, which they share, priced at the Host CPU field's "
+            "figure (NCCL v2.30.7's topology model, src/graph/topo.h); NCCL sends it through host memory, not peer to "
+            "peer (src/graph/paths.cc)"
+        )
+    return notes
 
 
 def alltoall(v: dict, dep, n: int, g: int) -> dict:
@@ -235,9 +242,13 @@ def alltoall(v: dict, dep, n: int, g: int) -> dict:
     comp = compute_step(v, dep, n)
     # what the in-domain exchange runs at (a mesh's links to the domain's peers; PCIe as NCCL models it on a chip
     # without a scale-up link); with one GPU a domain, the chip's own link for reference
-    up = ring(c, g).intra_bw if g > 1 else own_link_bandwidth(c.accelerator)
+    r = ring(c, g) if g > 1 else None
+    up = r.intra_bw if r and not r.socket_bw else own_link_bandwidth(c.accelerator)
+    a = min(g, r.socket_gpus) if r and r.socket_bw else g
     return {
         "up": up,
+        "socket": r.socket_bw if r else None,
+        "socket_load": a * (min(g, n) - a) / n,
         "nic": c.nic_bandwidth_per_gpu,
         "d_bytes": d_bytes,
         "c_bytes": c_bytes,
@@ -296,24 +307,30 @@ def _byte_steps(v: dict, r: dict, m) -> list[dict]:
     ]
 
 
+def _phase_step(label: str, r: dict, t: float) -> dict:
+    if r["socket"]:
+        return step(
+            label,
+            "α + max(in-domain ÷ B_up, a × b ÷ N × bytes ÷ B_socket, cross ÷ B_NIC) × imbalance + t_0",
+            "B_up {}, a × b ÷ N = {}, B_socket {}, B_NIC {}",
+            [(r["up"], "B/s"), r["socket_load"], (r["socket"], "B/s"), (r["nic"], "B/s")],
+            t,
+            "s",
+        )
+    return step(
+        label,
+        "α + max(in-domain ÷ B_up, cross ÷ B_NIC) × imbalance + t_0",
+        "B_up {}, B_NIC {}",
+        [(r["up"], "B/s"), (r["nic"], "B/s")],
+        t,
+        "s",
+    )
+
+
 def _time_steps(r: dict) -> list[dict]:
     return [
-        step(
-            "Dispatch time",
-            "α + max(in-domain ÷ B_up, cross ÷ B_NIC) × imbalance + t_0",
-            "B_up {}, B_NIC {}",
-            [(r["up"], "B/s"), (r["nic"], "B/s")],
-            r["t_d"],
-            "s",
-        ),
-        step(
-            "Combine time",
-            "α + max(in-domain ÷ B_up, cross ÷ B_NIC) × imbalance + t_0",
-            "B_up {}, B_NIC {}",
-            [(r["up"], "B/s"), (r["nic"], "B/s")],
-            r["t_c"],
-            "s",
-        ),
+        _phase_step("Dispatch time", r, r["t_d"]),
+        _phase_step("Combine time", r, r["t_c"]),
         step(
             "All-to-all per step",
             "L_moe × (t_dispatch + t_combine)",

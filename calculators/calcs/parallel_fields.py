@@ -8,7 +8,7 @@ from ..errors import InputError
 from ..parallel import NETWORK_LINKS, Parallelism, check_parallelism
 from ..schema import choice, dtype_field, integer, number
 from .direct import ALGORITHMS
-from .ring import LINKS
+from .ring import LINKS, host_cpu_field
 
 OVERLAP_CHOICES = [
     ("none", "None: communication adds to the step (a plain forward pass)"),
@@ -47,6 +47,7 @@ def cluster_fields(nodes: int = 2, gpus_per_node: int = 8) -> list[dict]:
             "all-reduce with the RMSNorm after it, one measured kernel, in the steps the engine fuses (SGLang: up to "
             "2,048 tokens; vLLM: by chip and TP size).",
         ),
+        host_cpu_field(),
     ]
 
 
@@ -128,7 +129,7 @@ def comm_fields() -> list[dict]:
 # The degrees beyond TP and the links they cross, for a calculator whose num_gpus (or tensor_parallel) is the TP
 # degree; the other settings take cluster_fields' and comm_fields' defaults (a NIC per GPU, links at peak, no
 # overlap, BF16 payloads). Advanced inputs (sitegen/blocks.py).
-SCALE_OUT_KEYS = ("pp", "dp", "ep", "gpus_per_node", "network", "algorithm")
+SCALE_OUT_KEYS = ("pp", "dp", "ep", "gpus_per_node", "network", "algorithm", "host_cpu")
 DEGREE_KEYS = SCALE_OUT_KEYS[:3]  # the degrees alone, for a calculator with no links (memory)
 
 

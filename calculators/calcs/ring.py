@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..catalog import links, nccl
+from ..catalog import links, nccl, socket_link
 from ..errors import InputError
+from ..schema import choice
 
 LINKS = links()
 NCCL = nccl()
+SOCKET_LINK = socket_link()
+HOSTS = {h["id"]: h for h in SOCKET_LINK["hosts"]}
 PROTOCOLS = ("ll", "ll128", "simple")
 PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 TOPOLOGY_RULE = {
@@ -40,6 +43,8 @@ class Ring:
     inter_bw: float | None = None  # across servers: NICs × one NIC's bandwidth
     ovh: float = 0.0  # the network's post overhead per step, s
     ppn1: bool = False  # one GPU per server: NCCL charges the Tree network latency
+    socket_bw: float | None = None  # PCIe in a server past one CPU socket's GPUs: the link between the sockets
+    socket_gpus: int = 0  # the GPUs behind each socket, where socket_bw is set
 
 
 @dataclass(frozen=True)
@@ -127,10 +132,12 @@ def _network_ring(v: dict, n: int, chip: Ring, e: dict) -> Ring:
         if nodes > 1
         else f"{v['hardware'].name} scale-up (the ring fits in one server)"
     )
+    in_server = replace(chip, intra_bw=intra)
+    if pcie_only(acc):
+        in_server = _across_sockets(in_server, v, n if nodes == 1 else g, LINKS[acc.pcie_link])
     return replace(
-        chip,
+        in_server,
         name=name,
-        intra_bw=intra,
         nodes=nodes,
         net_steps=2 * (nodes - 1) if n > 1 else 0,
         ppn1=g == 1,
@@ -148,7 +155,7 @@ def scale_up_ring(v: dict, n: int) -> Ring:
     if pcie_only(acc):  # no scale-up link: its GPUs talk over PCIe
         chip = replace(chip, hw="pci", switched=False)  # in a network ring's server steps too
         if v["link"] == "accelerator":
-            return _preset_ring(chip, LINKS[acc.pcie_link])
+            return _preset_ring(chip, LINKS[acc.pcie_link], v, n)
     if v["link"] == "accelerator":
         return replace(
             chip,
@@ -161,7 +168,7 @@ def scale_up_ring(v: dict, n: int) -> Ring:
     e = LINKS[v["link"]]
     if e.get("kind") == "network":
         return _network_ring(v, n, chip, e)
-    return _preset_ring(chip, e)
+    return _preset_ring(chip, e, v, n)
 
 
 def pcie_only(acc) -> bool:
@@ -196,14 +203,45 @@ def link_name(acc) -> str:
     return "scale-up link"
 
 
+def host_cpu_field() -> dict:
+    """The input that picks the host CPU, which sets the socket link a PCIe server's collectives cross."""
+    return choice(
+        "host_cpu",
+        "Host CPU (PCIe servers)",
+        SOCKET_LINK["default"],
+        [(h["id"], h["name"]) for h in SOCKET_LINK["hosts"]],
+        "Only for a chip without a scale-up link (L40S, L4) on more than one CPU socket's GPUs (4 of a two-socket "
+        "server's 8): collectives then cross the link between the sockets, which NCCL v2.30.7 prices at this figure.",
+    )
+
+
+def host_cpu(v: dict) -> dict:
+    """The server's host CPU ([socket_link] hosts): the reader's, or the default."""
+    return HOSTS[v.get("host_cpu") or SOCKET_LINK["default"]]
+
+
+def _across_sockets(r: Ring, v: dict, n: int, e: dict) -> Ring:
+    """A ring of n GPUs in one server on PCIe link e: past one CPU socket's GPUs (interconnects.toml socket_gpus) it
+    also crosses the link between the sockets, and moves at the lesser of the two, as NCCL's topology model prices
+    the path (topo.cc ncclTopoGetInterCpuBw)."""
+    per_socket = e.get("socket_gpus")
+    if not per_socket or n <= per_socket or not r.intra_bw:
+        return r
+    host = host_cpu(v)
+    bw = host["bandwidth_bytes_per_s"]
+    rule = f"min(PCIe as NCCL models it, the CPU sockets' link: {host['name']}): n > {per_socket} GPUs a socket"
+    return replace(r, intra_bw=min(r.intra_bw, bw), socket_bw=bw, socket_gpus=per_socket, rule=rule)
+
+
 def _link_bandwidth(e: dict) -> float:
     """What a ring moves on a link preset, per direction: NCCL's model of it where that is below the line rate."""
     return e.get("ring_bandwidth_bytes_per_s", e["bandwidth_bytes_per_s"])
 
 
-def _preset_ring(chip: Ring, e: dict) -> Ring:
-    """The ring on a scale-up link preset (interconnects.toml): its bandwidth, NCCL's latencies for its kind."""
-    return replace(
+def _preset_ring(chip: Ring, e: dict, v: dict, n: int) -> Ring:
+    """The ring of n GPUs on a scale-up link preset (interconnects.toml): its bandwidth, NCCL's latencies for its
+    kind, and on PCIe the sockets' link past one socket's GPUs."""
+    r = replace(
         chip,
         name=e["name"],
         intra_bw=_link_bandwidth(e),
@@ -211,6 +249,7 @@ def _preset_ring(chip: Ring, e: dict) -> Ring:
         domain=e.get("domain_gpus"),
         switched=e["hw"] == "nvlink",
     )
+    return _across_sockets(r, v, n, e)
 
 
 def ring_link_bandwidth(n: int, r: Ring, eff: float) -> float:

@@ -28,7 +28,7 @@ from ..schema import step
 from .memory import usable_bytes_per_gpu
 from .direct import fused_max_tokens
 from .overhead import DEFAULT_MODE, SGLANG_MODES, sglang_fusion_from
-from .ring import joins_gpus, pcie_only
+from .ring import LINKS, host_cpu, joins_gpus, pcie_only
 from .parallel_fields import check_scale_out, scale_out
 from .parallel_fields import cluster_fields, comm_fields, parallelism_fields  # noqa: F401 (re-exported)
 from .steptime import StepModel, deployment
@@ -44,6 +44,7 @@ def cluster(v: dict) -> Cluster:
         v["link_efficiency"],
         v["algorithm"],
         "auto",
+        v.get("host_cpu", ""),
     )
 
 
@@ -148,6 +149,7 @@ def sharded_steps(v: dict, dep, tp_key: str = "num_gpus", overlap: str = "none")
         1.0,
         v.get("algorithm", "ring"),
         "auto",
+        v.get("host_cpu", ""),
     )
     f = Formats(dep.weight_elem_bytes, dep.kv_elem_bytes, dep.expert_elem_bytes)
     base = replace(dep, num_gpus=1, decode_context_parallel=1)
@@ -182,18 +184,26 @@ def comm_notes(v: dict, steps) -> list[str]:
             "where they cannot reach each other's memory, as on GeForce cards) are not priced, so these times are "
             "optimistic"
         ]
-    notes = pcie_note(acc) if steps.num_gpus > 1 else []
+    notes = pcie_note(acc, min(steps.num_gpus, server_gpus(v)), host_cpu(v)["name"]) if steps.num_gpus > 1 else []
     return notes + _server_notes(v, steps)
 
 
-def pcie_note(acc) -> list[str]:
-    """Where a chip's GPUs talk over PCIe: what that prices and what it leaves out."""
+def pcie_note(acc, in_server: int = 0, host: str = "") -> list[str]:
+    """Where a chip's GPUs talk over PCIe: what that prices and what it leaves out; with `in_server` GPUs of one server
+    past one CPU socket's, that they cross the link between the sockets too, on `host`."""
     if not pcie_only(acc):
         return []
+    per_socket = LINKS[acc.pcie_link].get("socket_gpus") or 0
+    sockets = (
+        f"; past {per_socket} GPUs (one CPU socket's of a two-socket server) they also cross the link between the "
+        f"sockets, at the figure NCCL gives the Host CPU field's choice, {host}"
+        if per_socket and in_server > per_socket
+        else ""
+    )
     return [
         f"{acc.name} has no scale-up link: its GPUs' collectives are priced as NCCL models {link_name(acc)} (its PCI "
         "latencies and bandwidth), peer to peer through the server's PCIe switches; where the platform does not allow "
-        "peer access, NCCL goes through host memory, which is slower than this"
+        f"peer access, NCCL goes through host memory, which is slower than this{sockets}"
     ]
 
 

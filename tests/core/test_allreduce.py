@@ -102,9 +102,9 @@ def test_monotonic_in_tokens_degree_and_bandwidth():
     by_n = [_run(num_gpus=n)["time_per_allreduce_s"] for n in (2, 4, 8)]
     assert by_n == sorted(by_n)
     by_link = [
-        _run(link=k, batch_size=2048, gpus_per_node=1)["allreduce_time_per_step_s"]
-        for k in ("nvlink5", "nvlink4", "pcie5-x16", "ib-ndr-400")
-    ]  # IB: one GPU per server
+        _run(link=k, batch_size=2048, gpus_per_node=1, **kw)["allreduce_time_per_step_s"]
+        for k, kw in (("nvlink5", {}), ("nvlink4", {}), ("ib-ndr-400", {}), ("pcie5-x16", {"host_cpu": "amd"}))
+    ]  # IB: one GPU per server, 50 GB/s each; PCIe Gen5 over 8 GPUs on two AMD sockets: 16 GB/s between them
     assert by_link == sorted(by_link)
     slow = _run(link="custom", link_bandwidth_gb_per_s=10, batch_size=2048)["allreduce_time_per_step_s"]
     assert slow > by_link[-1]
@@ -159,6 +159,26 @@ def test_accelerator_without_scale_up_link_rings_over_its_pcie_or_names_the_fiel
     with pytest.raises(InputError) as exc:
         _run(hardware="l40s", num_gpus=4, algorithm="two-shot")
     assert exc.value.to_json()["field"] == "algorithm"
+
+
+@pytest.mark.parametrize(("host", "gb_per_s"), [("intel-spr", 22), ("intel-emr", 40), ("amd", 16), ("intel-skl", 10)])
+def test_a_pcie_ring_past_one_socket_moves_at_the_lesser_of_pcie_and_the_sockets_link(host, gb_per_s):
+    """NCCL v2.30.7-1 src/graph/topo.h: SRP_QPI_BW 22, ERP_QPI_BW 40, AMD_BW 16, SKL_QPI_BW 10 GB/s between the
+    sockets; a two-socket PCIe server holds 4 GPUs a socket (NVIDIA's 2-8-5 reference server), so rings of up to 4
+    run at PCIe's 24 GB/s (Gen4) or 48 (Gen5) and rings of 5 to 8 at the lesser of that and the sockets' link."""
+    for n in (2, 4):
+        assert _old(hardware="l40s", num_gpus=n, host_cpu=host)["link_bandwidth_bytes_per_s"] == 24e9
+    for n in (5, 8):
+        wide = _old(hardware="l40s", num_gpus=n, host_cpu=host)
+        assert wide["link_bandwidth_bytes_per_s"] == min(24, gb_per_s) * 1e9
+        assert any("CPU sockets' link" in str(s.get("formula")) for s in wide["derivation"])
+        gen5 = _old(hardware="l40s", num_gpus=n, host_cpu=host, link="pcie5-x16")
+        assert gen5["link_bandwidth_bytes_per_s"] == min(48, gb_per_s) * 1e9
+    # servers of 8 L40S joined by InfiniBand: the in-server steps cross the sockets too
+    net = _old(hardware="l40s", num_gpus=16, link="ib-ndr-400", gpus_per_node=8, host_cpu=host)
+    assert net["link_bandwidth_bytes_per_s"] == min(24, gb_per_s) * 1e9
+    # a chip with a scale-up link never crosses the sockets for its own ring
+    assert _old(hardware="h100-sxm", num_gpus=8, host_cpu=host)["link_bandwidth_bytes_per_s"] == 450e9
 
 
 def test_chips_to_hold_the_weights():

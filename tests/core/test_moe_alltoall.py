@@ -73,16 +73,33 @@ def test_deepep_v2_nvlink_is_under_the_link():
     assert 0.75 < 726e9 / up < 1.0 and 0.75 < 740e9 / up < 1.0
 
 
+@pytest.mark.parametrize(("host", "socket_bw"), [("intel-spr", 22e9), ("amd", 16e9), ("intel-emr", 40e9)])
+def test_an_exchange_across_a_pcie_servers_sockets_shares_the_link_between_them(host, socket_bw):
+    """Eight L40S, four behind each CPU socket: each GPU sends 1/8 of its bytes to each GPU, so each way the sockets'
+    link carries 4 × 4 × bytes ÷ 8 = 2 × one GPU's bytes, against 7/8 of them over each GPU's PCIe (24 GB/s): the
+    slower path sets the time, plus PCI's 1.0 µs step and the fixed latency (Qwen3-30B-A3B: top 8, hidden 2,048)."""
+    r = _run(hardware="l40s", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=8, tokens_per_gpu=64, host_cpu=host)
+    payload = r["dispatch_bytes_per_layer"]
+    assert payload == 64 * 8 * 2048 * (1 + 4 / 128)  # FP8 + one 4-byte scale per 128 values, DeepEP's dispatch
+    t = max(payload * 7 / 8 / 24e9, 2 * payload / socket_bw)
+    assert r["dispatch_time_s"] == pytest.approx(1.0e-6 + t, rel=1e-9)  # the fixed latency is 0 by default
+    assert r["scale_up_bandwidth_bytes_per_s"] == pytest.approx(24e9)  # each GPU's own PCIe
+    steps = {s["label"]: s for s in r["derivation"]}
+    assert "B_socket" in steps["Dispatch time"]["formula"]
+
+
 def test_a_chip_without_a_scale_up_link_exchanges_over_its_pcie():
     # L40S: PCIe 4.0 x16, 24 GB/s a direction as NCCL's topology models it (16 lanes × Gen4's 120, in 100 Mbps a lane,
-    # ÷ 80: topo.cc at v2.30.7-1), its step latency PCI's 1.0 µs, and the notes say so (the socket link an all-to-all
-    # also crosses is not priced); GeForce cards have no peer-to-peer at all
+    # ÷ 80: topo.cc at v2.30.7-1), its step latency PCI's 1.0 µs, and the notes say so; GeForce cards have no
+    # peer-to-peer at all
     r = _run(hardware="l40s", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=8, tokens_per_gpu=64)
     assert r["scale_up_bandwidth_bytes_per_s"] == pytest.approx(24e9)
     nvlink = _run(hardware="h100-sxm", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=8, tokens_per_gpu=64)
     assert r["dispatch_time_s"] > nvlink["dispatch_time_s"]
     assert any("PCIe 4.0 x16" in n for n in r["notes"]) and any("CPU sockets" in n for n in r["notes"])
     assert not nvlink["notes"]
+    four = _run(hardware="l40s", model="qwen3-30b-a3b", num_gpus=4, gpus_per_domain=4, tokens_per_gpu=64)
+    assert not any("CPU sockets" in n for n in four["notes"])  # one socket's GPUs
     one = _run(hardware="l40s", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=1)
     assert one["notes"] == [] and one["scale_up_bandwidth_bytes_per_s"] == pytest.approx(24e9)
     # the bandwidth reported is the one the exchange runs at: one 64 GB/s xGMI link for an MI300X pair, seven for 8

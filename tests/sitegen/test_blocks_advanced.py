@@ -31,8 +31,9 @@ def test_advanced_inputs_sit_in_a_closed_details_after_the_others():
     head, details = form.split('<details class="calc__advanced">')
     for key in blocks.advanced(schema("goodput")):
         assert f'data-field="{key}"' in details and f'data-field="{key}"' not in head
-    # 14 (the compute efficiency's reference chip among them), 6 multi-GPU and a workload shape's turns override
-    assert 'data-field="request_rate_per_s"' in head and "Advanced: 21 inputs" in details
+    # 14 (the compute efficiency's reference chip among them), 7 multi-GPU (the host CPU of a PCIe server among them)
+    # and a workload shape's turns override
+    assert 'data-field="request_rate_per_s"' in head and "Advanced: 22 inputs" in details
 
 
 def test_a_block_that_sets_an_advanced_input_opens_the_group():
