@@ -152,9 +152,9 @@ def scale_up_ring(v: dict, n: int) -> Ring:
     acc = v["hardware"]
     arch = NCCL["arch"].get(acc.id)
     chip = Ring(f"{acc.name} scale-up", None, arch=arch, switched=(acc.scale_up_topology or "switched") == "switched")
-    if pcie_only(acc):  # no scale-up link: its GPUs talk over PCIe
+    if acc.pcie_link:  # its GPUs talk over PCIe, a reader's own bandwidth for it too: PCI's latencies
         chip = replace(chip, hw="pci", switched=False)  # in a network ring's server steps too
-        if v["link"] == "accelerator":
+        if pcie_only(acc) and v["link"] == "accelerator":
             return _preset_ring(chip, LINKS[acc.pcie_link], v, n)
     if v["link"] == "accelerator":
         return replace(

@@ -98,6 +98,11 @@ def test_a_chip_without_a_scale_up_link_exchanges_over_its_pcie():
     assert r["dispatch_time_s"] > nvlink["dispatch_time_s"]
     assert any("PCIe 4.0 x16" in n for n in r["notes"]) and any("CPU sockets" in n for n in r["notes"])
     assert not nvlink["notes"]
+    # a reader's own bandwidth for an L40S's PCIe replaces the link's figure, not its PCI step latency (1.0 µs)
+    own = _run(
+        hardware="l40s", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=8, tokens_per_gpu=1, scale_up_gb_per_s=20
+    )
+    assert own["dispatch_time_s"] == pytest.approx(1.0e-6 + own["dispatch_bytes_per_layer"] * 7 / 8 / 20e9)
     four = _run(hardware="l40s", model="qwen3-30b-a3b", num_gpus=4, gpus_per_domain=4, tokens_per_gpu=64)
     assert not any("CPU sockets" in n for n in four["notes"])  # one socket's GPUs
     one = _run(hardware="l40s", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=1)
