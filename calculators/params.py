@@ -144,7 +144,7 @@ def mixer_inner_allreduce(model: Model) -> tuple[bool, int]:
     parallelism, besides the one after it, and how wide. Mamba-1's x_proj is row-parallel (vLLM v0.34.0
     model_executor/layers/mamba/mamba_mixer.py, MambaMixer.__init__), so a Jamba Mamba layer sums its Δ, B and C
     projections (dt_rank + 2N per token) over the TP group before dt_proj. A step with prefill and decode tokens runs
-    it twice (forward_cuda calls _ssm_transform for each part); priced once."""
+    it twice (forward_impl calls _ssm_transform for each part); priced once."""
     m = model.linear_mixer
     if m is None or m.kind != "mamba1":
         return False, 0

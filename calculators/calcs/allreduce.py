@@ -125,11 +125,12 @@ SCHEMA = {
     "title": "All-reduce tax of tensor parallelism",
     "description": ("TP communication per forward pass: 2 all-reduces per layer (1 where FFNs are layers of their "
                     "own, as Nemotron-H's) plus one after the vocab-parallel embedding, each of tokens × hidden × "
-                    "bytes, one more of tokens × (dt_rank + 2N) inside each of Jamba's Mamba layers (its "
+                    "bytes, one more of tokens × (dt_rank + 2N) × bytes inside each of Jamba's Mamba layers (its "
                     "row-parallel x_proj), and a gather of the logits. Ring all-reduce as "
                     "NCCL v2.30.7 models it: per-protocol base and step latencies, LL capped at min(llMaxBw, half "
                     "the link), only the 2(servers − 1) steps that cross servers paying network latency, the Tree "
-                    "network latency with one GPU per server. One-shot, two-shot, fused and NVLS as alternatives "
+                    "network latency with one GPU per server; on PCIe in one server, past one CPU socket's 4 GPUs, "
+                    "capped by the link between the sockets. One-shot, two-shot, fused and NVLS as alternatives "
                     "inside one scale-up domain. Compared with the step's own lower bound to give the tax; no "
                     "overlap of communication with compute."),
     "inputs": _fields(),
@@ -138,8 +139,8 @@ SCHEMA = {
                "All-reduce payload per token per layer (2 × hidden × b; 1 × where FFNs are layers of their own)",
                "B", "bytes"),
         output("message_bytes", "Message per all-reduce (tokens × hidden × b)", "B", "bytes"),
-        output("allreduces_per_step", "All-reduces per forward pass (2 × layers + 1; layers + 1 where FFNs are layers "
-               "of their own)", "", "integer"),
+        output("allreduces_per_step", "All-reduces of the hidden state per forward pass (2 × layers + 1; layers + 1 "
+               "where FFNs are layers of their own; Jamba's x_proj ones apart)", "", "integer"),
         output("link_bandwidth_bytes_per_s", "Bandwidth used, per direction, after the protocol's derating",
                "B/s", "rate"),
         output("latency_per_hop_s", "Latency per ring step, base latency included (total latency ÷ steps)", "s",
@@ -350,7 +351,7 @@ def _steps(v: dict, c: Communication) -> list[dict]:
         _ar_step(v, c),
         step("Logits gather", "ring all-gather of rows × vocab × b", "vocab {}", [v["model"].vocab_size], c.gather,
              "s"),
-        *_mixer_steps(c),
+        *_mixer_steps(v, c),
         _total_step(c),
         step("Step without communication", "max(bytes ÷ (n × HBM BW), FLOPs ÷ (n × peak))", "max({}, {})",
              [(c.dec.memory_time_s, "s"), (c.dec.compute_time_s, "s")], dec_t, "s"),
@@ -359,12 +360,13 @@ def _steps(v: dict, c: Communication) -> list[dict]:
     ]
 
 
-def _mixer_steps(c: Communication) -> list[dict]:
+def _mixer_steps(v: dict, c: Communication) -> list[dict]:
     if not c.mixer_ars:
         return []
+    msg = c.tokens * mixer_inner_allreduce(v["model"])[1] * c.b_act
+    fused = ", as the ring: no norm of the residual follows it" if v["algorithm"] == "fused" else ""
     return [step("Mamba x_proj all-reduce, inside each Mamba layer", "row-parallel x_proj: tokens × (dt_rank + 2N) × b",
-                 "{} of {} (ring where the rest run fused)", [c.mixer_ars, (c.mixer_ar.volume, "B")],
-                 c.mixer_ar.time, "s")]
+                 "{} Mamba layers, a message of {} each" + fused, [c.mixer_ars, (msg, "B")], c.mixer_ar.time, "s")]
 
 
 def _total_step(c: Communication) -> dict:

@@ -12,7 +12,11 @@ That is the deployment model's all-to-all (parallel.py alltoall_s, from the Part
 latency, 0.6 µs on NVLink, 1.0 µs on PCIe or 2.7 µs on the network, a floor), sent at imbalance × the mean
 payload: the hottest GPU receives imbalance × the mean (expert_load.py's max ÷ mean), and both phases wait for it.
 B_up: the accelerator's per-direction scale-up bandwidth (accelerators.toml), on a chip without one its PCIe link as
-NCCL models it (ring.pcie_only: L40S, L4), or a custom figure; B_NIC per GPU:
+NCCL models it (ring.pcie_only: L40S, L4), or a custom figure. On PCIe past one CPU socket's GPUs (a two-socket
+server of 4 a socket, an assumption), what the a GPUs behind one socket send to the b behind the other also crosses
+the link between the sockets, a × b ÷ N of one GPU's bytes each way, at B_socket (NCCL's figure for the host CPU),
+and the in-domain term is the slower of the two paths (parallel.alltoall_s). The imbalance multiplies that shared
+link's load too, though it carries the sum over a socket's GPUs, nearer the mean: pessimistic there. B_NIC per GPU:
 NICs per server × one NIC (interconnects.toml) ÷ GPUs per server. One copy per (token, expert): no per-node
 de-duplication (DeepEP's normal kernels send a token once per node and forward over NVLink, which lowers the
 RDMA bytes; its low-latency kernels send per expert, as here). t_0 (a further fixed latency per call) defaults to

@@ -114,7 +114,11 @@ def _topology_rule(acc, arch: str | None) -> str:
 def _network_ring(v: dict, n: int, chip: Ring, e: dict) -> Ring:
     """Servers of gpus_per_node joined by a network link: in-server steps on the chip's own link, the server cut to the
     GPUs that link joins (its scale-up domain, as the serving calculators cut it, sharding.server_gpus: an H100 PCIe's
-    bridged pairs are servers of 2, the PCIe between pairs not modelled)."""
+    bridged pairs are servers of 2, the PCIe between pairs not modelled). A PCIe ring that fits in one server crosses
+    its CPU sockets' link (_across_sockets); one across servers is not capped by it: in a server it runs from NIC to
+    NIC, crossing that link once a channel, and NCCL starts alternate channels at the other NIC (search.cc, crossNic),
+    so with NICs under both sockets the channels cross it in both directions, not two on one (an assumption: NCCL's
+    search was read, not run)."""
     acc, asked = v["hardware"], v["gpus_per_node"]
     domain = scale_up_domain(acc)
     g = min(asked, domain) if domain else asked
@@ -133,8 +137,8 @@ def _network_ring(v: dict, n: int, chip: Ring, e: dict) -> Ring:
         else f"{v['hardware'].name} scale-up (the ring fits in one server)"
     )
     in_server = replace(chip, intra_bw=intra)
-    if pcie_only(acc):
-        in_server = _across_sockets(in_server, v, n if nodes == 1 else g, LINKS[acc.pcie_link])
+    if pcie_only(acc) and nodes == 1:
+        in_server = _across_sockets(in_server, v, n, LINKS[acc.pcie_link])
     return replace(
         in_server,
         name=name,
@@ -210,26 +214,32 @@ def host_cpu_field() -> dict:
         "Host CPU (PCIe servers)",
         SOCKET_LINK["default"],
         [(h["id"], h["name"]) for h in SOCKET_LINK["hosts"]],
-        "Only for a chip without a scale-up link (L40S, L4) on more than one CPU socket's GPUs (4 of a two-socket "
-        "server's 8): collectives then cross the link between the sockets, which NCCL v2.30.7 prices at this figure.",
+        "For PCIe rings and exchanges (a chip without a scale-up link, L40S or L4, or a PCIe link preset) in one "
+        "server, assumed two-socket with 4 GPUs behind each: past 4 GPUs they cross the link between the sockets, "
+        "which NCCL v2.30.7 prices at this figure (its search may land a little lower). Pick one socket if all your "
+        "GPUs sit behind one CPU's PCIe switches.",
     )
 
 
 def host_cpu(v: dict) -> dict:
-    """The server's host CPU ([socket_link] hosts): the reader's, or the default."""
+    """The server's host CPU ([socket_link] hosts): the reader's, or the default; one without a bandwidth holds every
+    GPU behind one socket."""
     return HOSTS[v.get("host_cpu") or SOCKET_LINK["default"]]
 
 
 def _across_sockets(r: Ring, v: dict, n: int, e: dict) -> Ring:
     """A ring of n GPUs in one server on PCIe link e: past one CPU socket's GPUs (interconnects.toml socket_gpus) it
-    also crosses the link between the sockets, and moves at the lesser of the two, as NCCL's topology model prices
-    the path (topo.cc ncclTopoGetInterCpuBw)."""
+    also crosses the link between the sockets, once each way, and moves at the lesser of the two: the most NCCL's
+    search can give it (its ring takes a speed per channel from a ladder, so it may land a little lower; search.cc
+    ncclTopoCompute)."""
     per_socket = e.get("socket_gpus")
-    if not per_socket or n <= per_socket or not r.intra_bw:
+    bw = host_cpu(v).get("bandwidth_bytes_per_s")
+    if not per_socket or not bw or n <= per_socket or not r.intra_bw:
         return r
-    host = host_cpu(v)
-    bw = host["bandwidth_bytes_per_s"]
-    rule = f"min(PCIe as NCCL models it, the CPU sockets' link: {host['name']}): n > {per_socket} GPUs a socket"
+    rule = (
+        f"min(PCIe {r.intra_bw / 1e9:g} GB/s, CPU sockets' link {bw / 1e9:g} GB/s): {n} GPUs, "
+        f"past the {per_socket} behind one socket"
+    )
     return replace(r, intra_bw=min(r.intra_bw, bw), socket_bw=bw, socket_gpus=per_socket, rule=rule)
 
 

@@ -184,20 +184,29 @@ def comm_notes(v: dict, steps) -> list[str]:
             "where they cannot reach each other's memory, as on GeForce cards) are not priced, so these times are "
             "optimistic"
         ]
-    notes = pcie_note(acc, min(steps.num_gpus, server_gpus(v)), host_cpu(v)["name"]) if steps.num_gpus > 1 else []
+    notes = pcie_note(acc, min(_widest_group(steps), server_gpus(v)), host_cpu(v)) if steps.num_gpus > 1 else []
     return notes + _server_notes(v, steps)
 
 
-def pcie_note(acc, in_server: int = 0, host: str = "") -> list[str]:
-    """Where a chip's GPUs talk over PCIe: what that prices and what it leaves out; with `in_server` GPUs of one server
-    past one CPU socket's, that they cross the link between the sockets too, on `host`."""
+def _widest_group(steps) -> int:
+    """The most GPUs one of the deployment's collectives joins: its TP group, or its MoE layers' wider group (their
+    all-reduce or all-to-all over tp × cp × dp); a pipeline stage's send joins two."""
+    p = steps.p
+    return max(p.tp, p.moe_group if steps.dm.model.moe else p.tp)
+
+
+def pcie_note(acc, in_server: int = 0, host: dict | None = None) -> list[str]:
+    """Where a chip's GPUs talk over PCIe: what that prices and what it leaves out; where a collective joins
+    `in_server` GPUs of one server, past one CPU socket's, that it crosses the link between the sockets too, on `host`
+    (ring.host_cpu)."""
     if not pcie_only(acc):
         return []
     per_socket = LINKS[acc.pcie_link].get("socket_gpus") or 0
     sockets = (
-        f"; past {per_socket} GPUs (one CPU socket's of a two-socket server) they also cross the link between the "
-        f"sockets, at the figure NCCL gives the Host CPU field's choice, {host}"
-        if per_socket and in_server > per_socket
+        f"; a collective over more than {per_socket} GPUs (one CPU socket's, of a two-socket server: an assumption) "
+        f"also crosses the link between the sockets, at the figure NCCL gives the Host CPU field's choice, "
+        f"{host['name']}"
+        if per_socket and host and host.get("bandwidth_bytes_per_s") and in_server > per_socket
         else ""
     )
     return [

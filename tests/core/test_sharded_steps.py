@@ -223,6 +223,22 @@ def test_pcie_only_gpus_price_their_all_reduces_over_pcie():
     assert any("not priced" in n and "GeForce cards" in n for n in geforce["notes"])
 
 
+def test_the_pcie_note_names_the_sockets_link_only_where_a_collective_crosses_it():
+    """Eight L40S at TP 8 ring across both sockets (4 a socket, assumed) and the host changes the step; TP 4 with PP 2
+    or DP 2 rings over 4, the stage's send and the replicas cross nothing priced, and the host changes nothing."""
+    base = {"hardware": "l40s", "model": "llama-3.1-70b", "weight_dtype": "fp8"}
+
+    def crosses(r):
+        return any("link between the sockets" in n for n in r["notes"])
+
+    tp8 = {h: run("latency", {**base, "num_gpus": 8, "host_cpu": h}) for h in ("intel-spr", "amd", "one-socket")}
+    assert crosses(tp8["intel-spr"]) and crosses(tp8["amd"]) and not crosses(tp8["one-socket"])
+    assert tp8["amd"]["tpot_s"] > tp8["intel-spr"]["tpot_s"] > tp8["one-socket"]["tpot_s"]
+    for kw in ({"pp": 2}, {"dp": 2}):
+        spr, amd = (run("latency", {**base, "num_gpus": 4, "host_cpu": h, **kw}) for h in ("intel-spr", "amd"))
+        assert not crosses(spr) and spr["tpot_s"] == amd["tpot_s"]
+
+
 def test_point_to_point_and_all_to_all_inside_a_pcie_server_pay_pcis_step_latency():
     # NCCL's LL step on PCI is 1.0 us where NVLink's is 0.6 us (interconnects.toml [nccl]); a chip without a scale-up
     # link sends over its PCIe (24 GB/s a direction on Gen4, NCCL's model), so its sends and exchanges pay PCI's
@@ -237,3 +253,5 @@ def test_point_to_point_and_all_to_all_inside_a_pcie_server_pay_pcis_step_latenc
     assert alltoall_s(l40s, 8e3, 8) == pytest.approx(1.0e-6 + 4 * 4 * 8e3 / 8 / 22e9)
     amd = Cluster(accelerator_presets()["l40s"], 1, 8, host_cpu="amd")
     assert alltoall_s(amd, 8e3, 8) == pytest.approx(1.0e-6 + 4 * 4 * 8e3 / 8 / 16e9)
+    one_socket = Cluster(accelerator_presets()["l40s"], 1, 8, host_cpu="one-socket")
+    assert alltoall_s(one_socket, 8e3, 8) == pytest.approx(1.0e-6 + 8e3 * 7 / 8 / 24e9)
