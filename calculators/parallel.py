@@ -534,7 +534,14 @@ class DeploymentModel:
         self._peak = compute_rate(base)
         self._comm: dict = {}
         self._params = _split(self.model)  # hashing a Model per step is not free: the per-model constants, once
-        self._moe_layers: dict[int, int] = {}  # by pp
+        self._stage_layers: dict[int, tuple[int, int]] = {}  # by pp: _stage_counts
+
+    def stage_counts(self, pp: int) -> tuple[int, int]:
+        """(MoE layers, linear-mixer layers) of the stage that prices a step at pp stages (_stage_counts)."""
+        found = self._stage_layers.get(pp)
+        if found is None:
+            found = self._stage_layers[pp] = _stage_counts(self.model, pp)
+        return found
 
     def fused_tokens(self, tp: int) -> int:
         """The largest step whose TP all-reduces over tp GPUs run fused with the norms after them (0: none): under
@@ -585,9 +592,7 @@ class DeploymentModel:
         and b on the stage; `rows` the logits rows gathered per rank (s when every token samples, as in decode)."""
         m, c, act = self.model, self.cluster, self.f.activation
         layers = stage_layers(m, p.pp)
-        moe_layers = self._moe_layers.get(p.pp)
-        if moe_layers is None:
-            moe_layers = self._moe_layers[p.pp] = _moe_layers_on_stage(m, p.pp)
+        moe_layers = self.stage_counts(p.pp)[0]
         msg = s * m.hidden_size * act
         # without DP or CP ranks the MoE layers' output all-reduces over the TP group too, expert parallelism or not:
         # vLLM v0.33.0 and v0.34.0 dispatch by all-to-all only with DP, PCP or sequence parallelism (fused_moe/config.py
@@ -631,7 +636,7 @@ class DeploymentModel:
             ("ar-mixer", p.tp, s),
             lambda: allreduce_s(self.cluster, s * width * self.f.activation, p.tp, "ring" if fused else None),
         )
-        return _linear_layers_on_stage(self.model, p.pp) * one
+        return self.stage_counts(p.pp)[1] * one
 
     def _dcp_comm(self, p: Parallelism, s: float) -> float:
         if p.dcp <= 1:
@@ -763,22 +768,13 @@ def _overhead(dep: Deployment, tp: int, fused_tokens: int = 0, moe_over_tp: bool
 
 
 @lru_cache(maxsize=256)
-def _moe_layers_on_stage(model: Model, pp: int) -> int:
-    """MoE layers on the stage with the most of them."""
-    if model.moe is None:
-        return 0
-    return _most_on_a_stage(model, pp, [is_moe_layer(model, i) for i in range(model.num_layers)])
-
-
-def _linear_layers_on_stage(model: Model, pp: int) -> int:
-    """Linear-mixer (Mamba, DeltaNet) layers on the stage with the most of them."""
-    return _most_on_a_stage(model, pp, [kind == "linear" for kind in model.layer_kinds])
-
-
-def _most_on_a_stage(model: Model, pp: int, flags: list[bool]) -> int:
-    """The most flagged layers on one stage (stages take consecutive layers, ceil(L ÷ pp) each)."""
+def _stage_counts(model: Model, pp: int) -> tuple[int, int]:
+    """(MoE layers, linear-mixer layers) of the stage with the most MoE layers, then the most linear ones: one stage
+    for both counts (stages take consecutive layers, ceil(L ÷ pp) each)."""
     size = stage_layers(model, pp)
-    return max(sum(flags[i : i + size]) for i in range(0, model.num_layers, size))
+    moe = [is_moe_layer(model, i) for i in range(model.num_layers)]
+    linear = [kind == "linear" for kind in model.layer_kinds]
+    return max((sum(moe[i : i + size]), sum(linear[i : i + size])) for i in range(0, model.num_layers, size))
 
 
 def divisors(n: int) -> list[int]:

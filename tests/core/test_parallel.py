@@ -481,3 +481,24 @@ def test_one_token_more_never_prefills_faster():
     for boundary in (8192, 16384):
         at, past = (dm.prefill_s(Parallelism(tp=8, pp=2), t, 8192)["time_s"] for t in (boundary, boundary + 1))
         assert at < past < at * 1.05
+
+
+def test_a_stages_moe_and_mamba_layers_are_counted_on_one_stage():
+    """The step prices one stage: the one with the most MoE layers (then Mamba layers), both counts from it, not each
+    the largest over the stages (read 52: Jamba at PP 3 took 10 Mamba layers from one stage and 6 MoE from another)."""
+    from calculators.catalog import model_presets
+    from calculators.parallel import _stage_counts
+    from calculators.params import is_moe_layer
+
+    jamba = model_presets()["jamba-1.5-mini"]
+    for pp in (1, 2, 3, 4):
+        size = -(-jamba.num_layers // pp)
+        stages = [
+            (
+                sum(is_moe_layer(jamba, i) for i in range(s, min(s + size, jamba.num_layers))),
+                jamba.layer_kinds[s : s + size].count("linear"),
+            )
+            for s in range(0, jamba.num_layers, size)
+        ]
+        assert _stage_counts(jamba, pp) in stages
+        assert _stage_counts(jamba, pp)[0] == max(m for m, _ in stages)
