@@ -158,7 +158,8 @@ def _bytes_per_elem(fmt: str) -> float:
 
 def cluster(v: dict, g: int) -> Cluster:
     """The deployment model's Cluster (parallel.py) for these inputs: servers (scale-up domains) of g GPUs on
-    the accelerator's own link, or on a custom per-direction bandwidth, joined by the chosen NICs."""
+    the accelerator's own link, or on a custom per-direction bandwidth (on a PCIe card, its PCIe at the reader's
+    figure, PCI's latencies; in the NVL72 comparison, NVLink), joined by the chosen NICs."""
     acc = v["hardware"]
     if v["scale_up_gb_per_s"]:
         acc = replace(
@@ -167,6 +168,7 @@ def cluster(v: dict, g: int) -> Cluster:
             scale_up_domain=None,
             scale_up_topology=None,
             scale_up_link_bandwidth_bytes_per_s=None,
+            pcie_link="" if v.get("nvlink_domain") else acc.pcie_link,
         )
     return Cluster(
         acc,
@@ -270,12 +272,12 @@ def _share_series(v: dict, dep) -> dict:
     degrees = sorted({*DEGREES, v["num_gpus"]})
     g = v["gpus_per_domain"]
     ys = []
-    setups = [
-        (f"servers of {g} over the NICs", g, v["scale_up_gb_per_s"]),
-        ("72-GPU NVLink 5 domains (NVL72-class, 900 GB/s; this GPU's compute)", NVL72, NVLINK5_GB_PER_S),
+    setups = [  # (name, GPUs per domain, scale-up GB/s, whether an NVLink domain stands in for the chip's own link)
+        (f"servers of {g} over the NICs", g, v["scale_up_gb_per_s"], False),
+        ("72-GPU NVLink 5 domains (NVL72-class, 900 GB/s; this GPU's compute)", NVL72, NVLINK5_GB_PER_S, True),
     ]
-    for name, dom, up in setups:
-        w = {**v, "gpus_per_domain": dom, "scale_up_gb_per_s": up}
+    for name, dom, up, nvlink in setups:
+        w = {**v, "gpus_per_domain": dom, "scale_up_gb_per_s": up, "nvlink_domain": nvlink}
         ys.append((name, "%", [alltoall(w, dep, n, dom)["share"] * 100 for n in degrees]))
     plot = series("All-to-all share of a decode step vs EP degree (no overlap)", "EP degree N", "GPUs", degrees, ys)
     return mark(plot, "num_gpus", v["num_gpus"])

@@ -114,11 +114,11 @@ def _topology_rule(acc, arch: str | None) -> str:
 def _network_ring(v: dict, n: int, chip: Ring, e: dict) -> Ring:
     """Servers of gpus_per_node joined by a network link: in-server steps on the chip's own link, the server cut to the
     GPUs that link joins (its scale-up domain, as the serving calculators cut it, sharding.server_gpus: an H100 PCIe's
-    bridged pairs are servers of 2, the PCIe between pairs not modelled). A PCIe ring that fits in one server crosses
-    its CPU sockets' link (_across_sockets); one across servers is not capped by it: in a server it runs from NIC to
-    NIC, crossing that link once a channel, and NCCL starts alternate channels at the other NIC (search.cc, crossNic),
-    so with NICs under both sockets the channels cross it in both directions, not two on one (an assumption: NCCL's
-    search was read, not run)."""
+    bridged pairs are servers of 2, the PCIe between pairs not modelled). A PCIe ring crosses its servers' CPU sockets'
+    link (_across_sockets): in one server once each way a channel; across servers it runs NIC to NIC through each,
+    once a channel, and where NCCL alternates its channels' direction (crossNic; not through AMD CPUs) the link carries
+    half of them each way, so twice its figure binds (interconnects.toml [socket_link]; NCCL's search read, not
+    run)."""
     acc, asked = v["hardware"], v["gpus_per_node"]
     domain = scale_up_domain(acc)
     g = min(asked, domain) if domain else asked
@@ -137,8 +137,8 @@ def _network_ring(v: dict, n: int, chip: Ring, e: dict) -> Ring:
         else f"{v['hardware'].name} scale-up (the ring fits in one server)"
     )
     in_server = replace(chip, intra_bw=intra)
-    if pcie_only(acc) and nodes == 1:
-        in_server = _across_sockets(in_server, v, n, LINKS[acc.pcie_link])
+    if pcie_only(acc):
+        in_server = _across_sockets(in_server, v, n if nodes == 1 else g, LINKS[acc.pcie_link], nodes > 1)
     return replace(
         in_server,
         name=name,
@@ -216,7 +216,7 @@ def host_cpu_field() -> dict:
         [(h["id"], h["name"]) for h in SOCKET_LINK["hosts"]],
         "For PCIe rings and exchanges (a chip without a scale-up link, L40S or L4, or a PCIe link preset) in one "
         "server, assumed two-socket with 4 GPUs behind each: past 4 GPUs they cross the link between the sockets, "
-        "which NCCL v2.30.7 prices at this figure (its search may land a little lower). Pick one socket if all your "
+        "which NCCL v2.30.7 prices at this figure (its search may land a little lower). Pick One socket if all your "
         "GPUs sit behind one CPU's PCIe switches.",
     )
 
@@ -227,20 +227,24 @@ def host_cpu(v: dict) -> dict:
     return HOSTS[v.get("host_cpu") or SOCKET_LINK["default"]]
 
 
-def _across_sockets(r: Ring, v: dict, n: int, e: dict) -> Ring:
-    """A ring of n GPUs in one server on PCIe link e: past one CPU socket's GPUs (interconnects.toml socket_gpus) it
-    also crosses the link between the sockets, once each way, and moves at the lesser of the two: the most NCCL's
+def _across_sockets(r: Ring, v: dict, n: int, e: dict, across_servers: bool = False) -> Ring:
+    """A ring through n GPUs of one server on PCIe link e: past one CPU socket's GPUs (interconnects.toml socket_gpus)
+    it also crosses the link between the sockets, once each way, and moves at the lesser of the two: the most NCCL's
     search can give it (its ring takes a speed per channel from a ladder, so it may land a little lower; search.cc
-    ncclTopoCompute)."""
+    ncclTopoCompute). Across servers, where the host lets NCCL alternate its channels' direction, each way carries
+    half of them: twice the link's figure binds (_network_ring)."""
     per_socket = e.get("socket_gpus")
-    bw = host_cpu(v).get("bandwidth_bytes_per_s")
+    host = host_cpu(v)
+    bw = host.get("bandwidth_bytes_per_s")
     if not per_socket or not bw or n <= per_socket or not r.intra_bw:
         return r
+    cap = 2 * bw if across_servers and host.get("alternating_channels", True) else bw
+    halves = ", its channels alternating direction" if cap > bw else ""
     rule = (
-        f"min(PCIe {r.intra_bw / 1e9:g} GB/s, CPU sockets' link {bw / 1e9:g} GB/s): {n} GPUs, "
+        f"min(PCIe {r.intra_bw / 1e9:g} GB/s, CPU sockets' link {cap / 1e9:g} GB/s{halves}): {n} GPUs, "
         f"past the {per_socket} behind one socket"
     )
-    return replace(r, intra_bw=min(r.intra_bw, bw), socket_bw=bw, socket_gpus=per_socket, rule=rule)
+    return replace(r, intra_bw=min(r.intra_bw, cap), socket_bw=bw, socket_gpus=per_socket, rule=rule)
 
 
 def _link_bandwidth(e: dict) -> float:

@@ -211,8 +211,9 @@ def pcie_note(acc, in_server: int = 0, host: dict | None = None) -> list[str]:
     )
     return [
         f"{acc.name} has no scale-up link: its GPUs' collectives are priced as NCCL models {link_name(acc)} (its PCI "
-        "latencies and bandwidth), peer to peer through the server's PCIe switches; where the platform does not allow "
-        f"peer access, NCCL goes through host memory, which is slower than this{sockets}"
+        "latencies and bandwidth), peer to peer through the server's PCIe switches; where GPUs hang off separate root "
+        "ports or the platform does not allow peer access, NCCL goes through the CPU and host memory (on Intel hosts "
+        f"its model charges such a path's PCIe a fifth more), which is slower than this{sockets}"
     ]
 
 

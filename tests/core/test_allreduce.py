@@ -174,10 +174,10 @@ def test_a_pcie_ring_past_one_socket_moves_at_the_lesser_of_pcie_and_the_sockets
         assert any("CPU sockets' link" in str(s.get("formula")) for s in wide["derivation"])
         gen5 = _old(hardware="l40s", num_gpus=n, host_cpu=host, link="pcie5-x16")
         assert gen5["link_bandwidth_bytes_per_s"] == min(48, gb_per_s) * 1e9
-    # a ring across servers of 8 L40S runs NIC to NIC through each, alternate channels in opposite directions across
-    # the sockets (NCCL's crossNic): not capped by the sockets' link (an assumption, ring._network_ring)
+    # a ring across servers of 8 L40S runs NIC to NIC through each; NCCL alternates its channels' direction (crossNic)
+    # except through AMD CPUs (search.cc lines 1203-1205), so the link carries half of them each way: min(PCIe, 2 × it)
     net = _old(hardware="l40s", num_gpus=16, link="ib-ndr-400", gpus_per_node=8, host_cpu=host)
-    assert net["link_bandwidth_bytes_per_s"] == 24e9
+    assert net["link_bandwidth_bytes_per_s"] == min(24, gb_per_s * (1 if host == "amd" else 2)) * 1e9
     # every GPU behind one socket's switches: nothing to cross
     assert _old(hardware="l40s", num_gpus=8, host_cpu="one-socket")["link_bandwidth_bytes_per_s"] == 24e9
     # a chip with a scale-up link never crosses the sockets for its own ring

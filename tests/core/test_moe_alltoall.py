@@ -1,8 +1,11 @@
 """MoE all-to-all: bytes by hand, the domain split, and DeepEP's published low-latency kernel times."""
 
+from dataclasses import asdict
+
 import pytest
 
 from calculators import run
+from calculators.catalog import accelerator_presets
 from calculators.errors import InputError
 
 
@@ -103,6 +106,13 @@ def test_a_chip_without_a_scale_up_link_exchanges_over_its_pcie():
         hardware="l40s", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=8, tokens_per_gpu=1, scale_up_gb_per_s=20
     )
     assert own["dispatch_time_s"] == pytest.approx(1.0e-6 + own["dispatch_bytes_per_layer"] * 7 / 8 / 20e9)
+    # ...but the NVL72 comparison line is NVLink's, its latency too: the same as for the card with no PCIe link
+    bare = {k: v for k, v in asdict(accelerator_presets()["l40s"]).items() if k != "pcie_link"}
+    nvl72 = _run(hardware="l40s", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=8, tokens_per_gpu=1)
+    ref = _run(hardware=bare, model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=1, tokens_per_gpu=1)
+    (series,) = nvl72["series"].values()
+    (ref_series,) = ref["series"].values()
+    assert series["y"][1]["name"].startswith("72-GPU NVLink 5") and series["y"][1] == ref_series["y"][1]
     four = _run(hardware="l40s", model="qwen3-30b-a3b", num_gpus=4, gpus_per_domain=4, tokens_per_gpu=64)
     assert not any("CPU sockets" in n for n in four["notes"])  # one socket's GPUs
     one = _run(hardware="l40s", model="qwen3-30b-a3b", num_gpus=8, gpus_per_domain=1)

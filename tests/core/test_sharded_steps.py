@@ -225,7 +225,8 @@ def test_pcie_only_gpus_price_their_all_reduces_over_pcie():
 
 def test_the_pcie_note_names_the_sockets_link_only_where_a_collective_crosses_it():
     """Eight L40S at TP 8 ring across both sockets (4 a socket, assumed) and the host changes the step; TP 4 with PP 2
-    or DP 2 rings over 4, the stage's send and the replicas cross nothing priced, and the host changes nothing."""
+    or DP 2 rings over 4 (the stage's send, one message a step, is priced on PCIe alone) and the host changes
+    nothing."""
     base = {"hardware": "l40s", "model": "llama-3.1-70b", "weight_dtype": "fp8"}
 
     def crosses(r):
