@@ -26,7 +26,7 @@ B on the accelerator's own link depends on how it is wired (accelerators.toml sc
 Multi-server rings (a network link, e.g. InfiniBand, with gpus_per_node GPUs per server), after
 NCCL's own cost model (src/graph/tuning.cc): the ring spans N = ceil(n / gpus_per_node) servers;
 of its 2(n − 1) steps only 2(N − 1) cross servers and pay the network latency; the others run over
-the scale-up link and pay max(α, the network post overhead, 1 µs). Several rings cross the server
+the scale-up link and pay max(α, the network post overhead: 1 µs, 2 on AMD hosts). Several rings cross the server
 boundary through different NICs, so the cross-server bandwidth per GPU is NIC bandwidth × NICs per
 server, and the ring moves at the slower of that and the in-server B:
   t = t_base + 2(N − 1) α_net + [2(n − 1) − 2(N − 1)] max(α, α_ovh)
@@ -34,7 +34,8 @@ server, and the ring moves at the slower of that and the in-server B:
 One GPU per server (gpus_per_node = 1) makes every step a network step with one NIC's bandwidth.
 Protocols (NCCL v2.30.7-1 src/graph/tuning.cc, constants in interconnects.toml [nccl]): each of
 LL, LL128 and Simple has its own base and per-step latency; ring LL moves at min(llMaxBw,
-0.5 × B) (llMaxBw 141 GB/s on Hopper, 282 on Blackwell, 39 / 20.4 GB/s across 2 / 3+ servers),
+0.5 × B) (llMaxBw 141 GB/s on Hopper, 282 on Blackwell, 39 / 20.4 GB/s across 2 / 3+ servers on Intel hosts,
+22.5 / 19.0 on AMD ones),
 LL128 at 0.92 × B, Simple at B. 'auto' takes the fastest, as NCCL's tuner does. With one GPU
 per server NCCL charges the Tree network latency per network step (5.0 us for LL). Other
 algorithms (one-shot, two-shot, fused, NVLS) are in direct.py. The NCCL latencies are the constants

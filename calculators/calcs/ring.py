@@ -42,6 +42,7 @@ class Ring:
     net_steps: int = 0  # steps that cross servers
     inter_bw: float | None = None  # across servers: NICs × one NIC's bandwidth
     ovh: float = 0.0  # the network's post overhead per step, s
+    vendor: str = "intel"  # the host CPU's vendor: NCCL's LL cap across servers (and ovh) depend on it
     ppn1: bool = False  # one GPU per server: NCCL charges the Tree network latency
     socket_bw: float | None = None  # PCIe in a server past one CPU socket's GPUs: the link between the sockets
     socket_gpus: int = 0  # the GPUs behind each socket, where socket_bw is set
@@ -119,7 +120,7 @@ def _network_ring(v: dict, n: int, chip: Ring, e: dict) -> Ring:
     once a channel, and where NCCL alternates its channels' direction (crossNic; not through AMD CPUs) the link carries
     half of them each way, so twice its figure binds (interconnects.toml [socket_link]; NCCL's search read, not
     run)."""
-    acc, asked = v["hardware"], v["gpus_per_node"]
+    acc, asked, vendor = v["hardware"], v["gpus_per_node"], host_cpu(v)["vendor"]
     domain = scale_up_domain(acc)
     g = min(asked, domain) if domain else asked
     cut = f" (cut from {asked}: the GPUs {acc.name}'s {link_name(acc)} joins)" if g < asked else ""
@@ -145,7 +146,8 @@ def _network_ring(v: dict, n: int, chip: Ring, e: dict) -> Ring:
         nodes=nodes,
         net_steps=2 * (nodes - 1) if n > 1 else 0,
         ppn1=g == 1,
-        ovh=e.get("net_overhead_per_step_s", 0.0),
+        ovh=NCCL["net_overhead_s"][vendor],
+        vendor=vendor,
         inter_bw=(v["nics_per_node"] or g) * e["bandwidth_bytes_per_s"],
     )
 
@@ -211,13 +213,14 @@ def host_cpu_field() -> dict:
     """The input that picks the host CPU, which sets the socket link a PCIe server's collectives cross."""
     return choice(
         "host_cpu",
-        "Host CPU (PCIe servers)",
+        "Host CPU",
         SOCKET_LINK["default"],
         [(h["id"], h["name"]) for h in SOCKET_LINK["hosts"]],
-        "For PCIe rings and exchanges (a chip without a scale-up link, L40S or L4, or a PCIe link preset) in one "
-        "server, assumed two-socket with 4 GPUs behind each: past 4 GPUs they cross the link between the sockets, "
-        "which NCCL v2.30.7 prices at this figure (its search may land a little lower). Pick One socket if all your "
-        "GPUs sit behind one CPU's PCIe switches.",
+        "NCCL v2.30.7's figures that follow the host CPU. Across servers, its vendor's: each in-server step's network "
+        "overhead (AMD 2 µs, Intel 1) and LL's bandwidth cap. On PCIe (a chip without a scale-up link, L40S or L4, or "
+        "a PCIe link preset), in a server assumed two-socket with 4 GPUs behind each: past 4 GPUs a collective "
+        "crosses the link between the sockets, at this figure (NCCL's search may land a little lower). Pick One "
+        "socket if all your GPUs sit behind one CPU's PCIe switches.",
     )
 
 
@@ -282,7 +285,7 @@ def protocol_bandwidth(bw: float, r: Ring, protocol: str) -> float:
         return bw
     cap = None
     if r.nodes > 1:
-        cap = NCCL["ll_max_bw_net_bytes_per_s"]["two" if r.nodes == 2 else "more"]
+        cap = NCCL["ll_max_bw_net_bytes_per_s"][r.vendor]["two" if r.nodes == 2 else "more"]
     elif r.arch:
         cap = NCCL["ll_max_bw_bytes_per_s"][r.arch]
     half = bw * NCCL["ll_bandwidth_factor"]

@@ -244,6 +244,20 @@ def test_two_b200_servers_follow_nccls_ring_model():
     assert ll["time_per_allreduce_s"] == pytest.approx(2 * 2.7e-6 + 28 * 1.0e-6 + 2 * 15 / 16 * msg / 39e9)
 
 
+def test_an_amd_host_pays_nccls_amd_network_overhead_and_ll_cap_across_servers():
+    """NCCL v2.30.7-1 tuning.cc: getNetOverhead is 2 us on x86 AMD hosts (1 on Intel), and across servers llMaxBw
+    is read from the CPU's row, AMD's 22.5 GB/s at 2 servers (Intel's 39): the 28 in-server steps pay 2 us each."""
+    ll = _run(**B405, protocol="ll", latency_source="custom", latency_per_hop_us=0.6, host_cpu="amd")
+    msg = 64 * 16384 * 2
+    assert ll["time_per_allreduce_s"] == pytest.approx(2 * 2.7e-6 + 28 * 2.0e-6 + 2 * 15 / 16 * msg / 22.5e9)
+    simple = _old(**B405, latency_per_hop_us=0.6, host_cpu="amd")  # Simple pays 3 × the overhead
+    assert simple["time_per_allreduce_s"] == pytest.approx(2 * 14e-6 + 28 * 6.0e-6 + 2 * 15 / 16 * msg / 400e9)
+    # inside one server the host's vendor changes nothing on NVLink
+    one = {k: v for k, v in B405.items() if k not in ("link", "gpus_per_node", "num_gpus")}
+    amd, intel = _run(**one, num_gpus=8, host_cpu="amd"), _run(**one, num_gpus=8)
+    assert {k: v for k, v in amd.items() if k != "series"} == {k: v for k, v in intel.items() if k != "series"}
+
+
 def test_one_gpu_per_server_uses_the_tree_network_latency():
     """Review parts-1-3 row 11. NCCL tuning.cc: "With ppn=1 latencies are fully exposed, use the Tree
     network latency": hwLat[NET][Tree][LL] = 5.0 us per step, not the ring's 2.7 us. The old model
