@@ -188,7 +188,7 @@ class Cluster:
     link_efficiency: float = 1.0
     algorithm: str = "ring"  # all-reduce algorithm (allreduce.py / direct.py)
     protocol: str = "auto"
-    host_cpu: str = ""  # interconnects.toml [socket_link] host id; "" = its default (PCIe servers' socket link)
+    host_cpu: str = ""  # interconnects.toml [socket_link] host id; "" = its default (NCCL's host-dependent figures)
     _memo: dict = field(default_factory=dict, compare=False, hash=False, repr=False)  # rings by size
 
     @property

@@ -59,6 +59,7 @@ from .ring import (LINKS, PROTOCOL_NAMES, PROTOCOLS, Ring, Transfer, _check_doma
 from .steptime import Deployment, StepCost, decode_step, deployment, without_overhead
 
 PLOT_DEGREES = (2, 4, 8, 16, 32, 64, 72)
+VENDOR_NAMES = {"intel": "Intel", "amd": "AMD"}  # the host CPU's vendor, which sets NCCL's figures across servers
 ALGORITHM_NAMES = {"ring": "Ring (NCCL)", "one-shot": "One-shot (custom all-reduce)",
                    "two-shot": "Two-shot (custom all-reduce, MultiShot)",
                    "fused": "Fused with residual add and RMSNorm (FlashInfer; SGLang, vLLM)",
@@ -321,10 +322,11 @@ def _ar_step(v: dict, c: Communication) -> dict:
         terms = [(ar.latency, "s"), n - 1, n, (c.msg, "B"), (ar.bw, "B/s")]
         if r.nodes > 1:
             tree = ", Tree network latency: one GPU per server" if r.ppn1 else ""
+            host = f"; {VENDOR_NAMES[r.vendor]} host: α_ovh {{}} and its row of LL's cap across servers"
             return step(f"Time per all-reduce, ring {proto}",
                         "t_base + 2(N − 1) × α_net + [2(n − 1) − 2(N − 1)] × max(α, α_ovh) + 2(n − 1)/n × M ÷ B",
-                        "{} + 2 × {}/{} × {} ÷ {} ({} servers, {} network steps" + tree + ")",
-                        terms + [r.nodes, r.net_steps], ar.time, "s")
+                        "{} + 2 × {}/{} × {} ÷ {} ({} servers, {} network steps" + tree + host + ")",
+                        terms + [r.nodes, r.net_steps, (r.ovh, "s")], ar.time, "s")
         return step(f"Time per all-reduce, ring {proto}", "t_base + 2(n − 1) × α + 2(n − 1)/n × M ÷ B",
                     "{} + 2 × {}/{} × {} ÷ {}", terms, ar.time, "s")
     formula = {"one-shot": "t0 + α + (n − 1) × M ÷ B", "two-shot": "t0 + 2α + 2(n − 1)/n × M ÷ B",

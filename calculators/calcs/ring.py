@@ -117,9 +117,9 @@ def _network_ring(v: dict, n: int, chip: Ring, e: dict) -> Ring:
     GPUs that link joins (its scale-up domain, as the serving calculators cut it, sharding.server_gpus: an H100 PCIe's
     bridged pairs are servers of 2, the PCIe between pairs not modelled). A PCIe ring crosses its servers' CPU sockets'
     link (_across_sockets): in one server once each way a channel; across servers it runs NIC to NIC through each,
-    once a channel, and where NCCL alternates its channels' direction (crossNic; not through AMD CPUs) the link carries
-    half of them each way, so twice its figure binds (interconnects.toml [socket_link]; NCCL's search read, not
-    run)."""
+    once a channel, and where NCCL alternates its channels' direction (crossNic: more than one NIC a server, assumed
+    under both sockets; not through AMD CPUs) the link carries half of them each way, so twice its figure binds
+    (interconnects.toml [socket_link]; NCCL's search read, not run)."""
     acc, asked, vendor = v["hardware"], v["gpus_per_node"], host_cpu(v)["vendor"]
     domain = scale_up_domain(acc)
     g = min(asked, domain) if domain else asked
@@ -138,8 +138,9 @@ def _network_ring(v: dict, n: int, chip: Ring, e: dict) -> Ring:
         else f"{v['hardware'].name} scale-up (the ring fits in one server)"
     )
     in_server = replace(chip, intra_bw=intra)
-    if pcie_only(acc):
-        in_server = _across_sockets(in_server, v, n if nodes == 1 else g, LINKS[acc.pcie_link], nodes > 1)
+    if pcie_only(acc):  # NCCL alternates entry NICs only with more than one a server (search.cc lines 1080-1084)
+        alternating = nodes > 1 and (v["nics_per_node"] or g) > 1
+        in_server = _across_sockets(in_server, v, n if nodes == 1 else g, LINKS[acc.pcie_link], alternating)
     return replace(
         in_server,
         name=name,
@@ -219,8 +220,9 @@ def host_cpu_field() -> dict:
         "NCCL v2.30.7's figures that follow the host CPU. Across servers, its vendor's: each in-server step's network "
         "overhead (AMD 2 µs, Intel 1) and LL's bandwidth cap. On PCIe (a chip without a scale-up link, L40S or L4, or "
         "a PCIe link preset), in a server assumed two-socket with 4 GPUs behind each: past 4 GPUs a collective "
-        "crosses the link between the sockets, at this figure (NCCL's search may land a little lower). Pick One "
-        "socket if all your GPUs sit behind one CPU's PCIe switches.",
+        "crosses the link between the sockets, at this figure in one server, at twice it in a ring across servers "
+        "with several NICs on an Intel host (NCCL alternates its channels' direction), at most (NCCL's search may "
+        "land a little lower). Pick a One socket host if all your GPUs sit behind one CPU's PCIe switches.",
     )
 
 
@@ -242,11 +244,10 @@ def _across_sockets(r: Ring, v: dict, n: int, e: dict, across_servers: bool = Fa
     if not per_socket or not bw or n <= per_socket or not r.intra_bw:
         return r
     cap = 2 * bw if across_servers and host.get("alternating_channels", True) else bw
-    halves = ", its channels alternating direction" if cap > bw else ""
-    rule = (
-        f"min(PCIe {r.intra_bw / 1e9:g} GB/s, CPU sockets' link {cap / 1e9:g} GB/s{halves}): {n} GPUs, "
-        f"past the {per_socket} behind one socket"
-    )
+    link = f"CPU sockets' link {bw / 1e9:g} GB/s"
+    if cap > bw:
+        link = f"2 × {link} (channels alternate direction)"
+    rule = f"min(PCIe {r.intra_bw / 1e9:g} GB/s, {link}): {n} GPUs, past the {per_socket} behind one socket"
     return replace(r, intra_bw=min(r.intra_bw, cap), socket_bw=bw, socket_gpus=per_socket, rule=rule)
 
 

@@ -204,16 +204,16 @@ def pcie_note(acc, in_server: int = 0, host: dict | None = None) -> list[str]:
     per_socket = LINKS[acc.pcie_link].get("socket_gpus") or 0
     sockets = (
         f"; a collective over more than {per_socket} GPUs (one CPU socket's, of a two-socket server: an assumption) "
-        f"also crosses the link between the sockets, at the figure NCCL gives the Host CPU field's choice, "
-        f"{host['name']}"
+        f"also crosses the link between the sockets, in one server at the figure NCCL gives the Host CPU field's "
+        f"choice, {host['name']} (across servers at most twice it, where NCCL alternates its channels)"
         if per_socket and host and host.get("bandwidth_bytes_per_s") and in_server > per_socket
         else ""
     )
     return [
         f"{acc.name} has no scale-up link: its GPUs' collectives are priced as NCCL models {link_name(acc)} (its PCI "
         "latencies and bandwidth), peer to peer through the server's PCIe switches; where GPUs hang off separate root "
-        "ports or the platform does not allow peer access, NCCL goes through the CPU and host memory (on Intel hosts "
-        f"its model charges such a path's PCIe a fifth more), which is slower than this{sockets}"
+        "ports (on Intel hosts NCCL's model charges that path's PCIe a fifth more) or the platform does not allow peer "
+        f"access, NCCL goes through the CPU and host memory, which is slower than this{sockets}"
     ]
 
 

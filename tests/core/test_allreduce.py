@@ -178,8 +178,12 @@ def test_a_pcie_ring_past_one_socket_moves_at_the_lesser_of_pcie_and_the_sockets
     # except through AMD CPUs (search.cc lines 1203-1205), so the link carries half of them each way: min(PCIe, 2 × it)
     net = _old(hardware="l40s", num_gpus=16, link="ib-ndr-400", gpus_per_node=8, host_cpu=host)
     assert net["link_bandwidth_bytes_per_s"] == min(24, gb_per_s * (1 if host == "amd" else 2)) * 1e9
-    # every GPU behind one socket's switches: nothing to cross
-    assert _old(hardware="l40s", num_gpus=8, host_cpu="one-socket")["link_bandwidth_bytes_per_s"] == 24e9
+    # with one NIC a server NCCL does not alternate (search.cc lines 1080-1084): each channel crosses both ways
+    one_nic = _old(hardware="l40s", num_gpus=16, link="ib-ndr-400", gpus_per_node=8, nics_per_node=1, host_cpu=host)
+    assert one_nic["link_bandwidth_bytes_per_s"] == min(24, gb_per_s) * 1e9
+    # every GPU behind one socket's switches: nothing to cross, on an Intel or an AMD host
+    for one in ("one-socket", "one-socket-amd"):
+        assert _old(hardware="l40s", num_gpus=8, host_cpu=one)["link_bandwidth_bytes_per_s"] == 24e9
     # a chip with a scale-up link never crosses the sockets for its own ring
     assert _old(hardware="h100-sxm", num_gpus=8, host_cpu=host)["link_bandwidth_bytes_per_s"] == 450e9
 
@@ -250,6 +254,8 @@ def test_an_amd_host_pays_nccls_amd_network_overhead_and_ll_cap_across_servers()
     ll = _run(**B405, protocol="ll", latency_source="custom", latency_per_hop_us=0.6, host_cpu="amd")
     msg = 64 * 16384 * 2
     assert ll["time_per_allreduce_s"] == pytest.approx(2 * 2.7e-6 + 28 * 2.0e-6 + 2 * 15 / 16 * msg / 22.5e9)
+    one_socket = _run(**B405, protocol="ll", latency_source="custom", latency_per_hop_us=0.6, host_cpu="one-socket-amd")
+    assert one_socket["time_per_allreduce_s"] == ll["time_per_allreduce_s"]  # the vendor's figures, no socket
     simple = _old(**B405, latency_per_hop_us=0.6, host_cpu="amd")  # Simple pays 3 × the overhead
     assert simple["time_per_allreduce_s"] == pytest.approx(2 * 14e-6 + 28 * 6.0e-6 + 2 * 15 / 16 * msg / 400e9)
     # inside one server the host's vendor changes nothing on NVLink
