@@ -54,7 +54,7 @@ from ..params import layer_allreduces, mixer_inner_allreduce, moe_layer_count, w
 from ..schema import choice, dtype_field, integer, mark, number, output, series, step
 from .direct import ALGORITHMS, direct_time
 from .deployment import deployment_fields
-from .ring import (LINKS, PROTOCOL_NAMES, PROTOCOLS, Ring, Transfer, _check_domain, bus_bandwidth, host_cpu_field,
+from .ring import (LINKS, NCCL, PROTOCOL_NAMES, PROTOCOLS, Ring, Transfer, _check_domain, bus_bandwidth, host_cpu_field,
                    joins_gpus, ring_time, scale_up_ring)
 from .steptime import Deployment, StepCost, decode_step, deployment, without_overhead
 
@@ -321,18 +321,32 @@ def _ar_step(v: dict, c: Communication) -> dict:
         proto = PROTOCOL_NAMES[ar.protocol] + (" (fastest)" if v["protocol"] == "auto" else "")
         terms = [(ar.latency, "s"), n - 1, n, (c.msg, "B"), (ar.bw, "B/s")]
         if r.nodes > 1:
-            tree = ", Tree network latency: one GPU per server" if r.ppn1 else ""
-            host = f"; {VENDOR_NAMES[r.vendor]} host: α_ovh {{}} and its row of LL's cap across servers"
-            return step(f"Time per all-reduce, ring {proto}",
-                        "t_base + 2(N − 1) × α_net + [2(n − 1) − 2(N − 1)] × max(α, α_ovh) + 2(n − 1)/n × M ÷ B",
-                        "{} + 2 × {}/{} × {} ÷ {} ({} servers, {} network steps" + tree + host + ")",
-                        terms + [r.nodes, r.net_steps, (r.ovh, "s")], ar.time, "s")
+            return _network_ar_step(proto, ar, r, terms)
         return step(f"Time per all-reduce, ring {proto}", "t_base + 2(n − 1) × α + 2(n − 1)/n × M ÷ B",
                     "{} + 2 × {}/{} × {} ÷ {}", terms, ar.time, "s")
     formula = {"one-shot": "t0 + α + (n − 1) × M ÷ B", "two-shot": "t0 + 2α + 2(n − 1)/n × M ÷ B",
                "fused": "t_fused + 2(n − 1)/n × M ÷ B", "nvls": "t_NVLS + M ÷ (η × B)"}[algo]
     return step(f"Time per all-reduce, {ALGORITHM_NAMES[algo]}", formula, "{} + {} ÷ {}",
                 [(ar.latency, "s"), (ar.volume, "B"), (ar.bw, "B/s")], ar.time, "s")
+
+
+def _network_ar_step(proto: str, ar: Transfer, r: Ring, terms: list) -> dict:
+    """The ring across servers: its network steps and, by the host CPU's vendor, the post overhead its in-server steps
+    pay (Simple 3 ×) and, under LL, the row of LL's cap across servers."""
+    by_host = []  # what the host CPU's vendor sets here
+    if r.ppn1:
+        tree = ", Tree network latency: one GPU per server"
+    else:
+        tree, simple = "", ar.protocol == "simple"
+        by_host.append(f"α_ovh {{}}{' (3 × for Simple)' if simple else ''}")
+        terms = terms + [(r.ovh * (NCCL["simple_net_overhead_factor"] if simple else 1.0), "s")]
+    if ar.protocol == "ll":
+        by_host.append("its row of LL's cap across servers")
+    host = tree + (f"; {VENDOR_NAMES[r.vendor]} host: " + ", ".join(by_host) if by_host else "")
+    return step(f"Time per all-reduce, ring {proto}",
+                "t_base + 2(N − 1) × α_net + [2(n − 1) − 2(N − 1)] × max(α, α_ovh) + 2(n − 1)/n × M ÷ B",
+                "{} + 2 × {}/{} × {} ÷ {} ({} servers, {} network steps" + host + ")",
+                terms[:5] + [r.nodes, r.net_steps] + terms[5:], ar.time, "s")
 
 
 def _bandwidth_steps(v: dict, c: Communication) -> list[dict]:

@@ -257,6 +257,8 @@ def test_an_amd_host_pays_nccls_amd_network_overhead_and_ll_cap_across_servers()
     one_socket = _run(**B405, protocol="ll", latency_source="custom", latency_per_hop_us=0.6, host_cpu="one-socket-amd")
     assert one_socket["time_per_allreduce_s"] == ll["time_per_allreduce_s"]  # the vendor's figures, no socket
     simple = _old(**B405, latency_per_hop_us=0.6, host_cpu="amd")  # Simple pays 3 × the overhead
+    (row,) = [s for s in simple["derivation"] if s["label"].startswith("Time per all-reduce")]
+    assert "AMD host" in row["template"] and "3 × for Simple" in row["template"] and row["terms"][-1][0] == 6.0e-6
     assert simple["time_per_allreduce_s"] == pytest.approx(2 * 14e-6 + 28 * 6.0e-6 + 2 * 15 / 16 * msg / 400e9)
     # inside one server the host's vendor changes nothing on NVLink
     one = {k: v for k, v in B405.items() if k not in ("link", "gpus_per_node", "num_gpus")}
