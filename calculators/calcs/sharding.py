@@ -184,15 +184,16 @@ def comm_notes(v: dict, steps) -> list[str]:
             "where they cannot reach each other's memory, as on GeForce cards) are not priced, so these times are "
             "optimistic"
         ]
-    notes = pcie_note(acc, min(_widest_group(steps), server_gpus(v)), host_cpu(v)) if steps.num_gpus > 1 else []
-    return notes + _server_notes(v, steps)
+    if steps.num_gpus == 1:
+        return _server_notes(v, steps)
+    in_server = min(widest_group(steps.dm.model, steps.p), server_gpus(v))
+    return pcie_note(acc, in_server, host_cpu(v)) + _server_notes(v, steps)
 
 
-def _widest_group(steps) -> int:
-    """The most GPUs one of the deployment's collectives joins: its TP group, or its MoE layers' wider group (their
+def widest_group(model, p) -> int:
+    """The most GPUs one of a deployment's collectives joins: its TP group, or its MoE layers' wider group (their
     all-reduce or all-to-all over tp × cp × dp); a pipeline stage's send joins two."""
-    p = steps.p
-    return max(p.tp, p.moe_group if steps.dm.model.moe else p.tp)
+    return max(p.tp, p.moe_group if model.moe else p.tp)
 
 
 def pcie_note(acc, in_server: int = 0, host: dict | None = None) -> list[str]:

@@ -10,7 +10,17 @@ from ..schema import integer, mark, output, series, step
 from .deployment import deployment_fields
 from .engine_defaults import vllm_max_num_batched_tokens
 from .memory import engine_fields
-from .sharding import cluster_fields, comm_fields, decode_steps, deployment_model, parallelism, parallelism_fields
+from .ring import host_cpu
+from .sharding import (
+    cluster_fields,
+    comm_fields,
+    decode_steps,
+    deployment_model,
+    parallelism,
+    parallelism_fields,
+    pcie_note,
+    widest_group,
+)
 from ..units import GIB
 
 TP_AXIS = (1, 2, 4, 8, 16, 32, 64)
@@ -208,6 +218,9 @@ def compute(v: dict) -> dict:
             f"not {batch:,}"
         ]
     )
+    if p.gpus > 1:  # on a chip whose GPUs talk over PCIe: what that prices, and the sockets' link where crossed
+        in_server = min(widest_group(dm.model, p), dm.cluster.gpus_per_node)
+        notes += pcie_note(dm.base.accelerator, in_server, host_cpu(v))
     head = (
         f"{p.label()} on {p.gpus} GPUs: {weights} of weights per GPU, TPOT {d.tpot_s * 1e3:.1f} ms, "
         f"communication {out['comm_share']:.0%} of the step"

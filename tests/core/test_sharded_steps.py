@@ -238,6 +238,12 @@ def test_the_pcie_note_names_the_sockets_link_only_where_a_collective_crosses_it
     for kw in ({"pp": 2}, {"dp": 2}):
         spr, amd = (run("latency", {**base, "num_gpus": 4, "host_cpu": h, **kw}) for h in ("intel-spr", "amd"))
         assert not crosses(spr) and spr["tpot_s"] == amd["tpot_s"]
+    # the sharding breakdown says the same of its layout (read 55: it showed no PCIe note at all)
+    split = {**base, "nodes": 1, "dp": 1}
+    assert crosses(run("sharding_breakdown", {**split, "tp": 8, "pp": 1}))
+    four = run("sharding_breakdown", {**split, "tp": 4, "pp": 2})
+    assert four["notes"] and not crosses(four)
+    assert run("sharding_breakdown", {**split, "hardware": "h100-sxm", "tp": 8, "pp": 1})["notes"] == []
 
 
 def test_point_to_point_and_all_to_all_inside_a_pcie_server_pay_pcis_step_latency():
