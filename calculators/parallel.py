@@ -629,8 +629,8 @@ class DeploymentModel:
     def _mixer_inner_comm(self, p: Parallelism, s: float, fused: bool) -> float:
         """The all-reduces linear mixers run inside themselves on a stage (params.mixer_inner_allreduce: Jamba's
         x_proj), one a mixer layer; no norm of the residual follows them, so under "fused" they run as NCCL's ring."""
-        runs, width = mixer_inner_allreduce(self.model)
-        if not runs or p.tp <= 1:
+        width = mixer_inner_allreduce(self.model)
+        if not width or p.tp <= 1:
             return 0.0
         one = self._cached(
             ("ar-mixer", p.tp, s),

@@ -139,16 +139,16 @@ def layer_allreduces(model: Model, layers: int, moe_layers: int, moe_over_tp: bo
     return 2 * layers - moe_layers + (moe_layers if moe_over_tp else 0)
 
 
-def mixer_inner_allreduce(model: Model) -> tuple[bool, int]:
-    """(whether, elements per token): whether the model's linear mixer runs an all-reduce inside itself under tensor
-    parallelism, besides the one after it, and how wide. Mamba-1's x_proj is row-parallel (vLLM v0.34.0
+def mixer_inner_allreduce(model: Model) -> int:
+    """Elements per token of the all-reduce the model's linear mixer runs inside itself under tensor parallelism,
+    besides the one after it; 0 where it runs none. Mamba-1's x_proj is row-parallel (vLLM v0.34.0
     model_executor/layers/mamba/mamba_mixer.py, MambaMixer.__init__), so a Jamba Mamba layer sums its Δ, B and C
     projections (dt_rank + 2N per token) over the TP group before dt_proj. A step with prefill and decode tokens runs
     it twice (forward_impl calls _ssm_transform for each part); priced once."""
     m = model.linear_mixer
     if m is None or m.kind != "mamba1":
-        return False, 0
-    return True, m.dt_rank + 2 * m.state_size
+        return 0
+    return m.dt_rank + 2 * m.state_size
 
 
 def last_ffn_over_tp(model: Model, moe_over_tp: bool) -> bool:

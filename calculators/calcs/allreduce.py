@@ -214,8 +214,8 @@ def mixer_allreduces(model, token_bytes: float, n: int, r: Ring, v: dict) -> tup
     """(count, one) of the all-reduces linear mixers run inside themselves (params.mixer_inner_allreduce: Jamba's
     x_proj, dt_rank + 2N wide), one a mixer layer; token_bytes = tokens × b. No norm of the residual follows them,
     so the fused algorithm's are priced as the ring. (0, a zero transfer) for every other model."""
-    runs, width = mixer_inner_allreduce(model)
-    if not runs:
+    width = mixer_inner_allreduce(model)
+    if not width:
         return 0, Transfer(0.0, 0.0, 0.0, 0.0)
     algo = {**v, "algorithm": "ring"} if v["algorithm"] == "fused" else v
     return model.layer_kinds.count("linear"), one_allreduce(token_bytes * width, n, r, algo)
@@ -380,7 +380,7 @@ def _steps(v: dict, c: Communication) -> list[dict]:
 def _mixer_steps(v: dict, c: Communication) -> list[dict]:
     if not c.mixer_ars:
         return []
-    msg = c.tokens * mixer_inner_allreduce(v["model"])[1] * c.b_act
+    msg = c.tokens * mixer_inner_allreduce(v["model"]) * c.b_act
     fused = ", as the ring: no norm of the residual follows it" if v["algorithm"] == "fused" else ""
     return [step("Mamba x_proj all-reduce, inside each Mamba layer", "row-parallel x_proj: tokens × (dt_rank + 2N) × b",
                  "{} Mamba layers, a message of {} each" + fused, [c.mixer_ars, (msg, "B")], c.mixer_ar.time, "s")]

@@ -135,7 +135,7 @@ def kernels_per_layer(model: Model, layer: int, num_gpus: int = 1) -> int:
     n = per_sublayer * (mixer + ffn)
     if mixer:
         n += k["mla_attention_per_layer"] if model.attention.kind == "mla" else k["attention_per_layer"]
-        if num_gpus > 1 and model.layer_kinds[layer] == "linear" and mixer_inner_allreduce(model)[0]:
+        if num_gpus > 1 and model.layer_kinds[layer] == "linear" and mixer_inner_allreduce(model):
             n += 1
     if ffn and is_moe_layer(model, layer):
         n += k["moe_mlp_per_layer"] + (k["shared_expert_per_layer"] if model.moe.num_shared_experts else 0)

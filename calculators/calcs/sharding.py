@@ -186,14 +186,19 @@ def comm_notes(v: dict, steps) -> list[str]:
         ]
     if steps.num_gpus == 1:
         return _server_notes(v, steps)
-    in_server = min(widest_group(steps.dm.model, steps.p), server_gpus(v))
-    return pcie_note(acc, in_server, host_cpu(v)) + _server_notes(v, steps)
+    return deployment_pcie_note(v, steps.dm.model, steps.p, server_gpus(v)) + _server_notes(v, steps)
 
 
 def widest_group(model, p) -> int:
     """The most GPUs one of a deployment's collectives joins: its TP group, or its MoE layers' wider group (their
     all-reduce or all-to-all over tp × cp × dp); a pipeline stage's send joins two."""
     return max(p.tp, p.moe_group if model.moe else p.tp)
+
+
+def deployment_pcie_note(v: dict, model, p, per_server: int) -> list[str]:
+    """pcie_note for deployment p: its widest collective (widest_group), as many of its GPUs in one server as
+    per_server GPUs, on the Host CPU field's host."""
+    return pcie_note(v["hardware"], min(widest_group(model, p), per_server), host_cpu(v))
 
 
 def pcie_note(acc, in_server: int = 0, host: dict | None = None) -> list[str]:

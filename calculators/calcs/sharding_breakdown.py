@@ -10,16 +10,14 @@ from ..schema import integer, mark, output, series, step
 from .deployment import deployment_fields
 from .engine_defaults import vllm_max_num_batched_tokens
 from .memory import engine_fields
-from .ring import host_cpu
 from .sharding import (
     cluster_fields,
     comm_fields,
     decode_steps,
     deployment_model,
+    deployment_pcie_note,
     parallelism,
     parallelism_fields,
-    pcie_note,
-    widest_group,
 )
 from ..units import GIB
 
@@ -219,8 +217,7 @@ def compute(v: dict) -> dict:
         ]
     )
     if p.gpus > 1:  # on a chip whose GPUs talk over PCIe: what that prices, and the sockets' link where crossed
-        in_server = min(widest_group(dm.model, p), dm.cluster.gpus_per_node)
-        notes += pcie_note(dm.base.accelerator, in_server, host_cpu(v))
+        notes += deployment_pcie_note(v, dm.model, p, dm.cluster.gpus_per_node)
     head = (
         f"{p.label()} on {p.gpus} GPUs: {weights} of weights per GPU, TPOT {d.tpot_s * 1e3:.1f} ms, "
         f"communication {out['comm_share']:.0%} of the step"
