@@ -272,42 +272,62 @@ def allgather_s(c: Cluster, msg: float, n: int) -> float:
     return ring_time(msg, n, ring(c, n), c.link_efficiency, {"base": None, "hop": None}, c.protocol, 1).time
 
 
-def alltoall_s(c: Cluster, bytes_out: float, n: int) -> float:
+def alltoall_s(c: Cluster, bytes_out: float, n: int, imbalance: float = 1.0) -> float:
     """One all-to-all over n consecutive GPUs, each sending bytes_out spread evenly over all n (1/n stays):
     the in-server part over the scale-up link and the rest over the GPU's NIC share, in parallel, plus one
-    step latency (NCCL's LL constant for the server's link, NVLink or PCI, or the network's: a floor)."""
+    step latency (NCCL's LL constant for the server's link, NVLink or PCI, or the network's: a floor). With
+    `imbalance` (max ÷ mean), the hottest GPU's own link and NIC share carry that many times bytes_out."""
     if n <= 1 or bytes_out <= 0:
         return 0.0
     local = min(n, c.gpus_per_node)
     intra = bytes_out * (local - 1) / n
     inter = bytes_out * (n - local) / n
-    t_intra = _in_server_alltoall_s(c, bytes_out, n, local) if intra else 0.0
-    t_inter = inter / (c.nic_bandwidth_per_gpu * c.link_efficiency) if inter else 0.0
+    t_intra = _in_server_alltoall_s(c, bytes_out, n, local, imbalance) if intra else 0.0
+    t_inter = imbalance * inter / (c.nic_bandwidth_per_gpu * c.link_efficiency) if inter else 0.0
     hop = NCCL["ring_latency_s"]["net" if inter else ring(c, local).hw]["ll"]
     return hop + max(t_intra, t_inter)
 
 
-def _in_server_alltoall_s(c: Cluster, bytes_out: float, n: int, local: int) -> float:
-    """The in-server part of an all-to-all (each GPU sends bytes_out ÷ n to each of the other local − 1): over the
-    scale-up link; on PCIe past one CPU socket's GPUs, also across the sockets' link, which carries what the GPUs behind
-    one socket send to those behind the other (a × b × bytes_out ÷ n each way), the slower of the two paths."""
+def _in_server_alltoall_s(c: Cluster, bytes_out: float, n: int, local: int, imbalance: float = 1.0) -> float:
+    """The in-server part of an all-to-all (each GPU sends bytes_out ÷ n to each of the other local − 1; the hottest
+    imbalance × that): over the scale-up link; on PCIe past one CPU socket's GPUs, also across the sockets' link, which
+    carries what the GPUs behind one socket send to those behind the other (a × b × bytes_out ÷ n each way, at the
+    mean: a sum over a socket's GPUs), the slower of the two paths."""
     r = ring(c, local)
     own = own_link_bandwidth(c.accelerator) if r.socket_bw else r.intra_bw
-    t = bytes_out * (local - 1) / n / (own * c.link_efficiency)
+    t = imbalance * bytes_out * (local - 1) / n / (own * c.link_efficiency)
     if not r.socket_bw:
         return t
     a = min(local, r.socket_gpus)
     return max(t, a * (local - a) * bytes_out / n / (r.socket_bw * c.link_efficiency))
 
 
-def p2p_s(c: Cluster, msg: float, across: bool) -> float:
-    """One point-to-point send of msg bytes: over the scale-up link, or over one GPU's NIC share."""
+def p2p_s(c: Cluster, msg: float, across: bool, crossing: int = 0) -> float:
+    """One point-to-point send of msg bytes by each sender at once: over one GPU's NIC share, or over the scale-up
+    link; on PCIe, where `crossing` of those sends go from behind one CPU socket to behind the other, they share the
+    link between the sockets too (NCCL sends them through host memory: the slower of the two paths)."""
     if msg <= 0:
         return 0.0
     if across:
         return NCCL["ring_latency_s"]["net"]["ll"] + msg / (c.nic_bandwidth_per_gpu * c.link_efficiency)
     r = ring(c, 2)  # the server's link: NVLink, or PCIe on a chip without a scale-up link
-    return NCCL["ring_latency_s"][r.hw]["ll"] + msg / (r.intra_bw * c.link_efficiency)
+    t = msg / (r.intra_bw * c.link_efficiency)
+    sockets = ring(c, c.gpus_per_node) if crossing else None
+    if sockets and sockets.socket_bw:
+        t = max(t, crossing * msg / (sockets.socket_bw * c.link_efficiency))
+    return NCCL["ring_latency_s"][r.hw]["ll"] + t
+
+
+def socket_crossings(c: Cluster, stage: int, pp: int) -> int:
+    """The most sends one pipeline boundary inside a server puts across the link between its CPU sockets (0 where no
+    such link is priced): stages take `stage` consecutive GPUs, GPU j of one stage sending to GPU j of the next."""
+    per_socket = ring(c, c.gpus_per_node).socket_gpus if pp > 1 and stage * pp <= c.gpus_per_node else 0
+    if not per_socket:
+        return 0
+    return max(
+        sum((k * stage + j) // per_socket != ((k + 1) * stage + j) // per_socket for j in range(stage))
+        for k in range(pp - 1)
+    )
 
 
 def check_parallelism(model: Model, p: Parallelism, cluster: Cluster | None = None) -> None:
@@ -657,7 +677,8 @@ class DeploymentModel:
         stage = p.tp * p.cp * p.dp
         across = stage >= self.cluster.gpus_per_node or stage * p.pp > self.cluster.gpus_per_node
         msg = s * self.model.hidden_size * self.f.activation
-        return p2p_s(self.cluster, msg / p.tp, across) + allgather_s(self.cluster, msg, p.tp)
+        crossing = 0 if across else socket_crossings(self.cluster, stage, p.pp)
+        return p2p_s(self.cluster, msg / p.tp, across, crossing) + allgather_s(self.cluster, msg, p.tp)
 
     def cut(self, p: Parallelism, sequences: float) -> int:
         """Halves (1 or 2) a step of `sequences` is cut into under this model's overlap, per pipeline micro-batch."""

@@ -15,8 +15,8 @@ B_up: the accelerator's per-direction scale-up bandwidth (accelerators.toml), on
 NCCL models it (ring.pcie_only: L40S, L4), or a custom figure. On PCIe past one CPU socket's GPUs (a two-socket
 server of 4 a socket, an assumption), what the a GPUs behind one socket send to the b behind the other also crosses
 the link between the sockets, a × b ÷ N of one GPU's bytes each way, at B_socket (NCCL's figure for the host CPU),
-and the in-domain term is the slower of the two paths (parallel.alltoall_s). The imbalance multiplies that shared
-link's load too, though it carries the sum over a socket's GPUs, nearer the mean: pessimistic there. B_NIC per GPU:
+and the in-domain term is the slower of the two paths (parallel.alltoall_s). The imbalance does not multiply that
+shared link's load: it carries the sum over a socket's GPUs, taken at the mean. B_NIC per GPU:
 NICs per server × one NIC (interconnects.toml) ÷ GPUs per server. One copy per (token, expert): no per-node
 de-duplication (DeepEP's normal kernels send a token once per node and forward over NVLink, which lowers the
 RDMA bytes; its low-latency kernels send per expert, as here). t_0 (a further fixed latency per call) defaults to
@@ -183,9 +183,9 @@ def cluster(v: dict, g: int) -> Cluster:
 
 def phase_time(payload: float, n: int, c: Cluster, v: dict) -> float:
     """One dispatch or combine at the hottest GPU: parallel.alltoall_s (the in-domain part over the scale-up
-    link and the rest over the GPU's NIC share, in parallel, plus one NCCL step latency) of imbalance × the
-    mean payload, plus the fixed latency."""
-    return alltoall_s(c, payload * v["imbalance"], n) + v["latency_us"] * 1e-6
+    link and the rest over the GPU's NIC share, in parallel, plus one NCCL step latency), imbalance × the mean
+    payload on the hottest GPU's links (the sockets' link carries the mean), plus the fixed latency."""
+    return alltoall_s(c, payload, n, v["imbalance"]) + v["latency_us"] * 1e-6
 
 
 def compute_step(v: dict, dep, n: int) -> float:
@@ -317,7 +317,7 @@ def _phase_step(label: str, r: dict, t: float) -> dict:
     if r["socket"]:
         return step(
             label,
-            "α + max(in-domain ÷ B_up, a × b ÷ N × bytes ÷ B_socket, cross ÷ B_NIC) × imbalance + t_0",
+            "α + max(in-domain × imbalance ÷ B_up, a × b ÷ N × bytes ÷ B_socket, cross × imbalance ÷ B_NIC) + t_0",
             "B_up {}, a × b ÷ N = {}, B_socket {}, B_NIC {}",
             [(r["up"], "B/s"), r["socket_load"], (r["socket"], "B/s"), (r["nic"], "B/s")],
             t,

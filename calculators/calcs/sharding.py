@@ -190,28 +190,28 @@ def comm_notes(v: dict, steps) -> list[str]:
 
 
 def widest_group(model, p) -> int:
-    """The most GPUs one of a deployment's collectives joins: its TP group, or its MoE layers' wider group (their
-    all-reduce or all-to-all over tp × cp × dp); a pipeline stage's send joins two."""
-    return max(p.tp, p.moe_group if model.moe else p.tp)
+    """The most GPUs a deployment's communication spans: its TP group, its MoE layers' wider group (their all-reduce
+    or all-to-all over tp × cp × dp), or with pipeline stages all its GPUs (each stage's GPUs send to the next's)."""
+    return p.gpus if p.pp > 1 else max(p.tp, p.moe_group if model.moe else p.tp)
 
 
 def deployment_pcie_note(v: dict, model, p, per_server: int) -> list[str]:
-    """pcie_note for deployment p: its widest collective (widest_group), as many of its GPUs in one server as
+    """pcie_note for deployment p: the GPUs its communication spans (widest_group), as many of them in one server as
     per_server GPUs, on the Host CPU field's host."""
     return pcie_note(v["hardware"], min(widest_group(model, p), per_server), host_cpu(v))
 
 
 def pcie_note(acc, in_server: int = 0, host: dict | None = None) -> list[str]:
-    """Where a chip's GPUs talk over PCIe: what that prices and what it leaves out; where a collective joins
+    """Where a chip's GPUs talk over PCIe: what that prices and what it leaves out; where communication spans
     `in_server` GPUs of one server, past one CPU socket's, that it crosses the link between the sockets too, on `host`
     (ring.host_cpu)."""
     if not pcie_only(acc):
         return []
     per_socket = LINKS[acc.pcie_link].get("socket_gpus") or 0
     sockets = (
-        f"; a collective over more than {per_socket} GPUs (one CPU socket's, of a two-socket server: an assumption) "
-        f"also crosses the link between the sockets, in one server at the figure NCCL gives the Host CPU field's "
-        f"choice, {host['name']} (across servers at most twice it, where NCCL alternates its channels)"
+        f"; a collective or a pipeline's sends over more than {per_socket} GPUs (one CPU socket's, of a two-socket "
+        "server: an assumption) also cross the link between the sockets, in one server at the figure NCCL gives the "
+        f"Host CPU field's choice, {host['name']} (across servers at most twice it, where NCCL alternates its channels)"
         if per_socket and host and host.get("bandwidth_bytes_per_s") and in_server > per_socket
         else ""
     )

@@ -89,6 +89,20 @@ def test_an_exchange_across_a_pcie_servers_sockets_shares_the_link_between_them(
     assert r["scale_up_bandwidth_bytes_per_s"] == pytest.approx(24e9)  # each GPU's own PCIe
     steps = {s["label"]: s for s in r["derivation"]}
     assert "B_socket" in steps["Dispatch time"]["formula"]
+    # four times the mean on the hottest GPU multiplies what its own PCIe carries, not the sockets' link, which
+    # carries the sum over a socket's GPUs (at the mean); with the hottest's PCIe the slower path it sets the time
+    hot = _run(
+        hardware="l40s",
+        model="qwen3-30b-a3b",
+        num_gpus=8,
+        gpus_per_domain=8,
+        tokens_per_gpu=64,
+        host_cpu=host,
+        imbalance=4.0,
+    )
+    t = max(4 * payload * 7 / 8 / 24e9, 2 * payload / socket_bw)
+    assert hot["dispatch_time_s"] == pytest.approx(1.0e-6 + t, rel=1e-9)
+    assert hot["dispatch_time_s"] < 1.0e-6 + 4 * max(payload * 7 / 8 / 24e9, 2 * payload / socket_bw)
 
 
 def test_a_chip_without_a_scale_up_link_exchanges_over_its_pcie():

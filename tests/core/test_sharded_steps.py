@@ -223,10 +223,10 @@ def test_pcie_only_gpus_price_their_all_reduces_over_pcie():
     assert any("not priced" in n and "GeForce cards" in n for n in geforce["notes"])
 
 
-def test_the_pcie_note_names_the_sockets_link_only_where_a_collective_crosses_it():
-    """Eight L40S at TP 8 ring across both sockets (4 a socket, assumed) and the host changes the step; TP 4 with PP 2
-    or DP 2 rings over 4 (the stage's send, one message a step, is priced on PCIe alone) and the host changes
-    nothing."""
+def test_the_pcie_note_names_the_sockets_link_only_where_communication_crosses_it():
+    """Eight L40S at TP 8 ring across both sockets (4 a socket, assumed) and the host changes the step; TP 4 with DP 2
+    rings over 4 and the host changes nothing; TP 4 with PP 2 sends each stage's output from one socket's GPUs to the
+    other's, over the sockets' link (TP 2 with PP 2 stays behind one socket)."""
     base = {"hardware": "l40s", "model": "llama-3.1-70b", "weight_dtype": "fp8"}
 
     def crosses(r):
@@ -235,14 +235,16 @@ def test_the_pcie_note_names_the_sockets_link_only_where_a_collective_crosses_it
     tp8 = {h: run("latency", {**base, "num_gpus": 8, "host_cpu": h}) for h in ("intel-spr", "amd", "one-socket")}
     assert crosses(tp8["intel-spr"]) and crosses(tp8["amd"]) and not crosses(tp8["one-socket"])
     assert tp8["amd"]["tpot_s"] > tp8["intel-spr"]["tpot_s"] > tp8["one-socket"]["tpot_s"]
-    for kw in ({"pp": 2}, {"dp": 2}):
-        spr, amd = (run("latency", {**base, "num_gpus": 4, "host_cpu": h, **kw}) for h in ("intel-spr", "amd"))
-        assert not crosses(spr) and spr["tpot_s"] == amd["tpot_s"]
+    spr, amd = (run("latency", {**base, "num_gpus": 4, "host_cpu": h, "dp": 2}) for h in ("intel-spr", "amd"))
+    assert not crosses(spr) and spr["tpot_s"] == amd["tpot_s"]
     # the sharding breakdown says the same of its layout (read 55: it showed no PCIe note at all)
     split = {**base, "nodes": 1, "dp": 1}
     assert crosses(run("sharding_breakdown", {**split, "tp": 8, "pp": 1}))
-    four = run("sharding_breakdown", {**split, "tp": 4, "pp": 2})
-    assert four["notes"] and not crosses(four)
+    assert not crosses(run("sharding_breakdown", {**split, "tp": 2, "pp": 2}))
+    assert crosses(run("sharding_breakdown", {**split, "tp": 4, "pp": 2}))
+    pp = {h: run("latency", {**base, "num_gpus": 4, "pp": 2, "host_cpu": h}) for h in ("intel-spr", "one-socket")}
+    assert crosses(pp["intel-spr"]) and not crosses(pp["one-socket"])
+    assert pp["intel-spr"]["tpot_s"] > pp["one-socket"]["tpot_s"]
     assert run("sharding_breakdown", {**split, "hardware": "h100-sxm", "tp": 8, "pp": 1})["notes"] == []
 
 
@@ -262,3 +264,20 @@ def test_point_to_point_and_all_to_all_inside_a_pcie_server_pay_pcis_step_latenc
     assert alltoall_s(amd, 8e3, 8) == pytest.approx(1.0e-6 + 4 * 4 * 8e3 / 8 / 16e9)
     one_socket = Cluster(accelerator_presets()["l40s"], 1, 8, host_cpu="one-socket")
     assert alltoall_s(one_socket, 8e3, 8) == pytest.approx(1.0e-6 + 8e3 * 7 / 8 / 24e9)
+    # a pipeline boundary's sends that go from one socket's GPUs to the other's share the sockets' link
+    assert p2p_s(l40s, 24e3, False, 4) == pytest.approx(1.0e-6 + 4 * 24e3 / 22e9)
+    assert p2p_s(l40s, 24e3, False, 1) == pytest.approx(1.0e-6 + 24e3 / 22e9)
+    emr = Cluster(accelerator_presets()["l40s"], 1, 8, host_cpu="intel-emr")  # 40 GB/s: one send is PCIe's, two not
+    assert p2p_s(emr, 24e3, False, 1) == pytest.approx(1.0e-6 + 24e3 / 24e9)
+    assert p2p_s(emr, 24e3, False, 2) == pytest.approx(1.0e-6 + 2 * 24e3 / 40e9)
+    assert p2p_s(one_socket, 24e3, False, 4) == pytest.approx(1.0e-6 + 24e3 / 24e9)
+
+
+@pytest.mark.parametrize("stage, pp, crossing", [(4, 2, 4), (2, 2, 0), (2, 4, 2), (1, 8, 1), (1, 4, 0), (8, 1, 0)])
+def test_a_pipeline_boundary_crosses_the_sockets_once_per_send_that_changes_socket(stage, pp, crossing):
+    # eight L40S, four behind each socket: stage k holds GPUs k × stage to (k + 1) × stage − 1, GPU j sends to GPU j of
+    # the next stage; the worst boundary counts
+    from calculators.parallel import Cluster, socket_crossings
+
+    assert socket_crossings(Cluster(accelerator_presets()["l40s"], 1, 8), stage, pp) == crossing
+    assert socket_crossings(Cluster(accelerator_presets()["l40s"], 1, 8, host_cpu="one-socket"), stage, pp) == 0
