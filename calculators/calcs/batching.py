@@ -23,12 +23,12 @@ from ..engine.steps import StepTimes
 from ..engine.workload import Workload
 from ..schema import choice, integer, number, output, series, step
 from .deployment import deployment_fields, efficiency_steps
+from .lengths import length_fields
 from .memory import engine_fields, kv_pool_tokens
 from .overhead import EXTRA_OVERHEAD_HELP
 from .steptime import StepModel, deployment
 from .sharding import steps_for
 
-DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
 ON_OFF = [("on", "On"), ("off", "Off")]
 BATCHINGS = [("continuous", "Continuous"), ("static", "Static")]
 CURVE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -76,23 +76,13 @@ def _fields() -> list[dict]:
 
 
 def _length_fields() -> list[dict]:
-    return [
-        choice("input_distribution", "Prompt length distribution", "lognormal", DISTRIBUTIONS),
-        integer("input_tokens_mean", "Mean prompt length", 512, 1, 200_000, "tokens"),
-        number("input_tokens_cv", "Prompt length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
-        choice("output_distribution", "Output length distribution", "lognormal", DISTRIBUTIONS),
-        integer("output_tokens_mean", "Mean output length", 128, 1, 20_000, "tokens"),
-        number(
-            "output_tokens_cv",
-            "Output length spread (std ÷ mean)",
-            1.0,
-            0.0,
-            4.0,
-            "",
-            step=0.05,
-            help="Static batching loses most when lengths differ: a batch runs as long as its longest member.",
-        ),
-    ]
+    return length_fields(
+        512,
+        128,
+        output_cv=1.0,
+        input_max=200_000,
+        output_cv_help="Static batching loses most when lengths differ: a batch runs as long as its longest member.",
+    )
 
 
 def _engine_fields() -> list[dict]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
-from ..schema import choice, integer, number, output, series, step
+from ..schema import integer, number, output, series, step
 from ..engine.config import EngineConfig
 from ..engine.loops import closed_and_open
 from ..engine.metrics import percentile
@@ -25,11 +25,11 @@ from ..engine.steps import StepTimes
 from ..engine.workload import Workload
 from .deployment import deployment_fields, efficiency_steps
 from .engine_defaults import vllm_max_num_batched_tokens, vllm_max_num_seqs
+from .lengths import length_fields
 from .memory import engine_fields, kv_pool_tokens, sequence_pool_tokens
 from .steptime import deployment
 from .sharding import steps_for
 
-DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
 PERCENTILES = (50, 75, 90, 95, 99)  # plotted
 BLOCK = 16  # tokens per KV block, vLLM's default
 
@@ -68,12 +68,7 @@ SCHEMA = {
             "The first of each user's is warm-up and not measured.",
         ),
         integer("seed", "Random seed", 0, 0, 2**31 - 1),
-        choice("input_distribution", "Prompt length distribution", "lognormal", DISTRIBUTIONS),
-        integer("input_tokens_mean", "Mean prompt length", 512, 1, 100_000, "tokens"),
-        number("input_tokens_cv", "Prompt length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
-        choice("output_distribution", "Output length distribution", "lognormal", DISTRIBUTIONS),
-        integer("output_tokens_mean", "Mean output length", 128, 1, 100_000, "tokens"),
-        number("output_tokens_cv", "Output length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
+        *length_fields(512, 128, output_max=100_000),
     ]
     + engine_fields(),
     "outputs": [

@@ -18,10 +18,10 @@ from ..engine.config import EngineConfig
 from ..engine.disagg import KvArrivedTimes, Link, Pool, simulate_colocated, simulate_disaggregated
 from ..engine.metrics import percentile
 from ..engine.workload import Workload, open_loop
-from ..schema import boolean, choice, integer, number, output, series, step
+from ..schema import boolean, integer, number, output, series, step
 from .deployment import deployment_fields
-from .goodput import DISTRIBUTIONS
 from .kv_transfer import link_bytes_per_s, link_fields, prompt_kv_bytes
+from .lengths import length_fields
 from .memory import engine_fields, kv_pool_tokens
 from .steptime import deployment
 from ..engine.steps import StepTimes
@@ -44,12 +44,7 @@ def _inputs() -> list[dict]:
                "1 is Poisson, as vllm bench serve --burstiness.", 0.05),
         integer("num_requests", "Requests simulated", 150, 20, 2000, "requests"),
         integer("seed", "Random seed", 0, 0, 2 ** 31 - 1),
-        choice("input_distribution", "Prompt length distribution", "lognormal", DISTRIBUTIONS),
-        integer("input_tokens_mean", "Mean prompt length", 4096, 1, 200_000, "tokens"),
-        number("input_tokens_cv", "Prompt length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
-        choice("output_distribution", "Output length distribution", "lognormal", DISTRIBUTIONS),
-        integer("output_tokens_mean", "Mean output length", 256, 1, 20_000, "tokens"),
-        number("output_tokens_cv", "Output length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
+        *length_fields(4096, 256, input_max=200_000),
         integer("max_num_batched_tokens", "Co-located token budget per step", 8192, 16, 1_048_576, "tokens",
                 "vLLM V1 v0.33.0's default on an H100 API server: 8,192. Prefill replicas use it too."),
         integer("max_num_seqs", "Cap on running sequences per replica", 1024, 1, 4096, "sequences"),

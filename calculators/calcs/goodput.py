@@ -39,12 +39,12 @@ from .engine_defaults import vllm_max_num_seqs
 from .memory import engine_fields, kv_pool_tokens
 from .deployment import deployment_fields, efficiency_steps
 from .latency import TP_HELP
+from .lengths import length_fields
 from .parallel_fields import SCALE_OUT_KEYS, scale_out_fields
 from .sharding import comm_notes, sharded_steps
 from .steptime import StepModel, deployment
 from .workload_shape import Sessions, shape_fields, shape_of
 
-DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
 SEQ_RULES = [("vllm", "vLLM V1 default for this accelerator"), ("set", "The value below")]
 OVERLOAD_PLOTTED = 1.1    # ρ of the one overloaded point on the plots
 QUEUE_GRID, QUEUE_SAMPLE = (0.25, 0.5, 0.7, 0.8), 300   # extra utilisations for the queueing plot, and their sample
@@ -90,12 +90,7 @@ SCHEMA = {
                 "Counted after a warm start at the steady-state batch and a settling stretch; later "
                 "arrivals keep the server loaded while they finish."),
         integer("seed", "Random seed", 0, 0, 2 ** 31 - 1),
-        choice("input_distribution", "Prompt length distribution", "lognormal", DISTRIBUTIONS),
-        integer("input_tokens_mean", "Mean prompt length", 512, 1, 1_000_000, "tokens"),
-        number("input_tokens_cv", "Prompt length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
-        choice("output_distribution", "Output length distribution", "lognormal", DISTRIBUTIONS),
-        integer("output_tokens_mean", "Mean output length", 128, 1, 100_000, "tokens"),
-        number("output_tokens_cv", "Output length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
+        *length_fields(512, 128, input_max=1_000_000, output_max=100_000),
         choice("max_seqs_rule", "Cap on running sequences", "vllm", SEQ_RULES,
                "vLLM V1 (vllm/engine/arg_utils.py, v0.33.0): max_num_seqs 1,024 on GPUs with at "
                "least 70 GiB other than A100, 256 otherwise."),

@@ -27,10 +27,11 @@ from ..engine.steps import StepTimes
 from ..engine.tenants import TokenBucket, simulate_tenants
 from ..engine.workload import length_sampler
 from ..errors import InputError
-from ..schema import choice, integer, number, output, step
+from ..schema import integer, number, output, step
 from .deployment import deployment_fields
+from .lengths import length_fields
 from .memory import engine_fields, kv_pool_tokens
-from .scheduler_sim import BLOCK, DISTRIBUTIONS
+from .scheduler_sim import BLOCK
 from .sharding import steps_for
 
 POLICIES = (("fcfs", "FCFS"), ("vtc", "VTC"), ("limit", "Rate limit"))
@@ -61,12 +62,7 @@ TENANT_FIELDS = [
         "in all (the rates × the duration) are simulated.",
     ),
     integer("seed", "Random seed", 0, 0, 2**31 - 1),
-    choice("input_distribution", "Prompt length distribution", "lognormal", DISTRIBUTIONS),
-    integer("input_tokens_mean", "Mean prompt length", 1024, 1, 100_000, "tokens"),
-    number("input_tokens_cv", "Prompt length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
-    choice("output_distribution", "Output length distribution", "lognormal", DISTRIBUTIONS),
-    integer("output_tokens_mean", "Mean output length", 256, 1, 20_000, "tokens"),
-    number("output_tokens_cv", "Output length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
+    *length_fields(1024, 256),
     integer(
         "max_num_seqs",
         "Running-sequence cap (max_num_seqs)",

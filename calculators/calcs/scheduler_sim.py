@@ -27,15 +27,15 @@ from ..engine.config import EngineConfig, Request
 from ..engine.run import simulate
 from ..engine.steps import StepTimes
 from ..engine.workload import Workload
-from ..schema import choice, integer, number
+from ..schema import integer, number
 from .deployment import deployment_fields
+from .lengths import length_fields
 from .memory import engine_fields, kv_pool_tokens
 from .overhead import EXTRA_OVERHEAD_HELP
 from .steptime import deployment
 from .sharding import steps_for
 
 BLOCK = 16  # vLLM's default block size on CUDA (tokens)
-DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
 POLICY_NAMES = {
     "fcfs": "FCFS",
     "priority": "Priority classes",
@@ -79,12 +79,7 @@ BURSTINESS = number(
 )
 WORKLOAD = [
     integer("seed", "Random seed", 0, 0, 2**31 - 1),
-    choice("input_distribution", "Prompt length distribution", "lognormal", DISTRIBUTIONS),
-    integer("input_tokens_mean", "Mean prompt length", 1024, 1, 100_000, "tokens"),
-    number("input_tokens_cv", "Prompt length spread (std ÷ mean)", 1.0, 0.0, 4.0, "", step=0.05),
-    choice("output_distribution", "Output length distribution", "lognormal", DISTRIBUTIONS),
-    integer("output_tokens_mean", "Mean output length", 256, 1, 20_000, "tokens"),
-    number("output_tokens_cv", "Output length spread (std ÷ mean)", 1.5, 0.0, 4.0, "", step=0.05),
+    *length_fields(1024, 256, 1.0, 1.5),
     integer(
         "max_num_seqs",
         "Running-sequence cap (max_num_seqs)",

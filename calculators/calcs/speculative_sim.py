@@ -20,16 +20,16 @@ from ..engine.run import simulate
 from ..engine.speculation import Speculation
 from ..engine.steps import StepTimes
 from ..engine.workload import Workload
-from ..schema import choice, integer, number, output, step
+from ..schema import integer, number, output, step
 from . import speculative as spec
 from .engine_defaults import vllm_max_num_batched_tokens, vllm_max_num_seqs
+from .lengths import length_fields
 from .memory import budget, draft_budget, footprint, usable_bytes_per_gpu
 from .speculative_decoding import SCHEMA as STEP_SCHEMA
 from .speculative_decoding import _alpha, _drafter
 from .steptime import deployment
 from .sharding import steps_for
 
-DISTRIBUTIONS = [("fixed", "Fixed"), ("uniform", "Uniform"), ("lognormal", "Log-normal")]
 SHARED = ("tree_tokens", "batch_size", "context_tokens", "usd_per_gpu_hour")  # the step calculator's, not used here
 
 SCHEMA = {
@@ -51,12 +51,7 @@ SCHEMA = {
         number("burstiness", "Arrival burstiness (gamma shape)", 1.0, 0.05, 100.0, "", "1 is Poisson.", 0.05),
         integer("num_requests", "Requests simulated", 100, 20, 2000, "requests"),
         integer("seed", "Random seed", 0, 0, 2**31 - 1),
-        choice("input_distribution", "Prompt length distribution", "lognormal", DISTRIBUTIONS),
-        integer("input_tokens_mean", "Mean prompt length", 1024, 1, 100_000, "tokens"),
-        number("input_tokens_cv", "Prompt length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
-        choice("output_distribution", "Output length distribution", "lognormal", DISTRIBUTIONS),
-        integer("output_tokens_mean", "Mean output length", 256, 1, 20_000, "tokens"),
-        number("output_tokens_cv", "Output length spread (std ÷ mean)", 0.5, 0.0, 4.0, "", step=0.05),
+        *length_fields(1024, 256),
     ],
     "outputs": [
         output("tpot_p50_off_s", "TPOT p50, speculation off", "s", "seconds"),
