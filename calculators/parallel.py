@@ -299,7 +299,15 @@ def _in_server_alltoall_s(c: Cluster, bytes_out: float, n: int, local: int, imba
     if not r.socket_bw:
         return t
     a = min(local, r.socket_gpus)
-    return max(t, a * (local - a) * bytes_out / n / (r.socket_bw * c.link_efficiency))
+    return max(t, socket_load(a, local - a, n, imbalance) * bytes_out / (r.socket_bw * c.link_efficiency))
+
+
+def socket_load(a: int, b: int, n: int, imbalance: float = 1.0) -> float:
+    """What the link between a server's sockets carries one way in an all-to-all over n GPUs, in units of one GPU's
+    bytes: the a GPUs behind one socket send each GPU its share of their bytes, and the b behind the other receive,
+    the hottest of them imbalance × the mean and the other n − 1 GPUs the rest evenly (a × b ÷ n without imbalance)."""
+    others = max(0.0, n - imbalance) / (n - 1)
+    return a * (imbalance + (b - 1) * others) / n
 
 
 def p2p_s(c: Cluster, msg: float, across: bool, crossing: int = 0) -> float:
@@ -318,16 +326,34 @@ def p2p_s(c: Cluster, msg: float, across: bool, crossing: int = 0) -> float:
     return NCCL["ring_latency_s"][r.hw]["ll"] + t
 
 
-def socket_crossings(c: Cluster, stage: int, pp: int) -> int:
-    """The most sends one pipeline boundary inside a server puts across the link between its CPU sockets (0 where no
-    such link is priced): stages take `stage` consecutive GPUs, GPU j of one stage sending to GPU j of the next."""
-    per_socket = ring(c, c.gpus_per_node).socket_gpus if pp > 1 and stage * pp <= c.gpus_per_node else 0
-    if not per_socket:
+def _boundaries(stage: int, pp: int) -> list[list[tuple[int, int]]]:
+    """Each pipeline boundary's sends, (sender, receiver): stages take `stage` consecutive GPUs, GPU j of one stage
+    sending to GPU j of the next."""
+    return [[(k * stage + j, (k + 1) * stage + j) for j in range(stage)] for k in range(pp - 1)]
+
+
+def _sockets_crossed(sends: list[tuple[int, int]], per_server: int, per_socket: int) -> int:
+    """Sends of one boundary inside a server that go from behind one CPU socket to behind the other (0 where the
+    boundary crosses servers, or no link between sockets is priced)."""
+    if not per_socket or any(a // per_server != b // per_server for a, b in sends):
         return 0
-    return max(
-        sum((k * stage + j) // per_socket != ((k + 1) * stage + j) // per_socket for j in range(stage))
-        for k in range(pp - 1)
-    )
+    return sum((a % per_server) // per_socket != (b % per_server) // per_socket for a, b in sends)
+
+
+def pipeline_socket_crossings(stage: int, pp: int, per_server: int, per_socket: int) -> int:
+    """The most sends a pipeline boundary inside one server puts across the link between its CPU sockets."""
+    return max((_sockets_crossed(s, per_server, per_socket) for s in _boundaries(stage, pp)), default=0)
+
+
+def pipeline_send_s(c: Cluster, msg: float, stage: int, pp: int) -> float:
+    """The slowest pipeline boundary's send of msg bytes by each of its GPUs: across servers over the NIC share, inside
+    one over the scale-up link, sharing the link between the CPU sockets where its sends cross it (p2p_s)."""
+    node, per_socket = c.gpus_per_node, ring(c, c.gpus_per_node).socket_gpus
+    worst = 0.0
+    for sends in _boundaries(stage, pp):
+        across = any(a // node != b // node for a, b in sends)
+        worst = max(worst, p2p_s(c, msg, across, _sockets_crossed(sends, node, per_socket)))
+    return worst
 
 
 def check_parallelism(model: Model, p: Parallelism, cluster: Cluster | None = None) -> None:
@@ -675,10 +701,8 @@ class DeploymentModel:
         if p.pp <= 1:
             return 0.0
         stage = p.tp * p.cp * p.dp
-        across = stage >= self.cluster.gpus_per_node or stage * p.pp > self.cluster.gpus_per_node
         msg = s * self.model.hidden_size * self.f.activation
-        crossing = 0 if across else socket_crossings(self.cluster, stage, p.pp)
-        return p2p_s(self.cluster, msg / p.tp, across, crossing) + allgather_s(self.cluster, msg, p.tp)
+        return pipeline_send_s(self.cluster, msg / p.tp, stage, p.pp) + allgather_s(self.cluster, msg, p.tp)
 
     def cut(self, p: Parallelism, sequences: float) -> int:
         """Halves (1 or 2) a step of `sequences` is cut into under this model's overlap, per pipeline micro-batch."""

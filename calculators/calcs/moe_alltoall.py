@@ -15,8 +15,9 @@ B_up: the accelerator's per-direction scale-up bandwidth (accelerators.toml), on
 NCCL models it (ring.pcie_only: L40S, L4), or a custom figure. On PCIe past one CPU socket's GPUs (a two-socket
 server of 4 a socket, an assumption), what the a GPUs behind one socket send to the b behind the other also crosses
 the link between the sockets, a × b ÷ N of one GPU's bytes each way, at B_socket (NCCL's figure for the host CPU),
-and the in-domain term is the slower of the two paths (parallel.alltoall_s). The imbalance does not multiply that
-shared link's load: it carries the sum over a socket's GPUs, taken at the mean. B_NIC per GPU:
+and the in-domain term is the slower of the two paths (parallel.alltoall_s). Under imbalance that link carries
+L = a × (imbalance + (b − 1)(N − imbalance) ÷ (N − 1)) ÷ N of one GPU's bytes (parallel.socket_load): the hottest GPU
+behind the receiving socket, the other N − 1 sharing the rest evenly. B_NIC per GPU:
 NICs per server × one NIC (interconnects.toml) ÷ GPUs per server. One copy per (token, expert): no per-node
 de-duplication (DeepEP's normal kernels send a token once per node and forward over NVLink, which lowers the
 RDMA bytes; its low-latency kernels send per expert, as here). t_0 (a further fixed latency per call) defaults to
@@ -36,7 +37,7 @@ from dataclasses import replace
 from ..errors import InputError
 from ..formats import bytes_per_element
 from ..params import _expert_params, active_params, expert_params, moe_layer_count, total_params
-from ..parallel import Cluster, alltoall_s, check_cluster, ring
+from ..parallel import Cluster, alltoall_s, check_cluster, ring, socket_load
 from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import ep_deployment_fields
 from .kv_cache import kv_bytes_per_sequence
@@ -254,7 +255,7 @@ def alltoall(v: dict, dep, n: int, g: int) -> dict:
     return {
         "up": up,
         "socket": r.socket_bw if r else None,
-        "socket_load": a * (min(g, n) - a) / n,
+        "socket_load": socket_load(a, min(g, n) - a, n, v["imbalance"]) if r and r.socket_bw else 0.0,
         "nic": c.nic_bandwidth_per_gpu,
         "d_bytes": d_bytes,
         "c_bytes": c_bytes,
@@ -317,8 +318,9 @@ def _phase_step(label: str, r: dict, t: float) -> dict:
     if r["socket"]:
         return step(
             label,
-            "α + max(in-domain × imbalance ÷ B_up, a × b ÷ N × bytes ÷ B_socket, cross × imbalance ÷ B_NIC) + t_0",
-            "B_up {}, a × b ÷ N = {}, B_socket {}, B_NIC {}",
+            "α + max(in-domain × imbalance ÷ B_up, L × bytes ÷ B_socket, cross × imbalance ÷ B_NIC) + t_0, "
+            "L = a × (imbalance + (b − 1)(N − imbalance) ÷ (N − 1)) ÷ N",
+            "B_up {}, L = {}, B_socket {}, B_NIC {}",
             [(r["up"], "B/s"), r["socket_load"], (r["socket"], "B/s"), (r["nic"], "B/s")],
             t,
             "s",

@@ -219,11 +219,11 @@ def host_cpu_field() -> dict:
         [(h["id"], h["name"]) for h in SOCKET_LINK["hosts"]],
         "NCCL v2.30.7's figures that follow the host CPU. Across servers, its vendor's: each in-server step's network "
         "overhead (AMD 2 µs, Intel 1) and LL's bandwidth cap. On PCIe (a chip without a scale-up link, L40S or L4, or "
-        "a PCIe link preset), in a server assumed two-socket with 4 GPUs behind each: past 4 GPUs a collective "
-        "or a pipeline stage's sends cross the link between the sockets, at this figure in one server, at twice it "
-        "in a ring across servers with several NICs on an Intel host (NCCL alternates its channels' direction), at "
-        "most (NCCL's search may land a little lower). Pick a One socket host if all your GPUs sit behind one CPU's "
-        "PCIe switches.",
+        "a PCIe link preset), in a server assumed two-socket with 4 GPUs behind each: past 4 GPUs a collective, "
+        "and a pipeline stage's send from one socket's GPUs to the other's, cross the link between the sockets, at "
+        "this figure in one server, at twice it in a ring across servers with several NICs on an Intel host (NCCL "
+        "alternates its channels' direction), at most (NCCL's search may land a little lower). Pick a One socket host "
+        "if all your GPUs sit behind one CPU's PCIe switches.",
     )
 
 

@@ -21,6 +21,7 @@ from ..parallel import (
     cut_of,
     link_name,
     pipeline_micro_batches,
+    pipeline_socket_crossings,
     scale_up_domain,
 )
 from ..sharded_steps import ShardedSteps
@@ -190,29 +191,41 @@ def comm_notes(v: dict, steps) -> list[str]:
 
 
 def widest_group(model, p) -> int:
-    """The most GPUs a deployment's communication spans: its TP group, its MoE layers' wider group (their all-reduce
-    or all-to-all over tp × cp × dp), or with pipeline stages all its GPUs (each stage's GPUs send to the next's)."""
-    return p.gpus if p.pp > 1 else max(p.tp, p.moe_group if model.moe else p.tp)
+    """The most GPUs one of a deployment's collectives joins: its TP group, or its MoE layers' wider group (their
+    all-reduce or all-to-all over tp × cp × dp)."""
+    return max(p.tp, p.moe_group if model.moe else p.tp)
 
 
 def deployment_pcie_note(v: dict, model, p, per_server: int) -> list[str]:
-    """pcie_note for deployment p: the GPUs its communication spans (widest_group), as many of them in one server as
-    per_server GPUs, on the Host CPU field's host."""
-    return pcie_note(v["hardware"], min(widest_group(model, p), per_server), host_cpu(v))
+    """pcie_note for deployment p on servers of per_server GPUs: whether its widest collective spans more GPUs of one
+    server than a CPU socket's, or a pipeline boundary inside one server sends across the sockets (on the Host CPU
+    field's host)."""
+    acc = v["hardware"]
+    per_socket = socket_gpus(acc)
+    crossing = bool(per_socket) and (
+        min(widest_group(model, p), per_server) > per_socket
+        or pipeline_socket_crossings(p.tp * p.cp * p.dp, p.pp, per_server, per_socket) > 0
+    )
+    return pcie_note(acc, crossing, host_cpu(v))
 
 
-def pcie_note(acc, in_server: int = 0, host: dict | None = None) -> list[str]:
-    """Where a chip's GPUs talk over PCIe: what that prices and what it leaves out; where communication spans
-    `in_server` GPUs of one server, past one CPU socket's, that it crosses the link between the sockets too, on `host`
-    (ring.host_cpu)."""
+def socket_gpus(acc) -> int:
+    """GPUs behind each CPU socket of a server of this chip's PCIe link (0: none given, or no PCIe link)."""
+    return (LINKS[acc.pcie_link].get("socket_gpus") or 0) if pcie_only(acc) else 0
+
+
+def pcie_note(acc, crossing: bool = False, host: dict | None = None) -> list[str]:
+    """Where a chip's GPUs talk over PCIe: what that prices and what it leaves out; where the deployment's
+    communication crosses the link between a server's CPU sockets (`crossing`), that too, on `host` (ring.host_cpu)."""
     if not pcie_only(acc):
         return []
-    per_socket = LINKS[acc.pcie_link].get("socket_gpus") or 0
+    per_socket = socket_gpus(acc)
     sockets = (
-        f"; a collective or a pipeline's sends over more than {per_socket} GPUs (one CPU socket's, of a two-socket "
-        "server: an assumption) also cross the link between the sockets, in one server at the figure NCCL gives the "
-        f"Host CPU field's choice, {host['name']} (across servers at most twice it, where NCCL alternates its channels)"
-        if per_socket and host and host.get("bandwidth_bytes_per_s") and in_server > per_socket
+        f"; a collective over more than {per_socket} GPUs (one CPU socket's, of a two-socket server: an assumption), "
+        "and a pipeline stage's send from one socket's GPUs to the other's, also cross the link between the sockets, "
+        f"in one server at the figure NCCL gives the Host CPU field's choice, {host['name']} (across servers at most "
+        "twice it, where NCCL alternates its channels)"
+        if crossing and per_socket and host and host.get("bandwidth_bytes_per_s")
         else ""
     )
     return [

@@ -273,11 +273,32 @@ def test_point_to_point_and_all_to_all_inside_a_pcie_server_pay_pcis_step_latenc
     assert p2p_s(one_socket, 24e3, False, 4) == pytest.approx(1.0e-6 + 24e3 / 24e9)
 
 
-@pytest.mark.parametrize("stage, pp, crossing", [(4, 2, 4), (2, 2, 0), (2, 4, 2), (1, 8, 1), (1, 4, 0), (8, 1, 0)])
+@pytest.mark.parametrize(
+    "stage, pp, crossing",
+    [(4, 2, 4), (2, 2, 0), (2, 4, 2), (1, 8, 1), (1, 4, 0), (8, 1, 0), (4, 4, 4), (2, 8, 2), (8, 2, 0), (16, 2, 0)],
+)
 def test_a_pipeline_boundary_crosses_the_sockets_once_per_send_that_changes_socket(stage, pp, crossing):
-    # eight L40S, four behind each socket: stage k holds GPUs k × stage to (k + 1) × stage − 1, GPU j sends to GPU j of
-    # the next stage; the worst boundary counts
-    from calculators.parallel import Cluster, socket_crossings
+    # servers of eight L40S, four behind each socket: stage k holds GPUs k × stage to (k + 1) × stage − 1, GPU j sends
+    # to GPU j of the next stage; the worst boundary inside a server counts (one between servers goes over the NIC)
+    from calculators.parallel import pipeline_socket_crossings
 
-    assert socket_crossings(Cluster(accelerator_presets()["l40s"], 1, 8), stage, pp) == crossing
-    assert socket_crossings(Cluster(accelerator_presets()["l40s"], 1, 8, host_cpu="one-socket"), stage, pp) == 0
+    assert pipeline_socket_crossings(stage, pp, 8, 4) == crossing
+    assert pipeline_socket_crossings(stage, pp, 8, 0) == 0  # a one-socket host
+
+
+def test_a_pipeline_across_servers_still_pays_the_sockets_link_at_its_boundaries_inside_one():
+    """TP 4 × PP 4 on two servers of eight L40S: the boundary between the servers goes over the NIC, the two inside
+    a server cross its sockets; the slowest sets the send, and the note says so. TP 2 × PP 2 × DP 4 puts each stage in
+    a server of its own: nothing crosses a socket, and the note says nothing of it."""
+    from calculators.parallel import Cluster, pipeline_send_s, p2p_s
+
+    c = Cluster(accelerator_presets()["l40s"], 2, 8)
+    msg = 8192 * 8192 * 2 / 4
+    assert pipeline_send_s(c, msg, 4, 4) == pytest.approx(max(p2p_s(c, msg, True), p2p_s(c, msg, False, 4)))
+    assert p2p_s(c, msg, False, 4) > p2p_s(c, msg, True)
+    base = {"hardware": "l40s", "model": "llama-3.1-70b", "weight_dtype": "fp8", "num_gpus": 4, "pp": 4}
+    spr, one = (run("latency", {**base, "host_cpu": h}) for h in ("intel-spr", "one-socket"))
+    assert spr["tpot_s"] > one["tpot_s"]
+    assert any("link between the sockets" in n for n in spr["notes"])
+    split = {"hardware": "l40s", "model": "llama-3.1-70b", "weight_dtype": "fp8", "nodes": 2, "tp": 2, "pp": 2, "dp": 4}
+    assert not any("link between the sockets" in n for n in run("sharding_breakdown", split)["notes"])
