@@ -48,17 +48,26 @@ communication + overhead; a step whose attention ranks have fewer than two seque
       over dcp (vLLM's default "ag_rs" DCP backend)
 Pipeline in decode: a sequence's next token needs its last, so m micro-batches cycle through pp stages;
   TPOT = max(m, pp) × stage slot, and each stage idles 1 − m ÷ max(m, pp) of the time (m < pp: bubble).
+Each transfer's time is cluster.py's; the search over shardings that ranks deployments is parallel_search.py.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from .calcs.allreduce import one_allreduce
+from .cluster import (
+    Cluster,
+    allgather_s,
+    allreduce_s,
+    alltoall_s,
+    check_cluster,
+    fused_allreduces,
+    p2p_s,
+    pipeline_send_s,
+)
 from .calcs.direct import fused_max_tokens
-from .display import auto_bytes
 from .calcs.overhead import fused_norms, fused_pairs, fusion_engine, step_overhead
 from .calcs.kv_cache import (
     check_decode_context_parallel,
@@ -66,17 +75,6 @@ from .calcs.kv_cache import (
     kv_fraction_per_gpu,
     state_bytes_per_sequence,
     state_fraction_per_gpu,
-)
-from .calcs.ring import (
-    LINKS,
-    NCCL,
-    Ring,
-    joins_gpus,
-    link_name,
-    own_link_bandwidth,
-    ring_time,
-    scale_up_domain,
-    scale_up_ring,
 )
 from .calcs.steptime import (
     STATE_ELEM_BYTES,
@@ -87,7 +85,7 @@ from .calcs.steptime import (
     experts_touched,
 )
 from .errors import InputError
-from .model import Accelerator, Model
+from .model import Model
 from .params import (
     active_params,
     embedding_params,
@@ -100,7 +98,6 @@ from .params import (
     total_params,
 )
 
-NETWORK_LINKS = tuple(k for k, e in LINKS.items() if e.get("kind") == "network")
 OVERLAPS = ("none", "full", "two-batch")
 
 
@@ -174,186 +171,6 @@ class Parallelism:
             f"{k}{n}" for k, n in (("DP", self.dp), ("PP", self.pp), ("CP", self.cp), ("DCP", self.dcp)) if n > 1
         ]
         return " ".join(parts) + (" EP" if self.ep > 1 else "")
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """Servers of gpus_per_node accelerators on their scale-up link, joined by a network link."""
-
-    accelerator: Accelerator
-    nodes: int = 1
-    gpus_per_node: int = 8
-    network: str = "ib-ndr-400"  # interconnects.toml network link id
-    nics_per_node: int = 0  # 0 = one per GPU
-    link_efficiency: float = 1.0
-    algorithm: str = "ring"  # all-reduce algorithm (allreduce.py / direct.py)
-    protocol: str = "auto"
-    host_cpu: str = ""  # interconnects.toml [socket_link] host id; "" = its default (NCCL's host-dependent figures)
-    _memo: dict = field(default_factory=dict, compare=False, hash=False, repr=False)  # rings by size
-
-    @property
-    def gpus(self) -> int:
-        return self.nodes * self.gpus_per_node
-
-    def settings(self, link: str) -> dict:
-        """The inputs ring.py and allreduce.py read, for a ring on `link`."""
-        return {
-            "hardware": self.accelerator,
-            "link": link,
-            "gpus_per_node": self.gpus_per_node,
-            "nics_per_node": self.nics_per_node,
-            "link_bandwidth_gb_per_s": 0.0,
-            "link_efficiency": self.link_efficiency,
-            "algorithm": self.algorithm,
-            "protocol": self.protocol,
-            "latency_source": "nccl",
-            "host_cpu": self.host_cpu,
-        }
-
-    @property
-    def nic_bandwidth_per_gpu(self) -> float:
-        """B/s per direction one GPU has to other servers: NICs × one NIC ÷ GPUs per server."""
-        return (
-            (self.nics_per_node or self.gpus_per_node)
-            * LINKS[self.network]["bandwidth_bytes_per_s"]
-            / self.gpus_per_node
-        )
-
-
-def check_cluster(c: Cluster) -> None:
-    acc = c.accelerator
-    if c.network not in NETWORK_LINKS:
-        raise InputError("network", f"must be one of the network links {', '.join(NETWORK_LINKS)}")
-    if c.gpus_per_node > 1 and not joins_gpus(acc):
-        raise InputError("gpus_per_node", f"{acc.name} lists no scale-up link; set GPUs per server to 1")
-    domain = scale_up_domain(acc)
-    if domain and c.gpus_per_node > domain:
-        raise InputError("gpus_per_node", f"must be at most {domain}: the GPUs {acc.name}'s {link_name(acc)} joins")
-
-
-def ring(c: Cluster, n: int) -> Ring:
-    """The ring over n consecutive GPUs: the scale-up link inside a server, the network across servers."""
-    found = c._memo.get(n)
-    if found is None:
-        found = c._memo[n] = scale_up_ring(c.settings("accelerator" if n <= c.gpus_per_node else c.network), n)
-    return found
-
-
-def _allreduce_settings(c: Cluster, n: int) -> dict:
-    key = ("settings", n <= c.gpus_per_node)
-    found = c._memo.get(key)
-    if found is None:
-        found = c._memo[key] = c.settings("accelerator" if n <= c.gpus_per_node else c.network)
-        if n > c.gpus_per_node:
-            found["algorithm"] = "ring"  # one-shot, two-shot and NVLS run inside one scale-up domain only
-    return found
-
-
-def allreduce_s(c: Cluster, msg: float, n: int, algorithm: str | None = None) -> float:
-    """One all-reduce of msg bytes over n GPUs, by the cluster's algorithm or `algorithm` (across servers: ring)."""
-    if n <= 1 or msg <= 0:
-        return 0.0
-    settings = _allreduce_settings(c, n)
-    if algorithm and settings["algorithm"] != "ring":
-        settings = {**settings, "algorithm": algorithm}
-    return one_allreduce(msg, n, ring(c, n), settings).time
-
-
-def fused_allreduces(c: Cluster, tp: int) -> bool:
-    """Whether a TP group's all-reduces run fused with the norms after them: the "fused" algorithm (FlashInfer's
-    fusion, SGLang's and vLLM's), on more than one GPU inside one server."""
-    return c.algorithm == "fused" and 1 < tp <= c.gpus_per_node
-
-
-def allgather_s(c: Cluster, msg: float, n: int) -> float:
-    """Ring all-gather of msg bytes in all over n GPUs (each receives (n − 1)/n × msg)."""
-    if n <= 1 or msg <= 0:
-        return 0.0
-    return ring_time(msg, n, ring(c, n), c.link_efficiency, {"base": None, "hop": None}, c.protocol, 1).time
-
-
-def alltoall_s(c: Cluster, bytes_out: float, n: int, imbalance: float = 1.0) -> float:
-    """One all-to-all over n consecutive GPUs, each sending bytes_out spread evenly over all n (1/n stays):
-    the in-server part over the scale-up link and the rest over the GPU's NIC share, in parallel, plus one
-    step latency (NCCL's LL constant for the server's link, NVLink or PCI, or the network's: a floor). With
-    `imbalance` (max ÷ mean), the hottest GPU's own link and NIC share carry that many times bytes_out."""
-    if n <= 1 or bytes_out <= 0:
-        return 0.0
-    local = min(n, c.gpus_per_node)
-    intra = bytes_out * (local - 1) / n
-    inter = bytes_out * (n - local) / n
-    t_intra = _in_server_alltoall_s(c, bytes_out, n, local, imbalance) if intra else 0.0
-    t_inter = imbalance * inter / (c.nic_bandwidth_per_gpu * c.link_efficiency) if inter else 0.0
-    hop = NCCL["ring_latency_s"]["net" if inter else ring(c, local).hw]["ll"]
-    return hop + max(t_intra, t_inter)
-
-
-def _in_server_alltoall_s(c: Cluster, bytes_out: float, n: int, local: int, imbalance: float = 1.0) -> float:
-    """The in-server part of an all-to-all (each GPU sends bytes_out ÷ n to each of the other local − 1; the hottest
-    imbalance × that): over the scale-up link; on PCIe past one CPU socket's GPUs, also across the sockets' link, which
-    carries what the GPUs behind one socket send to those behind the other (a × b × bytes_out ÷ n each way, at the
-    mean: a sum over a socket's GPUs), the slower of the two paths."""
-    r = ring(c, local)
-    own = own_link_bandwidth(c.accelerator) if r.socket_bw else r.intra_bw
-    t = imbalance * bytes_out * (local - 1) / n / (own * c.link_efficiency)
-    if not r.socket_bw:
-        return t
-    a = min(local, r.socket_gpus)
-    return max(t, socket_load(a, local - a, n, imbalance) * bytes_out / (r.socket_bw * c.link_efficiency))
-
-
-def socket_load(a: int, b: int, n: int, imbalance: float = 1.0) -> float:
-    """What the link between a server's sockets carries one way in an all-to-all over n GPUs, in units of one GPU's
-    bytes: the a GPUs behind one socket send each GPU its share of their bytes, and the b behind the other receive,
-    the hottest of them imbalance × the mean and the other n − 1 GPUs the rest evenly (a × b ÷ n without imbalance)."""
-    others = max(0.0, n - imbalance) / (n - 1)
-    return a * (imbalance + (b - 1) * others) / n
-
-
-def p2p_s(c: Cluster, msg: float, across: bool, crossing: int = 0) -> float:
-    """One point-to-point send of msg bytes by each sender at once: over one GPU's NIC share, or over the scale-up
-    link; on PCIe, where `crossing` of those sends go from behind one CPU socket to behind the other, they share the
-    link between the sockets too (NCCL sends them through host memory: the slower of the two paths)."""
-    if msg <= 0:
-        return 0.0
-    if across:
-        return NCCL["ring_latency_s"]["net"]["ll"] + msg / (c.nic_bandwidth_per_gpu * c.link_efficiency)
-    r = ring(c, 2)  # the server's link: NVLink, or PCIe on a chip without a scale-up link
-    t = msg / (r.intra_bw * c.link_efficiency)
-    sockets = ring(c, c.gpus_per_node) if crossing else None
-    if sockets and sockets.socket_bw:
-        t = max(t, crossing * msg / (sockets.socket_bw * c.link_efficiency))
-    return NCCL["ring_latency_s"][r.hw]["ll"] + t
-
-
-def _boundaries(stage: int, pp: int) -> list[list[tuple[int, int]]]:
-    """Each pipeline boundary's sends, (sender, receiver): stages take `stage` consecutive GPUs, GPU j of one stage
-    sending to GPU j of the next."""
-    return [[(k * stage + j, (k + 1) * stage + j) for j in range(stage)] for k in range(pp - 1)]
-
-
-def _sockets_crossed(sends: list[tuple[int, int]], per_server: int, per_socket: int) -> int:
-    """Sends of one boundary inside a server that go from behind one CPU socket to behind the other (0 where the
-    boundary crosses servers, or no link between sockets is priced)."""
-    if not per_socket or any(a // per_server != b // per_server for a, b in sends):
-        return 0
-    return sum((a % per_server) // per_socket != (b % per_server) // per_socket for a, b in sends)
-
-
-def pipeline_socket_crossings(stage: int, pp: int, per_server: int, per_socket: int) -> int:
-    """The most sends a pipeline boundary inside one server puts across the link between its CPU sockets."""
-    return max((_sockets_crossed(s, per_server, per_socket) for s in _boundaries(stage, pp)), default=0)
-
-
-def pipeline_send_s(c: Cluster, msg: float, stage: int, pp: int) -> float:
-    """The slowest pipeline boundary's send of msg bytes by each of its GPUs: across servers over the NIC share, inside
-    one over the scale-up link, sharing the link between the CPU sockets where its sends cross it (p2p_s)."""
-    node, per_socket = c.gpus_per_node, ring(c, c.gpus_per_node).socket_gpus
-    worst = 0.0
-    for sends in _boundaries(stage, pp):
-        across = any(a // node != b // node for a, b in sends)
-        worst = max(worst, p2p_s(c, msg, across, _sockets_crossed(sends, node, per_socket)))
-    return worst
 
 
 def check_parallelism(model: Model, p: Parallelism, cluster: Cluster | None = None) -> None:
@@ -820,113 +637,3 @@ def _stage_counts(model: Model, pp: int) -> tuple[int, int]:
     moe = [is_moe_layer(model, i) for i in range(model.num_layers)]
     linear = [kind == "linear" for kind in model.layer_kinds]
     return max((sum(moe[i : i + size]), sum(linear[i : i + size])) for i in range(0, model.num_layers, size))
-
-
-def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-@dataclass(frozen=True)
-class Option:
-    parallelism: Parallelism
-    replicas: int
-    fits: bool
-    max_batch_memory: int  # sequences the KV holds
-    batch: int  # the batch chosen: the largest that fits and meets the TPOT limit (≤ the cap)
-    decode: Decode | None
-    meets_tpot: bool
-    why: str = ""
-    rank: int = 0
-    limit: str = ""  # what set the batch: "KV memory", "TPOT" or "the batch cap"
-
-    @property
-    def tokens_per_s_per_gpu(self) -> float:
-        return self.decode.tokens_per_s_per_gpu if self.decode and self.meets_tpot and self.fits else 0.0
-
-
-@dataclass(frozen=True)
-class Search:
-    options: list = field(default_factory=list)  # feasible first, best first; then the infeasible
-
-    @property
-    def best(self) -> Option | None:
-        return self.options[0] if self.options and self.options[0].tokens_per_s_per_gpu > 0 else None
-
-
-def candidates(model: Model, cluster: Cluster, dcp: bool = True) -> list[Parallelism]:
-    """Every valid (tp, dp, pp, ep, dcp) whose GPUs divide the cluster's (replicas fill it); cp = 1 (a
-    decode search). dp > 1 only for MoE models (a dense model's DP ranks are replicas); EP on or off."""
-    out = []
-    for g in divisors(cluster.gpus):
-        for tp in divisors(g):
-            for dp in divisors(g // tp):
-                pp = g // tp // dp
-                if dp > 1 and model.moe is None:
-                    continue
-                eps = (1, tp * dp) if model.moe is not None and tp * dp > 1 else (1,)
-                dcps = [d for d in divisors(tp) if dcp or d == 1]
-                for ep in eps:
-                    for d in dcps:
-                        p = Parallelism(tp, pp, dp, ep, 1, d)
-                        try:
-                            check_parallelism(model, p)
-                        except InputError:
-                            continue
-                        out.append(p)
-    return out
-
-
-def best_batch(dm: DeploymentModel, p: Parallelism, context: float, cap: int, tpot_s: float) -> tuple[int, Decode]:
-    """The largest batch ≤ cap whose TPOT is within the limit (TPOT grows with the batch): bisection."""
-    lo, hi = 1, cap
-    first = dm.decode(p, lo, context)
-    if first.tpot_s > tpot_s:
-        return 0, first
-    top = dm.decode(p, hi, context)
-    if top.tpot_s <= tpot_s:
-        return hi, top
-    best = first
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        d = dm.decode(p, mid, context)
-        if d.tpot_s <= tpot_s:
-            lo, best = mid, d
-        else:
-            hi = mid
-    return lo, best
-
-
-def _option(dm: DeploymentModel, p: Parallelism, context: float, tpot_s: float, max_batch: int) -> Option:
-    """One candidate at the largest batch that fits its KV and meets the TPOT limit, or why it cannot run."""
-    mem = dm.memory(p, context)
-    replicas = dm.cluster.gpus // p.gpus
-    if not mem.fits_weights:
-        why = f"does not fit: weights {auto_bytes(mem.weights)} per GPU"
-        return Option(p, replicas, False, 0, 0, None, False, why)
-    held = max_sequences(dm.model, p, mem)
-    if held < 1:
-        return Option(p, replicas, False, 0, 0, None, False, "does not fit: no room for one sequence")
-    cap = min(max_batch * p.attention_ranks, held)  # each attention rank schedules up to max_batch
-    batch, d = best_batch(dm, p, context, cap, tpot_s)
-    if batch == 0:
-        return Option(p, replicas, True, held, 0, d, False, f"misses TPOT: {d.tpot_s * 1e3:.1f} ms at batch 1")
-    limit = "TPOT" if batch < cap else "KV memory" if cap == held else "the batch cap"
-    return Option(p, replicas, True, held, batch, d, True, limit=limit)
-
-
-def search(dm: DeploymentModel, context: float, tpot_s: float, max_batch: int, dcp: bool = True) -> Search:
-    """Every candidate sharding, each at the largest batch that fits its KV and meets the TPOT limit (at most
-    max_batch sequences per attention rank, as each DP rank's scheduler has its own max_num_seqs), ranked by
-    tokens/s per GPU; each loser says why."""
-    rows = [_option(dm, p, context, tpot_s, max_batch) for p in candidates(dm.model, dm.cluster, dcp)]
-    good = sorted(
-        (o for o in rows if o.tokens_per_s_per_gpu > 0), key=lambda o: (-o.tokens_per_s_per_gpu, o.parallelism.gpus)
-    )
-    bad = [o for o in rows if o.tokens_per_s_per_gpu <= 0]
-    ranked = [replace(o, why="best" if i == 0 else _why_lower(o, good[0]), rank=i + 1) for i, o in enumerate(good)]
-    return Search(ranked + bad)
-
-
-def _why_lower(o: Option, best: Option) -> str:
-    x = 1 - o.tokens_per_s_per_gpu / best.tokens_per_s_per_gpu
-    return f"lower throughput by {x:.0%} (batch {o.batch}, set by {o.limit})"

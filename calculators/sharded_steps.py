@@ -1,5 +1,5 @@
 """A multi-GPU deployment behind steptime.StepModel's interface, so that the engine simulator and the latency,
-goodput and memory calculators price any sharding (parallel.Parallelism on a parallel.Cluster), communication
+goodput and memory calculators price any sharding (parallel.Parallelism on a cluster.Cluster), communication
 included, with the code Part 12's sharding search uses (parallel.DeploymentModel.slot).
 
 One engine instance serves the deployment, its batch spread evenly over the dp × cp attention ranks. vLLM

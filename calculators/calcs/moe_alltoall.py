@@ -8,15 +8,15 @@ Per GPU and MoE layer (T tokens on this GPU, top_k copies each, hidden d):
 Of the N GPUs in the EP group, 1/N of the copies stay on this GPU, (g − 1)/N cross the scale-up link to the
 g − 1 others in its domain (g = min(GPUs per domain, N)), and (N − g)/N leave the domain over the NICs:
     t = α + max(in-domain bytes ÷ (B_up × η), cross-domain bytes ÷ (B_NIC per GPU × η)) × imbalance + t_0
-That is the deployment model's all-to-all (parallel.py alltoall_s, from the Part 12 branch; α is one NCCL LL step
+That is the deployment model's all-to-all (cluster.py alltoall_s, from the Part 12 branch; α is one NCCL LL step
 latency, 0.6 µs on NVLink, 1.0 µs on PCIe or 2.7 µs on the network, a floor), sent at imbalance × the mean
 payload: the hottest GPU receives imbalance × the mean (expert_load.py's max ÷ mean), and both phases wait for it.
 B_up: the accelerator's per-direction scale-up bandwidth (accelerators.toml), on a chip without one its PCIe link as
 NCCL models it (ring.pcie_only: L40S, L4), or a custom figure. On PCIe past one CPU socket's GPUs (a two-socket
 server of 4 a socket, an assumption), what the a GPUs behind one socket send to the b behind the other also crosses
 the link between the sockets, a × b ÷ N of one GPU's bytes each way, at B_socket (NCCL's figure for the host CPU),
-and the in-domain term is the slower of the two paths (parallel.alltoall_s). Under imbalance that link carries
-L = a × (imbalance + (b − 1)(N − imbalance) ÷ (N − 1)) ÷ N of one GPU's bytes (parallel.socket_load): the hottest GPU
+and the in-domain term is the slower of the two paths (cluster.alltoall_s). Under imbalance that link carries
+L = a × (imbalance + (b − 1)(N − imbalance) ÷ (N − 1)) ÷ N of one GPU's bytes (cluster.socket_load): the hottest GPU
 behind the receiving socket, the other N − 1 sharing the rest evenly. B_NIC per GPU:
 NICs per server × one NIC (interconnects.toml) ÷ GPUs per server. One copy per (token, expert): no per-node
 de-duplication (DeepEP's normal kernels send a token once per node and forward over NVLink, which lowers the
@@ -37,7 +37,7 @@ from dataclasses import replace
 from ..errors import InputError
 from ..formats import bytes_per_element
 from ..params import _expert_params, active_params, expert_params, moe_layer_count, total_params
-from ..parallel import Cluster, alltoall_s, check_cluster, ring, socket_load
+from ..cluster import Cluster, alltoall_s, check_cluster, ring, socket_load
 from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import ep_deployment_fields
 from .kv_cache import kv_bytes_per_sequence
@@ -158,7 +158,7 @@ def _bytes_per_elem(fmt: str) -> float:
 
 
 def cluster(v: dict, g: int) -> Cluster:
-    """The deployment model's Cluster (parallel.py) for these inputs: servers (scale-up domains) of g GPUs on
+    """The deployment model's Cluster (cluster.py) for these inputs: servers (scale-up domains) of g GPUs on
     the accelerator's own link, or on a custom per-direction bandwidth (on a PCIe card, its PCIe at the reader's
     figure, PCI's latencies; in the NVL72 comparison, NVLink), joined by the chosen NICs."""
     acc = v["hardware"]
@@ -183,7 +183,7 @@ def cluster(v: dict, g: int) -> Cluster:
 
 
 def phase_time(payload: float, n: int, c: Cluster, v: dict) -> float:
-    """One dispatch or combine at the hottest GPU: parallel.alltoall_s (the in-domain part over the scale-up
+    """One dispatch or combine at the hottest GPU: cluster.alltoall_s (the in-domain part over the scale-up
     link and the rest over the GPU's NIC share, in parallel, plus one NCCL step latency), imbalance × the mean
     payload on the hottest GPU's links (the sockets' link carries the mean), plus the fixed latency."""
     return alltoall_s(c, payload, n, v["imbalance"]) + v["latency_us"] * 1e-6

@@ -5,7 +5,8 @@ GPU count is the TP degree add (latency, goodput, memory). sharding.py reads the
 from __future__ import annotations
 
 from ..errors import InputError
-from ..parallel import NETWORK_LINKS, Parallelism, check_parallelism
+from ..cluster import NETWORK_LINKS
+from ..parallel import Parallelism, check_parallelism
 from ..schema import choice, dtype_field, integer, number
 from .direct import ALGORITHMS
 from .ring import LINKS, host_cpu_field

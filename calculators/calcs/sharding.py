@@ -11,25 +11,21 @@ from dataclasses import replace
 
 from ..formats import bytes_per_element
 from ..errors import InputError
+from ..cluster import NETWORK_LINKS, Cluster, pipeline_socket_crossings
 from ..parallel import (
-    NETWORK_LINKS,
-    Cluster,
     DeploymentModel,
     Formats,
     Parallelism,
     check_parallelism,
     cut_of,
-    link_name,
     pipeline_micro_batches,
-    pipeline_socket_crossings,
-    scale_up_domain,
 )
 from ..sharded_steps import ShardedSteps
 from ..schema import step
 from .memory import usable_bytes_per_gpu
 from .direct import fused_max_tokens
 from .overhead import DEFAULT_MODE, SGLANG_MODES, sglang_fusion_from
-from .ring import LINKS, host_cpu, joins_gpus, pcie_only
+from .ring import LINKS, host_cpu, joins_gpus, link_name, pcie_only, scale_up_domain
 from .parallel_fields import check_scale_out, scale_out
 from .parallel_fields import cluster_fields, comm_fields, parallelism_fields  # noqa: F401 (re-exported)
 from .steptime import StepModel, deployment

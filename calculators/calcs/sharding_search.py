@@ -3,7 +3,7 @@ TPOT limit, each loser with the reason it lost (calculators/parallel.py's search
 
 from __future__ import annotations
 
-from ..parallel import search
+from ..parallel_search import search
 from ..schema import boolean, integer, number, output, series, step
 from .deployment import deployment_fields, efficiency_steps
 from .memory import engine_fields

@@ -22,7 +22,7 @@ def test_bytes_by_hand():
 
 def test_time_by_hand_inside_and_across_domains():
     # EP32 over servers of 8: 7/32 of the copies on NVLink at 450 GB/s, 24/32 over a 50 GB/s NIC: the NIC binds;
-    # plus one NCCL LL step latency (network 2.7 us, NVLink 0.6 us), parallel.alltoall_s's floor
+    # plus one NCCL LL step latency (network 2.7 us, NVLink 0.6 us), cluster.alltoall_s's floor
     r = _run(tokens_per_gpu=128, num_gpus=32)
     d = 128 * 8 * (7168 + 224)
     assert r["dispatch_time_s"] == pytest.approx(2.7e-6 + max(d * 7 / 32 / 450e9, d * 24 / 32 / 50e9))

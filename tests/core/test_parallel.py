@@ -13,17 +13,16 @@ from calculators.calcs.deployment import deployment_fields
 from calculators.calcs.memory import budget, engine_fields, footprint, usable_bytes_per_gpu
 from calculators.calcs.steptime import StepModel, deployment
 from calculators.errors import InputError
+from calculators.cluster import allreduce_s, alltoall_s
 from calculators.parallel import (
     Parallelism,
-    allreduce_s,
-    alltoall_s,
     check_parallelism,
     expert_share,
     gpu_memory,
     max_sequences,
-    search,
     stage_fraction,
 )
+from calculators.parallel_search import search
 from calculators.params import expert_params, total_params
 from calculators.schema import validate
 from calculators.sharded_steps import ShardedSteps

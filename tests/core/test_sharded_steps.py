@@ -19,7 +19,9 @@ from calculators.engine.config import EngineConfig, Request
 from calculators.engine.run import simulate
 from calculators.engine.steps import StepTimes
 from calculators.errors import InputError
-from calculators.parallel import Parallelism, allowed, allreduce_s, allgather_s, candidates
+from calculators.cluster import allgather_s, allreduce_s
+from calculators.parallel import Parallelism, allowed
+from calculators.parallel_search import candidates
 from calculators.params import expert_params, total_params
 from calculators.schema import validate
 from calculators.sharded_steps import ShardedSteps
@@ -251,7 +253,7 @@ def test_the_pcie_note_names_the_sockets_link_only_where_communication_crosses_i
 def test_point_to_point_and_all_to_all_inside_a_pcie_server_pay_pcis_step_latency():
     # NCCL's LL step on PCI is 1.0 us where NVLink's is 0.6 us (interconnects.toml [nccl]); a chip without a scale-up
     # link sends over its PCIe (24 GB/s a direction on Gen4, NCCL's model), so its sends and exchanges pay PCI's
-    from calculators.parallel import Cluster, alltoall_s, p2p_s
+    from calculators.cluster import Cluster, alltoall_s, p2p_s
 
     l40s, h100 = Cluster(accelerator_presets()["l40s"], 1, 8), Cluster(accelerator_presets()["h100-sxm"], 1, 8)
     assert p2p_s(l40s, 24e3, False) == pytest.approx(1.0e-6 + 24e3 / 24e9)
@@ -280,7 +282,7 @@ def test_point_to_point_and_all_to_all_inside_a_pcie_server_pay_pcis_step_latenc
 def test_a_pipeline_boundary_crosses_the_sockets_once_per_send_that_changes_socket(stage, pp, crossing):
     # servers of eight L40S, four behind each socket: stage k holds GPUs k × stage to (k + 1) × stage − 1, GPU j sends
     # to GPU j of the next stage; the worst boundary inside a server counts (one between servers goes over the NIC)
-    from calculators.parallel import pipeline_socket_crossings
+    from calculators.cluster import pipeline_socket_crossings
 
     assert pipeline_socket_crossings(stage, pp, 8, 4) == crossing
     assert pipeline_socket_crossings(stage, pp, 8, 0) == 0  # a one-socket host
@@ -290,7 +292,7 @@ def test_a_pipeline_across_servers_still_pays_the_sockets_link_at_its_boundaries
     """TP 4 × PP 4 on two servers of eight L40S: the boundary between the servers goes over the NIC, the two inside
     a server cross its sockets; the slowest sets the send, and the note says so. TP 2 × PP 2 × DP 4 puts each stage in
     a server of its own: nothing crosses a socket, and the note says nothing of it."""
-    from calculators.parallel import Cluster, pipeline_send_s, p2p_s
+    from calculators.cluster import Cluster, pipeline_send_s, p2p_s
 
     c = Cluster(accelerator_presets()["l40s"], 2, 8)
     msg = 8192 * 8192 * 2 / 4
