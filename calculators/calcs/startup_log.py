@@ -19,14 +19,11 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..model import vendor_in
 from ..schema import accelerator_field, choice, dtype_field, integer, model_field, output, step, text
+from ..units import GIB
 from .engine_capacity import (
-    GIB,
     TOKENS_RULE,
     aiter_cut_text,
     cite,
-    layout,
-    sglang_capacity,
-    sglang_cell_bytes,
     default_batched_tokens,
     default_block_size,
     measured_kv_bytes,
@@ -34,12 +31,17 @@ from .engine_capacity import (
     rules_for_release,
     version,
     versions,
-    vllm_capacity,
     warmup_margin,
-    vllm_max_len_estimate,
-    vllm_request_bytes,
     vllm_versions,
     with_memory,
+)
+from .kv_pages import (
+    layout,
+    sglang_capacity,
+    sglang_cell_bytes,
+    vllm_capacity,
+    vllm_max_len_estimate,
+    vllm_request_bytes,
 )
 from .sglang_memory import default_fraction
 

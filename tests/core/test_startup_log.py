@@ -16,7 +16,9 @@ import pytest
 
 from calculators import run
 from calculators.catalog import accelerator_presets, model_presets
-from calculators.calcs.engine_capacity import GIB, layout, release, version, versions, vllm_capacity
+from calculators.calcs.engine_capacity import release, version, versions
+from calculators.calcs.kv_pages import layout, vllm_capacity
+from calculators.units import GIB
 from calculators.calcs.sglang_memory import aiter_scaled
 from calculators.calcs.startup_log import _fraction_verdict, parse, version_for
 from calculators.errors import InputError
