@@ -142,15 +142,24 @@ def alltoall_s(c: Cluster, bytes_out: float, n: int, imbalance: float = 1.0) -> 
 def _in_server_alltoall_s(c: Cluster, bytes_out: float, n: int, local: int, imbalance: float = 1.0) -> float:
     """The in-server part of an all-to-all (each GPU sends bytes_out ÷ n to each of the other local − 1; the hottest
     imbalance × that): over the scale-up link; on PCIe past one CPU socket's GPUs, also across the sockets' link, which
-    carries what the GPUs behind one socket send to those behind the other (a × b × bytes_out ÷ n each way, at the
-    mean: a sum over a socket's GPUs), the slower of the two paths."""
+    carries what the GPUs behind one socket send to those behind the other (socket_share), the slower of the two."""
     r = ring(c, local)
     own = own_link_bandwidth(c.accelerator) if r.socket_bw else r.intra_bw
     t = imbalance * bytes_out * (local - 1) / n / (own * c.link_efficiency)
     if not r.socket_bw:
         return t
+    return max(t, socket_share(c, n, imbalance) * bytes_out / (r.socket_bw * c.link_efficiency))
+
+
+def socket_share(c: Cluster, n: int, imbalance: float = 1.0) -> float:
+    """What the link between a server's CPU sockets carries one way in an all-to-all over n GPUs, in units of one GPU's
+    bytes (socket_load over the server's GPUs of the exchange); 0 where the exchange crosses no such link."""
+    local = min(n, c.gpus_per_node)
+    r = ring(c, local) if local > 1 else None  # one GPU a server: nothing of it stays in the server
+    if not (r and r.socket_bw):
+        return 0.0
     a = min(local, r.socket_gpus)
-    return max(t, socket_load(a, local - a, n, imbalance) * bytes_out / (r.socket_bw * c.link_efficiency))
+    return socket_load(a, local - a, n, imbalance)
 
 
 def socket_load(a: int, b: int, n: int, imbalance: float = 1.0) -> float:

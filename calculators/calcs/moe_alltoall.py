@@ -16,7 +16,7 @@ NCCL models it (ring.pcie_only: L40S, L4), or a custom figure. On PCIe past one 
 server of 4 a socket, an assumption), what the a GPUs behind one socket send to the b behind the other also crosses
 the link between the sockets, a × b ÷ N of one GPU's bytes each way, at B_socket (NCCL's figure for the host CPU),
 and the in-domain term is the slower of the two paths (cluster.alltoall_s). Under imbalance that link carries
-L = a × (imbalance + (b − 1)(N − imbalance) ÷ (N − 1)) ÷ N of one GPU's bytes (cluster.socket_load): the hottest GPU
+L = a × (imbalance + (b − 1)(N − imbalance) ÷ (N − 1)) ÷ N of one GPU's bytes (cluster.socket_share): the hottest GPU
 behind the receiving socket, the other N − 1 sharing the rest evenly. B_NIC per GPU:
 NICs per server × one NIC (interconnects.toml) ÷ GPUs per server. One copy per (token, expert): no per-node
 de-duplication (DeepEP's normal kernels send a token once per node and forward over NVLink, which lowers the
@@ -37,7 +37,7 @@ from dataclasses import replace
 from ..errors import InputError
 from ..formats import bytes_per_element
 from ..params import _expert_params, active_params, expert_params, moe_layer_count, total_params
-from ..cluster import Cluster, alltoall_s, check_cluster, ring, socket_load
+from ..cluster import Cluster, alltoall_s, check_cluster, ring, socket_share
 from ..schema import choice, integer, mark, number, output, series, step
 from .deployment import ep_deployment_fields
 from .kv_cache import kv_bytes_per_sequence
@@ -251,11 +251,11 @@ def alltoall(v: dict, dep, n: int, g: int) -> dict:
     # without a scale-up link); with one GPU a domain, the chip's own link for reference
     r = ring(c, g) if g > 1 else None
     up = r.intra_bw if r and not r.socket_bw else own_link_bandwidth(c.accelerator)
-    a = min(g, r.socket_gpus) if r and r.socket_bw else g
+    share = socket_share(c, n, v["imbalance"])  # as phase_time priced it: none where the n GPUs stay behind one socket
     return {
         "up": up,
-        "socket": r.socket_bw if r else None,
-        "socket_load": socket_load(a, min(g, n) - a, n, v["imbalance"]) if r and r.socket_bw else 0.0,
+        "socket": r.socket_bw if share else None,
+        "socket_load": share,
         "nic": c.nic_bandwidth_per_gpu,
         "d_bytes": d_bytes,
         "c_bytes": c_bytes,

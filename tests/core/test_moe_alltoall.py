@@ -107,6 +107,18 @@ def test_an_exchange_across_a_pcie_servers_sockets_shares_the_link_between_them(
     assert (load * payload / socket_bw > 3.5 * payload / 24e9) == (host == "amd")
     steps = {s["label"]: s for s in hot["derivation"]}
     assert "imbalance" in steps["Dispatch time"]["formula"]
+    # four GPUs of a domain of eight stay behind one socket: the sockets' link is neither priced nor shown
+    four = _run(
+        hardware="l40s",
+        model="qwen3-30b-a3b",
+        num_gpus=4,
+        gpus_per_domain=8,
+        tokens_per_gpu=64,
+        host_cpu=host,
+        imbalance=2.0,
+    )
+    assert four["dispatch_time_s"] == pytest.approx(1.0e-6 + 2 * payload * 3 / 4 / 24e9, rel=1e-9)
+    assert "B_socket" not in {s["label"]: s for s in four["derivation"]}["Dispatch time"]["formula"]
 
 
 def test_a_chip_without_a_scale_up_link_exchanges_over_its_pcie():
