@@ -192,17 +192,22 @@ def _boundaries(stage: int, pp: int) -> list[list[tuple[int, int]]]:
     return [[(k * stage + j, (k + 1) * stage + j) for j in range(stage)] for k in range(pp - 1)]
 
 
+def _across_servers(sends: list[tuple[int, int]], per_server: int) -> bool:
+    return any(a // per_server != b // per_server for a, b in sends)
+
+
 def _sockets_crossed(sends: list[tuple[int, int]], per_server: int, per_socket: int) -> int:
-    """Sends of one boundary inside a server that go from behind one CPU socket to behind the other (0 where the
-    boundary crosses servers, or no link between sockets is priced)."""
-    if not per_socket or any(a // per_server != b // per_server for a, b in sends):
+    """Sends of one boundary inside a server that go from behind one CPU socket to behind the other (0 where no link
+    between sockets is priced)."""
+    if not per_socket:
         return 0
     return sum((a % per_server) // per_socket != (b % per_server) // per_socket for a, b in sends)
 
 
 def pipeline_socket_crossings(stage: int, pp: int, per_server: int, per_socket: int) -> int:
     """The most sends a pipeline boundary inside one server puts across the link between its CPU sockets."""
-    return max((_sockets_crossed(s, per_server, per_socket) for s in _boundaries(stage, pp)), default=0)
+    inside = (s for s in _boundaries(stage, pp) if not _across_servers(s, per_server))
+    return max((_sockets_crossed(s, per_server, per_socket) for s in inside), default=0)
 
 
 def pipeline_send_s(c: Cluster, msg: float, stage: int, pp: int) -> float:
@@ -211,6 +216,6 @@ def pipeline_send_s(c: Cluster, msg: float, stage: int, pp: int) -> float:
     node, per_socket = c.gpus_per_node, ring(c, c.gpus_per_node).socket_gpus
     worst = 0.0
     for sends in _boundaries(stage, pp):
-        across = any(a // node != b // node for a, b in sends)
-        worst = max(worst, p2p_s(c, msg, across, _sockets_crossed(sends, node, per_socket)))
+        across = _across_servers(sends, node)
+        worst = max(worst, p2p_s(c, msg, across, 0 if across else _sockets_crossed(sends, node, per_socket)))
     return worst

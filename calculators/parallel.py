@@ -148,9 +148,14 @@ class Parallelism:
         return self.tp * self.dp * self.cp * self.pp
 
     @property
-    def moe_group(self) -> int:
-        """GPUs one stage's MoE layers are sharded over: tp × cp × dp."""
+    def stage_gpus(self) -> int:
+        """GPUs of one pipeline stage: tp × cp × dp."""
         return self.tp * self.cp * self.dp
+
+    @property
+    def moe_group(self) -> int:
+        """GPUs one stage's MoE layers are sharded over: all of the stage's, tp × cp × dp."""
+        return self.stage_gpus
 
     @property
     def expert_slices(self) -> int:
@@ -517,9 +522,8 @@ class DeploymentModel:
     def _pp_comm(self, p: Parallelism, s: float) -> float:
         if p.pp <= 1:
             return 0.0
-        stage = p.tp * p.cp * p.dp
         msg = s * self.model.hidden_size * self.f.activation
-        return pipeline_send_s(self.cluster, msg / p.tp, stage, p.pp) + allgather_s(self.cluster, msg, p.tp)
+        return pipeline_send_s(self.cluster, msg / p.tp, p.stage_gpus, p.pp) + allgather_s(self.cluster, msg, p.tp)
 
     def cut(self, p: Parallelism, sequences: float) -> int:
         """Halves (1 or 2) a step of `sequences` is cut into under this model's overlap, per pipeline micro-batch."""

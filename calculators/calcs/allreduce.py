@@ -333,20 +333,20 @@ def _ar_step(v: dict, c: Communication) -> dict:
 def _network_ar_step(proto: str, ar: Transfer, r: Ring, terms: list) -> dict:
     """The ring across servers: its network steps and, by the host CPU's vendor, the post overhead its in-server steps
     pay (Simple 3 ×) and, under LL, the row of LL's cap across servers."""
-    by_host = []  # what the host CPU's vendor sets here
+    by_host, ovh = [], []  # what the host CPU's vendor sets here, and the overhead's term
     if r.ppn1:
         tree = ", Tree network latency: one GPU per server"
     else:
         tree, simple = "", ar.protocol == "simple"
         by_host.append(f"α_ovh {{}}{' (3 × for Simple)' if simple else ''}")
-        terms = terms + [(r.ovh * (NCCL["simple_net_overhead_factor"] if simple else 1.0), "s")]
+        ovh = [(r.ovh * (NCCL["simple_net_overhead_factor"] if simple else 1.0), "s")]
     if ar.protocol == "ll":
         by_host.append("its row of LL's cap across servers")
     host = tree + (f"; {VENDOR_NAMES[r.vendor]} host: " + ", ".join(by_host) if by_host else "")
     return step(f"Time per all-reduce, ring {proto}",
                 "t_base + 2(N − 1) × α_net + [2(n − 1) − 2(N − 1)] × max(α, α_ovh) + 2(n − 1)/n × M ÷ B",
                 "{} + 2 × {}/{} × {} ÷ {} ({} servers, {} network steps" + host + ")",
-                terms[:5] + [r.nodes, r.net_steps] + terms[5:], ar.time, "s")
+                terms + [r.nodes, r.net_steps] + ovh, ar.time, "s")
 
 
 def _bandwidth_steps(v: dict, c: Communication) -> list[dict]:

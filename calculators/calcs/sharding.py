@@ -200,7 +200,7 @@ def deployment_pcie_note(v: dict, model, p, per_server: int) -> list[str]:
     per_socket = socket_gpus(acc)
     crossing = bool(per_socket) and (
         min(widest_group(model, p), per_server) > per_socket
-        or pipeline_socket_crossings(p.tp * p.cp * p.dp, p.pp, per_server, per_socket) > 0
+        or pipeline_socket_crossings(p.stage_gpus, p.pp, per_server, per_socket) > 0
     )
     return pcie_note(acc, crossing, host_cpu(v))
 
