@@ -12,7 +12,8 @@ PRESETS = model_presets()
 # glm-4.5-air: Table 1 of arXiv 2508.06471 gives "12B" on a basis active_params cannot count (neither vocabulary
 # matrix, the MTP layer in): 12.18B by hand without the MTP layer (+1.5%); the core's counts, 13.42B with both
 # matrices and 12.80B with the output layer, are more than 3% off.
-NAME_ONLY_ACTIVE = {"qwen3-next-80b-a3b", "glm-4.5-air"}
+# glm-4.7-flash: "30B-A3B" in the name; 3.58B with the output layer, 3.26B without either vocabulary matrix.
+NAME_ONLY_ACTIVE = {"qwen3-next-80b-a3b", "glm-4.5-air", "glm-4.7-flash"}
 
 
 def _expected(mid):
