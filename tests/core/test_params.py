@@ -13,7 +13,9 @@ PRESETS = model_presets()
 # matrix, the MTP layer in): 12.18B by hand without the MTP layer (+1.5%); the core's counts, 13.42B with both
 # matrices and 12.80B with the output layer, are more than 3% off.
 # glm-4.7-flash: "30B-A3B" in the name; 3.58B with the output layer, 3.26B without either vocabulary matrix.
-NAME_ONLY_ACTIVE = {"qwen3-next-80b-a3b", "glm-4.5-air", "glm-4.7-flash"}
+NAME_ONLY_ACTIVE = {"qwen3-next-80b-a3b", "glm-4.5-air", "glm-4.7-flash", "ernie-4.5-21b-a3b"}
+# ernie-4.5-21b-a3b: "21B" in the name and the card, against 21.83B with the tied vocabulary matrix (+3.9%).
+NAME_ONLY_TOTAL = {"ernie-4.5-21b-a3b"}
 
 
 def _expected(mid):
@@ -37,8 +39,8 @@ def test_total_and_active_within_1_percent_of_official(mid):
         ("active", active, m.official_active_params),
     ):
         err = derived / official - 1
-        if what == "active" and mid in NAME_ONLY_ACTIVE:
-            assert "rounded" in info.params_note, f"{mid}: say why the active figure is not checked"
+        if mid in {"active": NAME_ONLY_ACTIVE, "total": NAME_ONLY_TOTAL}[what]:
+            assert "rounded" in info.params_note, f"{mid}: say why the {what} figure is not checked"
         elif what in loose:
             # Published only to two digits; the gap is explained in params_note and the report.
             assert info.params_note, f"{mid}: loose {what} figure needs a params_note"
