@@ -106,6 +106,7 @@ def attention_from_dict(d: dict, field: str) -> Attention:
         qkv_bias=flag(d, "qkv_bias", field, False),
         o_bias=flag(d, "o_bias", field, False),
         sinks=flag(d, "sinks", field, False),
+        qk_norm_over_heads=flag(d, "qk_norm_over_heads", field, False),
     )
     if kind == "mla" and not (a.kv_lora_rank and a.qk_rope_head_dim):
         raise InputError(f"{field}.kv_lora_rank", "must be above 0 for MLA, as must qk_rope_head_dim")

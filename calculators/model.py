@@ -49,6 +49,7 @@ class Attention:
     qkv_bias: bool = False
     o_bias: bool = False
     sinks: bool = False  # learned attention sinks (gpt-oss): a logit per head in each softmax
+    qk_norm_over_heads: bool = False  # MiniMax-M2: one q (and one k) RMSNorm over all heads, not per head
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ do: twice the weight reads and launches, each half max(kernels, all-to-all) + th
 communication + overhead; a step whose attention ranks have fewer than two sequences each is not cut):
   TP: 2 all-reduces per layer (attention, FFN; one where FFNs are layers of their own, params.layer_allreduces)
       + one after the embedding + the logits gather (allreduce.py's 2L + 1 rule), over tp at s tokens, an MoE
-      layer's too where G = tp (no DP or CP ranks), and a Jamba Mamba layer's x_proj (dt_rank + 2N wide),
+      layer's too where G = tp (no DP or CP ranks), a Jamba Mamba layer's x_proj (dt_rank + 2N wide) and a
+      MiniMax-M2 attention layer's q/k norm (two FP32 sums a token),
       with or without EP (the engines dispatch by all-to-all only with DP ranks); with DP ranks an MoE layer
       without EP all-reduces over G at b tokens, and with EP does an all-to-all dispatch and combine over G
       instead, each GPU sending its b ÷ G tokens × top_k × hidden × bytes, and an all-gather over tp when
@@ -95,6 +96,7 @@ from .params import (
     layer_allreduces,
     lm_head_params,
     mixer_inner_allreduce,
+    runs_inner_allreduce,
     total_params,
 )
 
@@ -405,7 +407,8 @@ class DeploymentModel:
         self._stage_layers: dict[int, tuple[int, int]] = {}  # by pp: _stage_counts
 
     def stage_counts(self, pp: int) -> tuple[int, int]:
-        """(MoE layers, linear-mixer layers) of the stage that prices a step at pp stages (_stage_counts)."""
+        """(MoE layers, layers whose mixer runs an all-reduce inside itself) of the stage that prices a step at pp
+        stages (_stage_counts)."""
         found = self._stage_layers.get(pp)
         if found is None:
             found = self._stage_layers[pp] = _stage_counts(self.model, pp)
@@ -495,14 +498,15 @@ class DeploymentModel:
         return tp_part, moe_layers * (a2a + regather)
 
     def _mixer_inner_comm(self, p: Parallelism, s: float, fused: bool) -> float:
-        """The all-reduces linear mixers run inside themselves on a stage (params.mixer_inner_allreduce: Jamba's
-        x_proj), one a mixer layer; no norm of the residual follows them, so under "fused" they run as NCCL's ring."""
-        width = mixer_inner_allreduce(self.model)
-        if not width or p.tp <= 1:
+        """The all-reduces mixers run inside themselves on a stage (params.mixer_inner_allreduce: Jamba's x_proj,
+        MiniMax-M2's q/k norm), one a layer that runs one; no norm of the residual follows them, so under "fused" they
+        run as NCCL's ring."""
+        per_token = mixer_inner_allreduce(self.model, self.f.activation)
+        if not per_token or p.tp <= 1:
             return 0.0
         one = self._cached(
             ("ar-mixer", p.tp, s),
-            lambda: allreduce_s(self.cluster, s * width * self.f.activation, p.tp, "ring" if fused else None),
+            lambda: allreduce_s(self.cluster, s * per_token, p.tp, "ring" if fused else None),
         )
         return self.stage_counts(p.pp)[1] * one
 
@@ -635,9 +639,10 @@ def _overhead(dep: Deployment, tp: int, fused_tokens: int = 0, moe_over_tp: bool
 
 @lru_cache(maxsize=256)
 def _stage_counts(model: Model, pp: int) -> tuple[int, int]:
-    """(MoE layers, linear-mixer layers) of the stage with the most MoE layers, then the most linear ones: one stage
-    for both counts (stages take consecutive layers, ceil(L ÷ pp) each)."""
+    """(MoE layers, layers whose mixer runs an all-reduce inside itself: params.runs_inner_allreduce) of the stage
+    with the most MoE layers, then the most of the others: one stage for both counts (stages take consecutive layers,
+    ceil(L ÷ pp) each)."""
     size = stage_layers(model, pp)
     moe = [is_moe_layer(model, i) for i in range(model.num_layers)]
-    linear = [kind == "linear" for kind in model.layer_kinds]
-    return max((sum(moe[i : i + size]), sum(linear[i : i + size])) for i in range(0, model.num_layers, size))
+    inner = [runs_inner_allreduce(model, i) for i in range(model.num_layers)]
+    return max((sum(moe[i : i + size]), sum(inner[i : i + size])) for i in range(0, model.num_layers, size))

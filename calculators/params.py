@@ -139,16 +139,33 @@ def layer_allreduces(model: Model, layers: int, moe_layers: int, moe_over_tp: bo
     return 2 * layers - moe_layers + (moe_layers if moe_over_tp else 0)
 
 
-def mixer_inner_allreduce(model: Model) -> int:
-    """Elements per token of the all-reduce the model's linear mixer runs inside itself under tensor parallelism,
-    besides the one after it; 0 where it runs none. Mamba-1's x_proj is row-parallel (vLLM v0.34.0
+def mixer_inner_allreduce(model: Model, activation_bytes: float) -> float:
+    """Bytes per token of the all-reduce a mixer runs inside itself under tensor parallelism, besides the one after it
+    (runs_inner_allreduce says which layers); 0 where none. Mamba-1's x_proj is row-parallel (vLLM v0.34.0
     model_executor/layers/mamba/mamba_mixer.py, MambaMixer.__init__), so a Jamba Mamba layer sums its Δ, B and C
-    projections (dt_rank + 2N per token) over the TP group before dt_proj. A step with prefill and decode tokens runs
-    it twice (forward_impl calls _ssm_transform for each part); priced once."""
+    projections (dt_rank + 2N activations per token) over the TP group before dt_proj; a step with prefill and decode
+    tokens runs it twice (forward_impl calls _ssm_transform for each part), priced once. A q/k RMSNorm over all heads
+    (MiniMax-M2) needs each token's sum of squares across the ranks that hold its heads: two FP32 values, q's and k's,
+    all-reduced in one call (SGLang 0.5.8 models/minimax_m2.py MiniMaxM2RMSNormTP.forward_qk)."""
     m = model.linear_mixer
-    if m is None or m.kind != "mamba1":
-        return 0
-    return m.dt_rank + 2 * m.state_size
+    if m is not None and m.kind == "mamba1":
+        return (m.dt_rank + 2 * m.state_size) * activation_bytes
+    return 2 * 4.0 if model.attention.qk_norm_over_heads else 0.0
+
+
+def runs_inner_allreduce(model: Model, layer: int) -> bool:
+    """Whether the layer's mixer runs the all-reduce mixer_inner_allreduce prices: a Mamba-1 layer, or an attention
+    layer of a model whose q/k norm spans all heads."""
+    if not layer_parts(model, layer)[0]:
+        return False
+    if model.layer_kinds[layer] == "linear":
+        return model.linear_mixer.kind == "mamba1"
+    return model.attention.qk_norm_over_heads
+
+
+def inner_allreduce_layers(model: Model) -> int:
+    """Layers whose mixer runs an all-reduce inside itself (runs_inner_allreduce)."""
+    return sum(runs_inner_allreduce(model, i) for i in range(model.num_layers))
 
 
 def last_ffn_over_tp(model: Model, moe_over_tp: bool) -> bool:

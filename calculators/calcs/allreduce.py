@@ -7,7 +7,9 @@
   logits (vLLM `LogitsProcessor._gather_logits`, commit 307e086: gather, or all-gather on
   TPU), one row per sequence: 2L + 1 all-reduces and one gather per forward pass (L + 1 where FFNs are layers of
   their own, as Nemotron-H's MLP blocks: one all-reduce a layer), and one more of tokens × (dt_rank + 2N) × b inside
-  each Mamba-1 layer (Jamba), whose x_proj is row-parallel (vLLM v0.34.0 layers/mamba/mamba_mixer.py). The gather
+  each Mamba-1 layer (Jamba), whose x_proj is row-parallel (vLLM v0.34.0 layers/mamba/mamba_mixer.py), or of
+  tokens × 2 × 4 B inside each attention layer whose q/k RMSNorm spans all heads (MiniMax-M2: SGLang 0.5.8
+  models/minimax_m2.py MiniMaxM2RMSNormTP.forward_qk, q's and k's FP32 sums of squares). The gather
   is costed as a ring all-gather of rows × vocab × b bytes (NCCL: n − 1 steps).
   Ring all-reduce of M bytes over n ranks, per-direction link bandwidth B, per-hop latency α:
       t = t_base + 2(n − 1) × α + 2(n − 1)/n × M / B
@@ -50,7 +52,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..formats import bytes_per_element
-from ..params import layer_allreduces, mixer_inner_allreduce, moe_layer_count, weight_bytes
+from ..params import inner_allreduce_layers, layer_allreduces, mixer_inner_allreduce, moe_layer_count, weight_bytes
 from ..schema import choice, dtype_field, integer, mark, number, output, series, step
 from .direct import ALGORITHMS, direct_time
 from .deployment import deployment_fields
@@ -128,7 +130,8 @@ SCHEMA = {
     "description": ("TP communication per forward pass: 2 all-reduces per layer (1 where FFNs are layers of their "
                     "own, as Nemotron-H's) plus one after the vocab-parallel embedding, each of tokens × hidden × "
                     "bytes, one more of tokens × (dt_rank + 2N) × bytes inside each of Jamba's Mamba layers (its "
-                    "row-parallel x_proj), and a gather of the logits. Ring all-reduce as "
+                    "row-parallel x_proj) or of tokens × 2 FP32 sums inside each of MiniMax-M2's attention layers "
+                    "(its q/k norm over all heads), and a gather of the logits. Ring all-reduce as "
                     "NCCL v2.30.7 models it: per-protocol base and step latencies, LL capped at min(llMaxBw, half "
                     "the link), only the 2(servers − 1) steps that cross servers paying network latency, the Tree "
                     "network latency with one GPU per server; on PCIe in one server, past one CPU socket's 4 GPUs, "
@@ -142,7 +145,8 @@ SCHEMA = {
                "B", "bytes"),
         output("message_bytes", "Message per all-reduce (tokens × hidden × b)", "B", "bytes"),
         output("allreduces_per_step", "All-reduces of the hidden state per forward pass (2 × layers + 1; layers + 1 "
-               "where FFNs are layers of their own; Jamba's x_proj ones apart)", "", "integer"),
+               "where FFNs are layers of their own; Jamba's x_proj and MiniMax-M2's q/k norm ones apart)", "",
+               "integer"),
         output("link_bandwidth_bytes_per_s", "Bandwidth used, per direction, after the protocol's derating",
                "B/s", "rate"),
         output("latency_per_hop_s", "Latency per ring step, base latency included (total latency ÷ steps)", "s",
@@ -200,7 +204,7 @@ def comm_per_step(v: dict, n: int, tokens: int, r: Ring | None = None) -> float:
     r = r or scale_up_ring(v, n)
     rows = tokens if v["phase"] == "decode" else 1
     t = one_allreduce(tokens * model.hidden_size * b, n, r, v).time
-    count, inner = mixer_allreduces(model, tokens * b, n, r, v)
+    count, inner = mixer_allreduces(model, tokens, b, n, r, v)
     return allreduces_per_step(model) * t + count * inner.time + gather_time(rows, model.vocab_size, b, n, r, v)
 
 
@@ -210,15 +214,16 @@ def allreduces_per_step(model) -> int:
     return layer_allreduces(model, model.num_layers, moe_layer_count(model), True) + 1
 
 
-def mixer_allreduces(model, token_bytes: float, n: int, r: Ring, v: dict) -> tuple[int, Transfer]:
-    """(count, one) of the all-reduces linear mixers run inside themselves (params.mixer_inner_allreduce: Jamba's
-    x_proj, dt_rank + 2N wide), one a mixer layer; token_bytes = tokens × b. No norm of the residual follows them,
-    so the fused algorithm's are priced as the ring. (0, a zero transfer) for every other model."""
-    width = mixer_inner_allreduce(model)
-    if not width:
+def mixer_allreduces(model, tokens: int, b: float, n: int, r: Ring, v: dict) -> tuple[int, Transfer]:
+    """(count, one) of the all-reduces mixers run inside themselves (params.mixer_inner_allreduce: Jamba's x_proj,
+    dt_rank + 2N activations of b bytes a token; MiniMax-M2's q/k norm, two FP32 sums a token), one a layer that runs
+    one. No norm of the residual follows them, so the fused algorithm's are priced as the ring. (0, a zero transfer)
+    for every other model."""
+    per_token = mixer_inner_allreduce(model, b)
+    if not per_token:
         return 0, Transfer(0.0, 0.0, 0.0, 0.0)
     algo = {**v, "algorithm": "ring"} if v["algorithm"] == "fused" else v
-    return model.layer_kinds.count("linear"), one_allreduce(token_bytes * width, n, r, algo)
+    return inner_allreduce_layers(model), one_allreduce(tokens * per_token, n, r, algo)
 
 
 def _ring_in_domain(v: dict, n: int) -> Ring:
@@ -292,7 +297,7 @@ class Communication:
     ar: Transfer          # one all-reduce
     gather: float         # s, the logits gather
     dec: StepCost         # the step without communication
-    mixer_ars: int = 0    # per forward pass, inside linear mixers (mixer_allreduces)
+    mixer_ars: int = 0    # per forward pass, inside mixers (mixer_allreduces)
     mixer_ar: Transfer = Transfer(0.0, 0.0, 0.0, 0.0)
 
     @property
@@ -310,7 +315,7 @@ def communication(v: dict, dep: Deployment) -> Communication:
     r = _ring_in_domain(v, n)
     msg = tokens * model.hidden_size * b_act
     gather = gather_time(tokens if v["phase"] == "decode" else 1, model.vocab_size, b_act, n, r, v)
-    inner = mixer_allreduces(model, tokens * b_act, n, r, v)
+    inner = mixer_allreduces(model, tokens, b_act, n, r, v)
     return Communication(n, tokens, allreduces_per_step(model), b_act, r, msg, one_allreduce(msg, n, r, v), gather,
                          decode_step(dep, tokens, v["context_tokens"]), *inner)
 
@@ -369,7 +374,7 @@ def _steps(v: dict, c: Communication) -> list[dict]:
         step("Logits gather", "ring all-gather of rows × vocab × b", "vocab {}", [v["model"].vocab_size], c.gather,
              "s"),
         *_mixer_steps(v, c),
-        _total_step(c),
+        _total_step(c, v["model"]),
         step("Step without communication", "max(bytes ÷ (n × HBM BW), FLOPs ÷ (n × peak))", "max({}, {})",
              [(c.dec.memory_time_s, "s"), (c.dec.compute_time_s, "s")], dec_t, "s"),
         step("All-reduce tax", "t_comm ÷ (t_step + t_comm)", "{} ÷ ({} + {})", [comm, (dec_t, "s"), comm], c.tax,
@@ -377,19 +382,29 @@ def _steps(v: dict, c: Communication) -> list[dict]:
     ]
 
 
+def _inner_words(model) -> tuple[str, str, str]:
+    """(what, rule, layers) naming the all-reduce the model's mixers run inside themselves."""
+    if model.linear_mixer is not None and model.linear_mixer.kind == "mamba1":
+        return "Mamba x_proj all-reduce, inside each Mamba layer", "row-parallel x_proj: tokens × (dt_rank + 2N) × b", \
+            "Mamba layers"
+    return ("q/k norm all-reduce, inside each attention layer",
+            "one RMSNorm over all heads: tokens × 2 sums of squares × 4 B (FP32)", "attention layers")
+
+
 def _mixer_steps(v: dict, c: Communication) -> list[dict]:
     if not c.mixer_ars:
         return []
-    msg = c.tokens * mixer_inner_allreduce(v["model"]) * c.b_act
+    msg = c.tokens * mixer_inner_allreduce(v["model"], c.b_act)
+    what, rule, layers = _inner_words(v["model"])
     fused = ", as the ring: no norm of the residual follows it" if v["algorithm"] == "fused" else ""
-    return [step("Mamba x_proj all-reduce, inside each Mamba layer", "row-parallel x_proj: tokens × (dt_rank + 2N) × b",
-                 "{} Mamba layers, a message of {} each" + fused, [c.mixer_ars, (msg, "B")], c.mixer_ar.time, "s")]
+    return [step(what, rule, "{} " + layers + ", a message of {} each" + fused, [c.mixer_ars, (msg, "B")],
+                 c.mixer_ar.time, "s")]
 
 
-def _total_step(c: Communication) -> dict:
+def _total_step(c: Communication, model) -> dict:
     rule = "A = 2L + 1 (L + 1 where FFNs are layers of their own)"
     if c.mixer_ars:
-        return step("TP communication per step", f"A × t + A_x × t_x + t_gather, {rule}, A_x Mamba layers",
+        return step("TP communication per step", f"A × t + A_x × t_x + t_gather, {rule}, A_x {_inner_words(model)[2]}",
                     "{} × {} + {} × {} + {}", [c.allreduces, (c.ar.time, "s"), c.mixer_ars, (c.mixer_ar.time, "s"),
                                                (c.gather, "s")], c.per_step, "s")
     return step("TP communication per step", f"A × t + t_gather, {rule}", "{} × {} + {}",

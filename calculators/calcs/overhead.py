@@ -77,8 +77,8 @@ from ..params import (
     last_ffn_over_tp,
     layer_allreduces,
     layer_parts,
-    mixer_inner_allreduce,
     mixer_layer_count,
+    runs_inner_allreduce,
 )
 from .engine_defaults import vllm_max_num_seqs
 from ..units import MIB
@@ -127,7 +127,8 @@ def data() -> dict:
 def kernels_per_layer(model: Model, layer: int, num_gpus: int = 1) -> int:
     """Kernels one decoder layer launches in vLLM's eager path (our count; see step_overheads.toml): a norm and, at TP
     > 1, an all-reduce for each of its sublayers (layer_parts: a mixer and an FFN, or one of the two), and one more
-    in a mixer that runs one inside itself (params.mixer_inner_allreduce: Jamba's Mamba x_proj)."""
+    in a mixer that runs one inside itself (params.runs_inner_allreduce: Jamba's Mamba x_proj, MiniMax-M2's q/k
+    norm)."""
     k = data()["kernels"]
     mixer, ffn = layer_parts(model, layer)
     # a norm before each sublayer and, at TP > 1, an all-reduce after it (the counts are per two sublayers)
@@ -135,7 +136,7 @@ def kernels_per_layer(model: Model, layer: int, num_gpus: int = 1) -> int:
     n = per_sublayer * (mixer + ffn)
     if mixer:
         n += k["mla_attention_per_layer"] if model.attention.kind == "mla" else k["attention_per_layer"]
-        if num_gpus > 1 and model.layer_kinds[layer] == "linear" and mixer_inner_allreduce(model):
+        if num_gpus > 1 and runs_inner_allreduce(model, layer):
             n += 1
     if ffn and is_moe_layer(model, layer):
         n += k["moe_mlp_per_layer"] + (k["shared_expert_per_layer"] if model.moe.num_shared_experts else 0)

@@ -11,7 +11,8 @@ from calculators.calcs.ring import LINKS, bus_bandwidth, ring_allreduce_time
 from calculators.calcs.sram import SRAM_PARTS
 from calculators.errors import InputError
 from calculators.model import PCIE_LINKS
-from calculators.catalog import accelerator_presets
+from calculators.calcs.overhead import kernels_per_layer
+from calculators.catalog import accelerator_presets, model_presets
 
 ACC = accelerator_presets()
 
@@ -86,6 +87,25 @@ def test_jamba_pays_an_x_proj_all_reduce_in_each_mamba_layer():
     assert "Mamba x_proj all-reduce, inside each Mamba layer" not in [
         s["label"] for s in _old(model="nemotron-h-8b", num_gpus=2)["derivation"]
     ]
+
+
+def test_minimax_pays_a_q_k_norm_all_reduce_in_each_attention_layer():
+    """MiniMax-M2.5 at TP 8: 2 × 62 + 1 hidden-wide all-reduces and, inside each of its 62 attention layers, the q/k
+    RMSNorm's over all heads (SGLang 0.5.8 minimax_m2.py MiniMaxM2RMSNormTP.forward_qk): two FP32 sums a token."""
+    r = _old(model="minimax-m2.5", hardware="h100-sxm", num_gpus=8, batch_size=16)
+    assert r["allreduces_per_step"] == 125
+    qk_msg = 16 * 2 * 4
+    qk_time = 2 * 7 * 0.6e-6 + 2 * 7 / 8 * qk_msg / 450e9  # 2(n − 1) ring steps
+    assert r["allreduce_time_per_step_s"] == pytest.approx(
+        125 * r["time_per_allreduce_s"] + 62 * qk_time + r["logits_gather_time_s"], rel=1e-12
+    )
+    labels = [s["label"] for s in r["derivation"]]
+    assert "q/k norm all-reduce, inside each attention layer" in labels
+    # one kernel more a layer in the eager count, at TP > 1 only
+    minimax, qwen = (model_presets()[m] for m in ("minimax-m2.5", "qwen3-235b-a22b"))
+    assert kernels_per_layer(minimax, 5, 8) - kernels_per_layer(minimax, 5, 1) == (
+        kernels_per_layer(qwen, 5, 8) - kernels_per_layer(qwen, 5, 1) + 1
+    )
 
 
 def test_tp1_has_no_tax():

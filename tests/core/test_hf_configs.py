@@ -167,6 +167,10 @@ def test_minimax_m2_experts_take_intermediate_size_and_say_so():
     m = model_from_hf_config(json.loads((FIXTURES / "minimax-m2.5.json").read_text()))
     assert m.moe.expert_intermediate_size == 1536 and m.moe.num_experts == 256 and m.moe.experts_per_token == 8
     assert "No moe_intermediate_size" in m.notes
+    # its q/k RMSNorm spans all heads ("per_layer"); MiniMax-M3's is per head, Llama 4's names no type
+    assert m.attention.qk_norm_over_heads and "qk_norm_type" in m.notes
+    for other in ("minimax-m3.json", "llama-4-scout.json"):
+        assert not model_from_hf_config(json.loads((FIXTURES / other).read_text())).attention.qk_norm_over_heads
 
 
 def test_minimax_m3_per_layer_moe_list_is_dense_layers_first():

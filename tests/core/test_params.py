@@ -13,7 +13,8 @@ PRESETS = model_presets()
 # matrix, the MTP layer in): 12.18B by hand without the MTP layer (+1.5%); the core's counts, 13.42B with both
 # matrices and 12.80B with the output layer, are more than 3% off.
 # glm-4.7-flash: "30B-A3B" in the name; 3.58B with the output layer, 3.26B without either vocabulary matrix.
-NAME_ONLY_ACTIVE = {"qwen3-next-80b-a3b", "glm-4.5-air", "glm-4.7-flash", "ernie-4.5-21b-a3b"}
+# minimax-m2.5: M2's "10B active" (rounded); 10.42B with the output layer, 9.80B without either vocabulary matrix.
+NAME_ONLY_ACTIVE = {"qwen3-next-80b-a3b", "glm-4.5-air", "glm-4.7-flash", "ernie-4.5-21b-a3b", "minimax-m2.5"}
 # ernie-4.5-21b-a3b: "21B" in the name and the card, against 21.83B with the tied vocabulary matrix (+3.9%).
 NAME_ONLY_TOTAL = {"ernie-4.5-21b-a3b"}
 
