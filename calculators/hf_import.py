@@ -284,8 +284,10 @@ def _attention(cfg: dict, fam: str, hidden: int, field: str) -> dict:
         o_bias=bias and fam not in qkv_only,
         output_gate=bool(cfg.get("attn_output_gate", fam == "qwen3_next")),
         sinks=fam == "gpt_oss",  # GptOssAttention's learned sinks (transformers modeling_gpt_oss.py: self.sinks)
-        # MiniMax-M2's q/k RMSNorm spans all heads ("per_layer"): under TP it all-reduces each token's sums of squares
-        qk_norm_over_heads=bool(cfg.get("use_qk_norm")) and cfg.get("qk_norm_type") == "per_layer",
+        # MiniMax-M2's q/k RMSNorm spans all heads ("per_layer", SGLang 0.5.8 minimax_m2.py's default for the family):
+        # under TP it all-reduces each token's sums of squares
+        qk_norm_over_heads=bool(cfg.get("use_qk_norm"))
+        and cfg.get("qk_norm_type", "per_layer" if cfg.get("model_type") == "minimax_m2" else None) == "per_layer",
     )
 
 

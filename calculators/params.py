@@ -146,7 +146,8 @@ def mixer_inner_allreduce(model: Model, activation_bytes: float) -> float:
     projections (dt_rank + 2N activations per token) over the TP group before dt_proj; a step with prefill and decode
     tokens runs it twice (forward_impl calls _ssm_transform for each part), priced once. A q/k RMSNorm over all heads
     (MiniMax-M2) needs each token's sum of squares across the ranks that hold its heads: two FP32 values, q's and k's,
-    all-reduced in one call (SGLang 0.5.8 models/minimax_m2.py MiniMaxM2RMSNormTP.forward_qk)."""
+    all-reduced in one call (SGLang 0.5.8 models/minimax_m2.py MiniMaxM2RMSNormTP.forward_qk). No catalogue model has
+    both; one that had would need a width per layer kind."""
     m = model.linear_mixer
     if m is not None and m.kind == "mamba1":
         return (m.dt_rank + 2 * m.state_size) * activation_bytes

@@ -169,6 +169,9 @@ def test_minimax_m2_experts_take_intermediate_size_and_say_so():
     assert "No moe_intermediate_size" in m.notes
     # its q/k RMSNorm spans all heads ("per_layer"); MiniMax-M3's is per head, Llama 4's names no type
     assert m.attention.qk_norm_over_heads and "qk_norm_type" in m.notes
+    # SGLang's MiniMax-M2 takes "per_layer" where the config names no type
+    untyped = {k: v for k, v in json.loads((FIXTURES / "minimax-m2.5.json").read_text()).items() if k != "qk_norm_type"}
+    assert model_from_hf_config(untyped).attention.qk_norm_over_heads
     for other in ("minimax-m3.json", "llama-4-scout.json"):
         assert not model_from_hf_config(json.loads((FIXTURES / other).read_text())).attention.qk_norm_over_heads
 
