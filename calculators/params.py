@@ -148,10 +148,14 @@ def mixer_inner_allreduce(model: Model, activation_bytes: float) -> float:
     (MiniMax-M2) needs each token's sum of squares across the ranks that hold its heads: two FP32 values, q's and k's,
     all-reduced in one call (SGLang 0.5.8 models/minimax_m2.py MiniMaxM2RMSNormTP.forward_qk). No catalogue model has
     both; one that had would need a width per layer kind."""
-    m = model.linear_mixer
-    if m is not None and m.kind == "mamba1":
-        return (m.dt_rank + 2 * m.state_size) * activation_bytes
+    if has_mamba1_mixer(model):
+        return (model.linear_mixer.dt_rank + 2 * model.linear_mixer.state_size) * activation_bytes
     return 2 * 4.0 if model.attention.qk_norm_over_heads else 0.0
+
+
+def has_mamba1_mixer(model: Model) -> bool:
+    """Whether the model's linear mixer is Mamba-1 (Jamba's), whose x_proj all-reduces inside it."""
+    return model.linear_mixer is not None and model.linear_mixer.kind == "mamba1"
 
 
 def runs_inner_allreduce(model: Model, layer: int) -> bool:
@@ -160,7 +164,7 @@ def runs_inner_allreduce(model: Model, layer: int) -> bool:
     if not layer_parts(model, layer)[0]:
         return False
     if model.layer_kinds[layer] == "linear":
-        return model.linear_mixer.kind == "mamba1"
+        return has_mamba1_mixer(model)
     return model.attention.qk_norm_over_heads
 
 

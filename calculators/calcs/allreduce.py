@@ -52,7 +52,14 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..formats import bytes_per_element
-from ..params import inner_allreduce_layers, layer_allreduces, mixer_inner_allreduce, moe_layer_count, weight_bytes
+from ..params import (
+    has_mamba1_mixer,
+    inner_allreduce_layers,
+    layer_allreduces,
+    mixer_inner_allreduce,
+    moe_layer_count,
+    weight_bytes,
+)
 from ..schema import choice, dtype_field, integer, mark, number, output, series, step
 from .direct import ALGORITHMS, direct_time
 from .deployment import deployment_fields
@@ -384,7 +391,7 @@ def _steps(v: dict, c: Communication) -> list[dict]:
 
 def _inner_words(model) -> tuple[str, str, str]:
     """(what, rule, layers) naming the all-reduce the model's mixers run inside themselves."""
-    if model.linear_mixer is not None and model.linear_mixer.kind == "mamba1":
+    if has_mamba1_mixer(model):
         return "Mamba x_proj all-reduce, inside each Mamba layer", "row-parallel x_proj: tokens × (dt_rank + 2N) × b", \
             "Mamba layers"
     return ("q/k norm all-reduce, inside each attention layer",
