@@ -431,36 +431,71 @@ def predict(row: dict, overhead: str = DEFAULT_MODE, comm: bool = True) -> dict:
     """The row with the core's estimate (when the row allows one), its error and the bound (the bound has
     no overhead or communication whatever `overhead` and `comm` say: bound_deployment drops them)."""
     fn = _PREDICT[row["metric"]]
-    out = dict(row)
-    out["bound"] = fn(row, _deployment(row, True), True)
+    bound = fn(row, _deployment(row, True), True)
+    if not row["estimate"]:
+        return _scored(row, bound, None)
+    if "client" in row and row["metric"] in SERVED:
+        return _scored(row, bound, _served(row, overhead, comm))
+    return _scored(row, bound, fn(row, _deployment(row, False, overhead, comm), False))
+
+
+def _scored(row: dict, bound: float, predicted: float | None) -> dict:
+    """The row with its bound and estimate, whether the bound holds and the estimate's error."""
+    out = dict(row, bound=bound)
     kind = KINDS[row["metric"]][2]
-    out["bound_holds"] = (
-        out["bound"] <= row["value"] * (1 + 1e-9) if kind == "time" else (out["bound"] >= row["value"] * (1 - 1e-9))
-    )
-    if row["estimate"]:
-        if "client" in row and row["metric"] in SERVED:
-            out["predicted"] = _served(row, overhead, comm)
-        else:
-            out["predicted"] = fn(row, _deployment(row, False, overhead, comm), False)
-        out["error"] = speed_error(row["metric"], out["predicted"], row["value"])
+    out["bound_holds"] = bound <= row["value"] * (1 + 1e-9) if kind == "time" else bound >= row["value"] * (1 - 1e-9)
+    if predicted is not None:
+        out["predicted"] = predicted
+        out["error"] = speed_error(row["metric"], predicted, row["value"])
     return out
+
+
+# The (mode, communication) pairs whose predictions the site's wheel carries, computed by CPython at build time
+# (sitegen/predictions.py): the browser's snapshot then holds numbers, not the step models behind them (tens of MB).
+LAUNCHES_ONLY = "graphs"  # the fitted mode without its kernel floor: the calibration page's comparison
+SHIPPED_MODES = ((DEFAULT_MODE, True), (LAUNCHES_ONLY, True), (DEFAULT_MODE, False))
+SHIPPED = "predictions.json"  # in data/ of the wheel only: the source tree never has it, so it cannot go stale
+
+
+def shipped_table() -> dict:
+    """The ledger's bounds and estimates in SHIPPED_MODES, as the wheel carries them (None: no estimate)."""
+    modes = {_mode_key(m, c): [p.get("predicted") for p in _predictions(m, c)] for m, c in SHIPPED_MODES}
+    return {"ids": [r["id"] for r in _rows()], "bound": [p["bound"] for p in _predictions()], "predicted": modes}
+
+
+def _mode_key(overhead: str, comm: bool) -> str:
+    return f"{overhead}|{'priced' if comm else 'left out'}"
+
+
+@cache
+def _shipped() -> dict:
+    """The wheel's table, or {} where there is none (CPython computes, as in the tests and the build)."""
+    try:
+        return catalog.json_data(SHIPPED)
+    except FileNotFoundError:
+        return {}
+
+
+def from_table(table: dict, overhead: str, comm: bool) -> tuple[dict, ...] | None:
+    """The predictions a shipped table holds for this mode; None if it holds none or is another ledger's."""
+    predicted = table.get("predicted", {}).get(_mode_key(overhead, comm))
+    if predicted is None or table["ids"] != [r["id"] for r in _rows()]:
+        return None
+    return tuple(_scored(r, b, p) for r, b, p in zip(_rows(), table["bound"], predicted, strict=True))
 
 
 @lru_cache(maxsize=2 * len(LEDGER_MODE_CHOICES))
 def _predictions(overhead: str = DEFAULT_MODE, comm: bool = True) -> tuple[dict, ...]:
-    return tuple(predict(r, overhead, comm) for r in _rows())
+    return from_table(_shipped(), overhead, comm) or tuple(predict(r, overhead, comm) for r in _rows())
 
 
 def predictions(overhead: str = DEFAULT_MODE, comm: bool = True) -> list[dict]:
     """Every row predicted at this step-overhead mode, with or without communication (computed once per process
-    and mode; the browser's snapshot keeps the default's). Either fitted mode prices each row at its engine's."""
+    and mode, or read from the wheel's table in SHIPPED_MODES). Either fitted mode prices each row at its engine's."""
     return [dict(p) for p in _predictions(ledger_mode(overhead), comm)]
 
 
 # ---- the fitted constants (fitted.toml), recomputed from their training rows ---------------------------------------
-
-
-LAUNCHES_ONLY = "graphs"  # the same without the floor: the calibration page's comparison
 
 
 def fitted_groups() -> dict[str, list[str]]:

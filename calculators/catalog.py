@@ -9,6 +9,7 @@ data file names the file, the entry and the field.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from dataclasses import dataclass, fields
 from functools import cache
@@ -41,6 +42,12 @@ HIDDEN_KEY = "hidden"
 def _load(filename: str) -> dict:
     text = (resources.files(__package__) / "data" / filename).read_text(encoding="utf-8")
     return tomllib.loads(text)
+
+
+@cache
+def json_data(filename: str) -> dict:
+    """A JSON file the build writes into data/ of the site's wheel (FileNotFoundError where this tree has none)."""
+    return json.loads((resources.files(__package__) / "data" / filename).read_text(encoding="utf-8"))
 
 
 def load_every_data_file() -> list[str]:

@@ -14,6 +14,10 @@ import io
 import zipfile
 from pathlib import Path
 
+from calculators.calibration import SHIPPED
+
+from . import predictions
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "calculators"
 DIST = "llm_serving_calculators"
@@ -48,6 +52,9 @@ def _dist_info() -> dict[str, bytes]:
 
 def wheel_entries(root: Path = ROOT) -> dict[str, bytes]:
     entries = {p.relative_to(root).as_posix(): p.read_bytes() for p in package_files(root)}
+    # built, not kept in the tree: the ledger's predictions, so the browser never recomputes them
+    entries[f"{PACKAGE}/data/{SHIPPED}"] = predictions.shipped(entries)
+    entries = dict(sorted(entries.items()))
     entries.update(_dist_info())
     record_name = f"{DIST}-{VERSION}.dist-info/RECORD"
     lines = [_record_line(name, data) for name, data in entries.items()] + [f"{record_name},,"]

@@ -8,6 +8,7 @@ work is changing the step model, and the calibration page reports whatever the c
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -776,3 +777,20 @@ def test_the_ledgers_sglang_fractions_are_the_engine_faithful_modes(group_id, co
     tp = group["num_gpus"]
     f = default_fraction(version("sglang-0.5.9"), model, hardware, tp, context or model.max_context_tokens)
     assert f.fraction == pytest.approx(group["server"]["mem_fraction_static"], abs=5e-4)
+
+
+def test_the_wheels_table_gives_back_every_prediction_exactly():
+    """The browser reads the ledger's predictions from the wheel (calibration.SHIPPED, written by
+    sitegen/predictions.py): through JSON, every field of every row equals what CPython computes."""
+    table = json.loads(json.dumps(calibration.shipped_table(), allow_nan=False))
+    assert set(table["predicted"]) == {calibration._mode_key(m, c) for m, c in calibration.SHIPPED_MODES}
+    for mode, comm in calibration.SHIPPED_MODES:
+        assert calibration.from_table(table, mode, comm) == calibration._predictions(mode, comm)
+    assert calibration.from_table(table, "eager", True) is None  # a mode it does not carry is computed
+
+
+def test_a_table_of_another_ledger_is_not_used():
+    table = calibration.shipped_table()
+    stale = dict(table, ids=table["ids"][1:] + table["ids"][:1])
+    assert calibration.from_table(stale, calibration.DEFAULT_MODE, True) is None
+    assert calibration.from_table({}, calibration.DEFAULT_MODE, True) is None
