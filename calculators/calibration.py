@@ -431,12 +431,16 @@ def predict(row: dict, overhead: str = DEFAULT_MODE, comm: bool = True) -> dict:
     """The row with the core's estimate (when the row allows one), its error and the bound (the bound has
     no overhead or communication whatever `overhead` and `comm` say: bound_deployment drops them)."""
     fn = _PREDICT[row["metric"]]
-    bound = fn(row, _deployment(row, True), True)
+    bound = _bound(row)
     if not row["estimate"]:
         return _scored(row, bound, None)
     if "client" in row and row["metric"] in SERVED:
         return _scored(row, bound, _served(row, overhead, comm))
     return _scored(row, bound, fn(row, _deployment(row, False, overhead, comm), False))
+
+
+def _bound(row: dict) -> float:
+    return _PREDICT[row["metric"]](row, _deployment(row, True), True)
 
 
 def _scored(row: dict, bound: float, predicted: float | None) -> dict:
@@ -450,17 +454,19 @@ def _scored(row: dict, bound: float, predicted: float | None) -> dict:
     return out
 
 
-# The (mode, communication) pairs whose predictions the site's wheel carries, computed by CPython at build time
-# (sitegen/predictions.py): the browser's snapshot then holds numbers, not the step models behind them (tens of MB).
+# The (mode, communication) pairs whose predictions the site's wheel carries: every one the calibration calculator and
+# the bands offer, computed by CPython at build time (sitegen/predictions.py). In Pyodide a mode takes longer than the
+# worker's call timeout to compute, and the snapshot would keep the step models behind it (tens of MB).
+SHIPPED_MODES = tuple((mode, comm) for mode, _ in LEDGER_MODE_CHOICES for comm in (True, False))
+SHIPPED = "predictions.json"  # in data/ of the wheel only (sitegen/wheel.py leaves any copy in the tree out)
 LAUNCHES_ONLY = "graphs"  # the fitted mode without its kernel floor: the calibration page's comparison
-SHIPPED_MODES = ((DEFAULT_MODE, True), (LAUNCHES_ONLY, True), (DEFAULT_MODE, False))
-SHIPPED = "predictions.json"  # in data/ of the wheel only: the source tree never has it, so it cannot go stale
 
 
-def shipped_table() -> dict:
-    """The ledger's bounds and estimates in SHIPPED_MODES, as the wheel carries them (None: no estimate)."""
-    modes = {_mode_key(m, c): [p.get("predicted") for p in _predictions(m, c)] for m, c in SHIPPED_MODES}
-    return {"ids": [r["id"] for r in _rows()], "bound": [p["bound"] for p in _predictions()], "predicted": modes}
+def shipped_table(modes: tuple[tuple[str, bool], ...] = SHIPPED_MODES) -> dict:
+    """The ledger's bounds and estimates in these modes (None: no estimate), as the wheel carries them: computed,
+    never read from a table."""
+    predicted = {_mode_key(m, c): [p.get("predicted") for p in _computed(m, c)] for m, c in modes}
+    return {"ids": [r["id"] for r in _rows()], "bound": [_bound(r) for r in _rows()], "predicted": predicted}
 
 
 def _mode_key(overhead: str, comm: bool) -> str:
@@ -484,9 +490,14 @@ def from_table(table: dict, overhead: str, comm: bool) -> tuple[dict, ...] | Non
     return tuple(_scored(r, b, p) for r, b, p in zip(_rows(), table["bound"], predicted, strict=True))
 
 
+def _computed(overhead: str, comm: bool) -> tuple[dict, ...]:
+    return tuple(predict(r, overhead, comm) for r in _rows())
+
+
 @lru_cache(maxsize=2 * len(LEDGER_MODE_CHOICES))
 def _predictions(overhead: str = DEFAULT_MODE, comm: bool = True) -> tuple[dict, ...]:
-    return from_table(_shipped(), overhead, comm) or tuple(predict(r, overhead, comm) for r in _rows())
+    shipped = from_table(_shipped(), overhead, comm)
+    return _computed(overhead, comm) if shipped is None else shipped
 
 
 def predictions(overhead: str = DEFAULT_MODE, comm: bool = True) -> list[dict]:
@@ -694,7 +705,7 @@ def summary(metric: str | None = None, overhead: str = DEFAULT_MODE, only_held_o
 
 
 def bound_violations() -> list[dict]:
-    return [dict(p) for p in _predictions() if not p["bound_holds"]]
+    return [dict(p) for p in _predictions(DEFAULT_MODE, True) if not p["bound_holds"]]
 
 
 # ---- the band beside a live estimate ------------------------------------------------------------
@@ -774,7 +785,7 @@ def distance(a: dict, b: dict) -> float:
 
 @lru_cache(maxsize=len(LEDGER_MODE_CHOICES))
 def _estimate_features(overhead: str = DEFAULT_MODE) -> tuple[tuple[dict, dict], ...]:
-    return tuple((p, row_features(p)) for p in _predictions(overhead) if "error" in p)
+    return tuple((p, row_features(p)) for p in _predictions(overhead, True) if "error" in p)
 
 
 def band(

@@ -188,8 +188,6 @@ def warm_up() -> list[str]:
             present(name, {})
         except AssetNeeded:  # a static file of the site (a vocabulary), fetched when that calculator first runs
             pass
-    # the calibration page's comparisons: read from the wheel's table (calibration.SHIPPED_MODES); computed
-    # where there is none (here in CPython, or a wheel made without it): serving sweeps, seconds in Pyodide
-    for overhead, comm in calibration.SHIPPED_MODES:
-        calibration.predictions(overhead, comm)
+    # every mode of the calibration ledger's predictions is read from the wheel's table (calibration.SHIPPED), which
+    # presenting the calibration calculator above loaded: a mode is then milliseconds, never a step model
     return names

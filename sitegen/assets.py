@@ -15,7 +15,7 @@ from functools import lru_cache, cache
 from pathlib import Path
 from collections.abc import Callable
 
-from . import snapshot, wheel
+from . import predictions, snapshot, wheel
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE = ROOT / "node_modules"
@@ -89,7 +89,11 @@ def _core_files(wheel_data: bytes) -> dict[str, bytes]:
 
 def core_files() -> dict[str, tuple[str, bytes]]:
     """{"wheel" | "snapshot": (site path, bytes)} for the core as it is now."""
-    return _core_files(wheel.wheel_bytes())
+    try:
+        data = wheel.wheel_bytes()
+    except predictions.PredictionsError as exc:
+        raise AssetError(str(exc)) from None
+    return _core_files(data)
 
 
 def runtime_targets() -> dict[str, str]:

@@ -8,11 +8,12 @@ decides its content: the wheel's bytes, the Pyodide version and the script itsel
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+
+from . import buildcache
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).resolve().parent / "node" / "snapshot.mjs"
@@ -49,11 +50,11 @@ def make(wheel: bytes, out: Path) -> None:
 def snapshot_bytes(wheel: bytes, pyodide_version: str, cache: Path = CACHE) -> bytes:
     """The snapshot for this wheel, from the cache or made now (and cached)."""
     path = cache / f"{cache_key(wheel, pyodide_version)}.gz"
-    if not path.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")  # concurrent builds never see half a file
-        make(wheel, partial)
-        partial.replace(path)
-        for old in sorted(cache.glob("*.gz"), key=lambda p: p.stat().st_mtime)[:-KEEP]:
-            old.unlink(missing_ok=True)
-    return path.read_bytes()
+    return buildcache.cached(path, lambda: _made(wheel), KEEP)
+
+
+def _made(wheel: bytes) -> bytes:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "snapshot.gz"
+        make(wheel, out)
+        return out.read_bytes()

@@ -1,9 +1,11 @@
 """Build the numeric core as a pure-Python wheel, with no build backend.
 
 The site ships this wheel to Pyodide (``loadPackage(url)``) and the parity test
-loads the same bytes under Node. Entries are sorted and time-stamped at a fixed
-date, so the same sources always give the same bytes, and the content hash can
-version the URL.
+loads the same bytes under Node. The package's entries are sorted, the metadata
+follows, all time-stamped at a fixed date, so the same sources always give the
+same bytes, and the content hash can version the URL. One entry is built, not
+taken from the tree: the calibration predictions (predictions.py, about a minute
+of CPython when the core has changed, then cached).
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ def wheel_name() -> str:
 def package_files(root: Path = ROOT) -> list[Path]:
     """Every file the wheel carries, sorted, caches excluded."""
     src = root / PACKAGE
-    return sorted(p for p in src.rglob("*") if p.is_file() and p.suffix in _SHIPPED and "__pycache__" not in p.parts)
+    built = src / "data" / SHIPPED  # made for the wheel (predictions.py), never taken from the tree
+    files = (p for p in src.rglob("*") if p.is_file() and p.suffix in _SHIPPED and "__pycache__" not in p.parts)
+    return sorted(p for p in files if p != built)
 
 
 def _record_line(name: str, data: bytes) -> str:
@@ -52,7 +56,7 @@ def _dist_info() -> dict[str, bytes]:
 
 def wheel_entries(root: Path = ROOT) -> dict[str, bytes]:
     entries = {p.relative_to(root).as_posix(): p.read_bytes() for p in package_files(root)}
-    # built, not kept in the tree: the ledger's predictions, so the browser never recomputes them
+    # built, not kept in the tree: the ledger's predictions in every mode the browser offers
     entries[f"{PACKAGE}/data/{SHIPPED}"] = predictions.shipped(entries)
     entries = dict(sorted(entries.items()))
     entries.update(_dist_info())
@@ -63,7 +67,7 @@ def wheel_entries(root: Path = ROOT) -> dict[str, bytes]:
 
 
 def wheel_bytes(root: Path = ROOT) -> bytes:
-    """The wheel as bytes: a zip with sorted entries and fixed time stamps."""
+    """The wheel as bytes: a zip with the package's entries sorted and fixed time stamps."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in wheel_entries(root).items():

@@ -194,9 +194,10 @@ SPECIFIC = [
     ("autoscale_ramp", {"replica_model": "simulated"}),
     ("kv_cache", Raw("{not json")),
     ("kv_cache", Raw("[1, 2, 3]")),
-    # the other modes whose predictions the wheel carries (calibration.SHIPPED_MODES), against CPython's computed
+    # modes besides the default whose predictions the wheel carries (calibration.SHIPPED_MODES), against CPython's
     ("calibration", {"step_overhead": "graphs", "metric": "ttft_s"}),
     ("calibration", {"communication": "none", "metric": "output_tokens_per_s", "row_set": "held_out"}),
+    ("calibration", {"step_overhead": "eager", "communication": "none", "vendor": "amd"}),
 ]
 
 

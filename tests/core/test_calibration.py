@@ -19,6 +19,8 @@ from calculators.api import schema as calculator_schema
 from calculators.page import present
 from calculators.calcs.latency import SCHEMA as LATENCY
 from calculators.calcs import overhead
+from calculators.calcs.calibration import COMM_CHOICES
+from calculators.calcs.overhead import LEDGER_MODE_CHOICES
 from calculators.calcs.engine_capacity import version
 from calculators.calcs.overhead import step_overhead
 from calculators.calcs.sglang_memory import default_fraction
@@ -782,15 +784,23 @@ def test_the_ledgers_sglang_fractions_are_the_engine_faithful_modes(group_id, co
 def test_the_wheels_table_gives_back_every_prediction_exactly():
     """The browser reads the ledger's predictions from the wheel (calibration.SHIPPED, written by
     sitegen/predictions.py): through JSON, every field of every row equals what CPython computes."""
-    table = json.loads(json.dumps(calibration.shipped_table(), allow_nan=False))
-    assert set(table["predicted"]) == {calibration._mode_key(m, c) for m, c in calibration.SHIPPED_MODES}
-    for mode, comm in calibration.SHIPPED_MODES:
+    modes = ((calibration.DEFAULT_MODE, True), ("graphs", False))
+    table = json.loads(json.dumps(calibration.shipped_table(modes), allow_nan=False))
+    for mode, comm in modes:
         assert calibration.from_table(table, mode, comm) == calibration._predictions(mode, comm)
     assert calibration.from_table(table, "eager", True) is None  # a mode it does not carry is computed
 
 
+def test_the_wheel_carries_every_mode_the_calculators_offer():
+    offered = {(m, c == "priced") for m, _ in LEDGER_MODE_CHOICES for c, _ in COMM_CHOICES}
+    assert set(calibration.SHIPPED_MODES) == offered
+    assert {calibration.ledger_mode(m) for m, _ in overhead.MODE_CHOICES} <= {m for m, _ in calibration.SHIPPED_MODES}
+
+
 def test_a_table_of_another_ledger_is_not_used():
-    table = calibration.shipped_table()
-    stale = dict(table, ids=table["ids"][1:] + table["ids"][:1])
+    ids, n = [r["id"] for r in ROWS], len(ROWS)
+    table = {"ids": ids, "bound": [1.0] * n, "predicted": {"fitted|priced": [None] * n}}
+    assert calibration.from_table(table, calibration.DEFAULT_MODE, True) is not None
+    stale = dict(table, ids=ids[1:] + ids[:1])
     assert calibration.from_table(stale, calibration.DEFAULT_MODE, True) is None
     assert calibration.from_table({}, calibration.DEFAULT_MODE, True) is None
