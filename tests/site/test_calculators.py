@@ -240,6 +240,22 @@ def test_every_mode_of_the_calibration_ledger_answers_within_the_call_timeout(op
     assert log.errors == [] and log.foreign() == []
 
 
+def test_the_latency_band_in_an_unshipped_mode_once_answers_within_the_call_timeout(open_page):
+    # the band beside the latency calculator's results reads the ledger's predictions at the chosen overhead mode
+    page, log = open_page(page_of("latency"))
+    root_id = next(r for r, name, _ in roots(page) if name == "latency")
+    page.locator(f"#{root_id}").scroll_into_view_if_needed()
+    wait_live(page, root_id)
+    set_field(page, root_id, "step_overhead", "eager")
+    inputs = with_defaults("latency", {"step_overhead": "eager"})
+    wait_for_outputs(page, root_id, expected_outputs("latency", inputs), timeout=10_000)
+    page.wait_for_function(
+        "([id, note]) => document.querySelector(`#${id}`).textContent.includes(note)",
+        arg=[root_id, calc_page.present("latency", inputs)["notes"][-1][:120]], timeout=10_000)
+    assert "restarted" not in page.text_content(f"#{root_id} [data-calc-status]")
+    assert log.errors == [] and log.foreign() == []
+
+
 BAD_NUMBERS = ["", "abc", "-5", "0", "1e400"]
 
 
