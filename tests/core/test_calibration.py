@@ -20,7 +20,6 @@ from calculators.page import present
 from calculators.calcs.latency import SCHEMA as LATENCY
 from calculators.calcs import overhead
 from calculators.calcs.calibration import COMM_CHOICES
-from calculators.calcs.overhead import LEDGER_MODE_CHOICES
 from calculators.calcs.engine_capacity import version
 from calculators.calcs.overhead import step_overhead
 from calculators.calcs.sglang_memory import default_fraction
@@ -792,14 +791,14 @@ def test_the_wheels_table_gives_back_every_prediction_exactly():
 
 
 def test_the_wheel_carries_every_mode_the_calculators_offer():
-    offered = {(m, c == "priced") for m, _ in LEDGER_MODE_CHOICES for c, _ in COMM_CHOICES}
+    offered = {(m, c == "priced") for m, _ in overhead.LEDGER_MODE_CHOICES for c, _ in COMM_CHOICES}
     assert set(calibration.SHIPPED_MODES) == offered
     assert {calibration.ledger_mode(m) for m, _ in overhead.MODE_CHOICES} <= {m for m, _ in calibration.SHIPPED_MODES}
 
 
 def test_a_table_of_another_ledger_is_not_used():
-    ids, n = [r["id"] for r in ROWS], len(ROWS)
-    table = {"ids": ids, "bound": [1.0] * n, "predicted": {"fitted|priced": [None] * n}}
+    ids, n, key = [r["id"] for r in ROWS], len(ROWS), calibration._mode_key(calibration.DEFAULT_MODE, True)
+    table = {"ids": ids, "bound": [1.0] * n, "predicted": {key: [None] * n}}
     assert calibration.from_table(table, calibration.DEFAULT_MODE, True) is not None
     stale = dict(table, ids=ids[1:] + ids[:1])
     assert calibration.from_table(stale, calibration.DEFAULT_MODE, True) is None

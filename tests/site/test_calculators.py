@@ -190,11 +190,16 @@ def test_changing_each_input_updates_the_results(family_page):
             set_field(page, root_id, key, base[key])  # roots() gives every input, defaults merged in
 
 
+def open_block(open_page, name):
+    """The workbench page of calculator `name`, its log and the id of its block there."""
+    page, log = open_page(page_of(name))
+    return page, log, next(r for r, n, _ in roots(page) if n == name)
+
+
 def test_the_figure_title_follows_an_input_that_changes_it(open_page):
     # the calibration calculator's scatter is of the chosen kind of estimate: its caption (the chart's accessible
     # name) was the build's TPOT title whatever kind the reader then chose
-    page, log = open_page(page_of("calibration"))
-    root_id = next(r for r, name, _ in roots(page) if name == "calibration")
+    page, log, root_id = open_block(open_page, "calibration")
     caption = page.locator(f"#{root_id} figcaption")
     caption.scroll_into_view_if_needed()
     assert caption.text_content().startswith("Time per output token")
@@ -208,8 +213,7 @@ def test_the_figure_title_follows_an_input_that_changes_it(open_page):
 def test_a_result_without_a_chart_hides_the_last_one(open_page):
     # no ledger row of GB200 has an estimate: the calibration calculator returns no series, and the chart of the
     # inputs before (all accelerators) must not stay on screen as if it were this selection's; with rows it returns
-    page, log = open_page(page_of("calibration"))
-    root_id = next(r for r, name, _ in roots(page) if name == "calibration")
+    page, log, root_id = open_block(open_page, "calibration")
     figure = page.locator(f"#{root_id} figure")
     figure.scroll_into_view_if_needed()
     set_field(page, root_id, "hardware", "gb200")
@@ -223,9 +227,8 @@ def test_a_result_without_a_chart_hides_the_last_one(open_page):
 
 def test_every_mode_of_the_calibration_ledger_answers_within_the_call_timeout(open_page):
     # computing a mode's predictions in Pyodide outlasted the worker's 15 s call timeout: the worker was restarted
-    # and asked again, forever. The wheel carries every mode (sitegen/predictions.py); these two were not shipped.
-    page, log = open_page(page_of("calibration"))
-    root_id = next(r for r, name, _ in roots(page) if name == "calibration")
+    # and asked again, forever. The wheel carries every mode (sitegen/predictions.py); these two were computed then.
+    page, log, root_id = open_block(open_page, "calibration")
     page.locator(f"#{root_id} figure").scroll_into_view_if_needed()
     wait_live(page, root_id)
     for given in ({"step_overhead": "eager", "communication": "none"}, {"step_overhead": "none"}):
@@ -240,10 +243,9 @@ def test_every_mode_of_the_calibration_ledger_answers_within_the_call_timeout(op
     assert log.errors == [] and log.foreign() == []
 
 
-def test_the_latency_band_in_an_unshipped_mode_once_answers_within_the_call_timeout(open_page):
+def test_the_latency_band_in_the_eager_mode_answers_within_the_call_timeout(open_page):
     # the band beside the latency calculator's results reads the ledger's predictions at the chosen overhead mode
-    page, log = open_page(page_of("latency"))
-    root_id = next(r for r, name, _ in roots(page) if name == "latency")
+    page, log, root_id = open_block(open_page, "latency")
     page.locator(f"#{root_id}").scroll_into_view_if_needed()
     wait_live(page, root_id)
     set_field(page, root_id, "step_overhead", "eager")
